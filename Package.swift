@@ -1,0 +1,23 @@
+// swift-tools-version:6.1
+import PackageDescription
+
+let package = Package(
+    name: "sheaf",
+    products: [
+        // The pure-Swift core and the libcurl transport, for Swift users.
+        .library(name: "Sheaf", targets: ["Sheaf", "SheafCurl"]),
+        // The C-ABI shared library (libsheaf.so). CMake builds it with -static-stdlib,
+        // a version script exporting only sheaf_* and a SONAME.
+        .library(name: "sheaf", type: .dynamic, targets: ["SheafCABI"]),
+    ],
+    targets: [
+        .target(name: "Sheaf"),
+        .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
+        .target(name: "SheafCurl", dependencies: ["Sheaf", "CCurl"]),
+        // include/sheaf.h imported as a module, so every @c @implementation is checked against it.
+        .systemLibrary(name: "CSheafHeader"),
+        .target(name: "SheafCABI", dependencies: ["Sheaf", "SheafCurl", "CSheafHeader"],
+                exclude: ["exports.map"]),
+        .testTarget(name: "SheafTests", dependencies: ["Sheaf", "SheafCurl"]),
+    ]
+)

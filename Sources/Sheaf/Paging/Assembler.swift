@@ -1,0 +1,95 @@
+/// Orders pages that finish out of order into one growing, de-duplicated prefix.
+///
+/// Pages are held until the gap before them fills; each contiguous advance becomes one
+/// `SnapshotDelta`. Pure: no I/O, no threads.
+struct Assembler {
+    /// Whether to keep the whole prefix (for `prefixJSON` and fetch-all); off for pure streaming.
+    let keepsItems: Bool
+    /// Stop after this many items.
+    let maxItems: Int?
+    let deduplicates: Bool
+
+    private var pending: [Int: Page] = [:]
+    private var nextIndex = 0
+    private var seen = Set<IdentityKey>()
+    private var prefix: [UInt8] = []
+    /// Items in the prefix, after de-duplication.
+    private(set) var itemCount = 0
+    /// Pages in the prefix.
+    private(set) var pageCount = 0
+    /// Whether `maxItems` was reached (the prefix is then exactly that long).
+    private(set) var reachedLimit = false
+
+    init(keepsItems: Bool, maxItems: Int?, deduplicates: Bool) {
+        self.keepsItems = keepsItems
+        self.maxItems = maxItems
+        self.deduplicates = deduplicates
+    }
+
+    /// Adds page `index`; returns what the prefix gained, or nil when it did not advance.
+    mutating func add(_ index: Int, _ page: Page) -> SnapshotDelta? {
+        guard !reachedLimit, index >= nextIndex else { return nil }
+        pending[index] = page
+        var json: [UInt8] = [UInt8(ascii: "[")]
+        var added = 0
+        let firstPage = nextIndex
+        while let page = pending.removeValue(forKey: nextIndex) {
+            nextIndex += 1
+            pageCount += 1
+            added += append(page, to: &json, first: added == 0)
+            if reachedLimit {
+                pending.removeAll()
+                break
+            }
+        }
+        guard nextIndex > firstPage else { return nil }
+        json.append(UInt8(ascii: "]"))
+        return SnapshotDelta(json: json, items: added, totalItems: itemCount, pages: pageCount)
+    }
+
+    /// Appends the page's new items to `json` (and the kept prefix); returns how many.
+    private mutating func append(_ page: Page, to json: inout [UInt8], first: Bool) -> Int {
+        var added = 0
+        var needsComma = !first
+        for (position, range) in page.items.enumerated() {
+            if let maxItems, itemCount >= maxItems {
+                reachedLimit = true
+                break
+            }
+            if deduplicates, let identity = page.identities[position], !seen.insert(identity).inserted { continue }
+            if needsComma { json.append(UInt8(ascii: ",")) }
+            needsComma = true
+            json.append(contentsOf: page.body[range])
+            if keepsItems {
+                if !prefix.isEmpty { prefix.append(UInt8(ascii: ",")) }
+                prefix.append(contentsOf: page.body[range])
+            }
+            itemCount += 1
+            added += 1
+        }
+        if let maxItems, itemCount >= maxItems { reachedLimit = true }
+        return added
+    }
+
+    /// The prefix so far as one JSON array (empty when items are not kept).
+    func prefixJSON() -> [UInt8] {
+        var json: [UInt8] = []
+        json.reserveCapacity(prefix.count + 2)
+        json.append(UInt8(ascii: "["))
+        json.append(contentsOf: prefix)
+        json.append(UInt8(ascii: "]"))
+        return json
+    }
+}
+
+/// What one snapshot added to the ordered prefix.
+public struct SnapshotDelta: Sendable {
+    /// The added items as a JSON array.
+    public var json: [UInt8]
+    /// How many items were added.
+    public var items: Int
+    /// Items in the prefix now.
+    public var totalItems: Int
+    /// Pages in the prefix now.
+    public var pages: Int
+}

@@ -1,0 +1,236 @@
+/// Decides which pages to fetch next from the pages that arrived: a pure state machine.
+///
+/// Events go in (`start`, `pageArrived`, `pageFailed`); actions come out. It knows nothing of
+/// HTTP, threads or callbacks, so every plan can be tested synchronously.
+struct PagePlanner {
+    /// Something the driver must do.
+    enum Action: Equatable {
+        /// Request page `index` at `url`.
+        case fetch(index: Int, url: String)
+        /// Hand page `index` to the assembler (an empty page for one past the real end).
+        case accept(index: Int)
+        /// Abandon these in-flight pages.
+        case cancel([Int])
+        /// The list is over.
+        case finish(Ending)
+    }
+
+    /// How a list ended, as far as pages go.
+    enum Ending: Equatable {
+        /// Every page arrived. `expectedTotal` is the server's total, if it gave one, to compare
+        /// with the items; `missingPages` are pages the server answered 404 although the total
+        /// promised them.
+        case allPages(expectedTotal: Int?, missingPages: [Int])
+        /// Page `index` could not be had; pages before it were accepted.
+        case failed(index: Int, error: SheafError)
+    }
+
+    /// How the remaining pages are found.
+    enum Mode: Equatable {
+        case firstPage
+        /// Pages 1..<pageCount by number, concurrently; then possibly a walk from `continuation`.
+        case parallel(pageCount: Int)
+        /// One page at a time, by next link or by page number.
+        case sequential
+    }
+
+    let addressing: PageAddressing
+    let window: Int
+    let maxPages: Int
+    /// With page numbers but neither total nor next link, pages are walked by number until an
+    /// empty or short page.
+    let walksPageNumbers: Bool
+
+    private(set) var mode = Mode.firstPage
+    private(set) var expectedTotal: Int?
+    private var template: String
+    private var inFlight = Set<Int>()
+    private var nextIndex = 0
+    private var fetchedURLs = Set<String>()
+    private var servedPageSize = 0
+    private var missingPages: [Int] = []
+    private var pendingNextLink: String?
+    private var failure: (index: Int, error: SheafError)?
+    private(set) var isFinished = false
+
+    /// - Parameters:
+    ///   - firstURL: the first page's URL, with its page parameters already set.
+    ///   - hasNextSignal: whether pages name their successor (then a page without one is the last).
+    init(firstURL: String, addressing: PageAddressing, hasNextSignal: Bool, window: Int, maxPages: Int) {
+        template = firstURL
+        self.addressing = addressing
+        if case .pageNumber = addressing { walksPageNumbers = !hasNextSignal } else { walksPageNumbers = false }
+        self.window = window
+        self.maxPages = maxPages
+    }
+
+    /// The number of pages the plan expects, once known.
+    var expectedPages: Int? {
+        if case .parallel(let count) = mode, pendingNextLink == nil { return count }
+        return nil
+    }
+
+    mutating func start() -> [Action] {
+        launch(template)
+    }
+
+    /// Page `index` arrived and was read.
+    mutating func pageArrived(_ index: Int, _ page: Page) -> [Action] {
+        guard !isFinished, inFlight.remove(index) != nil else { return [] }
+        if let failure, index > failure.index { return settleFailure() }
+        var actions: [Action] = [.accept(index: index)]
+        if failure != nil { return actions + settleFailure() }
+
+        switch mode {
+        case .firstPage:
+            actions += planAfterFirstPage(page)
+        case .parallel(let pageCount):
+            if index == pageCount - 1, let next = page.next { pendingNextLink = next }
+            actions += fillWindow()
+        case .sequential:
+            actions += followSequentially(after: index, page)
+        }
+        return actions
+    }
+
+    /// Page `index` failed for good (retries are the fetcher's business).
+    mutating func pageFailed(_ index: Int, _ error: SheafError) -> [Action] {
+        guard !isFinished, inFlight.remove(index) != nil else { return [] }
+        // A 404 for a page the total promised means the list is shorter than it said:
+        // record it, and let the end of the list report the disagreement with every item kept.
+        if case .parallel = mode, index > 0, error.code == .http, error.httpStatus == 404, failure == nil {
+            missingPages.append(index)
+            return [.accept(index: index)] + fillWindow()
+        }
+        if failure == nil || index < failure!.index { failure = (index, error) }
+        return settleFailure()
+    }
+
+    /// Stops planning (the caller stopped, cancelled or hit its item limit).
+    mutating func stop() -> [Action] {
+        guard !isFinished else { return [] }
+        isFinished = true
+        let abandoned = inFlight.sorted()
+        inFlight.removeAll()
+        return abandoned.isEmpty ? [] : [.cancel(abandoned)]
+    }
+
+    // MARK: Plans
+
+    private mutating func planAfterFirstPage(_ page: Page) -> [Action] {
+        servedPageSize = page.items.count
+        expectedTotal = page.total
+        if let next = page.next, let number = pageNumber(of: next), number == firstPageNumber + 1 {
+            template = next // page k's URL keeps whatever the server put in its own next link
+        }
+        guard case .pageNumber = addressing else { return followSequentially(after: 0, page) }
+        guard let total = page.total else { return followSequentially(after: 0, page) }
+        if total <= servedPageSize || servedPageSize == 0 {
+            // Nothing more to fetch (or nothing fetchable: page one is empty though the total is
+            // not zero — the end of the list reports that disagreement).
+            if let next = page.next, servedPageSize > 0 { return followNextLink(next, index: 1) }
+            return finishIfIdle()
+        }
+        let pageCount = (total + servedPageSize - 1) / servedPageSize
+        guard pageCount <= maxPages else {
+            return fail(index: 1, SheafError(.pageLimit,
+                "the list needs \(pageCount) pages (total \(total), \(servedPageSize) per page), more than the page cap of \(maxPages)"))
+        }
+        mode = .parallel(pageCount: pageCount)
+        return fillWindow()
+    }
+
+    private mutating func fillWindow() -> [Action] {
+        guard case .parallel(let pageCount) = mode else { return [] }
+        var actions: [Action] = []
+        while inFlight.count < window, nextIndex < pageCount {
+            guard let url = url(forIndex: nextIndex) else {
+                return actions + fail(index: nextIndex, SheafError(.badPage, "cannot build the URL of page \(nextIndex + 1) from \(template)"))
+            }
+            actions += launch(url)
+        }
+        if inFlight.isEmpty, nextIndex >= pageCount {
+            if let next = pendingNextLink {
+                // The last planned page still names a next page: the list grew; walk on.
+                pendingNextLink = nil
+                mode = .sequential
+                return actions + followNextLink(next, index: nextIndex)
+            }
+            actions += finishIfIdle()
+        }
+        return actions
+    }
+
+    private mutating func followSequentially(after index: Int, _ page: Page) -> [Action] {
+        mode = .sequential
+        if let next = page.next { return followNextLink(next, index: index + 1) }
+        if walksPageNumbers, !page.items.isEmpty, index == 0 || page.items.count >= servedPageSize {
+            guard let url = url(forIndex: index + 1) else { return finishIfIdle() }
+            return launchGuarded(url, index: index + 1)
+        }
+        return finishIfIdle()
+    }
+
+    private mutating func followNextLink(_ url: String, index: Int) -> [Action] {
+        if fetchedURLs.contains(url) {
+            return fail(index: index, SheafError(.loop, "the next link of page \(index) repeats a URL already fetched: \(url)", url: url))
+        }
+        return launchGuarded(url, index: index)
+    }
+
+    private mutating func launchGuarded(_ url: String, index: Int) -> [Action] {
+        guard index < maxPages else {
+            return fail(index: index, SheafError(.pageLimit, "the list has more than the page cap of \(maxPages) pages", url: url))
+        }
+        return launch(url)
+    }
+
+    private mutating func launch(_ url: String) -> [Action] {
+        let index = nextIndex
+        nextIndex += 1
+        inFlight.insert(index)
+        fetchedURLs.insert(url)
+        return [.fetch(index: index, url: url)]
+    }
+
+    private mutating func fail(index: Int, _ error: SheafError) -> [Action] {
+        if failure == nil || index < failure!.index { failure = (index, error) }
+        return settleFailure()
+    }
+
+    /// After a failure at page k: abandon pages after k, wait for pages before k, then finish.
+    private mutating func settleFailure() -> [Action] {
+        guard let failure else { return [] }
+        let later = inFlight.filter { $0 > failure.index }.sorted()
+        inFlight.subtract(later)
+        var actions: [Action] = later.isEmpty ? [] : [.cancel(later)]
+        if inFlight.isEmpty {
+            isFinished = true
+            actions.append(.finish(.failed(index: failure.index, error: failure.error)))
+        }
+        return actions
+    }
+
+    private mutating func finishIfIdle() -> [Action] {
+        guard inFlight.isEmpty else { return [] }
+        isFinished = true
+        return [.finish(.allPages(expectedTotal: expectedTotal, missingPages: missingPages))]
+    }
+
+    // MARK: Page URLs
+
+    private var firstPageNumber: Int {
+        if case .pageNumber(_, let first, _, _) = addressing { return first }
+        return 0
+    }
+
+    private func pageNumber(of url: String) -> Int? {
+        guard case .pageNumber(let parameter, _, _, _) = addressing else { return nil }
+        return URLText.queryValue(url, parameter).flatMap { Int($0) }
+    }
+
+    private func url(forIndex index: Int) -> String? {
+        guard case .pageNumber(let parameter, let first, _, _) = addressing else { return nil }
+        return URLText.settingQuery(template, parameter, to: String(first + index))
+    }
+}

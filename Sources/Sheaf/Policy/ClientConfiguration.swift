@@ -1,0 +1,36 @@
+/// Limits and policies of a client, applied to every list it runs.
+public struct ClientConfiguration: Sendable, Equatable {
+    /// Pages in flight at once (1...64).
+    public var window = 8
+    /// The most pages one list may fetch.
+    public var maxPages = 10_000
+    /// The largest response body accepted.
+    public var maxBodyBytes = 64 << 20
+    /// Retries of transient failures.
+    public var retry = RetryPolicy()
+    /// Whole-request timeout; 0 means none.
+    public var timeoutMilliseconds = 30_000
+    /// Connect timeout; 0 means the transport's default.
+    public var connectTimeoutMilliseconds = 10_000
+    /// Redirects followed per request.
+    public var maxRedirects = 10
+
+    public init() {}
+
+    /// Checks every value's range; the error names the first one out of range.
+    public func validated() throws(SheafError) -> ClientConfiguration {
+        func check(_ ok: Bool, _ what: String) throws(SheafError) {
+            if !ok { throw SheafError(.invalidArgument, what) }
+        }
+        try check((1...64).contains(window), "the window must be between 1 and 64, not \(window)")
+        try check(maxPages >= 1, "the page cap must be at least 1, not \(maxPages)")
+        try check(maxBodyBytes >= 1, "the body cap must be at least 1 byte, not \(maxBodyBytes)")
+        try check((1...100).contains(retry.maxAttempts), "attempts must be between 1 and 100, not \(retry.maxAttempts)")
+        try check(retry.baseDelayMilliseconds >= 0, "the retry base must not be negative")
+        try check(retry.maxDelayMilliseconds >= 0, "the retry cap must not be negative")
+        try check(timeoutMilliseconds >= 0, "the timeout must not be negative")
+        try check(connectTimeoutMilliseconds >= 0, "the connect timeout must not be negative")
+        try check((0...50).contains(maxRedirects), "redirects must be between 0 and 50, not \(maxRedirects)")
+        return self
+    }
+}

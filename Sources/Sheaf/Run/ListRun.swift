@@ -1,0 +1,227 @@
+import Dispatch
+import Synchronization
+
+/// How a list ended.
+public enum ListOutcome: Sendable, Equatable {
+    /// Every page arrived and the items agree with the server's total (when it gave one).
+    case complete
+    /// The caller's item limit was reached.
+    case limitReached
+    /// It failed, was stopped or was cancelled; the items delivered before stay delivered.
+    case failed(SheafError)
+}
+
+/// One snapshot: what the ordered prefix gained, and what the list expects in all.
+public struct Snapshot: Sendable {
+    public var delta: SnapshotDelta
+    /// The server's total, when known.
+    public var expectedItems: Int?
+    /// The pages the plan expects, when known.
+    public var expectedPages: Int?
+}
+
+/// One run of one list: plans pages, fetches them in a window, assembles the ordered prefix and
+/// delivers snapshots on a serial queue of its own.
+public final class ListRun: Sendable {
+    private struct State {
+        var planner: PagePlanner
+        var assembler: Assembler
+        var fetches: [Int: PageFetch] = [:]
+        var started = false
+        /// Set once the outcome is decided; later events are ignored.
+        var ending: ListOutcome?
+        /// Set when the caller asked to stop (callback) or cancelled: no more callbacks.
+        var silenced = false
+        var stoppedByCallback = false
+        var outcome: ListOutcome?
+    }
+
+    private let client: SheafClient
+    private let reader: PageReader
+    private let state: Mutex<State>
+    private let delivery = DispatchQueue(label: "sheaf.list.snapshots")
+    private let done = DispatchGroup()
+    private let onSnapshot: Mutex<(@Sendable (Snapshot) -> Bool)?>
+
+    init(client: SheafClient, description: ListDescription, keepsItems: Bool,
+         onSnapshot: (@Sendable (Snapshot) -> Bool)?) throws(SheafError) {
+        try description.checkSupported()
+        let firstURL = try client.firstURL(of: description)
+        let configuration = client.configuration
+        let planner = PagePlanner(firstURL: firstURL, addressing: description.addressing,
+                                  hasNextSignal: description.next != .none,
+                                  window: configuration.window, maxPages: configuration.maxPages)
+        let assembler = Assembler(keepsItems: keepsItems, maxItems: description.maxItems,
+                                  deduplicates: description.identity != nil)
+        self.client = client
+        self.reader = PageReader(description)
+        self.state = Mutex(State(planner: planner, assembler: assembler))
+        self.onSnapshot = Mutex(onSnapshot)
+        delivery.setSpecific(key: Self.deliveryKey, value: ObjectIdentifier(self))
+    }
+
+    /// Starts fetching; returns at once. A run starts once.
+    public func start() throws(SheafError) {
+        let actions = try state.withLock { (state) throws(SheafError) -> [PagePlanner.Action] in
+            guard !state.started else { throw SheafError(.state, "the list has already been started") }
+            state.started = true
+            done.enter()
+            return state.planner.start()
+        }
+        perform(actions, page: nil)
+    }
+
+    /// Blocks until the run has finished and every snapshot callback has returned.
+    /// - Throws: `.reentrant` when called from inside a Sheaf callback, `.state` before `start()`.
+    public func wait() throws(SheafError) -> ListOutcome {
+        guard !CallbackContext.isInsideCallback else {
+            throw SheafError(.reentrant, "a blocking Sheaf call was made from inside a Sheaf callback")
+        }
+        guard state.withLock({ $0.started }) else { throw SheafError(.state, "the list has not been started") }
+        done.wait()
+        return state.withLock { $0.outcome! }
+    }
+
+    /// The outcome, once the run has finished; nil before.
+    public var outcome: ListOutcome? { state.withLock { $0.outcome } }
+
+    /// Stops the run: in-flight requests are abandoned, no snapshot is delivered any more, and
+    /// the outcome becomes `.cancelled` unless it was already decided.
+    public func cancel() {
+        stop(SheafError(.cancelled, "the list was cancelled"), byCallback: false)
+    }
+
+    /// Cancels, then waits until no snapshot callback is running (unless called from one).
+    /// Afterwards no callback of this run will run.
+    public func close() {
+        cancel()
+        if DispatchQueue.getSpecific(key: Self.deliveryKey) != ObjectIdentifier(self) {
+            delivery.sync {}
+        }
+    }
+
+    /// The ordered prefix delivered so far, as one JSON array.
+    public func prefixJSON() -> [UInt8] {
+        state.withLock { $0.assembler.prefixJSON() }
+    }
+
+    private static let deliveryKey = DispatchSpecificKey<ObjectIdentifier>()
+
+    // MARK: Events
+
+    private func pageArrived(_ index: Int, url: String, response: HTTPResponse) {
+        let page: Page
+        do {
+            page = try reader.read(response.body, from: url)
+        } catch {
+            return pageFailed(index, error)
+        }
+        let actions = state.withLock { $0.ending == nil ? $0.planner.pageArrived(index, page) : [] }
+        perform(actions, page: (index, page))
+    }
+
+    private func pageFailed(_ index: Int, _ error: SheafError) {
+        let actions = state.withLock { $0.ending == nil ? $0.planner.pageFailed(index, error) : [] }
+        perform(actions, page: (index, .empty))
+    }
+
+    /// Carries out the planner's actions: assembly and endings under the lock, I/O outside it.
+    private func perform(_ actions: [PagePlanner.Action], page: (index: Int, page: Page)?) {
+        var toStart: [PageFetch] = []
+        var toCancel: [PageFetch] = []
+        state.withLock { state in
+            for action in actions {
+                switch action {
+                case .fetch(let index, let url):
+                    let fetch = PageFetch(client: client, url: url) { [self] result in
+                        self.state.withLock { _ = $0.fetches.removeValue(forKey: index) }
+                        switch result {
+                        case .success(let value):
+                            // Reading a page is CPU work: keep it off the transport's thread.
+                            DispatchQueue.global().async { [self] in
+                                pageArrived(index, url: value.url, response: value.response)
+                            }
+                        case .failure(let error):
+                            pageFailed(index, error)
+                        }
+                    }
+                    state.fetches[index] = fetch
+                    toStart.append(fetch)
+                case .accept(let index):
+                    guard let page, page.index == index, state.ending == nil else { continue }
+                    if let delta = state.assembler.add(index, page.page) {
+                        let snapshot = Snapshot(delta: delta, expectedItems: state.planner.expectedTotal,
+                                                expectedPages: state.planner.expectedPages)
+                        delivery.async { [self] in deliver(snapshot) }
+                    }
+                    if state.assembler.reachedLimit {
+                        toCancel += cancelAll(&state)
+                        end(&state, .limitReached)
+                    }
+                case .cancel(let indices):
+                    toCancel += indices.compactMap { state.fetches.removeValue(forKey: $0) }
+                case .finish(let ending):
+                    end(&state, outcome(of: ending, state.assembler))
+                }
+            }
+        }
+        toCancel.forEach { $0.cancel() }
+        toStart.forEach { $0.start() }
+    }
+
+    private func outcome(of ending: PagePlanner.Ending, _ assembler: Assembler) -> ListOutcome {
+        switch ending {
+        case .failed(_, let error):
+            return .failed(error)
+        case .allPages(let total, let missing):
+            if assembler.reachedLimit { return .limitReached }
+            guard let total, total != assembler.itemCount || !missing.isEmpty else { return .complete }
+            var message = "the server reported \(total) items but \(assembler.itemCount) arrived"
+            if !missing.isEmpty {
+                message += "; pages " + missing.map { String($0 + 1) }.joined(separator: ", ") + " answered 404"
+            }
+            return .failed(SheafError(.incomplete, message))
+        }
+    }
+
+    private func stop(_ error: SheafError, byCallback: Bool) {
+        let toCancel = state.withLock { state -> [PageFetch] in
+            state.silenced = true
+            if byCallback { state.stoppedByCallback = true }
+            guard state.started, state.ending == nil else { return [] }
+            let fetches = cancelAll(&state)
+            end(&state, .failed(error))
+            return fetches
+        }
+        toCancel.forEach { $0.cancel() }
+    }
+
+    private func cancelAll(_ state: inout State) -> [PageFetch] {
+        _ = state.planner.stop()
+        defer { state.fetches.removeAll() }
+        return Array(state.fetches.values)
+    }
+
+    /// Decides the outcome (once) and queues the final step behind every queued snapshot.
+    private func end(_ state: inout State, _ outcome: ListOutcome) {
+        guard state.ending == nil else { return }
+        state.ending = outcome
+        delivery.async { [self] in
+            self.state.withLock { state in
+                if state.stoppedByCallback {
+                    state.outcome = .failed(SheafError(.stopped, "the snapshot callback asked to stop"))
+                } else {
+                    state.outcome = state.ending
+                }
+            }
+            onSnapshot.withLock { $0 = nil } // drop the caller's context: no callback after the end
+            done.leave()
+        }
+    }
+
+    private func deliver(_ snapshot: Snapshot) {
+        guard !state.withLock({ $0.silenced }), let callback = onSnapshot.withLock({ $0 }) else { return }
+        let goOn = CallbackContext.run { callback(snapshot) }
+        if !goOn { stop(SheafError(.stopped, "the snapshot callback asked to stop"), byCallback: true) }
+    }
+}

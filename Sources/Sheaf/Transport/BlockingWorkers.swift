@@ -1,0 +1,139 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import Synchronization
+
+/// Threads of the library's own for code that may block (foreign transports).
+///
+/// Swift's cooperative pool is only as wide as the core count, so blocking it would cap a
+/// window of 8 at 2 requests on a 2-core machine. Here every job gets a thread: an idle one
+/// if there is one, a new one otherwise; idle threads exit after a while.
+public final class BlockingWorkers: Sendable {
+    /// The process-wide pool.
+    public static let shared = BlockingWorkers()
+
+    private struct State {
+        var jobs: [@Sendable () -> Void] = []
+        var head = 0
+        var idle = 0
+        var threads = 0
+    }
+
+    private let state = Mutex(State())
+    private let signal = ConditionSignal()
+    private let idleSeconds: Int
+
+    init(idleSeconds: Int = 10) {
+        self.idleSeconds = idleSeconds
+    }
+
+    /// Runs `job` on a worker thread, marked as inside a callback.
+    public func run(_ job: @escaping @Sendable () -> Void) {
+        let spawn = state.withLock { state -> Bool in
+            state.jobs.append(job)
+            if state.idle > state.jobs.count - state.head - 1 { return false }
+            state.threads += 1
+            return true
+        }
+        if spawn { startThread() } else { signal.wakeOne() }
+    }
+
+    private func startThread() {
+        let context = Unmanaged.passRetained(self).toOpaque()
+        var thread = pthread_t()
+        var attributes = pthread_attr_t()
+        pthread_attr_init(&attributes)
+        pthread_attr_setdetachstate(&attributes, Int32(PTHREAD_CREATE_DETACHED))
+        let result = pthread_create(&thread, &attributes, { context in
+            let workers = Unmanaged<BlockingWorkers>.fromOpaque(context!).takeRetainedValue()
+            workers.work()
+            return nil
+        }, context)
+        pthread_attr_destroy(&attributes)
+        if result != 0 {
+            // No thread to be had: run the job here rather than lose it.
+            Unmanaged<BlockingWorkers>.fromOpaque(context).release()
+            state.withLock { $0.threads -= 1 }
+            work(once: true)
+        }
+    }
+
+    private func work(once: Bool = false) {
+        while true {
+            let job: (@Sendable () -> Void)? = state.withLock { state in
+                guard state.head < state.jobs.count else { return nil }
+                let job = state.jobs[state.head]
+                state.head += 1
+                if state.head == state.jobs.count {
+                    state.jobs.removeAll(keepingCapacity: true)
+                    state.head = 0
+                }
+                return job
+            }
+            if let job {
+                CallbackContext.run(job)
+                if once { return }
+                continue
+            }
+            if once { return }
+            state.withLock { $0.idle += 1 }
+            let woke = signal.wait(seconds: idleSeconds)
+            let exit = state.withLock { state -> Bool in
+                state.idle -= 1
+                if !woke, state.head >= state.jobs.count {
+                    state.threads -= 1
+                    return true
+                }
+                return false
+            }
+            if exit { return }
+        }
+    }
+}
+
+/// A counting wake-up signal (a semaphore with a timed wait) on pthread primitives.
+final class ConditionSignal: @unchecked Sendable {
+    // Safe: the pthread mutex guards `permits`; the objects are never moved (heap-allocated).
+    private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
+    private let condition = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
+    private var permits = 0
+
+    init() {
+        pthread_mutex_init(mutex, nil)
+        var attributes = pthread_condattr_t()
+        pthread_condattr_init(&attributes)
+        pthread_condattr_setclock(&attributes, CLOCK_MONOTONIC)
+        pthread_cond_init(condition, &attributes)
+        pthread_condattr_destroy(&attributes)
+    }
+
+    deinit {
+        pthread_cond_destroy(condition)
+        pthread_mutex_destroy(mutex)
+        mutex.deallocate()
+        condition.deallocate()
+    }
+
+    func wakeOne() {
+        pthread_mutex_lock(mutex)
+        permits += 1
+        pthread_cond_signal(condition)
+        pthread_mutex_unlock(mutex)
+    }
+
+    /// Waits for a wake-up; false when `seconds` passed without one.
+    func wait(seconds: Int) -> Bool {
+        var deadline = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &deadline)
+        deadline.tv_sec += seconds
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
+        while permits == 0 {
+            if pthread_cond_timedwait(condition, mutex, &deadline) == ETIMEDOUT { return false }
+        }
+        permits -= 1
+        return true
+    }
+}

@@ -1,0 +1,41 @@
+import CSheafHeader
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// C strings owned by the library.
+enum CString {
+    /// A malloc'd, NUL-terminated copy of `bytes`, for the caller to release with sheaf_free.
+    static func mallocCopy(_ bytes: [UInt8]) -> UnsafeMutablePointer<CChar>? {
+        guard let memory = malloc(bytes.count + 1)?.assumingMemoryBound(to: CChar.self) else { return nil }
+        bytes.withUnsafeBufferPointer { buffer in
+            if let base = buffer.baseAddress { memcpy(memory, base, buffer.count) }
+        }
+        memory[bytes.count] = 0
+        return memory
+    }
+
+    /// A malloc'd copy of `text`.
+    static func mallocCopy(_ text: String) -> UnsafeMutablePointer<CChar>? {
+        strdup(text)
+    }
+
+    /// A string from a C argument, or nil for NULL.
+    static func read(_ pointer: UnsafePointer<CChar>?) -> String? {
+        pointer.map { String(cString: $0) }
+    }
+}
+
+/// A C string kept for as long as its owner, for borrowed `const char *` results.
+final class OwnedCString: @unchecked Sendable {
+    // Safe: immutable after init; freed once in deinit.
+    let pointer: UnsafeMutablePointer<CChar>
+
+    init(_ text: String) {
+        pointer = strdup(text)
+    }
+
+    deinit {
+        free(pointer)
+    }
+}

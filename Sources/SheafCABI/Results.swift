@@ -1,0 +1,82 @@
+import CSheafHeader
+import Sheaf
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The one table from Swift error codes to C result codes.
+extension SheafError.Code {
+    var cResult: sheaf_result {
+        switch self {
+        case .invalidArgument: SHEAF_E_INVALID_ARGUMENT
+        case .unsupported: SHEAF_E_UNSUPPORTED
+        case .state: SHEAF_E_STATE
+        case .reentrant: SHEAF_E_REENTRANT
+        case .http: SHEAF_E_HTTP
+        case .transport: SHEAF_E_TRANSPORT
+        case .badPage: SHEAF_E_BAD_PAGE
+        case .incomplete: SHEAF_E_INCOMPLETE
+        case .loop: SHEAF_E_LOOP
+        case .pageLimit: SHEAF_E_PAGE_LIMIT
+        case .bodyTooLarge: SHEAF_E_BODY_TOO_LARGE
+        case .crossOrigin: SHEAF_E_CROSS_ORIGIN
+        case .stopped: SHEAF_E_STOPPED
+        case .cancelled: SHEAF_E_CANCELLED
+        default: SHEAF_E_INTERNAL
+        }
+    }
+}
+
+extension ListOutcome {
+    var cResult: sheaf_result {
+        switch self {
+        case .complete: SHEAF_OK
+        case .limitReached: SHEAF_LIMIT_REACHED
+        case .failed(let error): error.code.cResult
+        }
+    }
+}
+
+/// Static texts, allocated once for the life of the process.
+private let resultTexts: [OwnedCString] = [
+    "success",
+    "the item limit was reached",
+    "invalid argument",
+    "not supported yet",
+    "the handle is not in a state for this call",
+    "a blocking call was made from inside a Sheaf callback",
+    "the server answered with a failing HTTP status",
+    "the request failed below HTTP (timeout, connection, DNS, TLS)",
+    "a page is not the JSON the list describes",
+    "the items disagree with the server's total",
+    "a next link repeats a URL already fetched",
+    "the list needs more pages than the page cap",
+    "a response body exceeds the body cap",
+    "a link or redirect leaves the base URL's origin",
+    "stopped by the snapshot callback",
+    "cancelled",
+    "internal error",
+].map(OwnedCString.init)
+private let unknownResultText = OwnedCString("unknown result code")
+private let versionText = OwnedCString(SheafVersion.string)
+
+@c @implementation
+public func sheaf_result_str(_ result: Int32) -> UnsafePointer<CChar>! {
+    guard result >= 0, Int(result) < resultTexts.count else { return UnsafePointer(unknownResultText.pointer) }
+    return UnsafePointer(resultTexts[Int(result)].pointer)
+}
+
+@c @implementation
+public func sheaf_version_number() -> Int32 {
+    Int32(SheafVersion.number)
+}
+
+@c @implementation
+public func sheaf_version_string() -> UnsafePointer<CChar>! {
+    UnsafePointer(versionText.pointer)
+}
+
+@c @implementation
+public func sheaf_free(_ pointer: UnsafeMutableRawPointer?) {
+    free(pointer)
+}

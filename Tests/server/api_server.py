@@ -1,0 +1,583 @@
+#!/usr/bin/env python3
+"""Loopback test API server for Sheaf's tests and benchmarks.
+
+Run:    python3 Tests/server/api_server.py [--port 0] [--host 127.0.0.1] [--latency-ms 0]
+                                            [--quiet] [--verbose] [--exit-on-stdin-eof]
+Import: server, thread = start_server(port=0, latency_ms=0); ...; server.shutdown_and_close()
+
+Once listening, the script prints exactly one line "PORT <n>" on stdout and flushes. It stops
+on SIGTERM / SIGINT and, with --exit-on-stdin-eof, when its stdin reaches end of file.
+
+Every list item i (0-based) is {"id":i,"name":"item-<i>"} (compact JSON).
+
+Query parameters common to the list endpoints (/anchor, /drf, /array):
+  n=1000          items in the list
+  latency_ms=X    sleep added to each request (overrides the server's --latency-ms)
+  cap=100         largest page size honoured; larger requested sizes are silently capped
+  pad=B           each item gets "pad": B 'x' characters
+  fail=K:C:S      (repeatable, or comma separated) the first C requests for page K answer S
+                  with {"error":"injected","status":S} (+ "Retry-After: 0" for 429 and 503)
+  garbage=K       page K answers 200 with the body "this is not json"
+  short=K         (/anchor, /drf) the list really has n-K items but still claims n
+
+Endpoints:
+  GET /anchor?page=N&per_page=S   {"items":[...],"next_page":url|null,"total":n}
+        extra: loop=1 endless=1 nototal=1 nonext=1 dup=1 next_base=URL
+  GET /drf?page=N&page_size=S     {"count":n,"next":url|null,"previous":url|null,"results":[...]}
+  GET /array?page=N&per_page=S    [...]
+  GET /redirect?to=URL[&code=302] redirect (no latency)
+  GET /status?code=S[&retry_after=X]   {"error":"status","status":S}
+  GET /_stats                     {"requests":..,"max_in_flight":..,"in_flight":..,"log":[..]}
+  GET|POST /_reset                {"ok":true}
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import os
+import signal
+import socket
+import sys
+import threading
+import time
+import traceback
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import parse_qs, unquote_plus, urlsplit
+
+DEFAULT_N = 1000
+DEFAULT_PAGE_SIZE = 50
+DEFAULT_CAP = 100
+LOG_LIMIT = 20000
+MAX_LATENCY_MS = 120_000          # a single request never sleeps longer than this
+MAX_PAD = 10_000_000              # bytes of padding per item, to keep mistakes bounded
+IDLE_TIMEOUT_S = 120              # an idle keep-alive connection is closed after this
+JSON_TYPE = "application/json"
+GARBAGE_BODY = b"this is not json"
+
+
+class BadParam(Exception):
+    def __init__(self, name: str):
+        super().__init__(name)
+        self.name = name
+
+
+# ---- shared state ------------------------------------------------------------------------------
+
+class ServerState:
+    """Counters, the request log and the fail counts; every access holds the lock."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.requests = 0
+        self.in_flight = 0
+        self.max_in_flight = 0
+        self.log: collections.deque = collections.deque(maxlen=LOG_LIMIT)
+        self.fail_counts: dict = {}
+
+    def begin(self, path: str, authorization: str | None) -> None:
+        with self.lock:
+            self.requests += 1
+            self.in_flight += 1
+            if self.in_flight > self.max_in_flight:
+                self.max_in_flight = self.in_flight
+            self.log.append({"path": path, "authorization": authorization})
+
+    def end(self) -> None:
+        with self.lock:
+            self.in_flight -= 1
+
+    def reset(self) -> None:
+        with self.lock:
+            self.requests = 0
+            # Requests still being handled stay in flight; the maximum restarts from them.
+            self.max_in_flight = self.in_flight
+            self.log.clear()
+            self.fail_counts.clear()
+
+    def snapshot(self) -> dict:
+        with self.lock:
+            return {
+                "requests": self.requests,
+                "max_in_flight": self.max_in_flight,
+                "in_flight": self.in_flight,
+                "log": list(self.log),
+            }
+
+    def take_failure(self, key: tuple, limit: int) -> bool:
+        """True (and counts it) while fewer than `limit` failures were injected for `key`."""
+        with self.lock:
+            used = self.fail_counts.get(key, 0)
+            if used >= limit:
+                return False
+            self.fail_counts[key] = used + 1
+            return True
+
+
+# ---- query helpers -----------------------------------------------------------------------------
+
+class Query:
+    def __init__(self, raw: str):
+        self.raw = raw
+        self.values = parse_qs(raw, keep_blank_values=True)
+
+    def has(self, name: str) -> bool:
+        return name in self.values
+
+    def text(self, name: str, default: str | None = None) -> str | None:
+        v = self.values.get(name)
+        return v[0] if v else default
+
+    def every(self, name: str) -> list:
+        return self.values.get(name, [])
+
+    def integer(self, name: str, default: int | None, lo: int | None = None, hi: int | None = None):
+        v = self.values.get(name)
+        if not v:
+            return default
+        try:
+            x = int(v[0].strip())
+        except ValueError:
+            raise BadParam(name) from None
+        if (lo is not None and x < lo) or (hi is not None and x > hi):
+            raise BadParam(name)
+        return x
+
+    def flag(self, name: str) -> bool:
+        v = self.values.get(name)
+        return bool(v) and v[0] not in ("", "0", "false", "no")
+
+    def with_param(self, name: str, value) -> str:
+        """The raw query with `name` set to `value`: replaced in place (first occurrence, later
+        ones dropped) or appended; every other parameter kept byte for byte."""
+        out, done = [], False
+        for seg in self.raw.split("&"):
+            if not seg:
+                continue
+            key = unquote_plus(seg.split("=", 1)[0])
+            if key == name:
+                if not done:
+                    out.append(f"{name}={value}")
+                    done = True
+                continue
+            out.append(seg)
+        if not done:
+            out.append(f"{name}={value}")
+        return "&".join(out)
+
+
+def parse_fail_specs(q: Query) -> list:
+    specs = []
+    for value in q.every("fail"):
+        for part in value.split(","):
+            part = part.strip()
+            if not part:
+                continue
+            bits = part.split(":")
+            if len(bits) != 3:
+                raise BadParam("fail")
+            try:
+                page, count, status = (int(b) for b in bits)
+            except ValueError:
+                raise BadParam("fail") from None
+            if count < 0 or not 100 <= status <= 599:
+                raise BadParam("fail")
+            specs.append((page, count, status, f"{page}:{count}:{status}"))
+    return specs
+
+
+def item_json(i: int, pad: str | None) -> str:
+    if pad is None:
+        return '{"id":%d,"name":"item-%d"}' % (i, i)
+    return '{"id":%d,"name":"item-%d","pad":"%s"}' % (i, i, pad)
+
+
+def items_json(indices, pad: str | None) -> str:
+    return "[" + ",".join(item_json(i, pad) for i in indices) + "]"
+
+
+def dumps(obj) -> bytes:
+    return json.dumps(obj, separators=(",", ":")).encode()
+
+
+# ---- request handler ---------------------------------------------------------------------------
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server_version = "sheaf-test-api"
+    sys_version = ""
+    timeout = IDLE_TIMEOUT_S
+
+    # -- plumbing --
+
+    def setup(self) -> None:
+        super().setup()
+        self.server.track(self.connection, True)
+
+    def finish(self) -> None:
+        try:
+            super().finish()
+        finally:
+            self.server.track(self.connection, False)
+
+    def log_message(self, format, *args) -> None:  # noqa: A002 - signature from the base class
+        if self.server.verbose:
+            sys.stderr.write("%s - %s\n" % (self.address_string(), format % args))
+
+    def send(self, status: int, body: bytes, content_type: str | None = JSON_TYPE,
+             headers: list | None = None) -> None:
+        """Writes the whole response (status line, headers, body) in one send."""
+        if status in (204, 304) or 100 <= status < 200:
+            body = b""
+        try:
+            reason = self.responses[status][0]
+        except KeyError:
+            reason = "Status"
+        lines = [f"HTTP/1.1 {status} {reason}", f"Server: {self.server_version}",
+                 f"Date: {self.date_time_string()}"]
+        if content_type and body:
+            lines.append(f"Content-Type: {content_type}")
+        lines.append(f"Content-Length: {len(body)}")
+        for name, value in headers or ():
+            lines.append(f"{name}: {value}")
+        if self.close_connection:
+            lines.append("Connection: close")
+        elif self.request_version == "HTTP/1.0":
+            lines.append("Connection: keep-alive")
+        head = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
+        self.log_request(status, len(body))
+        self.wfile.write(head + body)
+
+    def send_json(self, status: int, obj, headers: list | None = None) -> None:
+        self.send(status, dumps(obj), headers=headers)
+
+    def discard_body(self) -> None:
+        length = self.headers.get("Content-Length")
+        if length:
+            try:
+                remaining = int(length)
+            except ValueError:
+                self.close_connection = True
+                return
+            while remaining > 0:  # bounded by Content-Length
+                chunk = self.rfile.read(min(remaining, 65536))
+                if not chunk:
+                    break
+                remaining -= len(chunk)
+        elif self.headers.get("Transfer-Encoding"):
+            self.close_connection = True  # not worth decoding; drop the connection afterwards
+
+    # -- methods --
+
+    def do_GET(self) -> None:
+        self.dispatch("GET")
+
+    def do_POST(self) -> None:
+        self.discard_body()
+        self.dispatch("POST")
+
+    def do_HEAD(self) -> None:
+        self.send_json(405, {"error": "method not allowed"})
+
+    def dispatch(self, method: str) -> None:
+        split = urlsplit(self.path)
+        path = split.path
+        if path.startswith("/_"):
+            self.control(method, path)
+            return
+        if method != "GET":
+            self.send_json(405 if path in ROUTES else 404,
+                           {"error": "method not allowed" if path in ROUTES else "not found"})
+            return
+        state = self.server.state
+        state.begin(self.path, self.headers.get("Authorization"))
+        try:
+            route = ROUTES.get(path)
+            if route is None:
+                self.send_json(404, {"error": "not found"})
+                return
+            q = Query(split.query)
+            try:
+                if path != "/redirect":
+                    self.sleep_latency(q)
+                route(self, q)
+            except BadParam as e:
+                self.send_json(400, {"error": "bad parameter", "param": e.name})
+        except (ConnectionError, socket.timeout):
+            self.close_connection = True
+        except Exception:  # a bug here must not kill the connection silently
+            if not self.server.quiet:
+                traceback.print_exc()
+            self.close_connection = True
+            try:
+                self.send_json(500, {"error": "internal"})
+            except OSError:
+                pass
+        finally:
+            state.end()
+
+    def control(self, method: str, path: str) -> None:
+        if path == "/_stats" and method == "GET":
+            self.send_json(200, self.server.state.snapshot())
+        elif path == "/_reset":
+            self.server.state.reset()
+            self.send_json(200, {"ok": True})
+        else:
+            self.send_json(404, {"error": "not found"})
+
+    def sleep_latency(self, q: Query) -> None:
+        ms = q.integer("latency_ms", None, 0, MAX_LATENCY_MS)
+        if ms is None:
+            ms = self.server.latency_ms
+        if ms > 0:
+            time.sleep(ms / 1000.0)
+
+    # -- shared list logic --
+
+    def list_params(self, q: Query, size_name: str):
+        n = q.integer("n", DEFAULT_N, 0)
+        cap = q.integer("cap", DEFAULT_CAP, 1)
+        size = min(q.integer(size_name, DEFAULT_PAGE_SIZE, 1), cap)
+        pad_len = q.integer("pad", None, 0, MAX_PAD)
+        pad = None if pad_len is None else "x" * pad_len
+        short = q.integer("short", 0, 0)
+        return n, size, pad, short
+
+    def injected(self, q: Query, path: str, page: int) -> bool:
+        """Answers (and returns True) when a fail= or garbage= spec applies to this page."""
+        for spec_page, count, status, text in parse_fail_specs(q):
+            if spec_page == page and self.server.state.take_failure((path, page, text), count):
+                headers = [("Retry-After", "0")] if status in (429, 503) else None
+                self.send_json(status, {"error": "injected", "status": status}, headers)
+                return True
+        garbage = q.integer("garbage", None)
+        if garbage is not None and garbage == page:
+            self.send(200, GARBAGE_BODY)
+            return True
+        return False
+
+    def page_url(self, q: Query, path: str, page: int) -> str:
+        base = q.text("next_base") or self.server.base_url
+        return f"{base.rstrip('/')}{path}?{q.with_param('page', page)}"
+
+    # -- endpoints --
+
+    def anchor(self, q: Query) -> None:
+        page = q.integer("page", 1, 1)
+        n, size, pad, short = self.list_params(q, "per_page")
+        if self.injected(q, "/anchor", page):
+            return
+        endless = q.flag("endless")
+        real_n = max(n - short, 0)
+        start = (page - 1) * size
+        end = start + size
+        if endless:
+            indices = range(start, end)
+            has_next = True
+        else:
+            if short and page > 1 and start >= real_n:
+                self.send_json(404, {"error": "no such page"})
+                return
+            indices = range(start, min(end, real_n))
+            has_next = end < n
+        if q.flag("dup") and page > 1 and len(indices) > 0:
+            indices = [start - 1, *indices]
+        parts = ['{"items":', items_json(indices, pad)]
+        if not q.flag("nonext"):
+            if q.flag("loop") and page == 3:
+                nxt = self.page_url(q, "/anchor", 2)
+            elif has_next:
+                nxt = self.page_url(q, "/anchor", page + 1)
+            else:
+                nxt = None
+            parts += [',"next_page":', json.dumps(nxt)]
+        if not endless and not q.flag("nototal"):
+            parts.append(',"total":%d' % n)
+        parts.append("}")
+        self.send(200, "".join(parts).encode())
+
+    def drf(self, q: Query) -> None:
+        try:
+            page = q.integer("page", 1, 1)
+        except BadParam:
+            self.send_json(404, {"detail": "Invalid page."})
+            return
+        n, size, pad, short = self.list_params(q, "page_size")
+        if self.injected(q, "/drf", page):
+            return
+        real_n = max(n - short, 0)
+        start = (page - 1) * size
+        if page > 1 and start >= real_n:
+            self.send_json(404, {"detail": "Invalid page."})
+            return
+        indices = range(start, min(start + size, real_n))
+        nxt = self.page_url(q, "/drf", page + 1) if start + size < n else None
+        prev = self.page_url(q, "/drf", page - 1) if page > 1 else None
+        body = '{"count":%d,"next":%s,"previous":%s,"results":%s}' % (
+            n, json.dumps(nxt), json.dumps(prev), items_json(indices, pad))
+        self.send(200, body.encode())
+
+    def array(self, q: Query) -> None:
+        page = q.integer("page", 1, 1)
+        n, size, pad, short = self.list_params(q, "per_page")
+        if self.injected(q, "/array", page):
+            return
+        real_n = max(n - short, 0)
+        start = (page - 1) * size
+        self.send(200, items_json(range(start, min(start + size, real_n)), pad).encode())
+
+    def redirect(self, q: Query) -> None:
+        to = q.text("to")
+        if not to:
+            raise BadParam("to")
+        code = q.integer("code", 302, 300, 399)
+        self.send_json(code, {"location": to}, [("Location", to)])
+
+    def status(self, q: Query) -> None:
+        code = q.integer("code", None, 100, 599)
+        if code is None:
+            raise BadParam("code")
+        retry_after = q.text("retry_after")
+        headers = [("Retry-After", retry_after)] if retry_after is not None else None
+        self.send_json(code, {"error": "status", "status": code}, headers)
+
+
+ROUTES = {
+    "/anchor": Handler.anchor,
+    "/drf": Handler.drf,
+    "/array": Handler.array,
+    "/redirect": Handler.redirect,
+    "/status": Handler.status,
+}
+
+
+# ---- server ------------------------------------------------------------------------------------
+
+class APIServer(ThreadingHTTPServer):
+    daemon_threads = True
+    block_on_close = False          # idle keep-alive connections must not block server_close
+    request_queue_size = 256
+    allow_reuse_address = True
+
+    def __init__(self, host: str = "127.0.0.1", port: int = 0, latency_ms: int = 0,
+                 quiet: bool = True, verbose: bool = False):
+        self.latency_ms = max(0, int(latency_ms))
+        self.quiet = quiet
+        self.verbose = verbose
+        self.state = ServerState()
+        self._conns: set = set()
+        self._conns_lock = threading.Lock()
+        self._serving = False
+        self._closed = False
+        super().__init__((host, port), Handler)
+        self.port = self.server_address[1]
+        url_host = host if ":" not in host else f"[{host}]"
+        self.base_url = f"http://{url_host}:{self.port}"
+
+    def get_request(self):
+        sock, addr = super().get_request()
+        try:
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        except OSError:
+            pass
+        return sock, addr
+
+    def track(self, conn, add: bool) -> None:
+        with self._conns_lock:
+            if add:
+                self._conns.add(conn)
+            else:
+                self._conns.discard(conn)
+
+    def handle_error(self, request, client_address) -> None:
+        exc = sys.exc_info()[1]
+        if isinstance(exc, (ConnectionError, socket.timeout)) or self.quiet:
+            return
+        super().handle_error(request, client_address)
+
+    def serve_forever(self, poll_interval: float = 0.5) -> None:
+        self._serving = True
+        try:
+            super().serve_forever(poll_interval)
+        finally:
+            self._serving = False
+
+    def shutdown_and_close(self, thread: threading.Thread | None = None) -> None:
+        """Stops serving, closes the listening socket and every open connection. Idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        if self._serving:
+            self.shutdown()
+        self.server_close()
+        with self._conns_lock:
+            conns = list(self._conns)
+            self._conns.clear()
+        for conn in conns:
+            try:
+                conn.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+        thread = thread or getattr(self, "_thread", None)
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(timeout=5)
+
+
+def start_server(port: int = 0, latency_ms: int = 0, host: str = "127.0.0.1",
+                 quiet: bool = True, verbose: bool = False):
+    """Starts a server in this process on a background thread; returns (server, thread)."""
+    server = APIServer(host, port, latency_ms, quiet=quiet, verbose=verbose)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.1},
+                              name=f"api-server-{server.port}", daemon=True)
+    server._thread = thread
+    thread.start()
+    return server, thread
+
+
+# ---- command line ------------------------------------------------------------------------------
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description="Sheaf loopback test API server")
+    p.add_argument("--port", type=int, default=0)
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--latency-ms", type=int, default=0)
+    p.add_argument("--quiet", action="store_true", help="nothing on stderr, not even tracebacks")
+    p.add_argument("--verbose", action="store_true", help="log every request to stderr")
+    p.add_argument("--exit-on-stdin-eof", action="store_true")
+    args = p.parse_args(argv)
+
+    stop = threading.Event()
+
+    def on_signal(signum, frame):
+        stop.set()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+
+    server, thread = start_server(args.port, args.latency_ms, args.host,
+                                  quiet=args.quiet, verbose=args.verbose and not args.quiet)
+
+    if args.exit_on_stdin_eof:
+        def watch_stdin():
+            fd = sys.stdin.fileno()
+            try:
+                while os.read(fd, 65536):  # ends at EOF (or on an error)
+                    pass
+            except OSError:
+                pass
+            stop.set()
+        threading.Thread(target=watch_stdin, name="stdin-eof", daemon=True).start()
+
+    sys.stdout.write(f"PORT {server.port}\n")
+    sys.stdout.flush()
+
+    while not stop.wait(0.5):  # until a signal or stdin EOF
+        if not thread.is_alive():
+            break
+    server.shutdown_and_close(thread)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,389 @@
+"""Self-test of the loopback API server (python3 -m pytest Tests/server -q)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+
+import pytest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import api_server  # noqa: E402
+
+TIMEOUT = 10
+
+
+@pytest.fixture(scope="module")
+def server():
+    srv, thread = api_server.start_server(port=0)
+    try:
+        yield srv
+    finally:
+        srv.shutdown_and_close()
+        assert not thread.is_alive()
+
+
+@pytest.fixture(autouse=True)
+def fresh(server):
+    get(server, "/_reset")
+    yield
+
+
+class Response:
+    def __init__(self, status, headers, body):
+        self.status, self.headers, self.body = status, headers, body
+
+    def json(self):
+        return json.loads(self.body)
+
+
+class NoRedirect(urllib.request.HTTPRedirectHandler):
+    def redirect_request(self, req, fp, code, msg, headers, newurl):
+        return None
+
+
+OPENER = urllib.request.build_opener(NoRedirect)
+
+
+def fetch(url, headers=None, method="GET", data=None) -> Response:
+    req = urllib.request.Request(url, headers=headers or {}, method=method, data=data)
+    try:
+        with OPENER.open(req, timeout=TIMEOUT) as r:
+            return Response(r.status, r.headers, r.read())
+    except urllib.error.HTTPError as e:
+        with e:
+            return Response(e.code, e.headers, e.read())
+
+
+def get(server, path, **kw) -> Response:
+    return fetch(server.base_url + path, **kw)
+
+
+def ids(items):
+    return [it["id"] for it in items]
+
+
+def walk(server, first_path, key_items="items", key_next="next_page", limit=100):
+    """Follows next links from first_path; returns the list of page bodies."""
+    pages, url = [], server.base_url + first_path
+    for _ in range(limit):
+        r = fetch(url)
+        assert r.status == 200, (url, r.status, r.body)
+        body = r.json()
+        pages.append(body)
+        url = body[key_next]
+        if url is None:
+            return pages
+    raise AssertionError("too many pages")
+
+
+# ---- /anchor ---------------------------------------------------------------------------------
+
+def test_anchor_first_page(server):
+    r = get(server, "/anchor?page=1&per_page=10&n=25")
+    assert r.status == 200
+    assert r.headers["Content-Type"] == "application/json"
+    assert int(r.headers["Content-Length"]) == len(r.body)
+    body = r.json()
+    assert body["total"] == 25
+    assert body["items"] == [{"id": i, "name": f"item-{i}"} for i in range(10)]
+    assert body["next_page"] == f"{server.base_url}/anchor?page=2&per_page=10&n=25"
+    # Compact JSON for items.
+    assert b'{"id":0,"name":"item-0"}' in r.body
+
+
+def test_anchor_walk_and_defaults(server):
+    pages = walk(server, "/anchor?n=120")
+    assert [len(p["items"]) for p in pages] == [50, 50, 20]
+    assert ids([it for p in pages for it in p["items"]]) == list(range(120))
+    assert all(p["total"] == 120 for p in pages)
+    # The default list has 1000 items; per_page is capped at 100 by default.
+    body = get(server, "/anchor?per_page=500").json()
+    assert body["total"] == 1000 and len(body["items"]) == 100
+    body = get(server, "/anchor?per_page=500&cap=300").json()
+    assert len(body["items"]) == 300
+    body = get(server, "/anchor?per_page=500&cap=3&page=2").json()
+    assert ids(body["items"]) == [3, 4, 5]
+
+
+def test_anchor_past_end_and_last_page(server):
+    body = get(server, "/anchor?page=3&per_page=10&n=25").json()
+    assert ids(body["items"]) == list(range(20, 25)) and body["next_page"] is None
+    r = get(server, "/anchor?page=9&per_page=10&n=25")
+    assert r.status == 200 and r.json() == {"items": [], "next_page": None, "total": 25}
+    body = get(server, "/anchor?n=0").json()
+    assert body == {"items": [], "next_page": None, "total": 0}
+
+
+def test_anchor_short(server):
+    q = "per_page=10&n=30&short=15"
+    b1 = get(server, f"/anchor?page=1&{q}").json()
+    assert b1["total"] == 30 and len(b1["items"]) == 10
+    b2 = get(server, f"/anchor?page=2&{q}").json()
+    assert ids(b2["items"]) == list(range(10, 15)) and b2["total"] == 30
+    assert b2["next_page"] is not None
+    r = fetch(b2["next_page"])
+    assert r.status == 404 and r.json() == {"error": "no such page"}
+
+
+def test_anchor_loop(server):
+    q = "per_page=5&n=100&loop=1"
+    b1 = get(server, f"/anchor?page=1&{q}").json()
+    b2 = fetch(b1["next_page"]).json()
+    b3 = fetch(b2["next_page"]).json()
+    assert ids(b3["items"]) == list(range(10, 15))
+    assert b3["next_page"] == b1["next_page"]
+    # The same holds when the first request has no page parameter at all.
+    c1 = get(server, f"/anchor?{q}").json()
+    c3 = fetch(fetch(c1["next_page"]).json()["next_page"]).json()
+    assert c3["next_page"] == c1["next_page"]
+
+
+def test_anchor_endless_nototal_nonext(server):
+    b = get(server, "/anchor?page=30&per_page=10&n=5&endless=1").json()
+    assert "total" not in b
+    assert ids(b["items"]) == list(range(290, 300))
+    assert b["next_page"].endswith("page=31&per_page=10&n=5&endless=1")
+    b = get(server, "/anchor?n=10&nototal=1").json()
+    assert "total" not in b and b["next_page"] is None and len(b["items"]) == 10
+    b = get(server, "/anchor?n=100&nonext=1").json()
+    assert "next_page" not in b and b["total"] == 100
+
+
+def test_anchor_dup(server):
+    q = "per_page=10&n=25&dup=1"
+    b1 = get(server, f"/anchor?page=1&{q}").json()
+    b2 = get(server, f"/anchor?page=2&{q}").json()
+    b3 = get(server, f"/anchor?page=3&{q}").json()
+    assert ids(b1["items"]) == list(range(10))
+    assert ids(b2["items"]) == [9] + list(range(10, 20))
+    assert ids(b3["items"]) == [19] + list(range(20, 25))
+    assert b1["total"] == b2["total"] == b3["total"] == 25
+
+
+def test_anchor_pad(server):
+    b = get(server, "/anchor?n=3&pad=7").json()
+    assert b["items"][2] == {"id": 2, "name": "item-2", "pad": "xxxxxxx"}
+
+
+def test_anchor_fail_injection(server):
+    q = "per_page=10&n=40&fail=2:2:503&fail=3:1:500&fail=4:1:429"
+    assert get(server, f"/anchor?page=1&{q}").status == 200
+    for _ in range(2):
+        r = get(server, f"/anchor?page=2&{q}")
+        assert r.status == 503 and r.json() == {"error": "injected", "status": 503}
+        assert r.headers["Retry-After"] == "0"
+    r = get(server, f"/anchor?page=2&{q}")
+    assert r.status == 200 and ids(r.json()["items"]) == list(range(10, 20))
+    r = get(server, f"/anchor?page=3&{q}")
+    assert r.status == 500 and r.headers.get("Retry-After") is None
+    assert get(server, f"/anchor?page=3&{q}").status == 200
+    r = get(server, f"/anchor?page=4&{q}")
+    assert r.status == 429 and r.headers["Retry-After"] == "0"
+    assert get(server, f"/anchor?page=4&{q}").status == 200
+    # Counts reset with /_reset.
+    get(server, "/_reset")
+    assert get(server, f"/anchor?page=3&{q}").status == 500
+    # Counts are per path: /drf has its own.
+    assert get(server, "/drf?page=3&page_size=10&n=40&fail=3:1:500").status == 500
+    assert get(server, "/drf?page=3&page_size=10&n=40&fail=3:1:500").status == 200
+
+
+def test_anchor_garbage(server):
+    r = get(server, "/anchor?page=2&garbage=2")
+    assert r.status == 200 and r.body == b"this is not json"
+    assert r.headers["Content-Type"] == "application/json"
+    assert get(server, "/anchor?page=1&garbage=2").status == 200
+
+
+def test_anchor_next_base(server):
+    other, _ = api_server.start_server(port=0)
+    try:
+        b = get(server, f"/anchor?per_page=10&n=30&next_base={other.base_url}").json()
+        assert b["next_page"].startswith(other.base_url + "/anchor?")
+        b2 = fetch(b["next_page"]).json()
+        assert ids(b2["items"]) == list(range(10, 20))
+        assert len(fetch(other.base_url + "/_stats").json()["log"]) == 1
+    finally:
+        other.shutdown_and_close()
+
+
+def test_bad_parameters(server):
+    r = get(server, "/anchor?page=0")
+    assert r.status == 400 and r.json()["param"] == "page"
+    assert get(server, "/anchor?per_page=abc").status == 400
+    assert get(server, "/anchor?fail=1:2").status == 400
+
+
+# ---- /drf ------------------------------------------------------------------------------------
+
+def test_drf(server):
+    b1 = get(server, "/drf?page_size=10&n=25").json()
+    assert b1["count"] == 25 and b1["previous"] is None
+    assert ids(b1["results"]) == list(range(10))
+    assert b1["next"] == f"{server.base_url}/drf?page_size=10&n=25&page=2"
+    pages = walk(server, "/drf?page_size=10&n=25", key_items="results", key_next="next")
+    assert ids([it for p in pages for it in p["results"]]) == list(range(25))
+    assert pages[-1]["next"] is None
+    assert pages[-1]["previous"] == f"{server.base_url}/drf?page_size=10&n=25&page=2"
+    r = get(server, "/drf?page=4&page_size=10&n=25")
+    assert r.status == 404 and r.json() == {"detail": "Invalid page."}
+    assert get(server, "/drf?page=0").status == 404
+    assert len(get(server, "/drf?page_size=1000").json()["results"]) == 100
+    assert len(get(server, "/drf").json()["results"]) == 50
+
+
+def test_drf_short_fail_garbage(server):
+    q = "page_size=10&n=30&short=15"
+    b2 = get(server, f"/drf?page=2&{q}").json()
+    assert b2["count"] == 30 and ids(b2["results"]) == list(range(10, 15))
+    r = fetch(b2["next"])
+    assert r.status == 404 and r.json() == {"detail": "Invalid page."}
+    r = get(server, "/drf?page=1&fail=1:1:503")
+    assert r.status == 503 and r.headers["Retry-After"] == "0"
+    assert get(server, "/drf?page=1&fail=1:1:503").status == 200
+    assert get(server, "/drf?page=1&garbage=1").body == b"this is not json"
+
+
+# ---- /array, /redirect, /status, unknown -----------------------------------------------------
+
+def test_array(server):
+    r = get(server, "/array?page=2&per_page=4&n=10")
+    assert r.status == 200 and r.json() == [{"id": i, "name": f"item-{i}"} for i in range(4, 8)]
+    assert get(server, "/array?page=3&per_page=4&n=10").json() == [
+        {"id": 8, "name": "item-8"}, {"id": 9, "name": "item-9"}]
+    assert get(server, "/array?page=4&per_page=4&n=10").json() == []
+    assert len(get(server, "/array").json()) == 50
+
+
+def test_redirect_status_unknown(server):
+    target = f"{server.base_url}/anchor?page=2"
+    r = get(server, "/redirect?to=" + urllib.request.quote(target, safe=""))
+    assert r.status == 302 and r.headers["Location"] == target
+    t0 = time.monotonic()
+    r = get(server, "/redirect?to=/x&latency_ms=2000")
+    assert r.status == 302 and time.monotonic() - t0 < 1.5  # no latency on redirects
+    r = get(server, "/status?code=418")
+    assert r.status == 418 and r.json() == {"error": "status", "status": 418}
+    r = get(server, "/status?code=503")
+    assert r.status == 503 and r.headers.get("Retry-After") is None
+    r = get(server, "/status?code=503&retry_after=2")
+    assert r.headers["Retry-After"] == "2"
+    r = get(server, "/nowhere")
+    assert r.status == 404 and r.json() == {"error": "not found"}
+
+
+# ---- latency, stats, log ---------------------------------------------------------------------
+
+def test_latency(server):
+    t0 = time.monotonic()
+    assert get(server, "/anchor?latency_ms=150").status == 200
+    assert time.monotonic() - t0 >= 0.15
+    slow, _ = api_server.start_server(port=0, latency_ms=120)
+    try:
+        t0 = time.monotonic()
+        fetch(slow.base_url + "/anchor")
+        assert time.monotonic() - t0 >= 0.12
+        t0 = time.monotonic()
+        fetch(slow.base_url + "/anchor?latency_ms=0")  # the parameter overrides the default
+        assert time.monotonic() - t0 < 0.1
+    finally:
+        slow.shutdown_and_close()
+
+
+def test_max_in_flight(server):
+    results, barrier = [], threading.Barrier(8, timeout=TIMEOUT)
+
+    def worker(k):
+        barrier.wait()
+        results.append(get(server, f"/anchor?page={k + 1}&latency_ms=200").status)
+
+    threads = [threading.Thread(target=worker, args=(k,)) for k in range(8)]
+    for t in threads:
+        t.start()
+    time.sleep(0.1)
+    mid = get(server, "/_stats").json()
+    for t in threads:
+        t.join(timeout=TIMEOUT)
+    assert results == [200] * 8
+    assert mid["in_flight"] == 8
+    stats = get(server, "/_stats").json()
+    assert stats["max_in_flight"] == 8
+    assert stats["in_flight"] == 0
+    assert stats["requests"] == 8
+
+
+def test_stats_log_and_reset(server):
+    get(server, "/anchor?page=1&n=5", headers={"Authorization": "Bearer x"})
+    get(server, "/drf?page=1&n=5")
+    get(server, "/_stats")  # control endpoints are not counted
+    stats = get(server, "/_stats").json()
+    assert stats["requests"] == 2 and stats["in_flight"] == 0 and stats["max_in_flight"] == 1
+    assert stats["log"] == [
+        {"path": "/anchor?page=1&n=5", "authorization": "Bearer x"},
+        {"path": "/drf?page=1&n=5", "authorization": None},
+    ]
+    r = get(server, "/_reset", method="POST", data=b"{}")
+    assert r.status == 200 and r.json() == {"ok": True}
+    stats = get(server, "/_stats").json()
+    assert stats == {"requests": 0, "max_in_flight": 0, "in_flight": 0, "log": []}
+
+
+def test_keep_alive(server):
+    import http.client
+    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=TIMEOUT)
+    try:
+        first_sock = None
+        for page in (1, 2, 3):
+            conn.request("GET", f"/anchor?page={page}&per_page=2&n=10")
+            r = conn.getresponse()
+            assert r.status == 200 and not r.will_close
+            assert ids(json.loads(r.read())["items"]) == [2 * page - 2, 2 * page - 1]
+            first_sock = first_sock or conn.sock
+            assert conn.sock is first_sock  # one connection served all three
+    finally:
+        conn.close()
+
+
+# ---- command line ----------------------------------------------------------------------------
+
+def test_cli_port_line_and_stdin_eof():
+    script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "api_server.py")
+    proc = subprocess.Popen([sys.executable, script, "--port", "0", "--exit-on-stdin-eof", "--quiet"],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        line = proc.stdout.readline().decode()
+        assert line.startswith("PORT ") and line.endswith("\n")
+        port = int(line.split()[1])
+        r = fetch(f"http://127.0.0.1:{port}/anchor?n=3")
+        assert r.json()["total"] == 3
+        proc.stdin.close()
+        assert proc.wait(timeout=TIMEOUT) == 0
+        assert proc.stdout.read() == b"" and proc.stderr.read() == b""
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=TIMEOUT)
+        for f in (proc.stdin, proc.stdout, proc.stderr):
+            f.close()
+
+
+def test_cli_sigterm():
+    script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "api_server.py")
+    proc = subprocess.Popen([sys.executable, script, "--quiet"],
+                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE)
+    try:
+        assert proc.stdout.readline().startswith(b"PORT ")
+        proc.terminate()
+        assert proc.wait(timeout=TIMEOUT) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=TIMEOUT)
+        proc.stdout.close()
