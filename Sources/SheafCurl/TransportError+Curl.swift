@@ -1,0 +1,38 @@
+import CCurl
+import Sheaf
+
+extension TransportError.Kind {
+    /// The kind of failure a libcurl transfer result stands for.
+    init(curlCode code: CURLcode) {
+        switch code {
+        case CURLE_OPERATION_TIMEDOUT:
+            self = .timeout
+        case CURLE_COULDNT_CONNECT, CURLE_RECV_ERROR, CURLE_SEND_ERROR, CURLE_GOT_NOTHING,
+             CURLE_PARTIAL_FILE:
+            self = .connect
+        case CURLE_COULDNT_RESOLVE_HOST, CURLE_COULDNT_RESOLVE_PROXY:
+            self = .dns
+        case CURLE_SSL_CONNECT_ERROR, CURLE_SSL_ENGINE_NOTFOUND, CURLE_SSL_ENGINE_SETFAILED,
+             CURLE_SSL_CERTPROBLEM, CURLE_SSL_CIPHER, CURLE_PEER_FAILED_VERIFICATION,
+             CURLE_USE_SSL_FAILED, CURLE_SSL_ENGINE_INITFAILED, CURLE_SSL_CACERT_BADFILE,
+             CURLE_SSL_SHUTDOWN_FAILED, CURLE_SSL_CRL_BADFILE, CURLE_SSL_ISSUER_ERROR,
+             CURLE_SSL_PINNEDPUBKEYNOTMATCH, CURLE_SSL_INVALIDCERTSTATUS, CURLE_SSL_CLIENTCERT:
+            self = .tls
+        case CURLE_FILESIZE_EXCEEDED:
+            self = .tooLarge
+        default:
+            self = .other
+        }
+    }
+}
+
+extension TransportError {
+    /// The error for a failed libcurl transfer, with curl's own detail when it has any.
+    ///
+    /// `detail` is the transfer's CURLOPT_ERRORBUFFER text. Neither it nor `curl_easy_strerror`
+    /// ever repeats request headers, so the message cannot leak a bearer token.
+    init(curlCode code: CURLcode, detail: String) {
+        let text = detail.isEmpty ? String(cString: curl_easy_strerror(code)) : detail
+        self.init(Kind(curlCode: code), "\(text) (curl error \(code.rawValue))")
+    }
+}
