@@ -44,7 +44,7 @@ struct Assembler {
         }
         guard nextIndex > firstPage else { return nil }
         json.append(UInt8(ascii: "]"))
-        return SnapshotDelta(json: json, items: added, totalItems: itemCount, pages: pageCount)
+        return SnapshotDelta(json: json, items: added, totalItems: itemCount, pages: pageCount, prefixBytes: prefix.count)
     }
 
     /// Appends the page's new items to `json` (and the kept prefix); returns how many.
@@ -71,12 +71,12 @@ struct Assembler {
         return added
     }
 
-    /// The prefix so far as one JSON array (empty when items are not kept).
-    func prefixJSON() -> [UInt8] {
+    /// The first `bytes` bytes of the kept prefix (a snapshot's `prefixBytes`) as one JSON array.
+    func prefixJSON(bytes: Int) -> [UInt8] {
         var json: [UInt8] = []
-        json.reserveCapacity(prefix.count + 2)
+        json.reserveCapacity(bytes + 2)
         json.append(UInt8(ascii: "["))
-        json.append(contentsOf: prefix)
+        json.append(contentsOf: prefix[..<min(bytes, prefix.count)])
         json.append(UInt8(ascii: "]"))
         return json
     }
@@ -92,4 +92,6 @@ public struct SnapshotDelta: Sendable {
     public var totalItems: Int
     /// Pages in the prefix now.
     public var pages: Int
+    /// Bytes of the kept prefix once this delta is in it (0 when items are not kept).
+    var prefixBytes: Int
 }

@@ -7,8 +7,11 @@ struct PagePlanner {
     enum Action: Equatable {
         /// Request page `index` at `url`.
         case fetch(index: Int, url: String)
-        /// Hand page `index` to the assembler (an empty page for one past the real end).
+        /// Hand page `index`, as it arrived, to the assembler.
         case accept(index: Int)
+        /// Hand page `index` to the assembler as an empty page: the server answered 404 for it
+        /// and for every page after it, so the list really ends before it.
+        case acceptEmpty(index: Int)
         /// Abandon these in-flight pages.
         case cancel([Int])
         /// The list is over.
@@ -48,7 +51,11 @@ struct PagePlanner {
     private var nextIndex = 0
     private var fetchedURLs = Set<String>()
     private var servedPageSize = 0
+    /// Pages answered 404 in a parallel plan, with the first such answer.
     private var missingPages: [Int] = []
+    private var firstMissingError: SheafError?
+    /// The last page that arrived with items; a 404 before it is a hole, not the end.
+    private var lastPageWithItems = 0
     private var pendingNextLink: String?
     private var failure: (index: Int, error: SheafError)?
     private(set) var isFinished = false
@@ -80,6 +87,7 @@ struct PagePlanner {
         if let failure, index > failure.index { return settleFailure() }
         var actions: [Action] = [.accept(index: index)]
         if failure != nil { return actions + settleFailure() }
+        if !page.items.isEmpty { lastPageWithItems = max(lastPageWithItems, index) }
 
         switch mode {
         case .firstPage:
@@ -96,11 +104,13 @@ struct PagePlanner {
     /// Page `index` failed for good (retries are the fetcher's business).
     mutating func pageFailed(_ index: Int, _ error: SheafError) -> [Action] {
         guard !isFinished, inFlight.remove(index) != nil else { return [] }
-        // A 404 for a page the total promised means the list is shorter than it said:
-        // record it, and let the end of the list report the disagreement with every item kept.
+        // A 404 for a page the total promised may mean the list is shorter than it said. Which
+        // it is shows once every page is in: 404s only at the tail are the real end (reported as
+        // incomplete, every item kept); a 404 before a page with items is a hole: a failure.
         if case .parallel = mode, index > 0, error.code == .http, error.httpStatus == 404, failure == nil {
             missingPages.append(index)
-            return [.accept(index: index)] + fillWindow()
+            if firstMissingError == nil { firstMissingError = error }
+            return fillWindow()
         }
         if failure == nil || index < failure!.index { failure = (index, error) }
         return settleFailure()
@@ -213,6 +223,15 @@ struct PagePlanner {
 
     private mutating func finishIfIdle() -> [Action] {
         guard inFlight.isEmpty else { return [] }
+        missingPages.sort()
+        if let firstMissing = missingPages.first, let error = firstMissingError {
+            if lastPageWithItems > firstMissing {
+                return fail(index: firstMissing, error)
+            }
+            isFinished = true
+            return missingPages.map { .acceptEmpty(index: $0) }
+                + [.finish(.allPages(expectedTotal: expectedTotal, missingPages: missingPages))]
+        }
         isFinished = true
         return [.finish(.allPages(expectedTotal: expectedTotal, missingPages: missingPages))]
     }

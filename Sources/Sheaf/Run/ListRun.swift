@@ -34,6 +34,8 @@ public final class ListRun: Sendable {
         var silenced = false
         var stoppedByCallback = false
         var outcome: ListOutcome?
+        /// How much of the kept prefix has been delivered: the prefix a caller may see.
+        var deliveredPrefixBytes = 0
     }
 
     private let client: SheafClient
@@ -100,9 +102,10 @@ public final class ListRun: Sendable {
         }
     }
 
-    /// The ordered prefix delivered so far, as one JSON array.
+    /// The ordered prefix delivered so far (through the snapshot being delivered, inside a
+    /// callback), as one JSON array.
     public func prefixJSON() -> [UInt8] {
-        state.withLock { $0.assembler.prefixJSON() }
+        state.withLock { $0.assembler.prefixJSON(bytes: $0.deliveredPrefixBytes) }
     }
 
     private static let deliveryKey = DispatchSpecificKey<ObjectIdentifier>()
@@ -147,9 +150,17 @@ public final class ListRun: Sendable {
                     }
                     state.fetches[index] = fetch
                     toStart.append(fetch)
-                case .accept(let index):
-                    guard let page, page.index == index, state.ending == nil else { continue }
-                    if let delta = state.assembler.add(index, page.page) {
+                case .accept(let index), .acceptEmpty(let index):
+                    let content: Page
+                    if case .acceptEmpty = action {
+                        content = .empty
+                    } else if let page, page.index == index {
+                        content = page.page
+                    } else {
+                        continue
+                    }
+                    guard state.ending == nil else { continue }
+                    if let delta = state.assembler.add(index, content) {
                         let snapshot = Snapshot(delta: delta, expectedItems: state.planner.expectedTotal,
                                                 expectedPages: state.planner.expectedPages)
                         delivery.async { [self] in deliver(snapshot) }
@@ -220,7 +231,11 @@ public final class ListRun: Sendable {
     }
 
     private func deliver(_ snapshot: Snapshot) {
-        guard !state.withLock({ $0.silenced }), let callback = onSnapshot.withLock({ $0 }) else { return }
+        let silenced = state.withLock { state -> Bool in
+            if !state.silenced { state.deliveredPrefixBytes = snapshot.delta.prefixBytes }
+            return state.silenced
+        }
+        guard !silenced, let callback = onSnapshot.withLock({ $0 }) else { return }
         let goOn = CallbackContext.run { callback(snapshot) }
         if !goOn { stop(SheafError(.stopped, "the snapshot callback asked to stop"), byCallback: true) }
     }

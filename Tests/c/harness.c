@@ -1,0 +1,1163 @@
+/*
+ * harness.c - the C harness of libsheaf.so: drives the public C API against the loopback test
+ * server (Tests/server/api_server.py) and checks what the header promises, from a C user's seat.
+ *
+ * usage: sheaf_harness [--quick] [--list] [NAME-FRAGMENT...]
+ *   --quick   a subset on smaller lists, without timing-sensitive checks (for the valgrind run)
+ *   --list    print the test names and exit
+ *   fragments run only the tests whose name contains one of them
+ *
+ * Each test is a function named as a sentence of the behaviour it pins. Checks report file:line and
+ * the failing expression and never abort; the last line is "N passed, N failed".
+ */
+#define _GNU_SOURCE
+#include <jansson.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "http_get.h"
+#include "sheaf.h"
+#include "test_server.h"
+
+#ifndef SHEAF_SOURCE_DIR
+#error "SHEAF_SOURCE_DIR (the repository root) must be defined by the build"
+#endif
+#ifndef SHEAF_PYTHON3
+#define SHEAF_PYTHON3 "python3"
+#endif
+
+#define TOKEN "sheaf-harness-token-7f3a9c"
+
+static int g_quick;
+static test_server g_server;   /* most tests */
+static test_server g_other;    /* a second origin, for the cross-origin test */
+
+/* List sizes: the full run uses the sizes of the brief, --quick smaller ones. */
+static int list_size(void) { return g_quick ? 200 : 1000; }
+static int page_size(void) { return g_quick ? 20 : 50; }
+
+/* ---- small helpers ------------------------------------------------------------------------- */
+
+static long long now_ms(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (long long)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
+static void sleep_ms(long ms) {
+    struct timespec t = { ms / 1000, (ms % 1000) * 1000000L };
+    while (nanosleep(&t, &t) != 0) {}
+}
+
+static json_t *parse_array(const char *text, size_t length) {
+    json_error_t error;
+    json_t *json = json_loadb(text, length, 0, &error);
+    if (json == NULL) {
+        fprintf(stderr, "    not JSON (%s at %d): %.200s\n", error.text, error.position, text);
+        return NULL;
+    }
+    if (!json_is_array(json)) {
+        fprintf(stderr, "    not a JSON array: %.200s\n", text);
+        json_decref(json);
+        return NULL;
+    }
+    return json;
+}
+
+/* Every item of `items` is exactly {"id":i,"name":"item-<i>"} for i = first, first+1, ... */
+static int check_items(const json_t *items, long first, long count, const char *text, const char *file, int line) {
+    char message[512];
+    if (items == NULL) return check_that(0, "items were parsed (see above)", file, line);
+    if ((long)json_array_size(items) != count) {
+        snprintf(message, sizeof message, "%s has %zu items, expected %ld", text, json_array_size(items), count);
+        return check_that(0, message, file, line);
+    }
+    for (long i = 0; i < count; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "item-%ld", first + i);
+        json_t *expected = json_pack("{s:I,s:s}", "id", (json_int_t)(first + i), "name", name);
+        json_t *actual = json_array_get(items, (size_t)i);
+        int same = json_equal(actual, expected);
+        json_decref(expected);
+        if (!same) {
+            char *got = json_dumps(actual, JSON_COMPACT | JSON_ENCODE_ANY);
+            snprintf(message, sizeof message, "%s[%ld] is %.200s, expected {\"id\":%ld,\"name\":\"%s\"}", text, i,
+                     got ? got : "(nothing)", first + i, name);
+            free(got);
+            return check_that(0, message, file, line);
+        }
+    }
+    return 1;
+}
+#define CHECK_ITEMS(items, first, count) check_items((items), (first), (count), #items, __FILE__, __LINE__)
+
+static sheaf_client *client_for(const test_server *server, const char *token) {
+    sheaf_client *client = NULL;
+    CHECK_RESULT(sheaf_client_new(&client, server->base_url, token), SHEAF_OK);
+    CHECK(client != NULL);
+    return client;
+}
+
+static void set_option(sheaf_client *client, sheaf_option option, int64_t value) {
+    CHECK_CLIENT_RESULT(client, sheaf_client_set_option(client, option, value), SHEAF_OK);
+}
+
+/* Retries fast, so the retry tests take milliseconds. */
+static void retry_fast(sheaf_client *client) {
+    set_option(client, SHEAF_OPT_RETRY_BASE_MS, 1);
+    set_option(client, SHEAF_OPT_RETRY_MAX_MS, 20);
+}
+
+enum anchor_parts {
+    PAGE_NUMBER = 1,   /* page=k from 1, per_page=<size> */
+    NEXT = 2,          /* /next_page */
+    TOTAL = 4,         /* /total */
+    IDENTITY = 8,      /* /id */
+    ANCHOR_ALL = PAGE_NUMBER | NEXT | TOTAL | IDENTITY
+};
+
+/* A list of the /anchor shape (items "/items"), with the chosen parts of its description. */
+static sheaf_list *anchor_list(sheaf_client *client, const char *path, int per_page, unsigned parts) {
+    sheaf_list *list = NULL;
+    if (client == NULL) return NULL;
+    if (!CHECK_CLIENT_RESULT(client, sheaf_list_new(&list, client, path), SHEAF_OK) || !CHECK(list != NULL))
+        return NULL;
+    CHECK_LIST_RESULT(list, sheaf_list_set_items(list, "/items"), SHEAF_OK);
+    if (parts & PAGE_NUMBER)
+        CHECK_LIST_RESULT(list, sheaf_list_set_page_number(list, "page", 1, "per_page", per_page), SHEAF_OK);
+    if (parts & NEXT)
+        CHECK_LIST_RESULT(list, sheaf_list_set_next(list, SHEAF_NEXT_BODY_POINTER, "/next_page"), SHEAF_OK);
+    if (parts & TOTAL)
+        CHECK_LIST_RESULT(list, sheaf_list_set_total(list, SHEAF_TOTAL_BODY_POINTER, "/total"), SHEAF_OK);
+    if (parts & IDENTITY)
+        CHECK_LIST_RESULT(list, sheaf_list_set_identity(list, "/id"), SHEAF_OK);
+    return list;
+}
+
+/* sheaf_list_fetch_all, with the JSON parsed (NULL if it is not an array). */
+static sheaf_result fetch_all(sheaf_list *list, json_t **out_items) {
+    char *json = NULL;
+    size_t length = 0;
+    *out_items = NULL;
+    if (list == NULL) return SHEAF_E_INVALID_ARGUMENT;
+    sheaf_result result = sheaf_list_fetch_all(list, &json, &length);
+    if (CHECK(json != NULL)) {
+        CHECK_INT(length, strlen(json));
+        *out_items = parse_array(json, length);
+    }
+    sheaf_free(json);
+    return result;
+}
+
+/* Waits (bounded) until requests of earlier tests have left the server, then clears its state. */
+static void fresh_server(const test_server *server) {
+    long long deadline = now_ms() + 15000;
+    for (;;) {
+        json_t *stats = test_server_stats(server);
+        json_t *in_flight = json_object_get(stats, "in_flight");
+        int idle = json_is_integer(in_flight) && json_integer_value(in_flight) == 0;
+        json_decref(stats);
+        if (idle || now_ms() > deadline) break;
+        sleep_ms(20);
+    }
+    CHECK(test_server_reset(server));
+}
+
+/* The list as the server serves it, walked with the harness's own client (not Sheaf). */
+static json_t *walk_server_list(const test_server *server, const char *first_path, const char *items_key,
+                                const char *next_key) {
+    char url[4096];
+    json_t *all = json_array();
+    snprintf(url, sizeof url, "%s%s", server->base_url, first_path);
+    for (int pages = 0; pages < 10000; pages++) {
+        http_response response;
+        char error[256];
+        if (http_get(url, 0, NULL, NULL, 15000, 0, &response, error, sizeof error) != HTTP_GET_OK) {
+            fprintf(stderr, "    walking %s: %s\n", url, error);
+            break;
+        }
+        json_t *page = json_loadb(response.body, response.body_length, 0, NULL);
+        http_response_free(&response);
+        json_array_extend(all, json_object_get(page, items_key));
+        const char *next = json_string_value(json_object_get(page, next_key));
+        if (next != NULL) snprintf(url, sizeof url, "%s", next);
+        json_decref(page);
+        if (next == NULL) return all;
+    }
+    json_decref(all);
+    return NULL;
+}
+
+/* ---- snapshot recorder ---------------------------------------------------------------------- */
+
+typedef struct recorder {
+    atomic_int calls;
+    atomic_int inside;        /* snapshot callbacks of this list running right now */
+    atomic_int overlaps;      /* callbacks that began while another was running */
+    atomic_int closed;        /* set by the test once the list has been freed */
+    atomic_int after_close;   /* callbacks that began after that */
+    int stop_at;              /* return non-zero from this call on (0: never) */
+    int check_prefix;         /* compare sheaf_list_prefix with the deltas so far */
+    int first_page_size;      /* > 0: the first snapshot must be exactly page one */
+    int64_t expected_items;   /* >= 0: every snapshot's expected_items */
+    int try_blocking_calls;   /* call blocking functions from the callback (they must refuse) */
+    sheaf_list *other_list;   /* an unstarted list for that */
+    json_t *deltas;           /* the concatenation of every delta */
+    size_t last_items, last_pages;
+    int64_t last_expected_pages;
+} recorder;
+
+static void recorder_init(recorder *r) {
+    memset(r, 0, sizeof *r);
+    r->expected_items = -1;
+    r->deltas = json_array();
+}
+
+static void recorder_free(recorder *r) {
+    json_decref(r->deltas);
+    r->deltas = NULL;
+}
+
+static void record_delta(recorder *r, sheaf_list *list, const sheaf_snapshot *snapshot, int call) {
+    if (!CHECK(snapshot->delta_json != NULL)) return;
+    CHECK_INT(strlen(snapshot->delta_json), snapshot->delta_length);
+    json_t *delta = parse_array(snapshot->delta_json, snapshot->delta_length);
+    if (!CHECK(delta != NULL)) return;
+    CHECK_INT(json_array_size(delta), snapshot->delta_items);
+    if (call == 1) {
+        CHECK_INT(snapshot->pages, 1);
+        if (r->first_page_size > 0) CHECK_ITEMS(delta, 0, r->first_page_size);
+    }
+    json_array_extend(r->deltas, delta);
+    json_decref(delta);
+    CHECK_INT(snapshot->items, json_array_size(r->deltas));
+    CHECK(snapshot->items >= r->last_items);
+    CHECK(snapshot->pages >= r->last_pages);
+    if (r->expected_items >= 0) CHECK_INT(snapshot->expected_items, r->expected_items);
+    r->last_items = snapshot->items;
+    r->last_pages = snapshot->pages;
+    r->last_expected_pages = snapshot->expected_pages;
+
+    if (r->check_prefix) {
+        char *prefix_json = NULL;
+        size_t prefix_length = 0;
+        if (CHECK_LIST_RESULT(list, sheaf_list_prefix(list, &prefix_json, &prefix_length), SHEAF_OK) &&
+            CHECK(prefix_json != NULL)) {
+            CHECK_INT(prefix_length, strlen(prefix_json));
+            json_t *prefix = parse_array(prefix_json, prefix_length);
+            if (!CHECK(prefix != NULL && json_equal(prefix, r->deltas)))
+                fprintf(stderr, "    prefix has %zu items, the deltas so far %zu\n",
+                        prefix ? json_array_size(prefix) : 0, json_array_size(r->deltas));
+            json_decref(prefix);
+        }
+        sheaf_free(prefix_json);
+    }
+}
+
+static void call_blocking_functions(recorder *r, sheaf_list *list) {
+    char *json = NULL;
+    CHECK_RESULT(sheaf_list_wait(list), SHEAF_E_REENTRANT);
+    CHECK_RESULT(sheaf_list_fetch_all(list, &json, NULL), SHEAF_E_REENTRANT);
+    sheaf_free(json);
+    json = NULL;
+    if (r->other_list != NULL) {
+        CHECK_RESULT(sheaf_list_fetch_all(r->other_list, &json, NULL), SHEAF_E_REENTRANT);
+        sheaf_free(json);
+    }
+}
+
+static int record_snapshot(sheaf_list *list, const sheaf_snapshot *snapshot, void *user_data) {
+    recorder *r = user_data;
+    if (atomic_fetch_add(&r->inside, 1) != 0) atomic_fetch_add(&r->overlaps, 1);
+    if (atomic_load(&r->closed)) atomic_fetch_add(&r->after_close, 1);
+    int call = atomic_fetch_add(&r->calls, 1) + 1;
+    if (CHECK(snapshot != NULL) && CHECK_INT(snapshot->version, SHEAF_SNAPSHOT_VERSION))
+        record_delta(r, list, snapshot, call);
+    if (r->try_blocking_calls && call == 1) call_blocking_functions(r, list);
+    sleep_ms(1);   /* widens the window in which a concurrent second callback would be caught */
+    atomic_fetch_sub(&r->inside, 1);
+    return r->stop_at > 0 && call >= r->stop_at;
+}
+
+/* ---- a blocking custom transport ------------------------------------------------------------ */
+
+typedef struct blocking_transport {
+    atomic_int calls;
+    atomic_int in_flight;
+    atomic_int max_in_flight;
+    sheaf_list *reentry_list;   /* if set: fetch_all on it from inside the transport must refuse */
+} blocking_transport;
+
+static sheaf_transport_error transport_error_for(http_get_status status) {
+    switch (status) {
+    case HTTP_GET_TIMEOUT: return SHEAF_TRANSPORT_TIMEOUT;
+    case HTTP_GET_CONNECT: return SHEAF_TRANSPORT_CONNECT;
+    case HTTP_GET_DNS: return SHEAF_TRANSPORT_DNS;
+    case HTTP_GET_TOO_LARGE: return SHEAF_TRANSPORT_TOO_LARGE;
+    default: return SHEAF_TRANSPORT_OTHER;
+    }
+}
+
+/* Performs the exchange with a blocking socket GET on the library's thread, then answers. */
+static void blocking_get(sheaf_request *request, void *user_data) {
+    blocking_transport *transport = user_data;
+    int in_flight = atomic_fetch_add(&transport->in_flight, 1) + 1;
+    int seen = atomic_load(&transport->max_in_flight);
+    while (in_flight > seen && !atomic_compare_exchange_weak(&transport->max_in_flight, &seen, in_flight)) {}
+    int call = atomic_fetch_add(&transport->calls, 1) + 1;
+
+    if (transport->reentry_list != NULL && call == 1) {
+        char *json = NULL;
+        CHECK_RESULT(sheaf_list_fetch_all(transport->reentry_list, &json, NULL), SHEAF_E_REENTRANT);
+        sheaf_free(json);
+    }
+
+    const char *method = sheaf_request_method(request);
+    const char *url = sheaf_request_url(request);
+    size_t header_count = sheaf_request_header_count(request);
+    const char **names = calloc(header_count + 1, sizeof *names);
+    const char **values = calloc(header_count + 1, sizeof *values);
+    for (size_t i = 0; i < header_count; i++)
+        CHECK_RESULT(sheaf_request_header(request, i, &names[i], &values[i]), SHEAF_OK);
+    if (call == 1) {
+        const char *name = "untouched", *value = "untouched";
+        CHECK_RESULT(sheaf_request_header(request, header_count, &name, &value), SHEAF_E_INVALID_ARGUMENT);
+        CHECK(strcmp(name, "untouched") == 0 && strcmp(value, "untouched") == 0);
+        size_t body_length = 99;
+        CHECK(sheaf_request_body(request, &body_length) == NULL);
+        CHECK_INT(body_length, 0);
+        CHECK(sheaf_request_max_body_bytes(request) > 0);
+        CHECK(sheaf_request_timeout_ms(request) >= 0);
+        CHECK(!sheaf_request_is_cancelled(request));
+    }
+
+    if (!CHECK(method != NULL && strcmp(method, "GET") == 0) || !CHECK(url != NULL)) {
+        atomic_fetch_sub(&transport->in_flight, 1);
+        CHECK_RESULT(sheaf_request_fail(request, SHEAF_TRANSPORT_OTHER, "the harness transport only GETs"), SHEAF_OK);
+        free(names);
+        free(values);
+        return;
+    }
+
+    http_response response;
+    char error[512];
+    int64_t max_body = sheaf_request_max_body_bytes(request);
+    http_get_status status = http_get(url, header_count, names, values, (long)sheaf_request_timeout_ms(request),
+                                      max_body > 0 ? (size_t)max_body : 0, &response, error, sizeof error);
+    free(names);
+    free(values);
+    atomic_fetch_sub(&transport->in_flight, 1);
+
+    if (status == HTTP_GET_OK) {
+        for (size_t i = 0; i < response.header_count; i++)
+            CHECK_RESULT(sheaf_request_add_response_header(request, response.headers[i].name,
+                                                           response.headers[i].value), SHEAF_OK);
+        CHECK_RESULT(sheaf_request_respond(request, response.status, response.body, response.body_length), SHEAF_OK);
+        http_response_free(&response);
+    } else {
+        CHECK_RESULT(sheaf_request_fail(request, transport_error_for(status), error), SHEAF_OK);
+    }
+}
+
+/* ---- tests: the API's own contract ---------------------------------------------------------- */
+
+static void versions_agree_and_every_result_has_a_text(void) {
+    CHECK_INT(sheaf_version_number(), SHEAF_VERSION_NUMBER);
+    CHECK_INT(SHEAF_VERSION_NUMBER, SHEAF_VERSION_MAJOR * 10000 + SHEAF_VERSION_MINOR * 100 + SHEAF_VERSION_PATCH);
+    CHECK_STR(sheaf_version_string(), SHEAF_VERSION_STRING);
+    for (int code = -1; code <= SHEAF_E_INTERNAL + 5; code++) {
+        const char *text = sheaf_result_str(code);
+        if (!CHECK(text != NULL && text[0] != '\0')) fprintf(stderr, "    for result %d\n", code);
+    }
+    CHECK(sheaf_result_str(1000000) != NULL);
+    CHECK(strcmp(sheaf_result_str(SHEAF_OK), sheaf_result_str(SHEAF_E_LOOP)) != 0);
+}
+
+static void null_handles_and_bad_arguments_are_rejected(void) {
+    sheaf_client *client = (sheaf_client *)&client;   /* a non-NULL sentinel the call must clear */
+    const char *bad_urls[] = { "", "not a url", "ftp://127.0.0.1/", "/relative/path", "http://", "127.0.0.1:80" };
+    CHECK_RESULT(sheaf_client_new(&client, NULL, NULL), SHEAF_E_INVALID_ARGUMENT);
+    CHECK(client == NULL);
+    for (size_t i = 0; i < sizeof bad_urls / sizeof bad_urls[0]; i++) {
+        client = (sheaf_client *)&client;
+        if (!CHECK_RESULT(sheaf_client_new(&client, bad_urls[i], NULL), SHEAF_E_INVALID_ARGUMENT))
+            fprintf(stderr, "    for base URL \"%s\"\n", bad_urls[i]);
+        CHECK(client == NULL);
+        if (client != NULL && client != (sheaf_client *)&client) sheaf_client_free(client);
+    }
+    CHECK_RESULT(sheaf_client_new(NULL, g_server.base_url, NULL), SHEAF_E_INVALID_ARGUMENT);
+
+    client = client_for(&g_server, NULL);
+    if (client == NULL) return;
+    CHECK(sheaf_client_errmsg(client) != NULL);
+    CHECK_RESULT(sheaf_client_set_option(NULL, SHEAF_OPT_WINDOW, 4), SHEAF_E_INVALID_ARGUMENT);
+    CHECK_CLIENT_RESULT(client, sheaf_client_set_option(client, SHEAF_OPT_WINDOW, 0), SHEAF_E_INVALID_ARGUMENT);
+    CHECK(strlen(sheaf_client_errmsg(client)) > 0);
+    CHECK_CLIENT_RESULT(client, sheaf_client_set_option(client, SHEAF_OPT_WINDOW, 65), SHEAF_E_INVALID_ARGUMENT);
+    CHECK_CLIENT_RESULT(client, sheaf_client_set_option(client, SHEAF_OPT_MAX_ATTEMPTS, 0), SHEAF_E_INVALID_ARGUMENT);
+    CHECK_CLIENT_RESULT(client, sheaf_client_set_option(client, SHEAF_OPT_MAX_ATTEMPTS, 101), SHEAF_E_INVALID_ARGUMENT);
+    CHECK_CLIENT_RESULT(client, sheaf_client_set_option(client, SHEAF_OPT_MAX_PAGES, 0), SHEAF_E_INVALID_ARGUMENT);
+    CHECK_CLIENT_RESULT(client, sheaf_client_set_option(client, (sheaf_option)999, 1), SHEAF_E_INVALID_ARGUMENT);
+    CHECK_CLIENT_RESULT(client, sheaf_client_set_option(client, SHEAF_OPT_WINDOW, 64), SHEAF_OK);
+    CHECK_RESULT(sheaf_client_set_transport(NULL, blocking_get, NULL), SHEAF_E_INVALID_ARGUMENT);
+
+    sheaf_list *list = (sheaf_list *)&list;
+    CHECK_RESULT(sheaf_list_new(&list, NULL, "/anchor"), SHEAF_E_INVALID_ARGUMENT);
+    CHECK(list == NULL);
+    list = (sheaf_list *)&list;
+    CHECK_CLIENT_RESULT(client, sheaf_list_new(&list, client, NULL), SHEAF_E_INVALID_ARGUMENT);
+    CHECK(list == NULL);
+    CHECK_RESULT(sheaf_list_new(NULL, client, "/anchor"), SHEAF_E_INVALID_ARGUMENT);
+
+    list = NULL;
+    if (CHECK_CLIENT_RESULT(client, sheaf_list_new(&list, client, "/anchor"), SHEAF_OK) && CHECK(list != NULL)) {
+        char *json = NULL;
+        CHECK_RESULT(sheaf_list_set_items(NULL, "/items"), SHEAF_E_INVALID_ARGUMENT);
+        CHECK_LIST_RESULT(list, sheaf_list_set_items(list, "items"), SHEAF_E_INVALID_ARGUMENT);
+        CHECK(strlen(sheaf_list_errmsg(list)) > 0);
+        CHECK_LIST_RESULT(list, sheaf_list_set_identity(list, "id"), SHEAF_E_INVALID_ARGUMENT);
+        CHECK_LIST_RESULT(list, sheaf_list_set_next(list, SHEAF_NEXT_BODY_POINTER, NULL), SHEAF_E_INVALID_ARGUMENT);
+        CHECK_LIST_RESULT(list, sheaf_list_set_total(list, SHEAF_TOTAL_BODY_POINTER, "total"), SHEAF_E_INVALID_ARGUMENT);
+        CHECK_LIST_RESULT(list, sheaf_list_set_page_number(list, NULL, 1, NULL, 0), SHEAF_E_INVALID_ARGUMENT);
+        CHECK_LIST_RESULT(list, sheaf_list_set_page_number(list, "page", 1, "per_page", 0), SHEAF_E_INVALID_ARGUMENT);
+        CHECK_LIST_RESULT(list, sheaf_list_set_max_items(list, -1), SHEAF_E_INVALID_ARGUMENT);
+        CHECK_RESULT(sheaf_list_set_keep_items(NULL, 0), SHEAF_E_INVALID_ARGUMENT);
+        CHECK_LIST_RESULT(list, sheaf_list_add_query(list, NULL, "x"), SHEAF_E_INVALID_ARGUMENT);
+        CHECK_LIST_RESULT(list, sheaf_list_prefix(list, NULL, NULL), SHEAF_E_INVALID_ARGUMENT);
+        CHECK_LIST_RESULT(list, sheaf_list_set_items(list, "/items"), SHEAF_OK);
+        CHECK_LIST_RESULT(list, sheaf_list_set_page_number(list, "page", 0, NULL, 0), SHEAF_OK);
+        CHECK_INT(sheaf_list_http_status(list), 0);
+        CHECK(sheaf_list_http_body(list) != NULL && sheaf_list_http_body(list)[0] == '\0');
+        CHECK_RESULT(sheaf_list_start(NULL, NULL, NULL), SHEAF_E_INVALID_ARGUMENT);
+        CHECK_RESULT(sheaf_list_wait(NULL), SHEAF_E_INVALID_ARGUMENT);
+        CHECK_RESULT(sheaf_list_prefix(NULL, &json, NULL), SHEAF_E_INVALID_ARGUMENT);
+        CHECK_RESULT(sheaf_list_fetch_all(NULL, &json, NULL), SHEAF_E_INVALID_ARGUMENT);
+        CHECK_LIST_RESULT(list, sheaf_list_fetch_all(list, NULL, NULL), SHEAF_E_INVALID_ARGUMENT);
+        sheaf_free(json);
+    }
+    sheaf_list_free(list);
+    sheaf_client_free(client);
+
+    sheaf_list_free(NULL);
+    sheaf_client_free(NULL);
+    sheaf_free(NULL);
+}
+
+static void conventions_not_supported_yet_say_so(void) {
+    sheaf_client *client = client_for(&g_server, NULL);
+    sheaf_list *list = NULL;
+    if (client == NULL || !CHECK_CLIENT_RESULT(client, sheaf_list_new(&list, client, "/anchor"), SHEAF_OK)) {
+        sheaf_client_free(client);
+        return;
+    }
+    CHECK_LIST_RESULT(list, sheaf_list_set_offset_limit(list, "offset", "limit", 50), SHEAF_E_UNSUPPORTED);
+    CHECK(strlen(sheaf_list_errmsg(list)) > 0);
+    CHECK_LIST_RESULT(list, sheaf_list_set_cursor(list, "cursor"), SHEAF_E_UNSUPPORTED);
+    CHECK(strlen(sheaf_list_errmsg(list)) > 0);
+    CHECK_LIST_RESULT(list, sheaf_list_set_next(list, SHEAF_NEXT_LINK_HEADER, NULL), SHEAF_E_UNSUPPORTED);
+    CHECK(strlen(sheaf_list_errmsg(list)) > 0);
+    CHECK_LIST_RESULT(list, sheaf_list_set_total(list, SHEAF_TOTAL_HEADER, "X-Total-Count"), SHEAF_E_UNSUPPORTED);
+    CHECK(strlen(sheaf_list_errmsg(list)) > 0);
+    sheaf_list_free(list);
+    sheaf_client_free(client);
+}
+
+static void a_list_runs_once(void) {
+    char path[128];
+    sheaf_client *client = client_for(&g_server, NULL);
+    snprintf(path, sizeof path, "/anchor?n=%d", page_size() * 2);
+    sheaf_list *list = anchor_list(client, path, page_size(), ANCHOR_ALL);
+    if (list != NULL) {
+        CHECK_LIST_RESULT(list, sheaf_list_start(list, NULL, NULL), SHEAF_OK);
+        CHECK_LIST_RESULT(list, sheaf_list_wait(list), SHEAF_OK);
+        CHECK_LIST_RESULT(list, sheaf_list_start(list, NULL, NULL), SHEAF_E_STATE);
+        char *json = NULL;
+        size_t length = 0;
+        if (CHECK_LIST_RESULT(list, sheaf_list_prefix(list, &json, &length), SHEAF_OK) && CHECK(json != NULL)) {
+            json_t *items = parse_array(json, length);
+            CHECK_ITEMS(items, 0, page_size() * 2);
+            json_decref(items);
+        }
+        sheaf_free(json);
+    }
+    sheaf_list_free(list);
+    sheaf_client_free(client);
+}
+
+static void a_list_outlives_its_client(void) {
+    char path[128];
+    sheaf_client *client = client_for(&g_server, NULL);
+    snprintf(path, sizeof path, "/anchor?n=%d", list_size());
+    sheaf_list *list = anchor_list(client, path, page_size(), ANCHOR_ALL);
+    sheaf_client_free(client);
+    json_t *items = NULL;
+    if (list != NULL) {
+        CHECK_LIST_RESULT(list, fetch_all(list, &items), SHEAF_OK);
+        CHECK_ITEMS(items, 0, list_size());
+    }
+    json_decref(items);
+    sheaf_list_free(list);
+}
+
+/* ---- tests: whole lists --------------------------------------------------------------------- */
+
+static void the_whole_list_arrives_in_order(void) {
+    char path[128];
+    sheaf_client *client = client_for(&g_server, NULL);
+    snprintf(path, sizeof path, "/anchor?n=%d", list_size());
+    sheaf_list *list = anchor_list(client, path, page_size(), ANCHOR_ALL);
+    json_t *items = NULL;
+    if (list != NULL) {
+        CHECK_LIST_RESULT(list, fetch_all(list, &items), SHEAF_OK);
+        CHECK_ITEMS(items, 0, list_size());
+    }
+    json_decref(items);
+    sheaf_list_free(list);
+    sheaf_client_free(client);
+}
+
+static void snapshots_grow_in_order_one_at_a_time(void) {
+    char path[128];
+    recorder r;
+    recorder_init(&r);
+    r.check_prefix = 1;
+    r.first_page_size = page_size();
+    r.expected_items = list_size();
+    sheaf_client *client = client_for(&g_server, NULL);
+    snprintf(path, sizeof path, "/anchor?n=%d&latency_ms=30", list_size());
+    sheaf_list *list = anchor_list(client, path, page_size(), ANCHOR_ALL);
+    if (list != NULL) {
+        CHECK_LIST_RESULT(list, sheaf_list_start(list, record_snapshot, &r), SHEAF_OK);
+        CHECK_LIST_RESULT(list, sheaf_list_wait(list), SHEAF_OK);
+        CHECK(atomic_load(&r.calls) >= 2);
+        CHECK_INT(atomic_load(&r.overlaps), 0);
+        CHECK_ITEMS(r.deltas, 0, list_size());
+        CHECK_INT(r.last_items, list_size());
+        CHECK_INT(r.last_pages, list_size() / page_size());
+        CHECK_INT(r.last_expected_pages, list_size() / page_size());
+
+        char *json = NULL;
+        size_t length = 0;
+        if (CHECK_LIST_RESULT(list, sheaf_list_prefix(list, &json, &length), SHEAF_OK) && CHECK(json != NULL)) {
+            json_t *prefix = parse_array(json, length);
+            CHECK(prefix != NULL && json_equal(prefix, r.deltas));
+            json_decref(prefix);
+        }
+        sheaf_free(json);
+    }
+    int calls = atomic_load(&r.calls);
+    sheaf_list_free(list);
+    sleep_ms(50);
+    CHECK_INT(atomic_load(&r.calls), calls);
+    sheaf_client_free(client);
+    recorder_free(&r);
+}
+
+static void a_list_that_keeps_no_items_still_streams_every_delta(void) {
+    char path[128];
+    recorder r;
+    recorder_init(&r);
+    r.first_page_size = page_size();
+    r.expected_items = list_size();
+    sheaf_client *client = client_for(&g_server, NULL);
+    snprintf(path, sizeof path, "/anchor?n=%d", list_size());
+    sheaf_list *streamed = anchor_list(client, path, page_size(), ANCHOR_ALL);
+    sheaf_list *fetched = anchor_list(client, path, page_size(), ANCHOR_ALL);
+    if (streamed != NULL && fetched != NULL) {
+        char *json = NULL;
+        json_t *items = NULL;
+        CHECK_LIST_RESULT(streamed, sheaf_list_set_keep_items(streamed, 0), SHEAF_OK);
+        CHECK_LIST_RESULT(streamed, sheaf_list_start(streamed, record_snapshot, &r), SHEAF_OK);
+        CHECK_LIST_RESULT(streamed, sheaf_list_wait(streamed), SHEAF_OK);
+        CHECK_ITEMS(r.deltas, 0, list_size());
+        CHECK_INT(r.last_items, list_size());
+        CHECK_LIST_RESULT(streamed, sheaf_list_prefix(streamed, &json, NULL), SHEAF_E_STATE);
+        sheaf_free(json);
+        /* fetch_all always keeps the items it returns. */
+        CHECK_LIST_RESULT(fetched, sheaf_list_set_keep_items(fetched, 0), SHEAF_OK);
+        CHECK_LIST_RESULT(fetched, fetch_all(fetched, &items), SHEAF_OK);
+        CHECK_ITEMS(items, 0, list_size());
+        json_decref(items);
+    }
+    sheaf_list_free(fetched);
+    sheaf_list_free(streamed);
+    sheaf_client_free(client);
+    recorder_free(&r);
+}
+
+/* The server's max_in_flight while one list of 20 slow pages runs with the given window. */
+static long long max_in_flight_for_window(int window, sheaf_transport_fn transport, void *transport_data) {
+    sheaf_client *client = client_for(&g_server, NULL);
+    if (client == NULL) return -1;
+    if (window > 0) set_option(client, SHEAF_OPT_WINDOW, window);
+    if (transport != NULL)
+        CHECK_CLIENT_RESULT(client, sheaf_client_set_transport(client, transport, transport_data), SHEAF_OK);
+    fresh_server(&g_server);
+    char path[128];
+    snprintf(path, sizeof path, "/anchor?n=%d&latency_ms=100", 20 * page_size());
+    sheaf_list *list = anchor_list(client, path, page_size(), ANCHOR_ALL);
+    json_t *items = NULL;
+    if (list != NULL) {
+        CHECK_LIST_RESULT(list, fetch_all(list, &items), SHEAF_OK);
+        CHECK_ITEMS(items, 0, 20 * page_size());
+    }
+    json_decref(items);
+    sheaf_list_free(list);
+    sheaf_client_free(client);
+    json_t *stats = test_server_stats(&g_server);
+    long long max_in_flight = stats_max_in_flight(stats);
+    json_decref(stats);
+    return max_in_flight;
+}
+
+static void the_default_window_of_8_is_filled(void) {
+    CHECK_INT(max_in_flight_for_window(0, NULL, NULL), 8);
+}
+
+static void a_window_of_4_is_filled_and_not_exceeded(void) {
+    CHECK_INT(max_in_flight_for_window(4, NULL, NULL), 4);
+}
+
+static void a_blocking_transport_still_fills_the_window(void) {
+    blocking_transport transport;
+    memset(&transport, 0, sizeof transport);
+    long long server_max = max_in_flight_for_window(8, blocking_get, &transport);
+    fprintf(stderr, "    transport calls %d, at most %d at once; server saw at most %lld at once\n",
+            atomic_load(&transport.calls), atomic_load(&transport.max_in_flight), server_max);
+    CHECK(atomic_load(&transport.calls) >= 20);
+    CHECK_INT(atomic_load(&transport.in_flight), 0);
+    if (!g_quick) {   /* under valgrind everything is serialised: correctness only */
+        CHECK_INT(server_max, 8);
+        CHECK_INT(atomic_load(&transport.max_in_flight), 8);
+    }
+}
+
+static void a_drf_style_list_arrives_whole(void) {
+    char path[128];
+    sheaf_client *client = client_for(&g_server, NULL);
+    sheaf_list *list = NULL;
+    json_t *items = NULL;
+    snprintf(path, sizeof path, "/drf?n=%d", list_size());
+    if (client != NULL && CHECK_CLIENT_RESULT(client, sheaf_list_new(&list, client, path), SHEAF_OK)) {
+        CHECK_LIST_RESULT(list, sheaf_list_set_items(list, "/results"), SHEAF_OK);
+        CHECK_LIST_RESULT(list, sheaf_list_set_next(list, SHEAF_NEXT_BODY_POINTER, "/next"), SHEAF_OK);
+        CHECK_LIST_RESULT(list, sheaf_list_set_total(list, SHEAF_TOTAL_BODY_POINTER, "/count"), SHEAF_OK);
+        CHECK_LIST_RESULT(list, sheaf_list_set_page_number(list, "page", 1, "page_size", page_size()), SHEAF_OK);
+        CHECK_LIST_RESULT(list, fetch_all(list, &items), SHEAF_OK);
+        CHECK_ITEMS(items, 0, list_size());
+    }
+    json_decref(items);
+    sheaf_list_free(list);
+    sheaf_client_free(client);
+}
+
+static void a_bare_array_list_arrives_whole(void) {
+    char path[128];
+    sheaf_client *client = client_for(&g_server, NULL);
+    sheaf_list *list = NULL;
+    json_t *items = NULL;
+    snprintf(path, sizeof path, "/array?n=%d", list_size() - 3);   /* the last page is short */
+    if (client != NULL && CHECK_CLIENT_RESULT(client, sheaf_list_new(&list, client, path), SHEAF_OK)) {
+        CHECK_LIST_RESULT(list, sheaf_list_set_items(list, ""), SHEAF_OK);
+        CHECK_LIST_RESULT(list, sheaf_list_set_page_number(list, "page", 1, "per_page", page_size()), SHEAF_OK);
+        CHECK_LIST_RESULT(list, fetch_all(list, &items), SHEAF_OK);
+        CHECK_ITEMS(items, 0, list_size() - 3);
+    }
+    json_decref(items);
+    sheaf_list_free(list);
+    sheaf_client_free(client);
+}
+
+static void a_server_that_caps_the_page_size_still_gives_the_whole_list(void) {
+    char path[128];
+    sheaf_client *client = client_for(&g_server, NULL);
+    fresh_server(&g_server);
+    snprintf(path, sizeof path, "/anchor?n=%d&cap=100", list_size());
+    sheaf_list *list = anchor_list(client, path, 500, ANCHOR_ALL);
+    json_t *items = NULL;
+    if (list != NULL) {
+        CHECK_LIST_RESULT(list, fetch_all(list, &items), SHEAF_OK);
+        CHECK_ITEMS(items, 0, list_size());
+        json_t *stats = test_server_stats(&g_server);
+        CHECK_INT(stats_count_requests(stats, "/anchor", NULL, NULL), (list_size() + 99) / 100);
+        json_decref(stats);
+    }
+    json_decref(items);
+    sheaf_list_free(list);
+    sheaf_client_free(client);
+}
+
+static void identity_removes_the_repeated_items(void) {
+    char path[128];
+    sheaf_client *client = client_for(&g_server, NULL);
+    snprintf(path, sizeof path, "/anchor?n=%d&dup=1", list_size());
+    sheaf_list *list = anchor_list(client, path, page_size(), ANCHOR_ALL);
+    json_t *items = NULL;
+    if (list != NULL) {
+        CHECK_LIST_RESULT(list, fetch_all(list, &items), SHEAF_OK);
+        CHECK_ITEMS(items, 0, list_size());
+    }
+    json_decref(items);
+    sheaf_list_free(list);
+    sheaf_client_free(client);
+}
+
+static void without_identity_the_repeated_items_are_kept(void) {
+    char path[128], first_page[160];
+    sheaf_client *client = client_for(&g_server, NULL);
+    /* No total: with a total of n, n+19 items would (rightly) be SHEAF_E_INCOMPLETE. */
+    snprintf(path, sizeof path, "/anchor?n=%d&dup=1&nototal=1", list_size());
+    snprintf(first_page, sizeof first_page, "%s&page=1&per_page=%d", path, page_size());
+    sheaf_list *list = anchor_list(client, path, page_size(), PAGE_NUMBER | NEXT);
+    json_t *served = walk_server_list(&g_server, first_page, "items", "next_page");
+    json_t *items = NULL;
+    if (list != NULL && CHECK(served != NULL)) {
+        CHECK_LIST_RESULT(list, fetch_all(list, &items), SHEAF_OK);
+        CHECK_INT(json_array_size(served), list_size() + list_size() / page_size() - 1);
+        if (!CHECK(items != NULL && json_equal(items, served)))
+            fprintf(stderr, "    got %zu items, the server serves %zu\n", items ? json_array_size(items) : 0,
+                    json_array_size(served));
+    }
+    json_decref(served);
+    json_decref(items);
+    sheaf_list_free(list);
+    sheaf_client_free(client);
+}
+
+static void max_items_stops_the_list_at_exactly_that_many(void) {
+    char path[128];
+    sheaf_client *client = client_for(&g_server, NULL);
+    snprintf(path, sizeof path, "/anchor?n=%d", list_size());
+    sheaf_list *list = anchor_list(client, path, page_size(), ANCHOR_ALL);
+    json_t *items = NULL;
+    if (list != NULL) {
+        CHECK_LIST_RESULT(list, sheaf_list_set_max_items(list, 120), SHEAF_OK);
+        CHECK_LIST_RESULT(list, fetch_all(list, &items), SHEAF_LIMIT_REACHED);
+        CHECK_ITEMS(items, 0, 120);
+    }
+    json_decref(items);
+    sheaf_list_free(list);
+    sheaf_client_free(client);
+}
+
+/* ---- tests: guards and failures ------------------------------------------------------------- */
+
+/* Runs a list expected to fail; returns the parsed items that arrived (caller frees). */
+static json_t *run_failing_list(sheaf_client *client, const char *path, unsigned parts, int per_page,
+                                sheaf_result expected, sheaf_list **out_list) {
+    sheaf_list *list = anchor_list(client, path, per_page, parts);
+    json_t *items = NULL;
+    *out_list = list;
+    if (list != NULL && CHECK_LIST_RESULT(list, fetch_all(list, &items), expected) &&
+        expected != SHEAF_OK && expected != SHEAF_LIMIT_REACHED) {
+        const char *message = sheaf_list_errmsg(list);
+        if (!CHECK(message != NULL && message[0] != '\0'))
+            fprintf(stderr, "    a %s failure has no message\n", result_name(expected));
+    }
+    return items;
+}
+
+static void a_next_link_that_loops_is_refused(void) {
+    char path[128];
+    sheaf_client *client = client_for(&g_server, NULL);
+    sheaf_list *list = NULL;
+    snprintf(path, sizeof path, "/anchor?n=%d&loop=1", list_size());
+    /* Next links only: the walk is sequential, so it meets page 3's link back to page 2. */
+    json_t *items = run_failing_list(client, path, NEXT | TOTAL, page_size(), SHEAF_E_LOOP, &list);
+    if (items != NULL) CHECK(json_array_size(items) <= 3 * 50);
+    json_decref(items);
+    sheaf_list_free(list);
+    sheaf_client_free(client);
+}
+
+static void an_endless_list_stops_at_the_page_cap(void) {
+    sheaf_client *client = client_for(&g_server, NULL);
+    sheaf_list *list = NULL;
+    if (client == NULL) return;
+    set_option(client, SHEAF_OPT_MAX_PAGES, 20);
+    fresh_server(&g_server);
+    json_t *items = run_failing_list(client, "/anchor?endless=1", PAGE_NUMBER | NEXT, page_size(),
+                                     SHEAF_E_PAGE_LIMIT, &list);
+    json_t *stats = test_server_stats(&g_server);
+    size_t requests = stats_count_requests(stats, "/anchor", NULL, NULL);
+    if (!CHECK(requests <= 20)) fprintf(stderr, "    %zu pages were requested\n", requests);
+    json_decref(stats);
+    json_decref(items);
+    sheaf_list_free(list);
+    sheaf_client_free(client);
+}
+
+static void a_page_over_the_body_cap_is_refused(void) {
+    char path[128];
+    sheaf_client *client = client_for(&g_server, NULL);
+    sheaf_list *list = NULL;
+    if (client == NULL) return;
+    set_option(client, SHEAF_OPT_MAX_BODY_BYTES, 65536);
+    snprintf(path, sizeof path, "/anchor?n=%d&pad=4096", list_size());   /* ~4 KiB an item */
+    json_t *items = run_failing_list(client, path, ANCHOR_ALL, page_size(), SHEAF_E_BODY_TOO_LARGE, &list);
+    json_decref(items);
+    sheaf_list_free(list);
+    sheaf_client_free(client);
+}
+
+static void a_page_that_is_not_json_is_a_bad_page_naming_its_url(void) {
+    char path[128];
+    sheaf_client *client = client_for(&g_server, NULL);
+    sheaf_list *list = NULL;
+    snprintf(path, sizeof path, "/anchor?n=%d&garbage=3", list_size());
+    json_t *items = run_failing_list(client, path, ANCHOR_ALL, page_size(), SHEAF_E_BAD_PAGE, &list);
+    if (list != NULL) {
+        const char *message = sheaf_list_errmsg(list);
+        if (!CHECK(message != NULL && strstr(message, "/anchor") != NULL && strstr(message, "page=3") != NULL))
+            fprintf(stderr, "    message: %s\n", message ? message : "(null)");
+        /* Pages run in parallel: page 2 may or may not have been delivered before page 3 failed. */
+        size_t delivered = items ? json_array_size(items) : 0;
+        if (CHECK(delivered == (size_t)page_size() || delivered == (size_t)(2 * page_size())))
+            CHECK_ITEMS(items, 0, (long)delivered);
+    }
+    json_decref(items);
+    sheaf_list_free(list);
+    sheaf_client_free(client);
+}
+
+static void a_list_shorter_than_its_total_is_incomplete_but_keeps_its_items(void) {
+    char path[128];
+    int missing = page_size() * 3 / 5;   /* less than a page: every promised page still answers */
+    sheaf_client *client = client_for(&g_server, NULL);
+    sheaf_list *list = NULL;
+    snprintf(path, sizeof path, "/anchor?n=%d&short=%d", list_size(), missing);
+    json_t *items = run_failing_list(client, path, ANCHOR_ALL, page_size(), SHEAF_E_INCOMPLETE, &list);
+    if (list != NULL) CHECK_ITEMS(items, 0, list_size() - missing);
+    json_decref(items);
+    sheaf_list_free(list);
+    sheaf_client_free(client);
+}
+
+static void a_transient_503_is_retried(void) {
+    char path[128];
+    sheaf_client *client = client_for(&g_server, NULL);
+    sheaf_list *list = NULL;
+    if (client == NULL) return;
+    retry_fast(client);
+    fresh_server(&g_server);
+    snprintf(path, sizeof path, "/anchor?n=%d&fail=2:2:503", list_size());
+    json_t *items = run_failing_list(client, path, ANCHOR_ALL, page_size(), SHEAF_OK, &list);
+    CHECK_ITEMS(items, 0, list_size());
+    json_t *stats = test_server_stats(&g_server);
+    CHECK_INT(stats_count_requests(stats, "/anchor", "page", "2"), 3);
+    json_decref(stats);
+    json_decref(items);
+    sheaf_list_free(list);
+    sheaf_client_free(client);
+}
+
+static void a_persistent_500_fails_after_max_attempts(void) {
+    char path[128];
+    sheaf_client *client = client_for(&g_server, NULL);
+    sheaf_list *list = NULL;
+    if (client == NULL) return;
+    retry_fast(client);
+    set_option(client, SHEAF_OPT_MAX_ATTEMPTS, 3);
+    fresh_server(&g_server);
+    snprintf(path, sizeof path, "/anchor?n=%d&fail=2:9:500", list_size());
+    json_t *items = run_failing_list(client, path, ANCHOR_ALL, page_size(), SHEAF_E_HTTP, &list);
+    if (list != NULL) {
+        CHECK_INT(sheaf_list_http_status(list), 500);
+        const char *body = sheaf_list_http_body(list);
+        if (!CHECK(body != NULL && strstr(body, "injected") != NULL)) fprintf(stderr, "    body: %s\n", body);
+        CHECK_ITEMS(items, 0, page_size());   /* page one arrived; the prefix ends at page 2 */
+    }
+    json_t *stats = test_server_stats(&g_server);
+    CHECK_INT(stats_count_requests(stats, "/anchor", "page", "2"), 3);
+    json_decref(stats);
+    json_decref(items);
+    sheaf_list_free(list);
+    sheaf_client_free(client);
+}
+
+static void a_404_inside_the_promised_pages_is_not_retried(void) {
+    char path[128];
+    sheaf_client *client = client_for(&g_server, NULL);
+    sheaf_list *list = NULL;
+    if (client == NULL) return;
+    retry_fast(client);
+    fresh_server(&g_server);
+    snprintf(path, sizeof path, "/anchor?n=%d&fail=2:1:404", list_size());
+    json_t *items = run_failing_list(client, path, ANCHOR_ALL, page_size(), SHEAF_E_HTTP, &list);
+    if (list != NULL) {
+        CHECK_INT(sheaf_list_http_status(list), 404);
+        CHECK_ITEMS(items, 0, page_size());   /* the prefix before the failing page, no gap */
+    }
+    json_t *stats = test_server_stats(&g_server);
+    CHECK_INT(stats_count_requests(stats, "/anchor", "page", "2"), 1);
+    json_decref(stats);
+    json_decref(items);
+    sheaf_list_free(list);
+    sheaf_client_free(client);
+}
+
+static void a_next_link_to_another_origin_is_refused_and_the_token_stays_home(void) {
+    sheaf_client *client = client_for(&g_server, TOKEN);
+    sheaf_list *list = NULL;
+    fresh_server(&g_server);
+    fresh_server(&g_other);
+    if (client != NULL && CHECK_CLIENT_RESULT(client, sheaf_list_new(&list, client, "/anchor"), SHEAF_OK)) {
+        char n[16];
+        snprintf(n, sizeof n, "%d", list_size());
+        CHECK_LIST_RESULT(list, sheaf_list_add_query(list, "n", n), SHEAF_OK);
+        CHECK_LIST_RESULT(list, sheaf_list_add_query(list, "next_base", g_other.base_url), SHEAF_OK);
+        CHECK_LIST_RESULT(list, sheaf_list_set_items(list, "/items"), SHEAF_OK);
+        CHECK_LIST_RESULT(list, sheaf_list_set_next(list, SHEAF_NEXT_BODY_POINTER, "/next_page"), SHEAF_OK);
+        json_t *items = NULL;
+        CHECK_LIST_RESULT(list, fetch_all(list, &items), SHEAF_E_CROSS_ORIGIN);
+        const char *message = sheaf_list_errmsg(list);
+        CHECK(message != NULL && strlen(message) > 0);
+        CHECK(message == NULL || strstr(message, TOKEN) == NULL);
+        CHECK(strstr(sheaf_client_errmsg(client), TOKEN) == NULL);
+        json_decref(items);
+    }
+    json_t *home = test_server_stats(&g_server);
+    json_t *elsewhere = test_server_stats(&g_other);
+    CHECK(stats_count_requests(home, "/anchor", NULL, NULL) >= 1);
+    CHECK(stats_count_authorization(home, "Bearer " TOKEN) >= 1);
+    CHECK_INT(stats_count_authorization(elsewhere, NULL), 0);
+    CHECK_INT(stats_count_requests(elsewhere, NULL, NULL, NULL), 0);
+    json_decref(home);
+    json_decref(elsewhere);
+    sheaf_list_free(list);
+    sheaf_client_free(client);
+}
+
+/* ---- tests: stopping, cancelling, re-entering ----------------------------------------------- */
+
+static void a_callback_that_returns_non_zero_stops_the_list(void) {
+    recorder r;
+    recorder_init(&r);
+    r.stop_at = 2;
+    sheaf_client *client = client_for(&g_server, NULL);
+    fresh_server(&g_server);
+    /* 100 slow pages: the list cannot finish before the second snapshot stops it. */
+    sheaf_list *list = anchor_list(client, "/anchor?n=1000&latency_ms=50", 10, ANCHOR_ALL);
+    if (list != NULL) {
+        CHECK_LIST_RESULT(list, sheaf_list_start(list, record_snapshot, &r), SHEAF_OK);
+        CHECK_LIST_RESULT(list, sheaf_list_wait(list), SHEAF_E_STOPPED);
+        CHECK_INT(atomic_load(&r.calls), 2);
+        sleep_ms(300);
+        CHECK_INT(atomic_load(&r.calls), 2);
+        json_t *stats = test_server_stats(&g_server);
+        size_t requests = stats_count_requests(stats, "/anchor", NULL, NULL);
+        if (!CHECK(requests <= 30)) fprintf(stderr, "    %zu of 100 pages were requested\n", requests);
+        json_decref(stats);
+    }
+    sheaf_list_free(list);
+    sheaf_client_free(client);
+    recorder_free(&r);
+}
+
+typedef struct delayed_cancel {
+    sheaf_list *list;
+    long delay_ms;
+    sheaf_result result;
+} delayed_cancel;
+
+static void *cancel_later(void *argument) {
+    delayed_cancel *cancel = argument;
+    sleep_ms(cancel->delay_ms);
+    cancel->result = sheaf_list_cancel(cancel->list);
+    return NULL;
+}
+
+static void cancel_from_another_thread_ends_the_wait(void) {
+    sheaf_client *client = client_for(&g_server, NULL);
+    sheaf_list *list = anchor_list(client, "/anchor?n=1000&latency_ms=300", 10, ANCHOR_ALL);
+    if (list != NULL) {
+        delayed_cancel cancel = { list, 400, SHEAF_E_INTERNAL };
+        pthread_t thread;
+        CHECK_LIST_RESULT(list, sheaf_list_start(list, NULL, NULL), SHEAF_OK);
+        CHECK_INT(pthread_create(&thread, NULL, cancel_later, &cancel), 0);
+        long long started = now_ms();
+        CHECK_LIST_RESULT(list, sheaf_list_wait(list), SHEAF_E_CANCELLED);
+        long long waited = now_ms() - started;
+        pthread_join(thread, NULL);
+        CHECK_RESULT(cancel.result, SHEAF_OK);
+        if (!CHECK(waited < (g_quick ? 10000 : 3000))) fprintf(stderr, "    wait took %lld ms\n", waited);
+    }
+    sheaf_list_free(list);
+    sheaf_client_free(client);
+}
+
+static void freeing_a_running_list_returns_promptly_and_silences_it(void) {
+    recorder r;
+    recorder_init(&r);
+    sheaf_client *client = client_for(&g_server, NULL);
+    /* 100 pages of 1 s each: at least 13 s with a window of 8. */
+    sheaf_list *list = anchor_list(client, "/anchor?n=1000&latency_ms=1000", 10, ANCHOR_ALL);
+    if (list != NULL) {
+        CHECK_LIST_RESULT(list, sheaf_list_start(list, record_snapshot, &r), SHEAF_OK);
+        long long deadline = now_ms() + 15000;
+        while (atomic_load(&r.calls) < 1 && now_ms() < deadline) sleep_ms(10);
+        CHECK(atomic_load(&r.calls) >= 1);
+        long long started = now_ms();
+        sheaf_list_free(list);
+        long long took = now_ms() - started;
+        atomic_store(&r.closed, 1);
+        int calls = atomic_load(&r.calls);
+        if (!CHECK(took < (g_quick ? 8000 : 2000))) fprintf(stderr, "    sheaf_list_free took %lld ms\n", took);
+        CHECK_INT(atomic_load(&r.inside), 0);
+        sleep_ms(1500);
+        CHECK_INT(atomic_load(&r.after_close), 0);
+        CHECK_INT(atomic_load(&r.calls), calls);
+    }
+    sheaf_client_free(client);
+    recorder_free(&r);
+}
+
+static void blocking_calls_inside_callbacks_are_refused(void) {
+    char path[128];
+    recorder r;
+    recorder_init(&r);
+    r.try_blocking_calls = 1;
+    blocking_transport transport;
+    memset(&transport, 0, sizeof transport);
+    sheaf_client *client = client_for(&g_server, NULL);
+    snprintf(path, sizeof path, "/anchor?n=%d", list_size());
+    sheaf_list *list = anchor_list(client, path, page_size(), ANCHOR_ALL);
+    sheaf_list *other = anchor_list(client, path, page_size(), ANCHOR_ALL);
+    r.other_list = other;
+    transport.reentry_list = other;
+    if (list != NULL && other != NULL) {
+        /* The transport is a callback too: the list started below runs through it. */
+        CHECK_CLIENT_RESULT(client, sheaf_client_set_transport(client, blocking_get, &transport), SHEAF_OK);
+        CHECK_LIST_RESULT(list, sheaf_list_start(list, record_snapshot, &r), SHEAF_OK);
+        CHECK_LIST_RESULT(list, sheaf_list_wait(list), SHEAF_OK);
+        CHECK(atomic_load(&r.calls) >= 1);
+        CHECK(atomic_load(&transport.calls) >= 1);
+        CHECK_ITEMS(r.deltas, 0, list_size());
+    }
+    sheaf_list_free(other);
+    sheaf_list_free(list);
+    sheaf_client_free(client);
+    recorder_free(&r);
+}
+
+/* ---- the runner ----------------------------------------------------------------------------- */
+
+typedef struct test_case {
+    const char *name;
+    void (*run)(void);
+    int in_quick;   /* part of the --quick subset (no timing-sensitive checks there) */
+} test_case;
+
+#define TEST(function, quick) { #function, function, quick }
+static const test_case tests[] = {
+    TEST(versions_agree_and_every_result_has_a_text, 1),
+    TEST(null_handles_and_bad_arguments_are_rejected, 1),
+    TEST(conventions_not_supported_yet_say_so, 1),
+    TEST(the_whole_list_arrives_in_order, 1),
+    TEST(snapshots_grow_in_order_one_at_a_time, 1),
+    TEST(a_list_that_keeps_no_items_still_streams_every_delta, 1),
+    TEST(the_default_window_of_8_is_filled, 0),
+    TEST(a_window_of_4_is_filled_and_not_exceeded, 0),
+    TEST(a_blocking_transport_still_fills_the_window, 1),
+    TEST(a_drf_style_list_arrives_whole, 1),
+    TEST(a_bare_array_list_arrives_whole, 1),
+    TEST(a_server_that_caps_the_page_size_still_gives_the_whole_list, 0),
+    TEST(identity_removes_the_repeated_items, 1),
+    TEST(without_identity_the_repeated_items_are_kept, 0),
+    TEST(max_items_stops_the_list_at_exactly_that_many, 1),
+    TEST(a_list_runs_once, 1),
+    TEST(a_list_outlives_its_client, 1),
+    TEST(a_next_link_that_loops_is_refused, 1),
+    TEST(an_endless_list_stops_at_the_page_cap, 1),
+    TEST(a_page_over_the_body_cap_is_refused, 1),
+    TEST(a_page_that_is_not_json_is_a_bad_page_naming_its_url, 1),
+    TEST(a_list_shorter_than_its_total_is_incomplete_but_keeps_its_items, 0),
+    TEST(a_transient_503_is_retried, 1),
+    TEST(a_persistent_500_fails_after_max_attempts, 1),
+    TEST(a_404_inside_the_promised_pages_is_not_retried, 0),
+    TEST(a_next_link_to_another_origin_is_refused_and_the_token_stays_home, 1),
+    TEST(a_callback_that_returns_non_zero_stops_the_list, 1),
+    TEST(cancel_from_another_thread_ends_the_wait, 1),
+    TEST(freeing_a_running_list_returns_promptly_and_silences_it, 1),
+    TEST(blocking_calls_inside_callbacks_are_refused, 1),
+};
+
+static const char *volatile g_running_test = "(none)";
+
+static void on_alarm(int signal_number) {
+    (void)signal_number;
+    static const char prefix[] = "\nTIMEOUT: the harness was stuck in test ";
+    const char *name = g_running_test;
+    ssize_t ignored = write(STDERR_FILENO, prefix, sizeof prefix - 1);
+    ignored = write(STDERR_FILENO, name, strlen(name));
+    ignored = write(STDERR_FILENO, "\n", 1);
+    (void)ignored;
+    _exit(3);   /* the servers exit on their own when their stdin closes */
+}
+
+static int selected(const test_case *test, int argc, char **argv, int first_fragment) {
+    if (g_quick && !test->in_quick) return 0;
+    if (first_fragment >= argc) return 1;
+    for (int i = first_fragment; i < argc; i++)
+        if (strstr(test->name, argv[i]) != NULL) return 1;
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    int first_fragment = 1, passed = 0, failed = 0, skipped = 0;
+    const size_t count = sizeof tests / sizeof tests[0];
+    for (; first_fragment < argc && argv[first_fragment][0] == '-'; first_fragment++) {
+        if (strcmp(argv[first_fragment], "--quick") == 0) {
+            g_quick = 1;
+        } else if (strcmp(argv[first_fragment], "--list") == 0) {
+            for (size_t i = 0; i < count; i++) printf("%s%s\n", tests[i].name, tests[i].in_quick ? " (quick)" : "");
+            return 0;
+        } else {
+            fprintf(stderr, "usage: %s [--quick] [--list] [NAME-FRAGMENT...]\n", argv[0]);
+            return 2;
+        }
+    }
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    signal(SIGPIPE, SIG_IGN);
+    signal(SIGALRM, on_alarm);
+
+    const char *python = getenv("SHEAF_TEST_PYTHON") ? getenv("SHEAF_TEST_PYTHON") : SHEAF_PYTHON3;
+    const char *script = SHEAF_SOURCE_DIR "/Tests/server/api_server.py";
+    if (!test_server_start(&g_server, python, script) || !test_server_start(&g_other, python, script)) {
+        fprintf(stderr, "cannot start the test server (%s %s)\n", python, script);
+        test_server_stop(&g_server);
+        printf("0 passed, 1 failed\n");
+        return 1;
+    }
+    printf("test servers at %s and %s%s\n", g_server.base_url, g_other.base_url, g_quick ? " (quick run)" : "");
+
+    for (size_t i = 0; i < count; i++) {
+        if (!selected(&tests[i], argc, argv, first_fragment)) {
+            skipped++;
+            continue;
+        }
+        long before = check_failures();
+        long long started = now_ms();
+        g_running_test = tests[i].name;
+        alarm(g_quick ? 600 : 180);
+        tests[i].run();
+        alarm(0);
+        long failures = check_failures() - before;
+        printf("%s %s (%lld ms)\n", failures ? "FAIL" : "ok  ", tests[i].name, now_ms() - started);
+        if (failures) failed++; else passed++;
+    }
+
+    test_server_stop(&g_server);
+    test_server_stop(&g_other);
+    if (skipped) printf("%d passed, %d failed, %d skipped\n", passed, failed, skipped);
+    else printf("%d passed, %d failed\n", passed, failed);
+    return failed ? 1 : 0;
+}

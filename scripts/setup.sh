@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# Installs what building and testing Sheaf needs on a Debian machine that has Swift and gcc:
+# cmake, ninja, pkg-config, jansson and libcurl headers, valgrind, python3 (+ pytest), g++.
+# Safe to rerun: when everything is already there it changes nothing and touches no network.
+set -euo pipefail
+
+missing_commands=()
+for command in cmake ninja pkg-config valgrind python3 g++ readelf nm; do
+    command -v "$command" >/dev/null 2>&1 || missing_commands+=("$command")
+done
+
+missing_modules=()
+if command -v pkg-config >/dev/null 2>&1; then
+    for module in jansson libcurl; do
+        pkg-config --exists "$module" || missing_modules+=("$module")
+    done
+else
+    missing_modules=(jansson libcurl)
+fi
+
+if ((${#missing_commands[@]} + ${#missing_modules[@]} > 0)); then
+    echo "setup: missing: ${missing_commands[*]} ${missing_modules[*]}; installing with apt-get" >&2
+    if [[ $(id -u) -eq 0 ]]; then
+        sudo=()
+    elif command -v sudo >/dev/null 2>&1; then
+        sudo=(sudo)
+    else
+        echo "setup: not root and no sudo: install these Debian packages by hand:" >&2
+        echo "  cmake ninja-build pkg-config libjansson-dev libcurl4-openssl-dev valgrind python3 g++ binutils" >&2
+        exit 1
+    fi
+    export DEBIAN_FRONTEND=noninteractive
+    "${sudo[@]}" apt-get update
+    "${sudo[@]}" apt-get install -y --no-install-recommends \
+        cmake ninja-build pkg-config libjansson-dev libcurl4-openssl-dev valgrind python3 g++ binutils
+fi
+
+# Check again, so a package that installed but did not provide what we need fails here, loudly.
+for command in cmake ninja pkg-config valgrind python3 g++ readelf nm; do
+    command -v "$command" >/dev/null 2>&1 || { echo "setup: '$command' still missing" >&2; exit 1; }
+done
+for module in jansson libcurl; do
+    pkg-config --exists "$module" || { echo "setup: pkg-config module '$module' still missing" >&2; exit 1; }
+done
+cmake_version=$(cmake --version | sed -n 's/^cmake version \([0-9.]*\).*/\1/p')
+if [[ "$(printf '%s\n' 3.25 "$cmake_version" | sort -V | head -n1)" != 3.25 ]]; then
+    echo "setup: cmake $cmake_version is older than 3.25" >&2
+    exit 1
+fi
+command -v swift >/dev/null 2>&1 || { echo "setup: 'swift' is not on PATH (expected /opt/swift/usr/bin)" >&2; exit 1; }
+
+# The server self-test runs under the python3 on PATH, which may not be Debian's.
+if ! python3 -m pytest --version >/dev/null 2>&1; then
+    echo "setup: installing pytest for $(command -v python3)" >&2
+    # pip for a python3 of its own (pyenv); Debian's python3 refuses pip (PEP 668): use apt there.
+    python3 -m pip install --quiet pytest 2>/dev/null \
+        || { [[ $(id -u) -eq 0 ]] && apt-get install -y --no-install-recommends python3-pytest; } \
+        || { echo "setup: could not install pytest" >&2; exit 1; }
+    python3 -m pytest --version >/dev/null 2>&1 || { echo "setup: pytest still missing" >&2; exit 1; }
+fi
+
+echo "setup: ok (cmake $cmake_version, $(swift --version 2>/dev/null | head -n1))"

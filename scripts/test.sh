@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# The one command that builds Sheaf and runs every test suite from a fresh clone.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+bash scripts/setup.sh
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release
+cmake --build build
+ctest --test-dir build --output-on-failure
