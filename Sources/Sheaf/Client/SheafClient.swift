@@ -47,6 +47,15 @@ public final class SheafClient: Sendable {
         return (run.prefixJSON(), outcome)
     }
 
+    /// `error` with every occurrence of the bearer token replaced by "<redacted>".
+    func redacting(_ error: SheafError) -> SheafError {
+        guard let bearerToken, !bearerToken.isEmpty else { return error }
+        var error = error
+        error.message = error.message.replacing(bearerToken, with: "<redacted>")
+        error.bodyExcerpt = error.bodyExcerpt?.replacing(bearerToken, with: "<redacted>")
+        return error
+    }
+
     /// The request for `url`, with the token only when `url` shares the base URL's origin.
     func request(for url: String) throws(SheafError) -> HTTPRequest {
         guard let target = Origin(url) else {

@@ -10,13 +10,14 @@ public struct JSONPointer: Sendable, Hashable, CustomStringConvertible {
             return
         }
         guard text.first == "/" else { return nil }
+        // By Unicode scalars, not characters: a combining mark must not merge with "/" or "~0".
         var result: [String] = []
-        for raw in text.dropFirst().split(separator: "/", omittingEmptySubsequences: false) {
-            var token = ""
+        for raw in text.unicodeScalars.dropFirst().split(separator: "/", omittingEmptySubsequences: false) {
+            var token = String.UnicodeScalarView()
             var iterator = raw.makeIterator()
-            while let character = iterator.next() {
-                guard character == "~" else {
-                    token.append(character)
+            while let scalar = iterator.next() {
+                guard scalar == "~" else {
+                    token.append(scalar)
                     continue
                 }
                 switch iterator.next() {
@@ -25,7 +26,7 @@ public struct JSONPointer: Sendable, Hashable, CustomStringConvertible {
                 default: return nil
                 }
             }
-            result.append(token)
+            result.append(String(token))
         }
         tokens = result
     }

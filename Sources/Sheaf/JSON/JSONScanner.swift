@@ -66,14 +66,15 @@ struct JSONScanner {
             end = try walkArray(at: index, depth: depth, matched: matched, active: continuing,
                                 collecting: collecting, elements: &elements, targets: &targets)
             if collecting {
-                for target in completed where targets[target].collectsElements {
+                for target in completed where targets[target].collectsElements && targets[target].range == nil {
                     targets[target].elements = elements
                 }
             }
         default:
             end = try skipValue(at: index, depth: depth)
         }
-        for target in completed { targets[target].range = index..<end }
+        // With duplicate keys the first occurrence wins, as in `locate`.
+        for target in completed where targets[target].range == nil { targets[target].range = index..<end }
         return end
     }
 
@@ -181,13 +182,12 @@ struct JSONScanner {
         let inner = (range.lowerBound + 1)..<(range.upperBound - 1)
         var key = key
         return key.withUTF8 { wanted in
-            if inner.count == wanted.count,
-               memcmp(bytes.baseAddress! + inner.lowerBound, wanted.baseAddress!, wanted.count) == 0 {
-                return true
+            // Escapes may spell the same key differently: then decode and compare.
+            if bytes[inner].contains(UInt8(ascii: "\\")) {
+                return (try? decodeString(at: range.lowerBound))?.utf8.elementsEqual(wanted) ?? false
             }
-            // Escapes may spell the same key differently: decode and compare.
-            guard bytes[inner].contains(UInt8(ascii: "\\")) else { return false }
-            return (try? decodeString(at: range.lowerBound))?.utf8.elementsEqual(wanted) ?? false
+            return inner.count == wanted.count
+                && (wanted.isEmpty || memcmp(bytes.baseAddress! + inner.lowerBound, wanted.baseAddress!, wanted.count) == 0)
         }
     }
 

@@ -74,9 +74,10 @@ struct Assembler {
     /// The first `bytes` bytes of the kept prefix (a snapshot's `prefixBytes`) as one JSON array.
     func prefixJSON(bytes: Int) -> [UInt8] {
         var json: [UInt8] = []
+        let bytes = min(max(bytes, 0), prefix.count)
         json.reserveCapacity(bytes + 2)
         json.append(UInt8(ascii: "["))
-        json.append(contentsOf: prefix[..<min(bytes, prefix.count)])
+        json.append(contentsOf: prefix[..<bytes])
         json.append(UInt8(ascii: "]"))
         return json
     }

@@ -138,7 +138,10 @@ struct PagePlanner {
         if total <= servedPageSize || servedPageSize == 0 {
             // Nothing more to fetch (or nothing fetchable: page one is empty though the total is
             // not zero — the end of the list reports that disagreement).
-            if let next = page.next, servedPageSize > 0 { return followNextLink(next, index: 1) }
+            if let next = page.next, servedPageSize > 0 {
+                mode = .sequential
+                return followNextLink(next, index: 1)
+            }
             return finishIfIdle()
         }
         let pageCount = (total + servedPageSize - 1) / servedPageSize

@@ -36,7 +36,8 @@ struct PageReader: Sendable {
                 nextURL = try readNext(targets[index].range, pointer: next, scanner: scanner, url: url)
                 index += 1
             }
-            if let total, let range = targets[index].range {
+            if let total, let range = targets[index].range, scanner.bytes[range.lowerBound] != UInt8(ascii: "n") {
+                // A null total means "unknown", as an absent one does.
                 guard let value = scanner.nonNegativeInteger(at: range) else {
                     throw SheafError(.badPage, "\(url): the total at \"\(total)\" is not a non-negative integer", url: url)
                 }

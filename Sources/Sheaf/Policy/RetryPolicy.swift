@@ -21,7 +21,7 @@ public struct RetryPolicy: Sendable, Equatable {
     func delayMilliseconds(afterAttempt attempt: Int, retryAfter: String?, now: Date = Date(),
                            random: (ClosedRange<Int>) -> Int = { Int.random(in: $0) }) -> Int {
         if let retryAfter, let seconds = Self.parseRetryAfter(retryAfter, now: now) {
-            return min(maxDelayMilliseconds, seconds * 1000)
+            return seconds > maxDelayMilliseconds / 1000 ? maxDelayMilliseconds : min(maxDelayMilliseconds, seconds * 1000)
         }
         let exponent = min(attempt - 1, 30)
         let ceiling = min(maxDelayMilliseconds, baseDelayMilliseconds.multipliedReportingOverflow(by: 1 << exponent).overflow
@@ -34,7 +34,7 @@ public struct RetryPolicy: Sendable, Equatable {
         let text = value.split(separator: " ", omittingEmptySubsequences: true).joined(separator: " ")
         if let seconds = Int(text), seconds >= 0 { return seconds }
         guard let date = HTTPDate.parse(text) else { return nil }
-        return max(0, Int(date.timeIntervalSince(now).rounded(.up)))
+        return Int(max(0, min(date.timeIntervalSince(now).rounded(.up), Double(Int32.max))))
     }
 }
 
@@ -46,7 +46,7 @@ enum HTTPDate {
               let day = Int(parts[1]), (1...31).contains(day),
               let month = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
                 .firstIndex(of: String(parts[2])).map({ $0 + 1 }),
-              let year = Int(parts[3]), year >= 1970
+              let year = Int(parts[3]), (1970...9999).contains(year)
         else { return nil }
         let clock = parts[4].split(separator: ":").compactMap { Int($0) }
         guard clock.count == 3, (0...23).contains(clock[0]), (0...59).contains(clock[1]), (0...60).contains(clock[2])

@@ -136,6 +136,7 @@ public final class ListRun: Sendable {
             for action in actions {
                 switch action {
                 case .fetch(let index, let url):
+                    guard state.ending == nil else { continue }
                     let fetch = PageFetch(client: client, url: url) { [self] result in
                         self.state.withLock { _ = $0.fetches.removeValue(forKey: index) }
                         switch result {

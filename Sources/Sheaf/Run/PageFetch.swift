@@ -133,6 +133,7 @@ final class PageFetch: Sendable {
             defer { state.isDone = true }
             return !state.isDone
         }
-        if first { completion(result) }
+        // A server or transport may echo the credential back; it must not reach a message.
+        if first { completion(result.mapError(client.redacting)) }
     }
 }

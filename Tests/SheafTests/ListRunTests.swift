@@ -1,0 +1,730 @@
+import Foundation
+import XCTest
+@testable import Sheaf
+
+let scriptedBase = "https://api.example.com"
+let scriptedList = "https://api.example.com/v1/things"
+let scriptedToken = "s3cr3t-T0KEN-value"
+
+/// A client of `scriptedBase` with `scriptedToken`, quick retries, and `configure` applied.
+func scriptedClient(_ transport: ScriptedTransport,
+                    _ configure: (inout ClientConfiguration) -> Void = { _ in }) throws -> SheafClient {
+    var configuration = ClientConfiguration()
+    configuration.retry.baseDelayMilliseconds = 0
+    configure(&configuration)
+    return try SheafClient(baseURL: scriptedBase, bearerToken: scriptedToken, transport: transport,
+                           configuration: configuration)
+}
+
+/// The anchor convention: {"items","next_page","total"}, paged by `page` and `per_page`.
+func anchorList(_ path: String = "/v1/things", pageSize: Int = 10) -> ListDescription {
+    var description = ListDescription(path: path)
+    description.items = JSONPointer("/items")!
+    description.next = .bodyPointer(JSONPointer("/next_page")!)
+    description.total = .bodyPointer(JSONPointer("/total")!)
+    description.addressing = .pageNumber(parameter: "page", firstPage: 1, sizeParameter: "per_page", pageSize: pageSize)
+    return description
+}
+
+/// A list walked by next links only: {"items","next_page"}.
+func linkedList(_ path: String = "/v1/things") -> ListDescription {
+    var description = ListDescription(path: path)
+    description.items = JSONPointer("/items")!
+    description.next = .bodyPointer(JSONPointer("/next_page")!)
+    return description
+}
+
+func scriptedPage(_ number: Int, size: Int = 10) -> String {
+    "\(scriptedList)?page=\(number)&per_page=\(size)"
+}
+
+/// Collects the snapshots a run delivers.
+final class SnapshotLog: Sendable {
+    private let snapshots = Shared<[Snapshot]>([])
+    private let finished = Shared(false)
+    private let lateCallbacks = Shared(0)
+    private let answer: @Sendable (Int) -> Bool
+
+    /// - Parameter answer: what the callback returns for the n-th snapshot (from 1).
+    init(answer: @escaping @Sendable (Int) -> Bool = { _ in true }) {
+        self.answer = answer
+    }
+
+    var callback: @Sendable (Snapshot) -> Bool {
+        { [self] snapshot in
+            if finished.value { lateCallbacks.update { $0 += 1 } }
+            let count = snapshots.update { $0.append(snapshot); return $0.count }
+            return answer(count)
+        }
+    }
+
+    var all: [Snapshot] { snapshots.value }
+    /// The ids of every delta, concatenated.
+    var ids: [Int] { all.flatMap { itemIDs($0.delta.json) } }
+    /// Marks wait() as returned: any callback from now on is counted as late.
+    func markFinished() { finished.update { $0 = true } }
+    var callbacksAfterFinish: Int { lateCallbacks.value }
+}
+
+final class ListRunTests: XCTestCase {
+    // MARK: Complete lists
+
+    func testACompleteListArrivesInOrderWithSnapshotsThatOnlyGrow() throws {
+        for answersLater in [false, true] {
+            let transport = ScriptedTransport()
+            let api = FakeAnchorAPI(count: 95)
+            transport.on(scriptedList) { request, _ in
+                answersLater ? api.reply(request).after(Int.random(in: 0...8)) : api.reply(request)
+            }
+            let log = SnapshotLog()
+            let run = try scriptedClient(transport) { $0.window = 4 }.makeList(anchorList(), onSnapshot: log.callback)
+            try run.start()
+            XCTAssertEqual(outcome(of: run), .complete)
+            log.markFinished()
+
+            XCTAssertEqual(log.ids, Array(0..<95), "answers later: \(answersLater)")
+            XCTAssertEqual(itemIDs(run.prefixJSON()), Array(0..<95))
+            var total = 0
+            var pages = 0
+            for snapshot in log.all {
+                XCTAssertGreaterThan(snapshot.delta.pages, pages, "every snapshot adds pages")
+                total += snapshot.delta.items
+                XCTAssertEqual(snapshot.delta.totalItems, total)
+                XCTAssertEqual(snapshot.expectedItems, 95)
+                XCTAssertEqual(snapshot.expectedPages, 10)
+                pages = snapshot.delta.pages
+            }
+            XCTAssertEqual(pages, 10)
+            XCTAssertEqual(transport.requests.count, 10)
+            XCTAssertEqual(Set(transport.requests.map(\.url)), Set((1...10).map { scriptedPage($0) }))
+        }
+    }
+
+    func testEveryRequestCarriesTheTokenAndAsksForJSON() throws {
+        let transport = ScriptedTransport()
+        let api = FakeAnchorAPI(count: 25)
+        transport.on(scriptedList) { request, _ in api.reply(request) }
+        _ = try scriptedClient(transport).fetchAll(anchorList())
+        XCTAssertEqual(transport.requests.count, 3)
+        for request in transport.requests {
+            XCTAssertEqual(request.method, "GET")
+            XCTAssertEqual(request.headers.first(named: "authorization"), "Bearer \(scriptedToken)")
+            XCTAssertEqual(request.headers.first(named: "Accept"), "application/json")
+            XCTAssertEqual(request.headers.first(named: "User-Agent"), "sheaf/\(SheafVersion.string)")
+        }
+    }
+
+    func testFetchAllReturnsTheWholeListAsOneArray() throws {
+        let transport = ScriptedTransport()
+        let api = FakeAnchorAPI(count: 31)
+        transport.on(scriptedList) { request, _ in api.reply(request) }
+        let (json, outcome) = try scriptedClient(transport).fetchAll(anchorList())
+        XCTAssertEqual(outcome, .complete)
+        XCTAssertEqual(itemIDs(json), Array(0..<31))
+    }
+
+    func testTheListQueryAndPageParametersMakeTheFirstURL() throws {
+        let transport = ScriptedTransport()
+        transport.otherwise { _, _ in .json(#"{"items":[],"next_page":null,"total":0}"#) }
+        var description = anchorList("/v1/things?sort=name", pageSize: 25)
+        description.query = [("filter", "a b&c")]
+        XCTAssertEqual(try scriptedClient(transport).fetchAll(description).outcome, .complete)
+        XCTAssertEqual(transport.requests.map(\.url), ["\(scriptedList)?sort=name&filter=a%20b%26c&page=1&per_page=25"])
+    }
+
+    func testALinkedListIsWalkedAndRelativeNextLinksResolve() throws {
+        let transport = ScriptedTransport()
+        transport.on(scriptedList) { _, _ in .json(#"{"items":[{"id":0},{"id":1}],"next_page":"?cursor=b"}"#) }
+        transport.on("\(scriptedList)?cursor=b") { _, _ in .json(#"{"items":[{"id":2}],"next_page":"/v1/things?cursor=c"}"#) }
+        transport.on("\(scriptedList)?cursor=c") { _, _ in .json(#"{"items":[{"id":3}],"next_page":null}"#) }
+        let (json, outcome) = try scriptedClient(transport).fetchAll(linkedList())
+        XCTAssertEqual(outcome, .complete)
+        XCTAssertEqual(itemIDs(json), [0, 1, 2, 3])
+        XCTAssertEqual(transport.maxOutstanding, 1)
+    }
+
+    func testTheServersPageSizeCapIsUsedToPlanThePages() throws {
+        let transport = ScriptedTransport()
+        let api = FakeAnchorAPI(count: 250, cap: 100)
+        transport.on(scriptedList) { request, _ in api.reply(request) }
+        let (json, outcome) = try scriptedClient(transport).fetchAll(anchorList(pageSize: 500))
+        XCTAssertEqual(outcome, .complete)
+        XCTAssertEqual(itemIDs(json), Array(0..<250))
+        XCTAssertEqual(transport.requests.map(\.url).sorted(),
+                       (1...3).map { "\(scriptedList)?page=\($0)&per_page=500" },
+                       "the server's next link keeps asking for 500; it serves 100")
+    }
+
+    func testDuplicatesAcrossPagesAreDroppedWhenTheListHasAnIdentity() throws {
+        let transport = ScriptedTransport()
+        // Each page after the first repeats the previous page's last item (a list that shifted).
+        transport.on(scriptedList) { request, _ in
+            let page = Int(FakeAnchorAPI.query(request.url, "page")!)!
+            let ids = Array(((page - 1) * 10)..<(page * 10))
+            let shown = page > 1 ? [ids[0] - 1] + ids : ids
+            let next = page < 4 ? "\"\(scriptedPage(page + 1))\"" : "null"
+            return .json(#"{"items":\#(FakeAnchorAPI.itemsJSON(shown)),"next_page":\#(next),"total":40}"#)
+        }
+        var description = anchorList()
+        description.identity = JSONPointer("/id")
+        let (json, outcome) = try scriptedClient(transport).fetchAll(description)
+        XCTAssertEqual(outcome, .complete)
+        XCTAssertEqual(itemIDs(json), Array(0..<40))
+    }
+
+    func testInsideACallbackThePrefixEndsWithTheSnapshotBeingDelivered() throws {
+        let transport = ScriptedTransport()
+        let api = FakeAnchorAPI(count: 64)
+        transport.on(scriptedList) { request, _ in api.reply(request).after(Int.random(in: 0...3)) }
+        let holder = Shared<ListRun?>(nil)
+        let delivered = Shared<[Int]>([])
+        let mismatches = Shared<[String]>([])
+        let run = try scriptedClient(transport) { $0.window = 4 }.makeList(anchorList()) { snapshot in
+            let soFar = delivered.update { $0 += itemIDs(snapshot.delta.json); return $0 }
+            let prefix = holder.value.map { itemIDs($0.prefixJSON()) } ?? []
+            if prefix != soFar { mismatches.update { $0.append("prefix \(prefix.count) items, delivered \(soFar.count)") } }
+            return true
+        }
+        holder.update { $0 = run }
+        try run.start()
+        XCTAssertEqual(outcome(of: run), .complete)
+        holder.update { $0 = nil }
+        XCTAssertEqual(mismatches.value, [])
+        XCTAssertEqual(delivered.value, Array(0..<64))
+    }
+
+    func testWithoutKeepingItemsTheSnapshotsStillCarryEveryItem() throws {
+        let transport = ScriptedTransport()
+        let api = FakeAnchorAPI(count: 42)
+        transport.on(scriptedList) { request, _ in api.reply(request) }
+        let log = SnapshotLog()
+        let run = try scriptedClient(transport).makeList(anchorList(), keepsItems: false, onSnapshot: log.callback)
+        try run.start()
+        XCTAssertEqual(outcome(of: run), .complete)
+        XCTAssertEqual(log.ids, Array(0..<42))
+        XCTAssertEqual(String(decoding: run.prefixJSON(), as: UTF8.self), "[]")
+    }
+
+    // MARK: The window
+
+    func testTheWindowIsFilledButNeverExceeded() throws {
+        for window in [1, 5] {
+            let transport = ScriptedTransport(delayMilliseconds: 5)
+            let api = FakeAnchorAPI(count: 400)
+            transport.on(scriptedList) { request, _ in api.reply(request).after(5) }
+            let (json, outcome) = try scriptedClient(transport) { $0.window = window }.fetchAll(anchorList())
+            XCTAssertEqual(outcome, .complete)
+            XCTAssertEqual(itemIDs(json).count, 400)
+            XCTAssertEqual(transport.maxOutstanding, window)
+        }
+    }
+
+    // MARK: Retries
+
+    func testTransientFailuresAreRetriedUntilTheySucceed() throws {
+        let transport = ScriptedTransport()
+        let api = FakeAnchorAPI(count: 50)
+        transport.on(scriptedList) { request, attempt in
+            switch (request.url, attempt) {
+            case (scriptedPage(3), 1...2): return .status(503, body: #"{"error":"busy"}"#)
+            case (scriptedPage(4), 1): return .status(429)
+            case (scriptedPage(5), 1): return .failure(.timeout, "no answer in time")
+            case (scriptedPage(2), 1): return .failure(.connect, "connection reset").after(1)
+            default: return api.reply(request)
+            }
+        }
+        let (json, outcome) = try scriptedClient(transport).fetchAll(anchorList())
+        XCTAssertEqual(outcome, .complete)
+        XCTAssertEqual(itemIDs(json), Array(0..<50))
+        XCTAssertEqual(transport.requestCount(scriptedPage(3)), 3)
+        XCTAssertEqual(transport.requestCount(scriptedPage(4)), 2)
+        XCTAssertEqual(transport.requestCount(scriptedPage(5)), 2)
+        XCTAssertEqual(transport.requestCount(scriptedPage(2)), 2)
+        XCTAssertEqual(transport.requests.count, 5 + 5)
+    }
+
+    func testRetriesStopAfterTheLastAttemptWithTheLastStatus() throws {
+        let transport = ScriptedTransport()
+        let api = FakeAnchorAPI(count: 30)
+        transport.on(scriptedList) { request, _ in
+            request.url == scriptedPage(2) ? .status(503, body: #"{"error":"still busy"}"#) : api.reply(request)
+        }
+        let result = try scriptedClient(transport) { $0.retry.maxAttempts = 3 }.fetchAll(anchorList())
+        let error = try XCTUnwrap(result.outcome.error)
+        XCTAssertEqual(error.code, .http)
+        XCTAssertEqual(error.httpStatus, 503)
+        XCTAssertEqual(error.url, scriptedPage(2))
+        XCTAssertTrue(error.message.contains("after 3 attempts"), error.message)
+        XCTAssertTrue(error.message.contains("still busy"), "the server's own error is quoted: \(error.message)")
+        XCTAssertEqual(error.bodyExcerpt, #"{"error":"still busy"}"#)
+        XCTAssertEqual(transport.requestCount(scriptedPage(2)), 3)
+        XCTAssertEqual(itemIDs(result.json), Array(0..<10), "the page before the failure is kept")
+    }
+
+    func testTransportFailuresThatAreNotTransientAreNotRetried() throws {
+        let transport = ScriptedTransport()
+        transport.otherwise { _, _ in .failure(.dns, "no such host") }
+        let outcome = try scriptedClient(transport).fetchAll(anchorList()).outcome
+        XCTAssertEqual(outcome.error?.code, .transport)
+        XCTAssertEqual(transport.requests.count, 1)
+    }
+
+    func testNotImplementedIsNotRetried() throws {
+        let transport = ScriptedTransport()
+        let api = FakeAnchorAPI(count: 30)
+        transport.on(scriptedList) { request, _ in request.url == scriptedPage(2) ? .status(501) : api.reply(request) }
+        let outcome = try scriptedClient(transport).fetchAll(anchorList()).outcome
+        XCTAssertEqual(outcome.error?.code, .http)
+        XCTAssertEqual(outcome.error?.httpStatus, 501)
+        XCTAssertEqual(transport.requestCount(scriptedPage(2)), 1)
+    }
+
+    func testNotFoundOnTheFirstPageIsNotRetried() throws {
+        let transport = ScriptedTransport()
+        transport.otherwise { _, _ in .status(404, body: #"{"detail":"Not found."}"#) }
+        let outcome = try scriptedClient(transport).fetchAll(anchorList()).outcome
+        XCTAssertEqual(outcome.error?.code, .http)
+        XCTAssertEqual(outcome.error?.httpStatus, 404)
+        XCTAssertTrue(outcome.error?.message.contains("detail: Not found.") ?? false, "\(String(describing: outcome.error))")
+        XCTAssertEqual(transport.requests.count, 1)
+    }
+
+    func testA404PastTheRealEndKeepsEveryOtherPageAndReportsTheListIncomplete() throws {
+        let transport = ScriptedTransport()
+        // The total promises 60 items; the list really has 45, and page 6 does not exist.
+        let api = FakeAnchorAPI(count: 45, claimedTotal: 60)
+        transport.on(scriptedList) { request, _ in
+            request.url == scriptedPage(6) ? .status(404, body: #"{"error":"no such page"}"#) : api.reply(request)
+        }
+        let (json, outcome) = try scriptedClient(transport).fetchAll(anchorList())
+        let error = try XCTUnwrap(outcome.error)
+        XCTAssertEqual(error.code, .incomplete)
+        XCTAssertTrue(error.message.contains("60") && error.message.contains("45"), error.message)
+        XCTAssertTrue(error.message.contains("pages 6 answered 404"), error.message)
+        XCTAssertEqual(itemIDs(json), Array(0..<45))
+        XCTAssertEqual(transport.requestCount(scriptedPage(6)), 1, "a 404 is not retried")
+    }
+
+    func testA404InTheMiddleOfTheListIsAHoleThatFailsItKeepingThePagesBefore() throws {
+        let transport = ScriptedTransport()
+        let api = FakeAnchorAPI(count: 60)
+        transport.on(scriptedList) { request, _ in
+            request.url == scriptedPage(3) ? .status(404, body: #"{"error":"gone"}"#) : api.reply(request)
+        }
+        let (json, outcome) = try scriptedClient(transport).fetchAll(anchorList())
+        let error = try XCTUnwrap(outcome.error)
+        XCTAssertEqual(error.code, .http)
+        XCTAssertEqual(error.httpStatus, 404)
+        XCTAssertEqual(error.url, scriptedPage(3))
+        XCTAssertEqual(itemIDs(json), Array(0..<20))
+    }
+
+    func testRetryAfterZeroWinsOverALongBackoff() throws {
+        let transport = ScriptedTransport()
+        let api = FakeAnchorAPI(count: 20)
+        transport.on(scriptedList) { request, attempt in
+            request.url == scriptedPage(2) && attempt == 1
+                ? .status(503, headers: [HTTPHeader(name: "retry-after", value: "0")]) : api.reply(request)
+        }
+        let client = try scriptedClient(transport) {
+            $0.retry.baseDelayMilliseconds = 30_000
+            $0.retry.maxDelayMilliseconds = 30_000
+            $0.retry.maxAttempts = 2
+        }
+        let run = try client.makeList(anchorList())
+        let started = Date()
+        try run.start()
+        XCTAssertEqual(outcome(of: run, within: 5), .complete)
+        XCTAssertLessThan(Date().timeIntervalSince(started), 3)
+        XCTAssertEqual(transport.requestCount(scriptedPage(2)), 2)
+    }
+
+    func testRetryAfterSecondsDelaysTheNextAttempt() throws {
+        let transport = ScriptedTransport()
+        let api = FakeAnchorAPI(count: 5)
+        transport.on(scriptedList) { request, attempt in
+            attempt == 1 ? .status(429, headers: [HTTPHeader(name: "Retry-After", value: "1")]) : api.reply(request)
+        }
+        let started = Date()
+        let outcome = try scriptedClient(transport).fetchAll(anchorList()).outcome
+        XCTAssertEqual(outcome, .complete)
+        XCTAssertGreaterThanOrEqual(Date().timeIntervalSince(started), 0.95)
+        XCTAssertEqual(transport.requests.count, 2)
+    }
+
+    // MARK: Redirects and credentials
+
+    func testARedirectWithinTheOriginIsFollowedWithTheToken() throws {
+        let transport = ScriptedTransport()
+        transport.on(scriptedList) { _, _ in .redirect(301, to: "/v2/things") }
+        transport.on("\(scriptedBase)/v2/things") { _, _ in .json(#"{"items":[{"id":0}],"next_page":"?cursor=b"}"#) }
+        transport.on("\(scriptedBase)/v2/things?cursor=b") { _, _ in
+            .redirect(307, to: "https://API.example.com:443/v3/things?cursor=b")
+        }
+        transport.on("https://API.example.com:443/v3/things?cursor=b") { _, _ in
+            .json(#"{"items":[{"id":1}],"next_page":null}"#)
+        }
+        let (json, outcome) = try scriptedClient(transport).fetchAll(linkedList())
+        XCTAssertEqual(outcome, .complete)
+        XCTAssertEqual(itemIDs(json), [0, 1])
+        XCTAssertEqual(transport.requests.map(\.url), [scriptedList, "\(scriptedBase)/v2/things",
+                                                        "\(scriptedBase)/v2/things?cursor=b",
+                                                        "https://API.example.com:443/v3/things?cursor=b"])
+        XCTAssertTrue(transport.requests.allSatisfy { $0.headers.first(named: "Authorization") == "Bearer \(scriptedToken)" })
+    }
+
+    func testARedirectToAnotherOriginIsRefusedAndTheTokenIsNeverSentThere() throws {
+        for location in ["https://evil.example.net/collect", "//evil.example.net/collect",
+                         "https://api.example.com:8443/v1/things", "https://api.example.com.evil.example.net/"] {
+            let transport = ScriptedTransport()
+            transport.on(scriptedList) { _, _ in .redirect(302, to: location) }
+            transport.otherwise { _, _ in .json(#"{"items":[],"next_page":null}"#) }
+            let outcome = try scriptedClient(transport).fetchAll(linkedList()).outcome
+            XCTAssertEqual(outcome.error?.code, .crossOrigin, location)
+            XCTAssertEqual(transport.requests.map(\.url), [scriptedList], "nothing is sent to \(location)")
+        }
+    }
+
+    func testARedirectFromHTTPSToHTTPIsRefused() throws {
+        let transport = ScriptedTransport()
+        transport.on(scriptedList) { _, _ in .redirect(301, to: "http://api.example.com/v1/things") }
+        transport.otherwise { _, _ in .json(#"{"items":[],"next_page":null}"#) }
+        let outcome = try scriptedClient(transport).fetchAll(linkedList()).outcome
+        XCTAssertEqual(outcome.error?.code, .crossOrigin)
+        XCTAssertFalse(transport.requests.contains { $0.url.hasPrefix("http:") })
+    }
+
+    func testANextLinkToAnotherOriginIsRefused() throws {
+        let transport = ScriptedTransport()
+        transport.on(scriptedList) { _, _ in .json(#"{"items":[{"id":0}],"next_page":"https://evil.example.net/p2"}"#) }
+        transport.otherwise { _, _ in .json(#"{"items":[],"next_page":null}"#) }
+        let (json, outcome) = try scriptedClient(transport).fetchAll(linkedList())
+        XCTAssertEqual(outcome.error?.code, .crossOrigin)
+        XCTAssertEqual(outcome.error?.url, "https://evil.example.net/p2")
+        XCTAssertEqual(itemIDs(json), [0])
+        XCTAssertEqual(transport.requests.count, 1)
+    }
+
+    func testTooManyRedirectsFail() throws {
+        let transport = ScriptedTransport()
+        transport.otherwise { request, _ in .redirect(302, to: request.url + "x") }
+        let outcome = try scriptedClient(transport) { $0.maxRedirects = 2 }.fetchAll(linkedList()).outcome
+        XCTAssertEqual(outcome.error?.code, .http)
+        XCTAssertTrue(outcome.error?.message.contains("more than 2 redirects") ?? false)
+        XCTAssertEqual(transport.requests.count, 3)
+    }
+
+    func testARedirectWithoutALocationIsAnHTTPFailure() throws {
+        let transport = ScriptedTransport()
+        transport.otherwise { _, _ in .status(302) }
+        let outcome = try scriptedClient(transport).fetchAll(linkedList()).outcome
+        XCTAssertEqual(outcome.error?.code, .http)
+        XCTAssertEqual(outcome.error?.httpStatus, 302)
+    }
+
+    func testTheBearerTokenNeverAppearsInAnyErrorMessage() throws {
+        let failures: [(String, ScriptedTransport.Handler)] = [
+            ("cross-origin redirect", { _, _ in .redirect(to: "https://evil.example.net/?t=1") }),
+            ("401", { _, _ in .status(401, body: #"{"error":"invalid_token","message":"the token is expired"}"#) }),
+            ("transport failure", { _, _ in .failure(.tls, "certificate verify failed") }),
+            ("not JSON", { _, _ in .json("<html>oops</html>") }),
+            ("loop", { _, _ in .json(#"{"items":[1],"next_page":"\#(scriptedList)"}"#) }),
+            ("body too large", { _, _ in .json(#"{"items":[\#(String(repeating: "1,", count: 100))1]}"#) }),
+            ("bad total", { _, _ in .json(#"{"items":[1],"total":-3}"#) }),
+        ]
+        for (name, handler) in failures {
+            let transport = ScriptedTransport()
+            transport.otherwise(handler)
+            var description = linkedList()
+            description.total = .bodyPointer(JSONPointer("/total")!)
+            let outcome = try scriptedClient(transport) { $0.maxBodyBytes = 150 }.fetchAll(description).outcome
+            let error = try XCTUnwrap(outcome.error, name)
+            for text in [error.message, error.description, error.url ?? "", error.bodyExcerpt ?? ""] {
+                XCTAssertFalse(text.contains(scriptedToken), "\(name): \(text)")
+                XCTAssertFalse(text.contains("Bearer"), "\(name): \(text)")
+            }
+        }
+    }
+
+    // MARK: Limits
+
+    func testABodyLargerThanTheCapFailsAsBodyTooLarge() throws {
+        let transport = ScriptedTransport()
+        transport.on(scriptedList) { _, _ in .json(#"{"items":[1,2],"next_page":"?p=2"}"#) }
+        transport.on("\(scriptedList)?p=2") { _, _ in .json(#"{"items":[\#(String(repeating: "0,", count: 100))0]}"#) }
+        let (json, outcome) = try scriptedClient(transport) { $0.maxBodyBytes = 64 }.fetchAll(linkedList())
+        XCTAssertEqual(outcome.error?.code, .bodyTooLarge)
+        XCTAssertEqual(outcome.error?.url, "\(scriptedList)?p=2")
+        XCTAssertEqual(String(decoding: json, as: UTF8.self), "[1,2]")
+        XCTAssertTrue(transport.requests.allSatisfy { $0.maxBodyBytes == 64 }, "the transport is told the cap")
+    }
+
+    func testATransportRefusingALargeBodyFailsAsBodyTooLargeWithoutRetrying() throws {
+        let transport = ScriptedTransport()
+        transport.otherwise { _, _ in .failure(.tooLarge) }
+        let outcome = try scriptedClient(transport).fetchAll(linkedList()).outcome
+        XCTAssertEqual(outcome.error?.code, .bodyTooLarge)
+        XCTAssertEqual(transport.requests.count, 1)
+    }
+
+    func testAFailingPageKeepsTheItemsBeforeItAndFailsWithItsCode() throws {
+        let transport = ScriptedTransport()
+        let api = FakeAnchorAPI(count: 100)
+        transport.on(scriptedList) { request, _ in
+            switch request.url {
+            case scriptedPage(4): return .status(400, body: #"{"error":"bad request"}"#).after(5)
+            case scriptedPage(2): return api.reply(request).after(20) // still in flight when page 4 fails
+            default: return api.reply(request).after(1)
+            }
+        }
+        let log = SnapshotLog()
+        let run = try scriptedClient(transport) { $0.window = 8 }.makeList(anchorList(), onSnapshot: log.callback)
+        try run.start()
+        let error = try XCTUnwrap(outcome(of: run)?.error)
+        XCTAssertEqual(error.code, .http)
+        XCTAssertEqual(error.httpStatus, 400)
+        XCTAssertEqual(error.url, scriptedPage(4))
+        XCTAssertEqual(itemIDs(run.prefixJSON()), Array(0..<30))
+        XCTAssertEqual(log.ids, Array(0..<30))
+    }
+
+    func testABadPageFailsTheListWithBadPageNamingItsURL() throws {
+        let transport = ScriptedTransport()
+        let api = FakeAnchorAPI(count: 30)
+        transport.on(scriptedList) { request, _ in request.url == scriptedPage(3) ? .json("this is not json") : api.reply(request) }
+        let (json, outcome) = try scriptedClient(transport).fetchAll(anchorList())
+        XCTAssertEqual(outcome.error?.code, .badPage)
+        XCTAssertEqual(outcome.error?.url, scriptedPage(3))
+        XCTAssertEqual(itemIDs(json), Array(0..<20))
+        XCTAssertEqual(transport.requestCount(scriptedPage(3)), 1, "a bad page is not retried")
+    }
+
+    func testMaxItemsEndsTheListAsLimitReachedWithExactlyThatManyItems() throws {
+        let transport = ScriptedTransport()
+        let api = FakeAnchorAPI(count: 100)
+        transport.on(scriptedList) { request, _ in api.reply(request).after(1) }
+        var description = anchorList()
+        description.maxItems = 25
+        let log = SnapshotLog()
+        let run = try scriptedClient(transport).makeList(description, onSnapshot: log.callback)
+        try run.start()
+        XCTAssertEqual(outcome(of: run), .limitReached)
+        XCTAssertEqual(itemIDs(run.prefixJSON()), Array(0..<25))
+        XCTAssertEqual(log.ids, Array(0..<25))
+    }
+
+    func testThePageCapStopsAnEndlessWalk() throws {
+        let transport = ScriptedTransport()
+        transport.otherwise { request, _ in
+            .json(#"{"items":[1],"next_page":"\#(request.url)x"}"#)
+        }
+        let (json, outcome) = try scriptedClient(transport) { $0.maxPages = 5 }.fetchAll(linkedList())
+        XCTAssertEqual(outcome.error?.code, .pageLimit)
+        XCTAssertEqual(transport.requests.count, 5)
+        XCTAssertEqual(String(decoding: json, as: UTF8.self), "[1,1,1,1,1]")
+    }
+
+    func testANextLinkLoopFailsAsLoop() throws {
+        let transport = ScriptedTransport()
+        transport.on(scriptedList) { request, _ in
+            // No cursor, then 1, 2, and back to 1.
+            let cursor = FakeAnchorAPI.query(request.url, "c").flatMap { Int($0) } ?? 0
+            return .json(#"{"items":[\#(cursor)],"next_page":"?c=\#(cursor == 2 ? 1 : cursor + 1)"}"#)
+        }
+        let (json, outcome) = try scriptedClient(transport).fetchAll(linkedList())
+        XCTAssertEqual(outcome.error?.code, .loop)
+        XCTAssertEqual(String(decoding: json, as: UTF8.self), "[0,1,2]")
+        XCTAssertEqual(transport.requests.count, 3)
+    }
+
+    func testATotalDisagreeingWithTheItemsIsIncomplete() throws {
+        let transport = ScriptedTransport()
+        let api = FakeAnchorAPI(count: 47, claimedTotal: 50)
+        transport.on(scriptedList) { request, _ in api.reply(request) }
+        let (json, outcome) = try scriptedClient(transport).fetchAll(anchorList())
+        let error = try XCTUnwrap(outcome.error)
+        XCTAssertEqual(error.code, .incomplete)
+        XCTAssertEqual(error.message, "the server reported 50 items but 47 arrived")
+        XCTAssertEqual(itemIDs(json), Array(0..<47))
+    }
+
+    func testMoreItemsThanTheTotalIsIncompleteToo() throws {
+        let transport = ScriptedTransport()
+        let api = FakeAnchorAPI(count: 30, claimedTotal: 25)
+        transport.on(scriptedList) { request, _ in api.reply(request) }
+        XCTAssertEqual(try scriptedClient(transport).fetchAll(anchorList()).outcome.error?.code, .incomplete)
+    }
+
+    // MARK: Stopping
+
+    func testACallbackReturningFalseStopsTheListAndIsNotCalledAgain() throws {
+        let transport = ScriptedTransport()
+        let api = FakeAnchorAPI(count: 200)
+        transport.on(scriptedList) { request, _ in api.reply(request).after(5) }
+        let log = SnapshotLog { count in count < 2 }
+        let run = try scriptedClient(transport) { $0.window = 4 }.makeList(anchorList(), onSnapshot: log.callback)
+        try run.start()
+        let result = outcome(of: run)
+        log.markFinished()
+        XCTAssertEqual(result?.error?.code, .stopped)
+        XCTAssertEqual(log.all.count, 2)
+        Thread.sleep(forTimeInterval: 0.05) // pages in flight would have arrived by now
+        XCTAssertEqual(log.all.count, 2)
+        XCTAssertEqual(log.callbacksAfterFinish, 0)
+        XCTAssertLessThan(transport.requests.count, 20)
+    }
+
+    func testSnapshotsQueuedBehindAStoppingCallbackAreNotDelivered() throws {
+        let transport = ScriptedTransport()
+        let api = FakeAnchorAPI(count: 100)
+        transport.on(scriptedList) { request, _ in api.reply(request) }
+        let log = SnapshotLog { _ in
+            Thread.sleep(forTimeInterval: 0.05) // the other pages arrive and queue their snapshots
+            return false
+        }
+        let run = try scriptedClient(transport).makeList(anchorList(), onSnapshot: log.callback)
+        try run.start()
+        let result = outcome(of: run)
+        log.markFinished()
+        XCTAssertEqual(result?.error?.code, .stopped)
+        XCTAssertEqual(log.all.count, 1)
+        XCTAssertEqual(itemIDs(run.prefixJSON()), Array(0..<10), "the prefix is what was delivered")
+    }
+
+    func testCancelWhileRunningEndsAsCancelledAndAbandonsTheRequestsInFlight() throws {
+        let transport = ScriptedTransport()
+        let api = FakeAnchorAPI(count: 100)
+        transport.on(scriptedList) { request, _ in request.url == scriptedPage(1) ? api.reply(request) : .never }
+        let firstSnapshot = DispatchSemaphore(value: 0)
+        let run = try scriptedClient(transport) { $0.window = 3 }.makeList(anchorList()) { _ in
+            firstSnapshot.signal()
+            return true
+        }
+        try run.start()
+        XCTAssertEqual(firstSnapshot.wait(timeout: .now() + 5), .success)
+        run.cancel()
+        let result = outcome(of: run)
+        XCTAssertEqual(result?.error?.code, .cancelled)
+        XCTAssertEqual(transport.outstanding, 0)
+        XCTAssertEqual(transport.cancelledCount, 3)
+        XCTAssertEqual(itemIDs(run.prefixJSON()), Array(0..<10))
+        run.cancel() // a second cancel changes nothing
+        XCTAssertEqual(run.outcome?.error?.code, .cancelled)
+    }
+
+    func testCancelAfterTheEndKeepsTheOutcome() throws {
+        let transport = ScriptedTransport()
+        let api = FakeAnchorAPI(count: 5)
+        transport.on(scriptedList) { request, _ in api.reply(request) }
+        let run = try scriptedClient(transport).makeList(anchorList())
+        try run.start()
+        XCTAssertEqual(outcome(of: run), .complete)
+        run.cancel()
+        run.close()
+        XCTAssertEqual(run.outcome, .complete)
+    }
+
+    func testCloseFromInsideTheCallbackDoesNotDeadlock() throws {
+        let transport = ScriptedTransport()
+        let api = FakeAnchorAPI(count: 50)
+        transport.on(scriptedList) { request, _ in
+            request.url == scriptedPage(1) ? api.reply(request) : api.reply(request).after(200)
+        }
+        let holder = Shared<ListRun?>(nil)
+        let run = try scriptedClient(transport).makeList(anchorList()) { _ in
+            holder.value?.close()
+            return true
+        }
+        holder.update { $0 = run }
+        try run.start()
+        XCTAssertEqual(outcome(of: run)?.error?.code, .cancelled)
+        holder.update { $0 = nil }
+    }
+
+    func testWaitFromInsideASnapshotCallbackThrowsReentrant() throws {
+        let transport = ScriptedTransport()
+        let api = FakeAnchorAPI(count: 20)
+        transport.on(scriptedList) { request, _ in api.reply(request) }
+        let holder = Shared<ListRun?>(nil)
+        let thrown = Shared<[SheafError.Code]>([])
+        let run = try scriptedClient(transport).makeList(anchorList()) { _ in
+            if let run = holder.value {
+                do {
+                    _ = try run.wait()
+                } catch let error as SheafError {
+                    thrown.update { $0.append(error.code) }
+                } catch {
+                    XCTFail("\(error)")
+                }
+            }
+            return true
+        }
+        holder.update { $0 = run }
+        try run.start()
+        XCTAssertEqual(outcome(of: run), .complete)
+        holder.update { $0 = nil }
+        XCTAssertEqual(thrown.value, [.reentrant, .reentrant])
+    }
+
+    // MARK: Misuse
+
+    func testARunStartsOnlyOnceAndCannotBeAwaitedBeforeItStarts() throws {
+        let transport = ScriptedTransport()
+        transport.otherwise { _, _ in .json(#"{"items":[]}"#) }
+        let run = try scriptedClient(transport).makeList(linkedList())
+        XCTAssertThrowsError(try run.wait()) { XCTAssertEqual(($0 as? SheafError)?.code, .state) }
+        XCTAssertNil(run.outcome)
+        try run.start()
+        XCTAssertThrowsError(try run.start()) { XCTAssertEqual(($0 as? SheafError)?.code, .state) }
+        XCTAssertEqual(outcome(of: run), .complete)
+        XCTAssertEqual(transport.requests.count, 1)
+    }
+
+    func testUnsupportedConventionsAreRefusedBeforeAnyRequest() throws {
+        let transport = ScriptedTransport()
+        let client = try scriptedClient(transport)
+        var cursor = linkedList()
+        cursor.addressing = .cursor(parameter: "cursor")
+        var offset = linkedList()
+        offset.addressing = .offsetLimit(offsetParameter: "offset", limitParameter: "limit", limit: 10)
+        var linkHeader = linkedList()
+        linkHeader.next = .linkHeader
+        var headerTotal = linkedList()
+        headerTotal.total = .header("X-Total-Count")
+        for description in [cursor, offset, linkHeader, headerTotal] {
+            XCTAssertThrowsError(try client.makeList(description)) { XCTAssertEqual(($0 as? SheafError)?.code, .unsupported) }
+        }
+        var negative = linkedList()
+        negative.maxItems = -1
+        XCTAssertThrowsError(try client.makeList(negative)) { XCTAssertEqual(($0 as? SheafError)?.code, .invalidArgument) }
+        let zeroSize = anchorList(pageSize: 0)
+        XCTAssertThrowsError(try client.makeList(zeroSize)) { XCTAssertEqual(($0 as? SheafError)?.code, .invalidArgument) }
+        XCTAssertEqual(transport.requests.count, 0)
+    }
+
+    func testAClientNeedsAnAbsoluteHTTPBaseURLAndATokenWithoutControlCharacters() {
+        let transport = ScriptedTransport()
+        for base in ["ftp://api.example.com", "/v1", "api.example.com", ""] {
+            XCTAssertThrowsError(try SheafClient(baseURL: base, transport: transport), base) {
+                XCTAssertEqual(($0 as? SheafError)?.code, .invalidArgument)
+            }
+        }
+        XCTAssertThrowsError(try SheafClient(baseURL: scriptedBase, bearerToken: "abc\r\nX-Evil: 1", transport: transport)) {
+            XCTAssertEqual(($0 as? SheafError)?.code, .invalidArgument)
+            XCTAssertFalse(($0 as? SheafError)?.message.contains("abc") ?? true)
+        }
+        var configuration = ClientConfiguration()
+        configuration.window = 65
+        XCTAssertThrowsError(try SheafClient(baseURL: scriptedBase, transport: transport, configuration: configuration)) {
+            XCTAssertEqual(($0 as? SheafError)?.code, .invalidArgument)
+        }
+    }
+
+    func testAClientWithoutATokenSendsNoAuthorization() throws {
+        let transport = ScriptedTransport()
+        transport.otherwise { _, _ in .json(#"{"items":[]}"#) }
+        let client = try SheafClient(baseURL: scriptedBase, transport: transport)
+        XCTAssertEqual(try client.fetchAll(linkedList()).outcome, .complete)
+        XCTAssertNil(transport.requests.first?.headers.first(named: "Authorization"))
+    }
+}

@@ -1,0 +1,358 @@
+import XCTest
+@testable import Sheaf
+
+private let base = "https://api.example.com/v1/things"
+private let pageNumbers = PageAddressing.pageNumber(parameter: "page", firstPage: 1, sizeParameter: "per_page", pageSize: 500)
+
+/// A page of `count` items (the planner looks at the count, never at the bytes).
+private func page(_ count: Int, next: String? = nil, total: Int? = nil) -> Page {
+    Page(body: [], items: Array(repeating: 0..<0, count: count), identities: [], next: next, total: total)
+}
+
+private func pageURL(_ number: Int, _ rest: String = "&per_page=100") -> String {
+    "\(base)?page=\(number)\(rest)"
+}
+
+private func planner(addressing: PageAddressing = pageNumbers, hasNext: Bool = true, window: Int = 4,
+                     maxPages: Int = 10_000, first: String = "\(base)?page=1&per_page=500") -> PagePlanner {
+    PagePlanner(firstURL: first, addressing: addressing, hasNextSignal: hasNext, window: window, maxPages: maxPages)
+}
+
+private func httpError(_ status: Int) -> SheafError {
+    SheafError(.http, "HTTP \(status)", url: "x", httpStatus: status)
+}
+
+private extension [PagePlanner.Action] {
+    var fetches: [Int: String] {
+        var result: [Int: String] = [:]
+        for case .fetch(let index, let url) in self { result[index] = url }
+        return result
+    }
+
+    var ending: PagePlanner.Ending? {
+        for case .finish(let ending) in self { return ending }
+        return nil
+    }
+}
+
+final class PagePlannerTests: XCTestCase {
+    // MARK: Parallel pages
+
+    func testAKnownTotalFetchesTheRemainingPagesInParallelUpToTheWindow() {
+        var planner = planner(window: 4)
+        XCTAssertEqual(planner.start(), [.fetch(index: 0, url: "\(base)?page=1&per_page=500")])
+        let actions = planner.pageArrived(0, page(100, next: pageURL(2), total: 1000))
+        XCTAssertEqual(actions, [.accept(index: 0),
+                                 .fetch(index: 1, url: pageURL(2)), .fetch(index: 2, url: pageURL(3)),
+                                 .fetch(index: 3, url: pageURL(4)), .fetch(index: 4, url: pageURL(5))])
+        XCTAssertEqual(planner.mode, .parallel(pageCount: 10))
+        XCTAssertEqual(planner.expectedPages, 10)
+        XCTAssertEqual(planner.expectedTotal, 1000)
+    }
+
+    func testThePageCountComesFromThePageSizeTheServerServedNotTheOneAskedFor() {
+        // Asked for 500 per page; the server capped it to 100.
+        var planner = planner()
+        _ = planner.start()
+        _ = planner.pageArrived(0, page(100, next: pageURL(2), total: 1001))
+        XCTAssertEqual(planner.mode, .parallel(pageCount: 11))
+    }
+
+    func testPageURLsAreBuiltFromTheServersOwnNextLinkKeepingItsOtherParameters() {
+        var planner = planner(window: 3)
+        _ = planner.start()
+        let next = "\(base)?sort=name&page=2&per_page=100&signature=abc%2Fdef"
+        let fetches = planner.pageArrived(0, page(100, next: next, total: 400)).fetches
+        XCTAssertEqual(fetches, [
+            1: next,
+            2: "\(base)?sort=name&page=3&per_page=100&signature=abc%2Fdef",
+            3: "\(base)?sort=name&page=4&per_page=100&signature=abc%2Fdef",
+        ])
+    }
+
+    func testANextLinkThatIsNotPageTwoLeavesTheFirstURLAsTheTemplate() {
+        var planner = planner(window: 2)
+        _ = planner.start()
+        let fetches = planner.pageArrived(0, page(100, next: "\(base)?cursor=xyz", total: 300)).fetches
+        XCTAssertEqual(fetches, [1: "\(base)?page=2&per_page=500", 2: "\(base)?page=3&per_page=500"])
+    }
+
+    func testPageNumbersCountFromTheFirstPageNumber() {
+        var planner = planner(addressing: .pageNumber(parameter: "p", firstPage: 0, sizeParameter: nil, pageSize: nil),
+                              window: 2, first: "\(base)?p=0")
+        _ = planner.start()
+        let fetches = planner.pageArrived(0, page(10, total: 30)).fetches
+        XCTAssertEqual(fetches, [1: "\(base)?p=1", 2: "\(base)?p=2"])
+    }
+
+    func testTheWindowIsNeverExceededAndEveryPageIsFetchedOnce() {
+        var planner = planner(window: 3)
+        var inFlight = Set<Int>()
+        var fetched: [Int] = []
+        func apply(_ actions: [PagePlanner.Action]) {
+            for (index, _) in actions.fetches {
+                inFlight.insert(index)
+                fetched.append(index)
+            }
+            XCTAssertLessThanOrEqual(inFlight.count, 3)
+        }
+        apply(planner.start())
+        inFlight.remove(0)
+        apply(planner.pageArrived(0, page(10, next: pageURL(2), total: 195)))
+        var ending: PagePlanner.Ending?
+        // Answer the newest page first, so pages finish out of order.
+        while let index = inFlight.max() {
+            inFlight.remove(index)
+            let actions = planner.pageArrived(index, page(index == 19 ? 5 : 10))
+            apply(actions)
+            if let end = actions.ending { ending = end }
+        }
+        XCTAssertEqual(fetched.sorted(), Array(0..<20))
+        XCTAssertEqual(ending, .allPages(expectedTotal: 195, missingPages: []))
+        XCTAssertTrue(planner.isFinished)
+    }
+
+    func testAListThatFitsOnTheFirstPageFinishesAtOnce() {
+        var planner = planner()
+        _ = planner.start()
+        XCTAssertEqual(planner.pageArrived(0, page(7, total: 7)),
+                       [.accept(index: 0), .finish(.allPages(expectedTotal: 7, missingPages: []))])
+    }
+
+    func testAnEmptyFirstPageWithATotalFinishesWithThatTotalForTheRunToCompare() {
+        var planner = planner()
+        _ = planner.start()
+        XCTAssertEqual(planner.pageArrived(0, page(0, total: 50)),
+                       [.accept(index: 0), .finish(.allPages(expectedTotal: 50, missingPages: []))])
+    }
+
+    // MARK: Sequential walks
+
+    func testWithoutPageNumbersTheNextLinksAreWalkedOneAtATime() {
+        var planner = planner(addressing: .none, first: base)
+        XCTAssertEqual(planner.start(), [.fetch(index: 0, url: base)])
+        XCTAssertEqual(planner.pageArrived(0, page(10, next: "\(base)?cursor=a", total: 25)),
+                       [.accept(index: 0), .fetch(index: 1, url: "\(base)?cursor=a")])
+        XCTAssertEqual(planner.mode, .sequential)
+        XCTAssertNil(planner.expectedPages)
+        XCTAssertEqual(planner.pageArrived(1, page(10, next: "\(base)?cursor=b")),
+                       [.accept(index: 1), .fetch(index: 2, url: "\(base)?cursor=b")])
+        XCTAssertEqual(planner.pageArrived(2, page(5, next: nil)),
+                       [.accept(index: 2), .finish(.allPages(expectedTotal: 25, missingPages: []))])
+    }
+
+    func testPageNumbersWithoutATotalWalkTheNextLinks() {
+        var planner = planner()
+        _ = planner.start()
+        XCTAssertEqual(planner.pageArrived(0, page(100, next: pageURL(2))),
+                       [.accept(index: 0), .fetch(index: 1, url: pageURL(2))])
+        XCTAssertEqual(planner.mode, .sequential)
+    }
+
+    func testANextLinkRepeatingAFetchedURLIsALoop() {
+        var planner = planner(addressing: .none, first: base)
+        _ = planner.start()
+        _ = planner.pageArrived(0, page(10, next: "\(base)?cursor=a"))
+        _ = planner.pageArrived(1, page(10, next: "\(base)?cursor=b"))
+        let actions = planner.pageArrived(2, page(10, next: "\(base)?cursor=a"))
+        XCTAssertEqual(actions.first, .accept(index: 2))
+        guard case .failed(let index, let error)? = actions.ending else {
+            return XCTFail("expected a failure, got \(actions)")
+        }
+        XCTAssertEqual(index, 3)
+        XCTAssertEqual(error.code, .loop)
+        XCTAssertEqual(error.url, "\(base)?cursor=a")
+    }
+
+    func testANextLinkBackToTheFirstPageIsALoop() {
+        var planner = planner(addressing: .none, first: base)
+        _ = planner.start()
+        guard case .failed(_, let error)? = planner.pageArrived(0, page(10, next: base)).ending else {
+            return XCTFail("expected a loop")
+        }
+        XCTAssertEqual(error.code, .loop)
+    }
+
+    func testALongWalkStopsAtThePageCap() {
+        var planner = planner(addressing: .none, maxPages: 3, first: base)
+        _ = planner.start()
+        XCTAssertEqual(planner.pageArrived(0, page(1, next: "\(base)?c=1")).fetches.count, 1)
+        XCTAssertEqual(planner.pageArrived(1, page(1, next: "\(base)?c=2")).fetches.count, 1)
+        let actions = planner.pageArrived(2, page(1, next: "\(base)?c=3"))
+        XCTAssertEqual(actions.fetches, [:])
+        guard case .failed(let index, let error)? = actions.ending else { return XCTFail("\(actions)") }
+        XCTAssertEqual(index, 3)
+        XCTAssertEqual(error.code, .pageLimit)
+    }
+
+    func testAPlannedPageCountAboveThePageCapFailsBeforeFetchingAnyMore() {
+        var planner = planner(maxPages: 9)
+        _ = planner.start()
+        let actions = planner.pageArrived(0, page(100, next: pageURL(2), total: 1000))
+        XCTAssertEqual(actions.first, .accept(index: 0))
+        XCTAssertEqual(actions.fetches, [:])
+        guard case .failed(_, let error)? = actions.ending else { return XCTFail("\(actions)") }
+        XCTAssertEqual(error.code, .pageLimit)
+        XCTAssertTrue(error.message.contains("10 pages"), error.message)
+    }
+
+    func testAPlannedPageCountEqualToThePageCapIsAllowed() {
+        var planner = planner(maxPages: 10)
+        _ = planner.start()
+        XCTAssertEqual(planner.pageArrived(0, page(100, next: pageURL(2), total: 1000)).fetches.count, 4)
+        XCTAssertEqual(planner.mode, .parallel(pageCount: 10))
+    }
+
+    func testPageNumbersWithoutTotalOrNextAreWalkedUntilAShortPage() {
+        var planner = planner(addressing: .pageNumber(parameter: "page", firstPage: 1, sizeParameter: nil, pageSize: nil),
+                              hasNext: false, first: "\(base)?page=1")
+        XCTAssertTrue(planner.walksPageNumbers)
+        _ = planner.start()
+        XCTAssertEqual(planner.pageArrived(0, page(10)), [.accept(index: 0), .fetch(index: 1, url: "\(base)?page=2")])
+        XCTAssertEqual(planner.pageArrived(1, page(10)), [.accept(index: 1), .fetch(index: 2, url: "\(base)?page=3")])
+        XCTAssertEqual(planner.pageArrived(2, page(4)),
+                       [.accept(index: 2), .finish(.allPages(expectedTotal: nil, missingPages: []))])
+    }
+
+    func testPageNumbersWithoutTotalOrNextAreWalkedUntilAnEmptyPage() {
+        var planner = planner(addressing: .pageNumber(parameter: "page", firstPage: 1, sizeParameter: nil, pageSize: nil),
+                              hasNext: false, first: "\(base)?page=1")
+        _ = planner.start()
+        _ = planner.pageArrived(0, page(10))
+        XCTAssertEqual(planner.pageArrived(1, page(0)),
+                       [.accept(index: 1), .finish(.allPages(expectedTotal: nil, missingPages: []))])
+    }
+
+    func testAnEmptyFirstPageEndsAPageNumberWalk() {
+        var planner = planner(addressing: .pageNumber(parameter: "page", firstPage: 1, sizeParameter: nil, pageSize: nil),
+                              hasNext: false, first: "\(base)?page=1")
+        _ = planner.start()
+        XCTAssertEqual(planner.pageArrived(0, page(0)),
+                       [.accept(index: 0), .finish(.allPages(expectedTotal: nil, missingPages: []))])
+    }
+
+    func testWithANextSignalAPageWithoutANextLinkIsTheLast() {
+        var planner = planner()
+        _ = planner.start()
+        XCTAssertEqual(planner.pageArrived(0, page(100)),
+                       [.accept(index: 0), .finish(.allPages(expectedTotal: nil, missingPages: []))])
+    }
+
+    // MARK: Past the end, and growing lists
+
+    func testA404PastTheRealEndIsAcceptedAsEmptyAndReportedMissing() {
+        var planner = planner(window: 10)
+        _ = planner.start()
+        _ = planner.pageArrived(0, page(100, next: pageURL(2), total: 500)) // pages 1...4 in flight
+        XCTAssertEqual(planner.pageArrived(1, page(100)), [.accept(index: 1)])
+        XCTAssertEqual(planner.pageFailed(4, httpError(404)), [], "whether it is the end shows only at the end")
+        XCTAssertEqual(planner.pageFailed(3, httpError(404)), [])
+        XCTAssertEqual(planner.pageArrived(2, page(50)),
+                       [.accept(index: 2), .acceptEmpty(index: 3), .acceptEmpty(index: 4),
+                        .finish(.allPages(expectedTotal: 500, missingPages: [3, 4]))])
+    }
+
+    func testA404PastTheRealEndFollowedByEmptyPagesIsStillTheEnd() {
+        var planner = planner(window: 10)
+        _ = planner.start()
+        _ = planner.pageArrived(0, page(100, next: pageURL(2), total: 400)) // pages 1...3
+        XCTAssertEqual(planner.pageFailed(2, httpError(404)), [])
+        XCTAssertEqual(planner.pageArrived(3, page(0)), [.accept(index: 3)])
+        XCTAssertEqual(planner.pageArrived(1, page(100)),
+                       [.accept(index: 1), .acceptEmpty(index: 2), .finish(.allPages(expectedTotal: 400, missingPages: [2]))])
+    }
+
+    func testA404BeforeAPageWithItemsIsAHoleThatFailsTheList() {
+        var planner = planner(window: 10)
+        _ = planner.start()
+        _ = planner.pageArrived(0, page(100, next: pageURL(2), total: 400)) // pages 1...3
+        let notFound = httpError(404)
+        XCTAssertEqual(planner.pageFailed(1, notFound), [])
+        XCTAssertEqual(planner.pageArrived(3, page(100)), [.accept(index: 3)])
+        XCTAssertEqual(planner.pageArrived(2, page(100)),
+                       [.accept(index: 2), .finish(.failed(index: 1, error: notFound))])
+    }
+
+    func testA404OnTheFirstPageIsAFailure() {
+        var planner = planner()
+        _ = planner.start()
+        guard case .failed(0, let error)? = planner.pageFailed(0, httpError(404)).ending else {
+            return XCTFail("expected page 0 to fail")
+        }
+        XCTAssertEqual(error.httpStatus, 404)
+    }
+
+    func testA404DuringASequentialWalkIsAFailure() {
+        var planner = planner(addressing: .none, first: base)
+        _ = planner.start()
+        _ = planner.pageArrived(0, page(10, next: "\(base)?c=1"))
+        XCTAssertEqual(planner.pageFailed(1, httpError(404)), [.finish(.failed(index: 1, error: httpError(404)))])
+    }
+
+    func testTheLastPlannedPageNamingANextPageContinuesWithAWalk() {
+        var planner = planner(window: 8)
+        _ = planner.start()
+        _ = planner.pageArrived(0, page(100, next: pageURL(2), total: 300)) // pages 1 and 2
+        // The last planned page arrives first, naming a page 4: the list grew.
+        XCTAssertEqual(planner.pageArrived(2, page(100, next: pageURL(4))), [.accept(index: 2)])
+        XCTAssertNil(planner.expectedPages, "the count is no longer known")
+        XCTAssertEqual(planner.pageArrived(1, page(100, next: pageURL(3))),
+                       [.accept(index: 1), .fetch(index: 3, url: pageURL(4))])
+        XCTAssertEqual(planner.mode, .sequential)
+        XCTAssertEqual(planner.pageArrived(3, page(20)),
+                       [.accept(index: 3), .finish(.allPages(expectedTotal: 300, missingPages: []))])
+    }
+
+    // MARK: Failures and stopping
+
+    func testAFailureCancelsLaterPagesWaitsForEarlierOnesThenFinishes() {
+        var planner = planner(window: 8)
+        _ = planner.start()
+        _ = planner.pageArrived(0, page(100, next: pageURL(2), total: 1000)) // pages 1...8 in flight
+        let failure = httpError(500)
+        XCTAssertEqual(planner.pageFailed(4, failure), [.cancel([5, 6, 7, 8])])
+        XCTAssertEqual(planner.pageArrived(2, page(100)), [.accept(index: 2)], "no new page is fetched")
+        XCTAssertEqual(planner.pageArrived(6, page(100)), [], "a cancelled page is ignored")
+        XCTAssertEqual(planner.pageArrived(1, page(100)), [.accept(index: 1)])
+        XCTAssertFalse(planner.isFinished)
+        XCTAssertEqual(planner.pageArrived(3, page(100)),
+                       [.accept(index: 3), .finish(.failed(index: 4, error: failure))])
+        XCTAssertTrue(planner.isFinished)
+        XCTAssertEqual(planner.pageArrived(9, page(100)), [])
+    }
+
+    func testAnEarlierFailureReplacesALaterOne() {
+        var planner = planner(window: 8)
+        _ = planner.start()
+        _ = planner.pageArrived(0, page(100, next: pageURL(2), total: 1000))
+        XCTAssertEqual(planner.pageFailed(6, httpError(500)), [.cancel([7, 8])])
+        XCTAssertEqual(planner.pageFailed(2, httpError(502)), [.cancel([3, 4, 5])])
+        XCTAssertEqual(planner.pageArrived(1, page(100)),
+                       [.accept(index: 1), .finish(.failed(index: 2, error: httpError(502)))])
+    }
+
+    func testAFailingFirstPageFinishesAtOnce() {
+        var planner = planner()
+        _ = planner.start()
+        XCTAssertEqual(planner.pageFailed(0, httpError(401)), [.finish(.failed(index: 0, error: httpError(401)))])
+    }
+
+    func testStopCancelsEverythingInFlightAndEndsThePlan() {
+        var planner = planner(window: 4)
+        _ = planner.start()
+        _ = planner.pageArrived(0, page(100, next: pageURL(2), total: 1000))
+        _ = planner.pageArrived(2, page(100)) // fetches page 5
+        XCTAssertEqual(planner.stop(), [.cancel([1, 3, 4, 5])])
+        XCTAssertTrue(planner.isFinished)
+        XCTAssertEqual(planner.pageArrived(1, page(100)), [])
+        XCTAssertEqual(planner.pageFailed(3, httpError(500)), [])
+        XCTAssertEqual(planner.stop(), [])
+    }
+
+    func testStopWithNothingInFlightCancelsNothing() {
+        var planner = planner()
+        _ = planner.start()
+        _ = planner.pageArrived(0, page(3, total: 3))
+        XCTAssertEqual(planner.stop(), [])
+    }
+}

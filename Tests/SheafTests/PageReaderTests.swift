@@ -1,0 +1,185 @@
+import XCTest
+@testable import Sheaf
+
+private let pageURL = "https://api.example.com/v1/things?page=1&per_page=2"
+
+private func anchorReader(identity: String? = nil) -> PageReader {
+    var description = ListDescription(path: "/v1/things")
+    description.items = JSONPointer("/items")!
+    description.next = .bodyPointer(JSONPointer("/next_page")!)
+    description.total = .bodyPointer(JSONPointer("/total")!)
+    description.identity = identity.flatMap { JSONPointer($0) }
+    return PageReader(description)
+}
+
+private func drfReader() -> PageReader {
+    var description = ListDescription(path: "/v1/things")
+    description.items = JSONPointer("/results")!
+    description.next = .bodyPointer(JSONPointer("/next")!)
+    description.total = .bodyPointer(JSONPointer("/count")!)
+    return PageReader(description)
+}
+
+private func bareArrayReader(identity: String? = nil) -> PageReader {
+    var description = ListDescription(path: "/v1/things")
+    description.identity = identity.flatMap { JSONPointer($0) }
+    return PageReader(description)
+}
+
+private func read(_ reader: PageReader, _ body: String, from url: String = pageURL) throws(SheafError) -> Page {
+    try reader.read(Array(body.utf8), from: url)
+}
+
+/// The texts of the page's items.
+private func itemTexts(_ page: Page) -> [String] {
+    page.items.map { String(decoding: page.body[$0], as: UTF8.self) }
+}
+
+final class PageReaderTests: XCTestCase {
+    // MARK: Shapes
+
+    func testReadsTheAnchorShape() throws {
+        let page = try read(anchorReader(), #"""
+            {"items":[{"id":0,"name":"item-0"},{"id":1,"name":"item-1"}],
+             "next_page":"https://api.example.com/v1/things?page=2&per_page=2","total":5}
+            """#)
+        XCTAssertEqual(itemTexts(page), [#"{"id":0,"name":"item-0"}"#, #"{"id":1,"name":"item-1"}"#])
+        XCTAssertEqual(page.next, "https://api.example.com/v1/things?page=2&per_page=2")
+        XCTAssertEqual(page.total, 5)
+        XCTAssertEqual(page.identities, [], "no identity pointer, no identities")
+    }
+
+    func testReadsTheDRFShape() throws {
+        let page = try read(drfReader(), #"""
+            {"count":3,"next":"https://api.example.com/v1/things?page=2","previous":null,"results":[{"id":0},{"id":1}]}
+            """#)
+        XCTAssertEqual(itemTexts(page), [#"{"id":0}"#, #"{"id":1}"#])
+        XCTAssertEqual(page.next, "https://api.example.com/v1/things?page=2")
+        XCTAssertEqual(page.total, 3)
+    }
+
+    func testReadsABareArray() throws {
+        let page = try read(bareArrayReader(), #" [ {"id":0} , 17, "s" ] "#)
+        XCTAssertEqual(itemTexts(page), [#"{"id":0}"#, "17", #""s""#])
+        XCTAssertNil(page.next)
+        XCTAssertNil(page.total)
+    }
+
+    func testAnEmptyItemsArrayIsAnEmptyPage() throws {
+        let page = try read(anchorReader(), #"{"items":[],"next_page":null,"total":0}"#)
+        XCTAssertEqual(page.items, [])
+        XCTAssertEqual(page.total, 0)
+    }
+
+    // MARK: Next links
+
+    func testResolvesRelativeNextLinksAgainstThePageURL() throws {
+        let cases = [
+            ("?page=2&per_page=2", "https://api.example.com/v1/things?page=2&per_page=2"),
+            ("/v2/other?cursor=abc", "https://api.example.com/v2/other?cursor=abc"),
+            ("more?page=2", "https://api.example.com/v1/more?page=2"),
+            ("//cdn.example.com/x?page=2", "https://cdn.example.com/x?page=2"),
+        ]
+        for (link, resolved) in cases {
+            let page = try read(anchorReader(), #"{"items":[],"next_page":"\#(link)","total":0}"#)
+            XCTAssertEqual(page.next, resolved, link)
+        }
+    }
+
+    func testAnEscapedNextLinkIsDecodedBeforeItIsResolved() throws {
+        let page = try read(anchorReader(), #"{"items":[],"next_page":"\/v1\/things?page=2\u0026per_page=2"}"#)
+        XCTAssertEqual(page.next, "https://api.example.com/v1/things?page=2&per_page=2")
+    }
+
+    func testANullAbsentOrEmptyNextLinkMeansNoNextPage() throws {
+        for body in [#"{"items":[],"next_page":null}"#, #"{"items":[]}"#, #"{"items":[],"next_page":""}"#] {
+            XCTAssertNil(try read(anchorReader(), body).next, body)
+        }
+    }
+
+    func testANextLinkThatIsNotAStringOrNotAnHTTPURLIsABadPage() {
+        for body in [#"{"items":[],"next_page":2}"#, #"{"items":[],"next_page":{"href":"x"}}"#,
+                     #"{"items":[],"next_page":"ftp://example.com/x"}"#, #"{"items":[],"next_page":"mailto:a@b.c"}"#] {
+            assertBadPage(try read(anchorReader(), body), mentioning: "next_page", body)
+        }
+    }
+
+    // MARK: Totals
+
+    func testAbsentTotalIsUnknown() throws {
+        XCTAssertNil(try read(anchorReader(), #"{"items":[1]}"#).total)
+    }
+
+    func testATotalThatIsNotANonNegativeIntegerIsABadPageNamingTheURL() {
+        for total in ["-1", "2.5", "1e3", #""10""#, "true", "[3]", "99999999999999999999999"] {
+            assertBadPage(try read(anchorReader(), #"{"items":[],"total":\#(total)}"#), mentioning: "total", total)
+        }
+    }
+
+    // MARK: Bad pages
+
+    func testMissingItemsAreABadPage() {
+        assertBadPage(try read(anchorReader(), #"{"results":[],"total":0}"#), mentioning: "/items")
+    }
+
+    func testItemsThatAreNotAnArrayAreABadPage() {
+        for items in ["{}", "null", #""[]""#, "3"] {
+            assertBadPage(try read(anchorReader(), #"{"items":\#(items)}"#), mentioning: "not an array", items)
+        }
+        assertBadPage(try read(bareArrayReader(), #"{"items":[]}"#), mentioning: "not an array")
+    }
+
+    func testABodyThatIsNotJSONIsABadPageNamingTheURL() {
+        for body in ["this is not json", "", "<html></html>", #"{"items":[1,2}"#, #"{"items":[]} trailing"#] {
+            assertBadPage(try read(anchorReader(), body), mentioning: "not valid JSON", body)
+        }
+    }
+
+    // MARK: Identities
+
+    func testNumberIdentitiesCompareByTheirText() throws {
+        let page = try read(anchorReader(identity: "/id"), #"{"items":[{"id":1},{"id":1},{"id":1.0},{"id":10}]}"#)
+        XCTAssertEqual(page.identities.count, 4)
+        XCTAssertEqual(page.identities[0], page.identities[1])
+        XCTAssertNotEqual(page.identities[0], page.identities[2], "1 and 1.0 are different texts")
+        XCTAssertNotEqual(page.identities[0], page.identities[3])
+    }
+
+    func testStringIdentitiesCompareByTheirDecodedText() throws {
+        let page = try read(anchorReader(identity: "/id"),
+                            #"{"items":[{"id":"a"},{"id":"\u0061"},{"id":"b"},{"id":"caf\u00e9"},{"id":"café"}]}"#)
+        XCTAssertEqual(page.identities[0], page.identities[1])
+        XCTAssertNotEqual(page.identities[0], page.identities[2])
+        XCTAssertEqual(page.identities[3], page.identities[4])
+    }
+
+    func testAStringIdentityDiffersFromTheNumberWithTheSameDigits() throws {
+        let page = try read(anchorReader(identity: "/id"), #"{"items":[{"id":"1"},{"id":1}]}"#)
+        XCTAssertNotEqual(page.identities[0], page.identities[1])
+    }
+
+    func testAnItemWithoutTheIdentityHasNone() throws {
+        let page = try read(bareArrayReader(identity: "/meta/id"),
+                            #"[{"meta":{"id":7}},{"other":1},5,{"meta":{"id":{"k":[1]}}}]"#)
+        XCTAssertEqual(page.identities.count, 4)
+        XCTAssertNotNil(page.identities[0])
+        XCTAssertNil(page.identities[1])
+        XCTAssertNil(page.identities[2])
+        XCTAssertEqual(page.identities[3], IdentityKey(bytes: Array(#"{"k":[1]}"#.utf8)))
+    }
+
+    // MARK: Helpers
+
+    private func assertBadPage(_ expression: @autoclosure () throws(SheafError) -> Page, mentioning words: String,
+                               _ context: String = "", file: StaticString = #filePath, line: UInt = #line) {
+        do {
+            _ = try expression()
+            XCTFail("expected a bad page: \(context)", file: file, line: line)
+        } catch {
+            XCTAssertEqual(error.code, .badPage, context, file: file, line: line)
+            XCTAssertEqual(error.url, pageURL, context, file: file, line: line)
+            XCTAssertTrue(error.message.contains(pageURL), "the message names the URL: \(error.message)", file: file, line: line)
+            XCTAssertTrue(error.message.contains(words), "\(error.message) should mention \(words)", file: file, line: line)
+        }
+    }
+}

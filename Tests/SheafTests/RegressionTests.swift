@@ -1,0 +1,164 @@
+import Foundation
+import XCTest
+@testable import Sheaf
+
+/// Regression tests for bugs found in review of the first version of the core; the comment above
+/// each says what went wrong and where.
+final class RegressionTests: XCTestCase {
+    // MARK: JSONScanner.keyEquals
+
+    /// JSONScanner.keyEquals compares the raw key bytes with the wanted key before decoding, so
+    /// a key spelled with escapes matches a pointer token that spells those escapes literally:
+    /// the key "\u0061" (which is "a") matches the token `\u0061` (six characters).
+    func testAKeyWrittenWithEscapesDoesNotMatchATokenSpellingTheEscapeLiterally() throws {
+        let text = #"{"\u0061":1}"#
+        var targets = [JSONScanner.Target(pointer: JSONPointer(#"/\u0061"#)!, collectsElements: false)]
+        try Array(text.utf8).withUnsafeBufferPointer { try JSONScanner($0).scanDocument(&targets) }
+        XCTAssertNil(targets[0].range, #"the key is "a", not "\u0061""#)
+    }
+
+    // MARK: JSONPointer
+
+    /// JSONPointer.init splits and unescapes by Character (grapheme cluster), so a combining mark
+    /// right after "/" or after "~0"/"~1" glues onto it: "/x/\u{301}y" does not split, and the
+    /// valid "/~0\u{301}" is refused.
+    func testAPointerIsParsedByUnicodeScalarsNotByGraphemeClusters() {
+        XCTAssertEqual(JSONPointer("/x/\u{301}y")?.tokens, ["x", "\u{301}y"])
+        XCTAssertEqual(JSONPointer("/~0\u{301}")?.tokens, ["~\u{301}"])
+    }
+
+    // MARK: PagePlanner
+
+    /// PagePlanner.planAfterFirstPage: when the first page holds the whole total but names a
+    /// next page, it calls followNextLink without leaving `.firstPage` mode. Every later page is
+    /// then planned as if it were the first: launchGuarded is always checked against index 1, so
+    /// the page cap never trips.
+    func testThePageCapHoldsOnAWalkThatStartsFromAFullFirstPage() {
+        let base = "https://api.example.com/v1/things"
+        var planner = PagePlanner(firstURL: "\(base)?page=1",
+                                  addressing: .pageNumber(parameter: "page", firstPage: 1, sizeParameter: nil, pageSize: nil),
+                                  hasNextSignal: true, window: 4, maxPages: 3)
+        _ = planner.start()
+        var ending: PagePlanner.Ending?
+        var fetched = 1
+        for index in 0..<6 where ending == nil {
+            // A server whose total is stale: it always says 10, and always names a next page.
+            let page = Page(body: [], items: Array(repeating: 0..<0, count: 10), identities: [],
+                            next: "\(base)?page=\(index + 2)", total: 10)
+            for action in planner.pageArrived(index, page) {
+                switch action {
+                case .fetch: fetched += 1
+                case .finish(let end): ending = end
+                default: break
+                }
+            }
+        }
+        XCTAssertEqual(fetched, 3, "no more than the page cap of 3 pages is fetched")
+        guard case .failed(_, let error)? = ending else { return XCTFail("expected a page-cap failure, got \(String(describing: ending))") }
+        XCTAssertEqual(error.code, .pageLimit)
+    }
+
+    /// Same cause: the second page is re-planned as a first page. A shorter second page with a
+    /// total then switches to parallel mode with a page count already reached, and the walk ends
+    /// although the page names a next page.
+    func testAWalkThatStartsFromAFullFirstPageKeepsFollowingNextLinks() {
+        let base = "https://api.example.com/v1/things"
+        var planner = PagePlanner(firstURL: "\(base)?page=1",
+                                  addressing: .pageNumber(parameter: "page", firstPage: 1, sizeParameter: nil, pageSize: nil),
+                                  hasNextSignal: true, window: 4, maxPages: 100)
+        _ = planner.start()
+        func page(_ count: Int, _ next: Int) -> Page {
+            Page(body: [], items: Array(repeating: 0..<0, count: count), identities: [], next: "\(base)?page=\(next)", total: 10)
+        }
+        XCTAssertEqual(planner.pageArrived(0, page(10, 2)), [.accept(index: 0), .fetch(index: 1, url: "\(base)?page=2")])
+        XCTAssertEqual(planner.pageArrived(1, page(5, 3)), [.accept(index: 1), .fetch(index: 2, url: "\(base)?page=3")])
+    }
+
+    // MARK: ListRun.perform
+
+    /// ListRun.perform handles `.accept` (which may end the run at the item limit) and then goes
+    /// on with the `.fetch` actions of the same batch: when the first page already reaches
+    /// maxItems, the window's worth of later pages is still requested after the run has ended,
+    /// and those fetches are never cancelled.
+    func testReachingMaxItemsOnTheFirstPageRequestsNoFurtherPages() throws {
+        let transport = ScriptedTransport()
+        let api = FakeAnchorAPI(count: 100)
+        transport.on(scriptedList) { request, _ in
+            request.url == scriptedPage(1) ? api.reply(request) : api.reply(request).after(50)
+        }
+        var description = anchorList()
+        description.maxItems = 5
+        let (json, outcome) = try scriptedClient(transport) { $0.window = 4 }.fetchAll(description)
+        Thread.sleep(forTimeInterval: 0.02) // fetches started late would have been sent by now
+        XCTAssertEqual(outcome, .limitReached)
+        XCTAssertEqual(itemIDs(json), Array(0..<5))
+        XCTAssertEqual(transport.requests.map(\.url), [scriptedPage(1)], "pages requested after the run ended")
+        XCTAssertEqual(transport.outstanding, 0, "requests left running after wait() returned")
+    }
+
+    // MARK: HTTPFailure
+
+    /// HTTPFailure.error copies the server's "error"/"message"/"detail"/"title" strings into the
+    /// message and the body into `bodyExcerpt` verbatim. A server that echoes the credentials
+    /// ("invalid token abc") puts the bearer token into the error, which the contract forbids
+    /// ("Tokens never appear in logs or error messages").
+    func testATokenEchoedByTheServerIsRedactedFromTheError() throws {
+        let transport = ScriptedTransport()
+        transport.otherwise { _, _ in
+            .status(401, body: #"{"error":"invalid token \#(scriptedToken)"}"#)
+        }
+        let outcome = try scriptedClient(transport).fetchAll(linkedList()).outcome
+        let error = try XCTUnwrap(outcome.error)
+        XCTAssertEqual(error.httpStatus, 401)
+        XCTAssertFalse(error.message.contains(scriptedToken), error.message)
+        XCTAssertFalse(error.bodyExcerpt?.contains(scriptedToken) ?? false, error.bodyExcerpt ?? "")
+    }
+
+    // MARK: RetryPolicy (these crash the process, so they run in a child process)
+
+    /// RetryPolicy.delayMilliseconds multiplies the Retry-After seconds by 1000 before capping
+    /// (`min(maxDelayMilliseconds, seconds * 1000)`): a server answering
+    /// "Retry-After: 9223372036854775807" overflows Int and traps, killing the host process.
+    func testARetryAfterTooLargeToMultiplyIsCappedInsteadOfCrashing() throws {
+        try runInChildProcess(#function) {
+            RetryPolicy().delayMilliseconds(afterAttempt: 1, retryAfter: "9223372036854775807") == 30_000
+        }
+    }
+
+    /// HTTPDate.parse accepts any year ≥ 1970; "days * 86_400" overflows for a huge year and
+    /// traps (reached from a server's Retry-After header).
+    func testAnHTTPDateWithAHugeYearIsRefusedInsteadOfCrashing() throws {
+        try runInChildProcess(#function) {
+            HTTPDate.parse("Sun, 06 Nov 999999999999999 08:49:37 GMT") == nil
+        }
+    }
+
+    // MARK: Child processes
+
+    private static let probeVariable = "SHEAF_KNOWN_BUG_PROBE"
+
+    /// Runs `check` in a child process running only this test, so a trap fails this test instead
+    /// of ending the whole suite. In the child, it runs `check` and exits with its verdict.
+    private func runInChildProcess(_ function: String, file: StaticString = #filePath, line: UInt = #line,
+                                   _ check: () -> Bool) throws {
+        let name = String(function.prefix { $0 != "(" })
+        if ProcessInfo.processInfo.environment[Self.probeVariable] == name {
+            exit(check() ? 0 : 1)
+        }
+        let child = Process()
+        child.executableURL = URL(fileURLWithPath: "/proc/self/exe")
+        child.arguments = ["SheafTests.RegressionTests/\(name)"]
+        var environment = ProcessInfo.processInfo.environment
+        environment[Self.probeVariable] = name
+        child.environment = environment
+        child.standardOutput = FileHandle.nullDevice
+        child.standardError = FileHandle.nullDevice
+        try child.run()
+        child.waitUntilExit()
+        if child.terminationReason == .uncaughtSignal {
+            XCTFail("crashed with signal \(child.terminationStatus)", file: file, line: line)
+        } else {
+            XCTAssertEqual(child.terminationStatus, 0, "wrong result", file: file, line: line)
+        }
+    }
+}

@@ -1,0 +1,116 @@
+import XCTest
+@testable import Sheaf
+
+final class URLTextTests: XCTestCase {
+    // MARK: settingQuery
+
+    func testSettingQueryReplacesTheParameterInPlaceAndKeepsTheOthers() {
+        XCTAssertEqual(URLText.settingQuery("https://h.example/p?a=1&page=3&b=2", "page", to: "4"),
+                       "https://h.example/p?a=1&page=4&b=2")
+    }
+
+    func testSettingQueryReplacesTheFirstOccurrenceAndDropsRepeats() {
+        XCTAssertEqual(URLText.settingQuery("https://h.example/p?page=1&x=y&page=2", "page", to: "9"),
+                       "https://h.example/p?page=9&x=y")
+    }
+
+    func testSettingQueryAppendsAMissingParameter() {
+        XCTAssertEqual(URLText.settingQuery("https://h.example/p?a=1", "page", to: "2"), "https://h.example/p?a=1&page=2")
+        XCTAssertEqual(URLText.settingQuery("https://h.example/p", "page", to: "2"), "https://h.example/p?page=2")
+    }
+
+    func testSettingQueryKeepsTheOtherParametersEncodingAndTheFragment() {
+        XCTAssertEqual(URLText.settingQuery("https://h.example/p?q=a%20b%26c&page=1&flag#top", "page", to: "2"),
+                       "https://h.example/p?q=a%20b%26c&page=2&flag#top")
+    }
+
+    func testSettingQueryPercentEncodesTheNameAndValue() {
+        XCTAssertEqual(URLText.settingQuery("https://h.example/p", "page[number]", to: "a b&c=d/é"),
+                       "https://h.example/p?page%5Bnumber%5D=a%20b%26c%3Dd%2F%C3%A9")
+    }
+
+    func testSettingQueryMatchesAParameterWhoseNameNeedsEncoding() {
+        XCTAssertEqual(URLText.settingQuery("https://h.example/p?page%5Bnumber%5D=1&size=5", "page[number]", to: "2"),
+                       "https://h.example/p?page%5Bnumber%5D=2&size=5")
+    }
+
+    // MARK: appendingQuery, queryValue
+
+    func testAppendingQueryAddsParametersInOrderAfterTheExistingOnes() {
+        XCTAssertEqual(URLText.appendingQuery("https://h.example/p?sort=name", [("page", "1"), ("q", "a b")]),
+                       "https://h.example/p?sort=name&page=1&q=a%20b")
+        XCTAssertEqual(URLText.appendingQuery("https://h.example/p", []), "https://h.example/p")
+    }
+
+    func testQueryValueDecodesTheFirstValue() {
+        XCTAssertEqual(URLText.queryValue("https://h.example/p?page=2&q=a%20b&page=3", "page"), "2")
+        XCTAssertEqual(URLText.queryValue("https://h.example/p?page=2&q=a%20b", "q"), "a b")
+        XCTAssertNil(URLText.queryValue("https://h.example/p?pages=2", "page"))
+    }
+
+    func testEncodeQueryComponentLeavesOnlyUnreservedCharacters() {
+        XCTAssertEqual(URLText.encodeQueryComponent("AZaz09-._~ +&=/?#%é"), "AZaz09-._~%20%2B%26%3D%2F%3F%23%25%C3%A9")
+    }
+
+    // MARK: resolve
+
+    func testResolveFollowsRFC3986() {
+        let base = "http://a.example/b/c/d;p?q"
+        let cases = [
+            ("g", "http://a.example/b/c/g"),
+            ("./g", "http://a.example/b/c/g"),
+            ("/g", "http://a.example/g"),
+            ("//g.example/x", "http://g.example/x"),
+            ("?y", "http://a.example/b/c/d;p?y"),
+            ("g?y", "http://a.example/b/c/g?y"),
+            ("../g", "http://a.example/b/g"),
+            ("../../g", "http://a.example/g"),
+            ("https://other.example/z?page=2", "https://other.example/z?page=2"),
+        ]
+        for (reference, expected) in cases {
+            XCTAssertEqual(URLText.resolve(reference, against: base), expected, reference)
+        }
+    }
+
+    func testResolveRefusesAnythingButAbsoluteHTTPURLs() {
+        for reference in ["ftp://a.example/x", "mailto:someone@example.com", "file:///etc/passwd", "javascript:alert(1)",
+                          "http://", "data:text/plain,hi"] {
+            XCTAssertNil(URLText.resolve(reference, against: "https://a.example/"), reference)
+        }
+    }
+
+    // MARK: Origin
+
+    func testOriginsWithTheSameSchemeHostAndPortAreEqual() {
+        XCTAssertEqual(Origin("https://api.example.com/v1?x=1"), Origin("https://api.example.com"))
+        XCTAssertEqual(Origin("https://API.Example.com/"), Origin("https://api.example.com/"))
+        XCTAssertEqual(Origin("HTTPS://api.example.com/"), Origin("https://api.example.com/"))
+        XCTAssertEqual(Origin("https://user:pw@api.example.com/"), Origin("https://api.example.com/"))
+    }
+
+    func testOriginsFillInTheDefaultPorts() {
+        XCTAssertEqual(Origin("https://api.example.com:443/x"), Origin("https://api.example.com/y"))
+        XCTAssertEqual(Origin("http://api.example.com:80/x"), Origin("http://api.example.com/y"))
+        XCTAssertEqual(Origin("https://api.example.com")?.port, 443)
+        XCTAssertEqual(Origin("http://api.example.com")?.port, 80)
+    }
+
+    func testOriginsDifferBySchemeHostOrPort() {
+        let origin = Origin("https://api.example.com")
+        XCTAssertNotEqual(origin, Origin("http://api.example.com"))
+        XCTAssertNotEqual(origin, Origin("https://api.example.com:8443"))
+        XCTAssertNotEqual(origin, Origin("https://example.com"))
+        XCTAssertNotEqual(origin, Origin("https://api.example.com.evil.example"))
+        XCTAssertNotEqual(Origin("http://api.example.com:443"), Origin("https://api.example.com"))
+    }
+
+    func testOnlyAbsoluteHTTPURLsHaveAnOrigin() {
+        for text in ["ftp://api.example.com", "/relative", "api.example.com", "mailto:a@example.com", "https://", ""] {
+            XCTAssertNil(Origin(text), text)
+        }
+    }
+
+    func testOriginDescribesItselfWithTheExplicitPort() {
+        XCTAssertEqual(Origin("https://api.example.com/x")?.description, "https://api.example.com:443")
+    }
+}
