@@ -5,8 +5,9 @@
  *
  * The list is described as the test server's /anchor endpoint serves it:
  *   {"items": [...], "next_page": "<url>" | null, "total": <n>}, pages ?page=1,2,... &per_page=50.
- * Progress goes to stderr, the whole list (one JSON array) to stdout. A bearer token, if the
- * server needs one, comes from the SHEAF_TOKEN environment variable.
+ * Progress goes to stderr (one line, rewritten), the whole list (one JSON array) to stdout.
+ * A bearer token, if the server needs one, comes from the SHEAF_TOKEN environment variable; the
+ * window (pages in flight at once, 1-64, default 8) from SHEAF_WINDOW.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,10 +19,10 @@ static int print_progress(sheaf_list *list, const sheaf_snapshot *snapshot, void
     (void)list;
     (void)user_data;
     if (snapshot->expected_items >= 0)
-        fprintf(stderr, "%zu of %lld items (%zu pages)\n", snapshot->items,
-                (long long)snapshot->expected_items, snapshot->pages);
+        fprintf(stderr, "\r%zu of %lld items (%zu of %lld pages)", snapshot->items,
+                (long long)snapshot->expected_items, snapshot->pages, (long long)snapshot->expected_pages);
     else
-        fprintf(stderr, "%zu items (%zu pages)\n", snapshot->items, snapshot->pages);
+        fprintf(stderr, "\r%zu items (%zu pages)", snapshot->items, snapshot->pages);
     return 0;   /* non-zero would stop the list */
 }
 
@@ -56,6 +57,11 @@ int main(int argc, char **argv) {
         fprintf(stderr, "bad base URL %s: %s\n", argv[1], sheaf_result_str(result));
         return 1;
     }
+    if (getenv("SHEAF_WINDOW") != NULL &&
+        sheaf_client_set_option(client, SHEAF_OPT_WINDOW, atoll(getenv("SHEAF_WINDOW"))) != SHEAF_OK) {
+        fprintf(stderr, "SHEAF_WINDOW: %s\n", sheaf_client_errmsg(client));
+        goto done;
+    }
     result = sheaf_list_new(&list, client, argc > 2 ? argv[2] : "/anchor");
     if (result != SHEAF_OK) {
         fprintf(stderr, "%s\n", sheaf_client_errmsg(client));
@@ -72,6 +78,7 @@ int main(int argc, char **argv) {
      */
     if ((result = sheaf_list_start(list, print_progress, NULL)) == SHEAF_OK)
         result = sheaf_list_wait(list);
+    fputc('\n', stderr);
     if (result != SHEAF_OK && result != SHEAF_LIMIT_REACHED)
         fprintf(stderr, "%s: %s\n", sheaf_result_str(result), sheaf_list_errmsg(list));
 
