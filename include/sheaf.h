@@ -187,7 +187,10 @@ SHEAF_API sheaf_result sheaf_client_new(sheaf_client **out_client, const char *b
  */
 SHEAF_API void sheaf_client_free(sheaf_client *client);
 
-/** The last error message recorded on this client. Borrowed: valid until the next call on it. */
+/**
+ * The last error message recorded on this client. Borrowed: valid until the next call on the
+ * client, so copy it before calling anything else on the client.
+ */
 SHEAF_API const char *sheaf_client_errmsg(const sheaf_client *client);
 
 /** Integer options of a client. Append-only. Set before starting lists; running lists keep theirs. */
@@ -233,7 +236,10 @@ SHEAF_API sheaf_result sheaf_list_new(sheaf_list **out_list, sheaf_client *clien
  */
 SHEAF_API void sheaf_list_free(sheaf_list *list);
 
-/** The last error message recorded on this list. Borrowed: valid until the next call on it. */
+/**
+ * The last error message recorded on this list. Borrowed: valid until the next call on the list,
+ * so copy it before calling anything else on the list.
+ */
 SHEAF_API const char *sheaf_list_errmsg(const sheaf_list *list);
 
 /** For a SHEAF_E_HTTP failure, the HTTP status; otherwise 0. */
@@ -256,7 +262,7 @@ SHEAF_API sheaf_result sheaf_list_set_items(sheaf_list *list, const char *json_p
 
 /**
  * Page k is requested with a page-number query parameter `page_param` (e.g. "page"), the first
- * page being `first_page` (0 or 1). When `size_param` is non-NULL, `page_size` (> 0) is sent
+ * page being `first_page` (>= 0; usually 0 or 1). When `size_param` is non-NULL, `page_size` (> 0) is sent
  * with it; the page size actually used for planning is the count the server returned.
  */
 SHEAF_API sheaf_result sheaf_list_set_page_number(sheaf_list *list, const char *page_param,
@@ -304,7 +310,10 @@ SHEAF_API sheaf_result sheaf_list_set_total(sheaf_list *list, sheaf_total_source
  */
 SHEAF_API sheaf_result sheaf_list_set_identity(sheaf_list *list, const char *json_pointer);
 
-/** Stops the list after `max_items` items (0 = no limit), with SHEAF_LIMIT_REACHED. */
+/**
+ * Stops the list after `max_items` items (0 = no limit), with SHEAF_LIMIT_REACHED.
+ * SHEAF_E_INVALID_ARGUMENT for a negative value.
+ */
 SHEAF_API sheaf_result sheaf_list_set_max_items(sheaf_list *list, int64_t max_items);
 
 /**
@@ -358,9 +367,15 @@ SHEAF_API sheaf_result sheaf_list_wait(sheaf_list *list);
 /**
  * Asks a running list to stop: in-flight requests are abandoned and the outcome becomes
  * SHEAF_E_CANCELLED. Non-blocking; callable from any thread and from callbacks. No-op when the
- * list is not running.
+ * list is not running; SHEAF_E_INVALID_ARGUMENT for NULL.
  */
 SHEAF_API sheaf_result sheaf_list_cancel(sheaf_list *list);
+
+/** Requests the list has sent so far, retries and redirects included (0 before it starts). */
+SHEAF_API int64_t sheaf_list_requests_made(const sheaf_list *list);
+
+/** Requests of the list waiting for an answer right now (for progress displays). */
+SHEAF_API int64_t sheaf_list_requests_in_flight(const sheaf_list *list);
 
 /**
  * Copies the ordered prefix delivered so far into a new JSON array string.

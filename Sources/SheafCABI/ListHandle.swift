@@ -268,6 +268,16 @@ public func sheaf_list_cancel(_ list: OpaquePointer?) -> sheaf_result {
 }
 
 @c @implementation
+public func sheaf_list_requests_made(_ list: OpaquePointer?) -> Int64 {
+    Int64(ListHandle.from(list)?.run?.requestsMade ?? 0)
+}
+
+@c @implementation
+public func sheaf_list_requests_in_flight(_ list: OpaquePointer?) -> Int64 {
+    Int64(ListHandle.from(list)?.run?.requestsInFlight ?? 0)
+}
+
+@c @implementation
 public func sheaf_list_prefix(_ list: OpaquePointer?, _ outJSON: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?,
                               _ outLength: UnsafeMutablePointer<Int>?) -> sheaf_result {
     guard let handle = ListHandle.from(list), let outJSON else { return SHEAF_E_INVALID_ARGUMENT }

@@ -606,8 +606,12 @@ static long long max_in_flight_for_window(int window, sheaf_transport_fn transpo
     sheaf_list *list = anchor_list(client, path, page_size(), ANCHOR_ALL);
     json_t *items = NULL;
     if (list != NULL) {
+        CHECK_INT(sheaf_list_requests_made(list), 0);
         CHECK_LIST_RESULT(list, fetch_all(list, &items), SHEAF_OK);
         CHECK_ITEMS(items, 0, 20 * page_size());
+        /* One request per page, none left waiting once the list is done. */
+        CHECK_INT(sheaf_list_requests_made(list), 20);
+        CHECK_INT(sheaf_list_requests_in_flight(list), 0);
     }
     json_decref(items);
     sheaf_list_free(list);

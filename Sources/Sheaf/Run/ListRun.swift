@@ -44,6 +44,12 @@ public final class ListRun: Sendable {
     private let delivery = DispatchQueue(label: "sheaf.list.snapshots")
     private let done = DispatchGroup()
     private let onSnapshot: Mutex<(@Sendable (Snapshot) -> Bool)?>
+    private let requests = RequestCounters()
+
+    /// Requests sent so far, retries and redirects included.
+    public var requestsMade: Int { requests.requestsMade }
+    /// Requests waiting for an answer now.
+    public var requestsInFlight: Int { requests.inFlight }
 
     init(client: SheafClient, description: ListDescription, keepsItems: Bool,
          onSnapshot: (@Sendable (Snapshot) -> Bool)?) throws(SheafError) {
@@ -137,7 +143,7 @@ public final class ListRun: Sendable {
                 switch action {
                 case .fetch(let index, let url):
                     guard state.ending == nil else { continue }
-                    let fetch = PageFetch(client: client, url: url) { [self] result in
+                    let fetch = PageFetch(client: client, url: url, requests: requests) { [self] result in
                         self.state.withLock { _ = $0.fetches.removeValue(forKey: index) }
                         switch result {
                         case .success(let value):

@@ -13,14 +13,18 @@ final class PageFetch: Sendable {
         var redirects = 0
         var task: (any TransportTask)?
         var isDone = false
+        /// Whether an attempt is at the transport, counted in `requests.inFlight`.
+        var isOutstanding = false
     }
 
     private let client: SheafClient
     private let state: Mutex<State>
     private let completion: Completion
+    private let requests: RequestCounters
 
-    init(client: SheafClient, url: String, completion: @escaping Completion) {
+    init(client: SheafClient, url: String, requests: RequestCounters, completion: @escaping Completion) {
         self.client = client
+        self.requests = requests
         self.state = Mutex(State(url: url))
         self.completion = completion
     }
@@ -33,6 +37,8 @@ final class PageFetch: Sendable {
     func cancel() {
         let task = state.withLock { state -> (any TransportTask)? in
             state.isDone = true
+            if state.isOutstanding { requests.finished() }
+            state.isOutstanding = false
             defer { state.task = nil }
             return state.task
         }
@@ -52,6 +58,10 @@ final class PageFetch: Sendable {
         } catch {
             return finish(.failure(error))
         }
+        state.withLock { state in
+            state.isOutstanding = true
+            requests.started()
+        }
         let task = client.transport.send(request) { [self] result in
             handle(result, url: url)
         }
@@ -66,6 +76,8 @@ final class PageFetch: Sendable {
     private func handle(_ result: Result<HTTPResponse, TransportError>, url: String) {
         let attempt = state.withLock { state -> Int? in
             state.task = nil
+            if state.isOutstanding { requests.finished() }
+            state.isOutstanding = false
             return state.isDone ? nil : state.attempt
         }
         guard let attempt else { return }
