@@ -157,6 +157,16 @@ static sheaf_result fetch_all(sheaf_list *list, json_t **out_items) {
     return result;
 }
 
+/* Fetches the whole list and checks it is exactly items 0..count-1, in order. */
+static void check_complete_list(sheaf_list *list, int count) {
+    json_t *items = NULL;
+    if (list != NULL) {
+        CHECK_LIST_RESULT(list, fetch_all(list, &items), SHEAF_OK);
+        CHECK_ITEMS(items, 0, count);
+    }
+    json_decref(items);
+}
+
 /* Waits (bounded) until requests of earlier tests have left the server, then clears its state. */
 static void fresh_server(const test_server *server) {
     long long deadline = now_ms() + 15000;
@@ -498,12 +508,7 @@ static void a_list_outlives_its_client(void) {
     snprintf(path, sizeof path, "/anchor?n=%d", list_size());
     sheaf_list *list = anchor_list(client, path, page_size(), ANCHOR_ALL);
     sheaf_client_free(client);
-    json_t *items = NULL;
-    if (list != NULL) {
-        CHECK_LIST_RESULT(list, fetch_all(list, &items), SHEAF_OK);
-        CHECK_ITEMS(items, 0, list_size());
-    }
-    json_decref(items);
+    check_complete_list(list, list_size());
     sheaf_list_free(list);
 }
 
@@ -514,12 +519,7 @@ static void the_whole_list_arrives_in_order(void) {
     sheaf_client *client = client_for(&g_server, NULL);
     snprintf(path, sizeof path, "/anchor?n=%d", list_size());
     sheaf_list *list = anchor_list(client, path, page_size(), ANCHOR_ALL);
-    json_t *items = NULL;
-    if (list != NULL) {
-        CHECK_LIST_RESULT(list, fetch_all(list, &items), SHEAF_OK);
-        CHECK_ITEMS(items, 0, list_size());
-    }
-    json_decref(items);
+    check_complete_list(list, list_size());
     sheaf_list_free(list);
     sheaf_client_free(client);
 }
@@ -704,12 +704,7 @@ static void identity_removes_the_repeated_items(void) {
     sheaf_client *client = client_for(&g_server, NULL);
     snprintf(path, sizeof path, "/anchor?n=%d&dup=1", list_size());
     sheaf_list *list = anchor_list(client, path, page_size(), ANCHOR_ALL);
-    json_t *items = NULL;
-    if (list != NULL) {
-        CHECK_LIST_RESULT(list, fetch_all(list, &items), SHEAF_OK);
-        CHECK_ITEMS(items, 0, list_size());
-    }
-    json_decref(items);
+    check_complete_list(list, list_size());
     sheaf_list_free(list);
     sheaf_client_free(client);
 }
