@@ -100,6 +100,32 @@ final class ListRunTests: XCTestCase {
         }
     }
 
+    func testASlowSnapshotConsumerHoldsBackTheFetching() throws {
+        let transport = ScriptedTransport()
+        let api = FakeAnchorAPI(count: 300)
+        transport.on(scriptedList) { request, _ in api.reply(request) }
+        let runBox = Shared<ListRun?>(nil)
+        let ahead = Shared(0)
+        let delivered = Shared(0)
+        let run = try scriptedClient(transport) { $0.window = 2 }.makeList(anchorList(), keepsItems: false) { snapshot in
+            Thread.sleep(forTimeInterval: 0.005)
+            delivered.update { $0 = snapshot.delta.pages }
+            let made = runBox.update { $0?.requestsMade ?? 0 }
+            ahead.update { $0 = max($0, made - snapshot.delta.pages) }
+            return true
+        }
+        runBox.update { $0 = run }
+        try run.start()
+        XCTAssertEqual(outcome(of: run), .complete)
+        XCTAssertEqual(delivered.update { $0 }, 30)
+        // Answers are instant, so without backpressure all 30 pages would be requested before
+        // the third snapshot; with it, requests stay within a few windows of the deliveries.
+        XCTAssertLessThanOrEqual(ahead.update { $0 }, 8)
+        XCTAssertEqual(run.requestsMade, 30)
+        XCTAssertEqual(run.requestsInFlight, 0)
+        runBox.update { $0 = nil }
+    }
+
     func testEveryRequestCarriesTheTokenAndAsksForJSON() throws {
         let transport = ScriptedTransport()
         let api = FakeAnchorAPI(count: 25)

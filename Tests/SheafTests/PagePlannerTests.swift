@@ -50,6 +50,25 @@ final class PagePlannerTests: XCTestCase {
         XCTAssertEqual(planner.expectedTotal, 1000)
     }
 
+    func testPagesAfterAStuckPageStopBeingFetchedTwoWindowsAhead() {
+        var planner = planner(window: 2)
+        _ = planner.start()
+        var launched = Set(planner.pageArrived(0, page(100, next: pageURL(2), total: 3000)).fetches.keys)
+        XCTAssertEqual(launched, [1, 2])
+        // Page 1 never answers; everything after it does, at once.
+        var index = 2
+        while let next = launched.subtracting([1]).min(), next == index {
+            launched.remove(next)
+            launched.formUnion(planner.pageArrived(next, page(100)).fetches.keys)
+            index += 1
+        }
+        // Held pages are bounded: nothing at or beyond page 1 + 2 × window is requested.
+        XCTAssertEqual(index, 5)
+        XCTAssertEqual(launched, [1])
+        // Once the stuck page arrives, fetching resumes.
+        XCTAssertEqual(Set(planner.pageArrived(1, page(100)).fetches.keys), [5, 6])
+    }
+
     func testThePageCountComesFromThePageSizeTheServerServedNotTheOneAskedFor() {
         // Asked for 500 per page; the server capped it to 100.
         var planner = planner()

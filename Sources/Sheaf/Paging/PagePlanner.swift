@@ -156,7 +156,9 @@ struct PagePlanner {
     private mutating func fillWindow() -> [Action] {
         guard case .parallel(let pageCount) = mode else { return [] }
         var actions: [Action] = []
-        while inFlight.count < window, nextIndex < pageCount {
+        // Pages after a slow one are held until it arrives; the horizon bounds how many (and so
+        // the memory a stuck page can cost) to twice the window.
+        while inFlight.count < window, nextIndex < pageCount, nextIndex < (inFlight.min() ?? nextIndex) + 2 * window {
             guard let url = url(forIndex: nextIndex) else {
                 return actions + fail(index: nextIndex, SheafError(.badPage, "cannot build the URL of page \(nextIndex + 1) from \(template)"))
             }

@@ -36,6 +36,10 @@ public final class ListRun: Sendable {
         var outcome: ListOutcome?
         /// How much of the kept prefix has been delivered: the prefix a caller may see.
         var deliveredPrefixBytes = 0
+        /// Snapshots queued for the callback but not yet delivered.
+        var queuedSnapshots = 0
+        /// Fetches held back while the callback is behind (at most a window of snapshots queued).
+        var heldFetches: [PageFetch] = []
     }
 
     private let client: SheafClient
@@ -156,7 +160,12 @@ public final class ListRun: Sendable {
                         }
                     }
                     state.fetches[index] = fetch
-                    toStart.append(fetch)
+                    // A slow consumer slows the fetching, rather than letting snapshots pile up.
+                    if state.queuedSnapshots >= client.configuration.window {
+                        state.heldFetches.append(fetch)
+                    } else {
+                        toStart.append(fetch)
+                    }
                 case .accept(let index), .acceptEmpty(let index):
                     let content: Page
                     if case .acceptEmpty = action {
@@ -170,6 +179,7 @@ public final class ListRun: Sendable {
                     if let delta = state.assembler.add(index, content) {
                         let snapshot = Snapshot(delta: delta, expectedItems: state.planner.expectedTotal,
                                                 expectedPages: state.planner.expectedPages)
+                        state.queuedSnapshots += 1
                         delivery.async { [self] in deliver(snapshot) }
                     }
                     if state.assembler.reachedLimit {
@@ -216,6 +226,7 @@ public final class ListRun: Sendable {
 
     private func cancelAll(_ state: inout State) -> [PageFetch] {
         _ = state.planner.stop()
+        state.heldFetches.removeAll()
         defer { state.fetches.removeAll() }
         return Array(state.fetches.values)
     }
@@ -238,10 +249,16 @@ public final class ListRun: Sendable {
     }
 
     private func deliver(_ snapshot: Snapshot) {
-        let silenced = state.withLock { state -> Bool in
+        let (silenced, released) = state.withLock { state -> (Bool, [PageFetch]) in
             if !state.silenced { state.deliveredPrefixBytes = snapshot.delta.prefixBytes }
-            return state.silenced
+            state.queuedSnapshots -= 1
+            var released: [PageFetch] = []
+            if state.queuedSnapshots < client.configuration.window, state.ending == nil {
+                swap(&released, &state.heldFetches)
+            }
+            return (state.silenced, released)
         }
+        released.forEach { $0.start() }
         guard !silenced, let callback = onSnapshot.withLock({ $0 }) else { return }
         let goOn = CallbackContext.run { callback(snapshot) }
         if !goOn { stop(SheafError(.stopped, "the snapshot callback asked to stop"), byCallback: true) }
