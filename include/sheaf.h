@@ -214,8 +214,9 @@ SHEAF_API sheaf_result sheaf_client_set_option(sheaf_client *client, sheaf_optio
                                                int64_t value);
 
 /**
- * Replaces the HTTP backend with `transport` (NULL restores libcurl). `user_data` is borrowed and
- * must stay valid until every request handed to the transport has been answered.
+ * Replaces the HTTP backend with `transport` (NULL restores libcurl) for lists started from now
+ * on; a running list keeps the transport and `user_data` it started with. `user_data` is borrowed
+ * and must stay valid until every request handed to the transport has been answered.
  */
 SHEAF_API sheaf_result sheaf_client_set_transport(sheaf_client *client,
                                                   sheaf_transport_fn transport, void *user_data);

@@ -100,6 +100,21 @@ final class ListRunTests: XCTestCase {
         }
     }
 
+    func testPagesFinishingAtTheSameMomentNeverLoseTheirItems() throws {
+        // Regression: a page's planning and its assembly once took the lock twice, so the last
+        // page could end the list between another page's decision and its items being added.
+        let transport = ScriptedTransport()
+        let api = FakeAnchorAPI(count: 200)
+        transport.on(scriptedList) { request, _ in api.reply(request).after(0) }
+        let client = try scriptedClient(transport) { $0.window = 8 }
+        for attempt in 0..<150 {
+            let run = try client.makeList(anchorList(pageSize: 10))
+            try run.start()
+            XCTAssertEqual(outcome(of: run), .complete, "attempt \(attempt)")
+            XCTAssertEqual(itemIDs(run.prefixJSON()), Array(0..<200), "attempt \(attempt)")
+        }
+    }
+
     func testASlowSnapshotConsumerHoldsBackTheFetching() throws {
         let transport = ScriptedTransport()
         let api = FakeAnchorAPI(count: 300)

@@ -74,13 +74,12 @@ public final class ListRun: Sendable {
 
     /// Starts fetching; returns at once. A run starts once.
     public func start() throws(SheafError) {
-        let actions = try state.withLock { (state) throws(SheafError) -> [PagePlanner.Action] in
+        try state.withLock { (state) throws(SheafError) in
             guard !state.started else { throw SheafError(.state, "the list has already been started") }
             state.started = true
             done.enter()
-            return state.planner.start()
         }
-        perform(actions, page: nil)
+        perform(page: nil) { $0.planner.start() }
     }
 
     /// Blocks until the run has finished and every snapshot callback has returned.
@@ -129,21 +128,22 @@ public final class ListRun: Sendable {
         } catch {
             return pageFailed(index, error)
         }
-        let actions = state.withLock { $0.ending == nil ? $0.planner.pageArrived(index, page) : [] }
-        perform(actions, page: (index, page))
+        perform(page: (index, page)) { $0.planner.pageArrived(index, page) }
     }
 
     private func pageFailed(_ index: Int, _ error: SheafError) {
-        let actions = state.withLock { $0.ending == nil ? $0.planner.pageFailed(index, error) : [] }
-        perform(actions, page: (index, .empty))
+        perform(page: (index, .empty)) { $0.planner.pageFailed(index, error) }
     }
 
-    /// Carries out the planner's actions: assembly and endings under the lock, I/O outside it.
-    private func perform(_ actions: [PagePlanner.Action], page: (index: Int, page: Page)?) {
+    /// Asks the planner (through `decide`) and carries out its actions: planning, assembly and
+    /// endings under one hold of the lock — so no other page's ending can slip in between a
+    /// decision and its effect — and I/O outside it.
+    private func perform(page: (index: Int, page: Page)?, _ decide: (inout State) -> [PagePlanner.Action]) {
         var toStart: [PageFetch] = []
         var toCancel: [PageFetch] = []
         state.withLock { state in
-            for action in actions {
+            guard state.ending == nil else { return }
+            for action in decide(&state) {
                 switch action {
                 case .fetch(let index, let url):
                     guard state.ending == nil else { continue }
