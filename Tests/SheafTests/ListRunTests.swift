@@ -643,6 +643,10 @@ final class ListRunTests: XCTestCase {
         }
         try run.start()
         XCTAssertEqual(firstSnapshot.wait(timeout: .now() + 5), .success)
+        // The snapshot may be delivered before pages 2-4 reach the transport: wait until they have.
+        let deadline = Date().addingTimeInterval(5)
+        while transport.outstanding < 3, Date() < deadline { Thread.sleep(forTimeInterval: 0.001) }
+        XCTAssertEqual(transport.outstanding, 3)
         run.cancel()
         let result = outcome(of: run)
         XCTAssertEqual(result?.error?.code, .cancelled)
