@@ -1,0 +1,68 @@
+"""Sheaf: every item of a paginated REST list, in one call or as a stream of growing snapshots.
+
+    import sheaf
+
+    with sheaf.Client("https://api.example.com", token) as client:
+        things = client.fetch_all("/v1/things", items="/items", next="/next_page",
+                                  total="/total", page_param="page", id="/id")
+        for snapshot in client.stream("/v1/things", shape="anchor"):
+            print(snapshot.item_count, "of", snapshot.expected_items)
+
+The work is done by libsheaf.so (a C library with a Swift core), loaded with ctypes from, in order:
+``$SHEAF_LIBRARY_PATH`` (a file), the package's own ``lib/``, the source tree's ``build/lib/``.
+"""
+
+from __future__ import annotations
+
+from . import _ffi
+from ._run import live_runs as _live_runs  # noqa: F401 - for tests
+from .client import SHAPES, Client, Query
+from .errors import (
+    DecodingError,
+    Error,
+    HTTPError,
+    IncompleteError,
+    InternalError,
+    PolicyError,
+    Result,
+    StoppedError,
+    TransportError,
+    UsageError,
+)
+from .snapshot import Snapshot
+from .stream import SnapshotStream
+from .transport import Transport
+
+#: The version of this package.
+__version__ = "0.1.0"
+
+#: The file libsheaf.so was loaded from.
+library_path: str = _ffi.library_path
+
+
+def library_version() -> str:
+    """The version of the loaded libsheaf.so, "MAJOR.MINOR.PATCH"."""
+    return _ffi.decode(_ffi.lib.sheaf_version_string())
+
+
+__all__ = [
+    "Client",
+    "Snapshot",
+    "SnapshotStream",
+    "Transport",
+    "Query",
+    "SHAPES",
+    "Result",
+    "Error",
+    "HTTPError",
+    "TransportError",
+    "DecodingError",
+    "IncompleteError",
+    "PolicyError",
+    "StoppedError",
+    "UsageError",
+    "InternalError",
+    "library_path",
+    "library_version",
+    "__version__",
+]

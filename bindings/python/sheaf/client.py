@@ -1,0 +1,310 @@
+"""The client: a base URL, credentials, a transport and policies; lists are fetched through it."""
+
+from __future__ import annotations
+
+import math
+import threading
+from ctypes import byref
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
+
+from . import _ffi
+from ._ffi import lib
+from ._run import ListRun
+from .errors import Error, Result, UsageError, error_for
+from .stream import SnapshotStream
+from .transport import Transport
+
+#: Query parameters: a mapping (a list or tuple value repeats the parameter) or (name, value) pairs.
+Query = Union[Mapping[str, Any], Sequence[Tuple[str, Any]]]
+
+#: Presets for ``shape=``: the list options of two common response shapes. Explicit options win.
+#: ``size_param`` is sent only when ``page_size`` is given.
+SHAPES: Dict[str, Dict[str, str]] = {
+    # {"items": [...], "next_page": url|null, "total": n}, ?page=N&per_page=S
+    "anchor": {"items": "/items", "next": "/next_page", "total": "/total",
+               "page_param": "page", "size_param": "per_page"},
+    # Django REST framework: {"count": n, "next": url|null, "previous": ..., "results": [...]}
+    "drf": {"items": "/results", "next": "/next", "total": "/count",
+            "page_param": "page", "size_param": "page_size"},
+}
+
+
+class Client:
+    """A client of one paginated REST API: its base URL, bearer token, transport and policies.
+
+    Args:
+        base_url: absolute http(s) URL; list paths are resolved against it.
+        token: bearer token, sent as ``Authorization: Bearer <token>`` only to the base URL's
+            origin (scheme, host, port); None sends no Authorization header.
+        concurrency: pages in flight at once, 1..64 (the window).
+        max_pages: page cap per list; a longer walk fails with PolicyError.
+        max_body_bytes: body cap per response; a larger body fails with DecodingError.
+        max_attempts: attempts per request including the first, 1..100.
+        retry_base: backoff base in seconds (exponential with full jitter).
+        retry_max: cap of a backoff or of a server's Retry-After, in seconds.
+        timeout: whole-request timeout in seconds; None for none.
+        connect_timeout: connect timeout in seconds; None for the transport's default.
+        max_redirects: redirects followed per request, 0..50.
+        transport: a Python callable performing the HTTP exchanges instead of libcurl (see
+            :mod:`sheaf.transport`); None for libcurl.
+
+    Raises:
+        UsageError: a malformed base URL or an option out of range.
+
+    A client may be shared by threads and run several lists at once. Use it as a context manager
+    or call :meth:`close`; lists already running keep what they need.
+    """
+
+    def __init__(self, base_url: str, token: Optional[str] = None, *, concurrency: int = 8,
+                 max_pages: int = 10000, max_body_bytes: int = 64 << 20, max_attempts: int = 4,
+                 retry_base: float = 0.1, retry_max: float = 30.0, timeout: Optional[float] = 30.0,
+                 connect_timeout: Optional[float] = 10.0, max_redirects: int = 10,
+                 transport: Optional[Transport] = None) -> None:
+        self._handle: Optional[_ffi.ClientHandle] = None
+        # Held while a list starts (its transport is set just before) and while closing, so the
+        # handle is never freed between the two.
+        self._lock = threading.Lock()
+        if not isinstance(base_url, str):
+            raise UsageError(Result.INVALID_ARGUMENT, f"base_url must be a str, not {type(base_url).__name__}")
+        if token is not None and not isinstance(token, str):
+            raise UsageError(Result.INVALID_ARGUMENT, "token must be a str or None")
+        if transport is not None and not callable(transport):
+            raise UsageError(Result.INVALID_ARGUMENT, "transport must be a callable (see sheaf.transport)")
+        self.base_url = base_url
+        self.transport = transport
+        handle = _ffi.ClientHandle()
+        result = lib.sheaf_client_new(byref(handle), _ffi.encode(base_url), _ffi.encode(token))
+        if result != _ffi.SHEAF_OK:
+            # No client exists to hold a message; the token is deliberately not repeated.
+            raise error_for(result, f"cannot create a client for {base_url!r}: {_ffi.result_text(result)}")
+        self._handle = handle
+        try:
+            options = (
+                (_ffi.SHEAF_OPT_WINDOW, "concurrency", _whole(concurrency, "concurrency")),
+                (_ffi.SHEAF_OPT_MAX_PAGES, "max_pages", _whole(max_pages, "max_pages")),
+                (_ffi.SHEAF_OPT_MAX_BODY_BYTES, "max_body_bytes", _whole(max_body_bytes, "max_body_bytes")),
+                (_ffi.SHEAF_OPT_MAX_ATTEMPTS, "max_attempts", _whole(max_attempts, "max_attempts")),
+                (_ffi.SHEAF_OPT_RETRY_BASE_MS, "retry_base", _milliseconds(retry_base, "retry_base")),
+                (_ffi.SHEAF_OPT_RETRY_MAX_MS, "retry_max", _milliseconds(retry_max, "retry_max")),
+                (_ffi.SHEAF_OPT_TIMEOUT_MS, "timeout", _milliseconds(timeout, "timeout")),
+                (_ffi.SHEAF_OPT_CONNECT_TIMEOUT_MS, "connect_timeout",
+                 _milliseconds(connect_timeout, "connect_timeout")),
+                (_ffi.SHEAF_OPT_MAX_REDIRECTS, "max_redirects", _whole(max_redirects, "max_redirects")),
+            )
+            for option, name, value in options:
+                try:
+                    lib.sheaf_client_set_option(handle, option, value)
+                except Error as error:
+                    error.message = f"{name}={value!r}: {error.message}"
+                    error.args = (error.message,)
+                    raise
+        except BaseException:
+            self.close()
+            raise
+
+    # ---- lifetime ---------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Frees the client. Idempotent; lists already running finish unaffected."""
+        with self._lock:
+            handle, self._handle = self._handle, None
+        if handle is not None:
+            lib.sheaf_client_free(handle)
+
+    @property
+    def closed(self) -> bool:
+        """True once :meth:`close` has been called."""
+        return self._handle is None
+
+    def __enter__(self) -> "Client":
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:  # noqa: BLE001 - a finaliser must not raise (e.g. at interpreter exit)
+            pass
+
+    def __repr__(self) -> str:
+        state = "closed" if self.closed else "open"
+        return f"<sheaf.Client {self.base_url!r} {state}>"  # never the token
+
+    def _start(self, run: ListRun) -> None:
+        """Starts `run`'s list; with a Python transport, first makes `run` its user_data."""
+        with self._lock:
+            if self._handle is None:
+                raise UsageError(Result.STATE, "the client was closed before the list started")
+            run.start_locked(self._handle, self.transport)
+
+    # ---- lists ------------------------------------------------------------------------------
+
+    def fetch_all(self, path: str, *, items: Optional[str] = None, next: Optional[str] = None,
+                  total: Optional[str] = None, id: Optional[str] = None, page_param: Optional[str] = None,
+                  first_page: int = 1, size_param: Optional[str] = None, page_size: Optional[int] = None,
+                  query: Optional[Query] = None, max_items: Optional[int] = None,
+                  shape: Optional[str] = None) -> List[Any]:
+        """Fetches every item of the list at `path`, in order, de-duplicated by `id`.
+
+        Args:
+            path: the list's path (resolved against the base URL; may carry a query).
+            items: JSON pointer (RFC 6901) to the items array in each page; None or "" when the
+                body itself is the array.
+            next: JSON pointer to the next page's URL (absolute or relative; null at the end).
+            total: JSON pointer to the total item count.
+            id: JSON pointer, inside each item, to the identity that de-duplicates items.
+            page_param: query parameter addressing page k directly (e.g. "page"); with `total`,
+                pages are fetched concurrently.
+            first_page: number of the first page (0 or 1, usually).
+            size_param: query parameter carrying `page_size` (sent only when page_size is given).
+            page_size: page size to ask for.
+            query: extra query parameters for every page request.
+            max_items: stop after this many items (None or 0: no limit); not a failure.
+            shape: "anchor" or "drf": preset values for the options above (see ``SHAPES``);
+                options given explicitly win.
+
+        Returns:
+            Every item, decoded from JSON.
+
+        Raises:
+            Error: a subclass for the failure, whose ``items`` holds the items delivered before
+                it; or the exception a Python transport raised, with its traceback.
+        """
+        run = self._new_run(path, dict(items=items, next=next, total=total, id=id, page_param=page_param,
+                                       first_page=first_page, size_param=size_param, page_size=page_size,
+                                       query=query, max_items=max_items, shape=shape), streaming=False)
+        try:
+            run.start()
+            run.wait()
+            delivered = run.prefix()
+        finally:
+            run.close()   # also on Ctrl-C: cancels what is in flight
+        run.raise_outcome(delivered)
+        return delivered
+
+    def stream(self, path: str, *, items: Optional[str] = None, next: Optional[str] = None,
+               total: Optional[str] = None, id: Optional[str] = None, page_param: Optional[str] = None,
+               first_page: int = 1, size_param: Optional[str] = None, page_size: Optional[int] = None,
+               query: Optional[Query] = None, max_items: Optional[int] = None,
+               shape: Optional[str] = None) -> SnapshotStream:
+        """Streams the list at `path` as snapshots: growing, ordered prefixes, one delta each.
+
+        Takes the same options as :meth:`fetch_all` (checked now: a bad option raises
+        UsageError here). The list starts at the first ``next()``; the items are not kept.
+
+        Returns:
+            A :class:`SnapshotStream` of :class:`Snapshot`. Breaking out of the loop, ``close()``
+            or leaving its ``with`` block stops the list and cancels what is in flight; at the
+            end the failure, if any, is raised as in :meth:`fetch_all` (``items`` then empty).
+        """
+        run = self._new_run(path, dict(items=items, next=next, total=total, id=id, page_param=page_param,
+                                       first_page=first_page, size_param=size_param, page_size=page_size,
+                                       query=query, max_items=max_items, shape=shape), streaming=True)
+        return SnapshotStream(run)
+
+    def _new_run(self, path: str, options: Dict[str, Any], streaming: bool) -> ListRun:
+        handle_of_client = self._handle
+        if handle_of_client is None:
+            raise UsageError(Result.STATE, "the client is closed")
+        if not isinstance(path, str):
+            raise UsageError(Result.INVALID_ARGUMENT, f"path must be a str, not {type(path).__name__}")
+        handle = _ffi.ListHandle()
+        lib.sheaf_list_new(byref(handle), handle_of_client, _ffi.encode(path))
+        run = ListRun(handle, self, streaming)
+        try:
+            _describe(handle, **options)
+            if streaming:
+                lib.sheaf_list_set_keep_items(handle, 0)
+        except BaseException:
+            run.close()
+            raise
+        return run
+
+
+# ---- describing a list ------------------------------------------------------------------------
+
+def _describe(handle: _ffi.ListHandle, *, items: Optional[str], next: Optional[str], total: Optional[str],
+              id: Optional[str], page_param: Optional[str], first_page: int, size_param: Optional[str],
+              page_size: Optional[int], query: Optional[Query], max_items: Optional[int],
+              shape: Optional[str]) -> None:
+    """Applies the list options to a new C list (each setter raises UsageError on a bad value)."""
+    if shape is not None:
+        preset = SHAPES.get(shape)
+        if preset is None:
+            raise UsageError(Result.INVALID_ARGUMENT,
+                             f"unknown shape {shape!r}; known shapes: {', '.join(sorted(SHAPES))}")
+        items = preset["items"] if items is None else items
+        next = preset["next"] if next is None else next
+        total = preset["total"] if total is None else total
+        page_param = preset["page_param"] if page_param is None else page_param
+        if size_param is None and page_size is not None:
+            size_param = preset["size_param"]
+    for name, value in (("items", items), ("next", next), ("total", total), ("id", id),
+                        ("page_param", page_param), ("size_param", size_param)):
+        if value is not None and not isinstance(value, str):
+            raise UsageError(Result.INVALID_ARGUMENT, f"{name} must be a str, not {type(value).__name__}")
+    for key, value in _query_pairs(query):
+        lib.sheaf_list_add_query(handle, _ffi.encode(key), _ffi.encode(value))
+    lib.sheaf_list_set_items(handle, _ffi.encode(items or ""))
+    if page_param is not None:
+        lib.sheaf_list_set_page_number(handle, _ffi.encode(page_param), _whole(first_page, "first_page", 32),
+                                       _ffi.encode(size_param),
+                                       0 if page_size is None else _whole(page_size, "page_size", 32))
+    elif size_param is not None or page_size is not None:
+        raise UsageError(Result.INVALID_ARGUMENT, "size_param and page_size need page_param")
+    if next is not None:
+        lib.sheaf_list_set_next(handle, _ffi.SHEAF_NEXT_BODY_POINTER, _ffi.encode(next))
+    if total is not None:
+        lib.sheaf_list_set_total(handle, _ffi.SHEAF_TOTAL_BODY_POINTER, _ffi.encode(total))
+    if id is not None:
+        lib.sheaf_list_set_identity(handle, _ffi.encode(id))
+    if max_items is not None:
+        lib.sheaf_list_set_max_items(handle, _whole(max_items, "max_items"))
+
+
+def _query_pairs(query: Optional[Query]) -> List[Tuple[str, str]]:
+    """Every query parameter as (name, value) text; a list or tuple value repeats the name."""
+    if query is None:
+        return []
+    pairs: Iterable[Any] = query.items() if isinstance(query, Mapping) else query
+    out: List[Tuple[str, str]] = []
+    for pair in pairs:
+        try:
+            key, value = pair
+        except (TypeError, ValueError):
+            raise UsageError(Result.INVALID_ARGUMENT,
+                             f"query must be a mapping or (name, value) pairs, not {pair!r}") from None
+        for one in value if isinstance(value, (list, tuple)) else [value]:
+            out.append((str(key), _query_text(one)))
+    return out
+
+
+def _query_text(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def _whole(value: Any, name: str, bits: int = 64) -> int:
+    """An int argument, checked to fit the C type (ctypes would silently wrap it)."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise UsageError(Result.INVALID_ARGUMENT, f"{name} must be an int, not {type(value).__name__}")
+    if not -(1 << (bits - 1)) <= value < 1 << (bits - 1):
+        raise UsageError(Result.INVALID_ARGUMENT, f"{name} is out of range: {value}")
+    return value
+
+
+def _milliseconds(seconds: Optional[float], name: str) -> int:
+    """Seconds (None: 0, meaning none or the default) as whole milliseconds, rounded up."""
+    if seconds is None:
+        return 0
+    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or math.isnan(seconds):
+        raise UsageError(Result.INVALID_ARGUMENT, f"{name} must be a number of seconds, not {seconds!r}")
+    if math.isinf(seconds) or seconds > 2**53 / 1000:
+        raise UsageError(Result.INVALID_ARGUMENT, f"{name} is out of range: {seconds!r}")
+    return math.ceil(seconds * 1000) if seconds > 0 else int(seconds * 1000)
+
+
+__all__ = ["Client", "Query", "SHAPES"]

@@ -1,0 +1,187 @@
+"""Sheaf's exceptions: one base class, one subclass per family of result codes.
+
+Every failure of the C library is an :class:`Error` carrying the result code (``code``), the
+library's message for it (``message``) and, for a list, the items that arrived before the failure
+(``items``). The families:
+
+============================  =======================================================
+class                         result codes
+============================  =======================================================
+:class:`HTTPError`            SHEAF_E_HTTP (after retries); ``status`` and ``body``
+:class:`TransportError`       SHEAF_E_TRANSPORT: timeout, connect, DNS, TLS (after retries)
+:class:`DecodingError`        SHEAF_E_BAD_PAGE, SHEAF_E_BODY_TOO_LARGE
+:class:`IncompleteError`      SHEAF_E_INCOMPLETE (a :class:`DecodingError`, see there)
+:class:`PolicyError`          SHEAF_E_CROSS_ORIGIN, SHEAF_E_LOOP, SHEAF_E_PAGE_LIMIT
+:class:`StoppedError`         SHEAF_E_STOPPED, SHEAF_E_CANCELLED
+:class:`UsageError`           SHEAF_E_INVALID_ARGUMENT, SHEAF_E_UNSUPPORTED, SHEAF_E_STATE,
+                              SHEAF_E_REENTRANT (also a :class:`ValueError`)
+:class:`InternalError`        SHEAF_E_INTERNAL (a bug in Sheaf)
+============================  =======================================================
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import Any, Dict, List, Optional, Type
+
+from . import _ffi
+
+
+class Result(enum.IntEnum):
+    """The C library's ``sheaf_result`` codes (stable, append-only)."""
+
+    OK = _ffi.SHEAF_OK
+    LIMIT_REACHED = _ffi.SHEAF_LIMIT_REACHED
+    INVALID_ARGUMENT = _ffi.SHEAF_E_INVALID_ARGUMENT
+    UNSUPPORTED = _ffi.SHEAF_E_UNSUPPORTED
+    STATE = _ffi.SHEAF_E_STATE
+    REENTRANT = _ffi.SHEAF_E_REENTRANT
+    HTTP = _ffi.SHEAF_E_HTTP
+    TRANSPORT = _ffi.SHEAF_E_TRANSPORT
+    BAD_PAGE = _ffi.SHEAF_E_BAD_PAGE
+    INCOMPLETE = _ffi.SHEAF_E_INCOMPLETE
+    LOOP = _ffi.SHEAF_E_LOOP
+    PAGE_LIMIT = _ffi.SHEAF_E_PAGE_LIMIT
+    BODY_TOO_LARGE = _ffi.SHEAF_E_BODY_TOO_LARGE
+    CROSS_ORIGIN = _ffi.SHEAF_E_CROSS_ORIGIN
+    STOPPED = _ffi.SHEAF_E_STOPPED
+    CANCELLED = _ffi.SHEAF_E_CANCELLED
+    INTERNAL = _ffi.SHEAF_E_INTERNAL
+
+    @property
+    def is_success(self) -> bool:
+        """True for OK and LIMIT_REACHED."""
+        return self in (Result.OK, Result.LIMIT_REACHED)
+
+
+class Error(Exception):
+    """A failure reported by the Sheaf library.
+
+    Attributes:
+        code: the ``sheaf_result`` (a :class:`Result` when the code is known, else a plain int).
+        message: the library's message (URL, status, JSON location...); never contains the token.
+        items: for a failed list, the items delivered before the failure, in order (a list); empty
+            for a stream, whose items were already yielded, and for failures outside a list run.
+    """
+
+    code: int
+    message: str
+    items: List[Any]
+
+    def __init__(self, code: int, message: str = "", *, items: Optional[List[Any]] = None) -> None:
+        try:
+            code = Result(code)
+        except ValueError:
+            pass
+        self.code = code
+        self.message = message or _ffi.result_text(int(code))
+        self.items = [] if items is None else items
+        super().__init__(self.message)
+
+    def __str__(self) -> str:
+        return self.message
+
+    def __repr__(self) -> str:
+        name = self.code.name if isinstance(self.code, Result) else str(int(self.code))
+        return f"{type(self).__name__}({name}, {self.message!r}, items=<{len(self.items)} items>)"
+
+    def __reduce__(self) -> Any:
+        # The constructor takes more than Exception.args: pickle (multiprocessing) rebuilds it.
+        return (_rebuild, (type(self), int(self.code), self.message, self.items, self.__dict__.copy()))
+
+
+class HTTPError(Error):
+    """The server answered with a failing HTTP status (after retries).
+
+    Attributes:
+        status: the HTTP status code.
+        body: the start of the failing response body (at most 1 KiB of text).
+    """
+
+    status: int
+    body: str
+
+    def __init__(self, code: int, message: str = "", *, items: Optional[List[Any]] = None,
+                 status: int = 0, body: str = "") -> None:
+        super().__init__(code, message, items=items)
+        self.status = status
+        self.body = body
+
+
+class TransportError(Error):
+    """A request failed below HTTP (timeout, connection, DNS, TLS), after retries."""
+
+
+class DecodingError(Error):
+    """The server's pages do not form the list described: a page is not JSON, the items / next
+    link / total are not where the list says, or a body exceeds the body cap."""
+
+
+class IncompleteError(DecodingError):
+    """Every page arrived, but the items disagree with the server's total.
+
+    A subclass of :class:`DecodingError` on purpose: both mean that what the server sent does not
+    add up to the list it describes (as opposed to a failed exchange or a refusal by policy), and a
+    caller catching "the server's data is wrong" wants both. ``items`` holds every item that did
+    arrive.
+    """
+
+
+class PolicyError(Error):
+    """Sheaf refused to go on: a next link leaves the origin (or goes from https to http), repeats
+    a URL already fetched, or the walk needs more pages than the page cap allows."""
+
+
+class StoppedError(Error):
+    """The list was stopped before its end: by a snapshot callback or by a cancel."""
+
+
+class UsageError(Error, ValueError):
+    """The call itself was wrong: a bad argument or option, an unsupported feature, a handle in
+    the wrong state, or a blocking call from inside a callback."""
+
+
+class InternalError(Error):
+    """A bug in Sheaf; the message says where."""
+
+
+#: The one table from result codes to exception classes.
+ERROR_CLASSES: Dict[int, Type[Error]] = {
+    Result.INVALID_ARGUMENT: UsageError,
+    Result.UNSUPPORTED: UsageError,
+    Result.STATE: UsageError,
+    Result.REENTRANT: UsageError,
+    Result.HTTP: HTTPError,
+    Result.TRANSPORT: TransportError,
+    Result.BAD_PAGE: DecodingError,
+    Result.BODY_TOO_LARGE: DecodingError,
+    Result.INCOMPLETE: IncompleteError,
+    Result.LOOP: PolicyError,
+    Result.PAGE_LIMIT: PolicyError,
+    Result.CROSS_ORIGIN: PolicyError,
+    Result.STOPPED: StoppedError,
+    Result.CANCELLED: StoppedError,
+    Result.INTERNAL: InternalError,
+}
+
+
+def _rebuild(cls: Type[Error], code: int, message: str, items: List[Any], state: Dict[str, Any]) -> Error:
+    error = cls.__new__(cls)
+    Error.__init__(error, code, message, items=items)
+    error.__dict__.update(state)
+    return error
+
+
+def error_for(code: int, message: str = "", *, items: Optional[List[Any]] = None,
+              status: int = 0, body: str = "") -> Error:
+    """The exception for a failing result code (unknown codes get the base class)."""
+    cls = ERROR_CLASSES.get(code, Error)
+    if cls is HTTPError:
+        return HTTPError(code, message, items=items, status=status, body=body)
+    return cls(code, message, items=items)
+
+
+__all__ = [
+    "Result", "Error", "HTTPError", "TransportError", "DecodingError", "IncompleteError",
+    "PolicyError", "StoppedError", "UsageError", "InternalError", "ERROR_CLASSES", "error_for",
+]

@@ -1,0 +1,51 @@
+"""What one snapshot of a streamed list adds, with the counts so far."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, List, Optional
+
+
+@dataclass(frozen=True, repr=False)
+class Snapshot:
+    """One step of a streamed list: the items it added and where the list stands.
+
+    Snapshots arrive in list order, each extending the last: concatenating every ``items`` gives
+    the whole list, as ``Client.fetch_all`` would return it. The first snapshot is page one.
+
+    Attributes:
+        items: the items this snapshot added (the delta), decoded from JSON, in order.
+        item_count: items delivered so far, this snapshot's included (after de-duplication).
+        page_count: pages delivered so far.
+        expected_items: the server's total, or None when the list does not report one.
+        expected_pages: the pages the plan expects, or None when unknown.
+        requests_in_flight: requests of the list waiting for an answer when the snapshot was made.
+        requests_made: requests the list had sent by then, retries and redirects included.
+    """
+
+    items: List[Any]
+    item_count: int
+    page_count: int
+    expected_items: Optional[int]
+    expected_pages: Optional[int]
+    requests_in_flight: int
+    requests_made: int
+
+    def __repr__(self) -> str:
+        expected = "?" if self.expected_items is None else str(self.expected_items)
+        pages = "?" if self.expected_pages is None else str(self.expected_pages)
+        return (f"Snapshot(+{len(self.items)} items, {self.item_count} of {expected} items, "
+                f"{self.page_count} of {pages} pages, {self.requests_in_flight} in flight, "
+                f"{self.requests_made} requests made)")
+
+    @property
+    def fraction_done(self) -> Optional[float]:
+        """item_count / expected_items (capped at 1.0), or None when the total is unknown."""
+        if self.expected_items is None:
+            return None
+        if self.expected_items == 0:
+            return 1.0
+        return min(1.0, self.item_count / self.expected_items)
+
+
+__all__ = ["Snapshot"]

@@ -1,0 +1,79 @@
+"""A streamed list: an iterator of snapshots that owns the running C list."""
+
+from __future__ import annotations
+
+from typing import Generator, Iterator, Optional
+
+from ._run import _END, ListRun
+from .snapshot import Snapshot
+
+
+class SnapshotStream(Iterator[Snapshot]):
+    """The snapshots of one list, in order, as they arrive (what ``Client.stream`` returns).
+
+    The list starts at the first ``next()``. Each snapshot's ``items`` is the delta; the stream
+    keeps nothing, so memory stays bounded by the window, not by the list. When the list ends it
+    raises the failure, if any: a :class:`sheaf.Error` subclass (with empty ``items``: they were
+    already yielded), or the exception a Python transport raised, with its traceback.
+
+    Leaving early stops the list and abandons its in-flight requests: breaking out of a ``for``
+    loop (the stream is then released), ``close()``, or leaving a ``with`` block.
+    ``cancel()`` may be called from any thread; iteration then ends with
+    :class:`sheaf.StoppedError` (code CANCELLED).
+    """
+
+    def __init__(self, run: ListRun) -> None:
+        self._run: Optional[ListRun] = run
+        self._snapshots = self._generate(run)
+
+    @staticmethod
+    def _generate(run: ListRun) -> Generator[Snapshot, None, None]:
+        try:
+            run.start()
+            while True:
+                snapshot = run.next_snapshot()
+                if snapshot is _END:
+                    break
+                yield snapshot
+            run.wait()
+            run.raise_outcome([])
+        finally:
+            run.close()
+
+    def __iter__(self) -> "SnapshotStream":
+        return self
+
+    def __next__(self) -> Snapshot:
+        return next(self._snapshots)
+
+    def cancel(self) -> None:
+        """Asks the list to stop; callable from any thread. Iteration ends with StoppedError."""
+        run = self._run
+        if run is not None:
+            run.cancel()
+
+    def close(self) -> None:
+        """Stops the list if it still runs, cancels what is in flight, frees it. Idempotent.
+
+        Call it from the thread that iterates (or after iterating); from any other thread, use
+        :meth:`cancel`.
+        """
+        run, self._run = self._run, None
+        self._snapshots.close()   # runs the generator's cleanup when it had started
+        if run is not None:
+            run.close()           # and when it had not
+
+    def __enter__(self) -> "SnapshotStream":
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:  # noqa: BLE001 - a finaliser must not raise
+            pass
+
+
+__all__ = ["SnapshotStream"]

@@ -1,0 +1,86 @@
+"""Shared fixtures: the loopback test API server (Tests/server/api_server.py) run in-process.
+
+The package is imported from this source tree (bindings/python); the library from
+$SHEAF_LIBRARY_PATH when set (CTest sets it), else from the build tree.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any, Dict, Iterator, List
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[3]
+sys.path.insert(0, str(REPO / "bindings" / "python"))
+sys.path.insert(0, str(REPO / "Tests" / "server"))
+
+from api_server import APIServer, start_server  # noqa: E402
+
+TOKEN = "sheaf-python-token-5d1e"
+
+
+def _start() -> APIServer:
+    server, _thread = start_server(port=0)
+    return server
+
+
+def _fresh(server: APIServer) -> APIServer:
+    """Waits (bounded) for earlier tests' requests to leave the server, then clears its state."""
+    deadline = time.monotonic() + 15
+    while server.state.snapshot()["in_flight"] and time.monotonic() < deadline:
+        time.sleep(0.01)
+    server.state.reset()
+    return server
+
+
+@pytest.fixture(scope="session")
+def _api_session() -> Iterator[APIServer]:
+    server = _start()
+    yield server
+    server.shutdown_and_close()
+
+
+@pytest.fixture(scope="session")
+def _other_session() -> Iterator[APIServer]:
+    server = _start()
+    yield server
+    server.shutdown_and_close()
+
+
+@pytest.fixture
+def api(_api_session: APIServer) -> APIServer:
+    """The test API server, its counters and request log cleared for this test."""
+    return _fresh(_api_session)
+
+
+@pytest.fixture
+def other_api(_other_session: APIServer) -> APIServer:
+    """A second server: another origin (a different port)."""
+    return _fresh(_other_session)
+
+
+def stats(server: APIServer) -> Dict[str, Any]:
+    """The server's /_stats: requests, max_in_flight, in_flight and the request log."""
+    with urllib.request.urlopen(f"{server.base_url}/_stats", timeout=10) as response:
+        return json.load(response)
+
+
+def expected_items(n: int, start: int = 0) -> List[Dict[str, Any]]:
+    """Items start..n-1 as the server makes them."""
+    return [{"id": i, "name": f"item-{i}"} for i in range(start, n)]
+
+
+def walk(server: APIServer, path: str, items_key: str, next_key: str) -> List[Any]:
+    """The list as the server serves it, walked page by page with urllib (not Sheaf)."""
+    url, out = f"{server.base_url}{path}", []
+    while url:
+        with urllib.request.urlopen(url, timeout=10) as response:
+            page = json.load(response)
+        out.extend(page[items_key])
+        url = page.get(next_key)
+    return out

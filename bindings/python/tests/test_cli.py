@@ -1,0 +1,580 @@
+"""Tests of the `sheaf` command-line tool (python3 -m sheaf get ...), run as a subprocess against
+the loopback test API (Tests/server/api_server.py) started in this process.
+
+    SHEAF_LIBRARY_PATH=build/lib/libsheaf.so.0 python3 -m pytest bindings/python/tests/test_cli.py
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import pty
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import termios
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[3]
+PYTHON_DIR = REPO / "bindings" / "python"
+LIBRARY = os.environ.get("SHEAF_LIBRARY_PATH") or str(REPO / "build" / "lib" / "libsheaf.so.0")
+
+sys.path.insert(0, str(REPO / "Tests" / "server"))
+from api_server import start_server  # noqa: E402
+
+TOKEN = "tok-Secret-7f3a9c1d"
+OPTIONS = ["--token", "--shape", "--items", "--next", "--total", "--id", "--page-param",
+           "--first-page", "--size-param", "--page-size", "--concurrency", "--max-items",
+           "--max-pages", "--timeout", "--max-attempts", "--format", "--output", "-o", "--quiet",
+           "--help"]
+
+
+@pytest.fixture(scope="module")
+def server():
+    srv, thread = start_server(port=0, latency_ms=0)
+    try:
+        yield srv
+    finally:
+        srv.shutdown_and_close(thread)
+
+
+@pytest.fixture
+def api(server):
+    """The server's base URL, with its counters and log reset."""
+    server.state.reset()
+    return server.base_url
+
+
+def expected(n: int, start: int = 0) -> list:
+    return [{"id": i, "name": f"item-{i}"} for i in range(start, n)]
+
+
+def cli_env(**extra) -> dict:
+    env = dict(os.environ)
+    env.pop("SHEAF_TOKEN", None)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PYTHON_DIR), env.get("PYTHONPATH")]))
+    env["SHEAF_LIBRARY_PATH"] = LIBRARY
+    env.update(extra)
+    return env
+
+
+def command(*args: str) -> list:
+    return [sys.executable, "-m", "sheaf", "get", *args]
+
+
+def run_cli(*args: str, env: dict | None = None, timeout: float = 60) -> subprocess.CompletedProcess:
+    return subprocess.run(command(*args), capture_output=True, timeout=timeout,
+                          env=env or cli_env(), cwd=REPO, stdin=subprocess.DEVNULL)
+
+
+def lines(stdout: bytes) -> list:
+    return [json.loads(line) for line in stdout.decode("utf-8").splitlines()]
+
+
+def error_line(result: subprocess.CompletedProcess) -> str:
+    """The one error line on stderr (and nothing else there)."""
+    text = result.stderr.decode("utf-8", "replace")
+    assert text.endswith("\n") and text.count("\n") == 1, text
+    assert text.startswith("sheaf: "), text
+    return text
+
+
+def closed_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+# ---- the whole list, in order ----------------------------------------------------------------
+
+def test_jsonl_with_explicit_flags_equals_the_list(api):
+    r = run_cli(f"{api}/anchor?n=237", "--items", "/items", "--next", "/next_page",
+                "--total", "/total", "--page-param", "page", "--size-param", "per_page",
+                "--page-size", "20", "--concurrency", "4", "--id", "/id")
+    assert r.returncode == 0, r.stderr
+    assert lines(r.stdout) == expected(237)
+    assert r.stdout.splitlines()[0] == b'{"id":0,"name":"item-0"}'  # compact, one per line
+    assert r.stderr == b""                                          # not a terminal: silent
+
+
+def test_the_concurrent_plan_is_used(api, server):
+    r = run_cli(f"{api}/anchor?n=400&latency_ms=30", "--shape", "anchor", "--page-size", "20",
+                "--concurrency", "6")
+    assert r.returncode == 0, r.stderr
+    assert lines(r.stdout) == expected(400)
+    stats = server.state.snapshot()
+    assert stats["requests"] == 20
+    assert stats["max_in_flight"] > 1
+
+
+@pytest.mark.parametrize("path, args, n", [
+    ("/anchor?n=321", ["--shape", "anchor", "--page-size", "25"], 321),
+    ("/anchor?n=120", ["--shape", "anchor"], 120),                       # the server's page size
+    ("/drf?n=321", ["--shape", "drf", "--page-size", "25"], 321),
+    ("/drf?n=321", ["--items", "/results", "--next", "/next", "--total", "/count",
+                    "--page-param", "page", "--size-param", "page_size", "--page-size", "40"], 321),
+    # the preset, overridden by explicit flags
+    ("/drf?n=99", ["--shape", "anchor", "--items", "/results", "--next", "/next",
+                   "--total", "/count", "--size-param", "page_size", "--page-size", "10"], 99),
+    ("/array?n=130", ["--shape", "array", "--page-size", "20"], 130),
+    ("/array?n=130&per_page=20", ["--page-param", "page"], 130),
+    ("/anchor?n=230", ["--items", "/items", "--next", "/next_page"], 230),  # next links only
+])
+def test_shapes(api, path, args, n):
+    r = run_cli(api + path, *args)
+    assert r.returncode == 0, r.stderr
+    assert lines(r.stdout) == expected(n)
+    assert r.stderr == b""
+
+
+def test_the_urls_query_is_kept_on_every_page(api, server):
+    r = run_cli(f"{api}/array?n=20&per_page=10&pad=1", "--page-param", "page", "--first-page", "1")
+    assert r.returncode == 0, r.stderr
+    assert [item["id"] for item in lines(r.stdout)] == list(range(20))
+    assert all(item["pad"] == "x" for item in lines(r.stdout))
+    paths = [entry["path"] for entry in server.state.snapshot()["log"]]
+    assert paths and all("pad=1" in p and "per_page=10" in p for p in paths)
+
+
+def test_identity_drops_repeats(api):
+    url = f"{api}/anchor?n=100&per_page=10&dup=1"
+    with_id = run_cli(url, "--items", "/items", "--next", "/next_page", "--id", "/id")
+    assert with_id.returncode == 0, with_id.stderr
+    assert lines(with_id.stdout) == expected(100)
+    without = run_cli(url, "--items", "/items", "--next", "/next_page")
+    assert without.returncode == 0, without.stderr
+    assert len(lines(without.stdout)) == 109
+
+
+def test_json_format_is_one_array(api):
+    r = run_cli(f"{api}/anchor?n=157", "--shape", "anchor", "--page-size", "20", "--format", "json")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout) == expected(157)
+    empty = run_cli(f"{api}/anchor?n=0", "--shape", "anchor", "--format", "json")
+    assert empty.returncode == 0, empty.stderr
+    assert json.loads(empty.stdout) == []
+
+
+def test_output_file(api, tmp_path):
+    target = tmp_path / "things.json"
+    r = run_cli(f"{api}/drf?n=75", "--shape", "drf", "--page-size", "10", "--format", "json",
+                "-o", str(target))
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == b""
+    assert json.loads(target.read_text()) == expected(75)
+    jsonl = tmp_path / "things.jsonl"
+    r = run_cli(f"{api}/drf?n=75", "--shape", "drf", "--output", str(jsonl))
+    assert r.returncode == 0, r.stderr
+    assert lines(jsonl.read_bytes()) == expected(75)
+
+
+def test_output_file_that_cannot_be_written(api, tmp_path):
+    r = run_cli(f"{api}/anchor?n=5", "--shape", "anchor", "-o", str(tmp_path / "no" / "such.json"))
+    assert r.returncode == 1
+    assert "no" in error_line(r)
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "json"])
+def test_max_items(api, fmt):
+    r = run_cli(f"{api}/anchor?n=1000", "--shape", "anchor", "--page-size", "20",
+                "--max-items", "30", "--format", fmt)
+    assert r.returncode == 0, r.stderr
+    items = lines(r.stdout) if fmt == "jsonl" else json.loads(r.stdout)
+    assert items == expected(30)
+    assert r.stderr == b""
+
+
+# ---- failures and exit codes -----------------------------------------------------------------
+
+def test_http_401_is_exit_3(api):
+    r = run_cli(f"{api}/status?code=401")
+    assert r.returncode == 3
+    line = error_line(r)
+    assert "401" in line
+    assert "token" in line.lower()   # the hint: no token was given
+    assert r.stdout == b""
+
+
+def test_http_500_after_retries_is_exit_3(api, server):
+    r = run_cli(f"{api}/anchor?n=100&fail=1:9:500", "--shape", "anchor", "--max-attempts", "2")
+    assert r.returncode == 3
+    assert "500" in error_line(r)
+    assert server.state.snapshot()["requests"] == 2        # --max-attempts reached the client
+
+
+def test_http_failure_later_keeps_the_items_before_it(api):
+    r = run_cli(f"{api}/anchor?n=100&per_page=10&fail=3:9:503", "--items", "/items",
+                "--next", "/next_page", "--max-attempts", "1")
+    assert r.returncode == 3
+    assert "503" in error_line(r)
+    assert lines(r.stdout) == expected(20)                  # pages 1 and 2, then the failure
+    # and as JSON, the array is still closed
+    r = run_cli(f"{api}/anchor?n=100&per_page=10&fail=3:9:503", "--items", "/items",
+                "--next", "/next_page", "--max-attempts", "1", "--format", "json")
+    assert r.returncode == 3
+    assert json.loads(r.stdout) == expected(20)
+
+
+def test_closed_port_is_exit_4(api):
+    r = run_cli(f"http://127.0.0.1:{closed_port()}/anchor", "--shape", "anchor",
+                "--max-attempts", "1", "--timeout", "5")
+    assert r.returncode == 4
+    error_line(r)
+    assert r.stdout == b""
+
+
+def test_timeout_is_exit_4(api):
+    started = time.monotonic()
+    r = run_cli(f"{api}/anchor?n=10&latency_ms=3000", "--shape", "anchor", "--timeout", "0.3",
+                "--max-attempts", "1")
+    assert r.returncode == 4
+    error_line(r)
+    assert time.monotonic() - started < 2.5
+
+
+def test_timeout_zero_means_no_limit(api):
+    r = run_cli(f"{api}/anchor?n=10&latency_ms=300", "--shape", "anchor", "--timeout", "0")
+    assert r.returncode == 0, r.stderr
+    assert lines(r.stdout) == expected(10)
+
+
+def test_garbage_page_is_exit_5(api):
+    r = run_cli(f"{api}/anchor?n=100&garbage=2", "--shape", "anchor", "--page-size", "20")
+    assert r.returncode == 5
+    error_line(r)
+    items = lines(r.stdout)
+    assert items == expected(len(items))     # whatever arrived is the list's prefix
+    assert len(items) <= 20
+
+
+def test_garbage_first_page_is_exit_5(api):
+    r = run_cli(f"{api}/anchor?n=100&garbage=1", "--shape", "anchor")
+    assert r.returncode == 5
+    error_line(r)
+    assert r.stdout == b""
+
+
+def test_wrong_items_pointer_is_exit_5(api):
+    r = run_cli(f"{api}/drf?n=10", "--items", "/items")
+    assert r.returncode == 5
+    error_line(r)
+
+
+def test_loop_is_exit_5(api):
+    r = run_cli(f"{api}/anchor?n=200&per_page=10&loop=1", "--items", "/items",
+                "--next", "/next_page")
+    assert r.returncode == 5
+    assert "loop" in error_line(r).lower()
+    assert lines(r.stdout) == expected(30)                  # pages 1-3, then the repeat
+
+
+def test_short_list_is_exit_5(api):
+    r = run_cli(f"{api}/anchor?n=100&short=30", "--shape", "anchor", "--page-size", "20")
+    assert r.returncode == 5
+    error_line(r)
+    items = lines(r.stdout)
+    assert items == expected(len(items)) and len(items) <= 70
+
+
+def test_page_cap_is_exit_5(api):
+    r = run_cli(f"{api}/anchor?n=100&per_page=10", "--items", "/items", "--next", "/next_page",
+                "--max-pages", "3")
+    assert r.returncode == 5
+    error_line(r)
+
+
+def test_cross_origin_next_link_is_exit_5_and_gets_no_token(api, server):
+    # localhost is another origin than 127.0.0.1, though it is the same server.
+    other = api.replace("127.0.0.1", "localhost")
+    r = run_cli(f"{api}/anchor?n=100&per_page=10&next_base={other}", "--items", "/items",
+                "--next", "/next_page", env=cli_env(SHEAF_TOKEN=TOKEN))
+    assert r.returncode == 5
+    line = error_line(r)
+    assert TOKEN not in line
+    log = server.state.snapshot()["log"]
+    assert [entry["authorization"] for entry in log] == [f"Bearer {TOKEN}"]
+
+
+@pytest.mark.parametrize("args", [
+    [],                                                  # no URL
+    ["ftp://example.com/things"],
+    ["not a url"],
+    ["http://127.0.0.1:1/x", "--page-size", "10"],       # no --size-param
+    ["http://127.0.0.1:1/x", "--size-param", "per_page"],  # no --page-size
+    ["http://127.0.0.1:1/x", "--first-page", "0"],       # no --page-param
+    ["http://127.0.0.1:1/x", "--concurrency", "0"],
+    ["http://127.0.0.1:1/x", "--format", "xml"],
+    ["http://127.0.0.1:1/x", "--timeout", "soon"],
+    ["http://127.0.0.1:1/x", "--timeout", "-1"],
+    ["http://127.0.0.1:1/x", "--bogus"],
+])
+def test_usage_errors_are_exit_2(args):
+    r = run_cli(*args)
+    assert r.returncode == 2, r.stderr
+    assert b"usage:" in r.stderr
+
+
+@pytest.mark.parametrize("args", [
+    ["--items", "items"],                                # not a JSON pointer
+    ["--concurrency", "65"],                             # out of the library's range
+])
+def test_options_the_library_refuses_are_exit_2(api, args):
+    r = run_cli(f"{api}/anchor", *args)
+    assert r.returncode == 2, r.stderr
+    error_line(r)
+
+
+# ---- the token -------------------------------------------------------------------------------
+
+def test_token_from_the_environment_is_sent(api, server):
+    r = run_cli(f"{api}/anchor?n=120", "--shape", "anchor", "--page-size", "20",
+                env=cli_env(SHEAF_TOKEN=TOKEN))
+    assert r.returncode == 0, r.stderr
+    assert lines(r.stdout) == expected(120)
+    log = server.state.snapshot()["log"]
+    assert len(log) == 6
+    assert all(entry["authorization"] == f"Bearer {TOKEN}" for entry in log)
+
+
+def test_token_flag_wins_over_the_environment(api, server):
+    r = run_cli(f"{api}/anchor?n=10", "--shape", "anchor", "--token", "flag-token",
+                env=cli_env(SHEAF_TOKEN=TOKEN))
+    assert r.returncode == 0, r.stderr
+    assert {e["authorization"] for e in server.state.snapshot()["log"]} == {"Bearer flag-token"}
+
+
+def test_no_token_sends_no_authorization(api, server):
+    r = run_cli(f"{api}/anchor?n=10", "--shape", "anchor")
+    assert r.returncode == 0, r.stderr
+    assert {e["authorization"] for e in server.state.snapshot()["log"]} == {None}
+
+
+@pytest.mark.parametrize("path, args, status", [
+    ("/status?code=401", [], 3),
+    ("/status?code=403", [], 3),
+    ("/anchor?n=50&garbage=1", ["--shape", "anchor"], 5),
+    ("/anchor?n=50&per_page=10&loop=1", ["--items", "/items", "--next", "/next_page"], 5),
+])
+def test_token_never_appears_in_errors(api, path, args, status):
+    for how in ("env", "flag"):
+        env = cli_env(SHEAF_TOKEN=TOKEN) if how == "env" else cli_env()
+        extra = ["--token", TOKEN] if how == "flag" else []
+        r = run_cli(api + path, *args, *extra, env=env)
+        assert r.returncode == status, r.stderr
+        line = error_line(r)
+        assert TOKEN not in line and TOKEN[4:12] not in line
+        assert TOKEN.encode() not in r.stdout
+        if path.startswith("/status"):
+            assert "refused the token" in line
+
+
+def test_token_never_appears_in_network_errors():
+    r = run_cli(f"http://127.0.0.1:{closed_port()}/anchor", "--max-attempts", "1",
+                env=cli_env(SHEAF_TOKEN=TOKEN))
+    assert r.returncode == 4
+    assert TOKEN not in error_line(r)
+
+
+# ---- streaming, the progress line, Ctrl-C ----------------------------------------------------
+
+def test_output_starts_before_the_list_ends(api):
+    # 10 pages walked one by one at 100 ms each: the first line must come well before the end.
+    proc = subprocess.Popen(command(f"{api}/anchor?n=500&per_page=50&latency_ms=100",
+                                    "--items", "/items", "--next", "/next_page"),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            stdin=subprocess.DEVNULL, env=cli_env(), cwd=REPO)
+    try:
+        first = proc.stdout.readline()
+        assert json.loads(first) == {"id": 0, "name": "item-0"}
+        assert proc.poll() is None, "the first item came only after the process ended"
+        rest = proc.stdout.read()          # not communicate(): it would skip what is buffered
+        err = proc.stderr.read()
+        proc.wait(timeout=60)
+    finally:
+        proc.kill()
+        proc.wait()
+    assert proc.returncode == 0, err
+    assert lines(first + rest) == expected(500)
+
+
+def run_with_terminal_stderr(*args: str, env: dict | None = None, columns: int = 200):
+    """Runs the CLI with stderr on a pseudo-terminal; returns (status, stdout, terminal bytes)."""
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, columns, 0, 0))
+    proc = subprocess.Popen(command(*args), stdout=subprocess.PIPE, stderr=slave,
+                            stdin=subprocess.DEVNULL, env=env or cli_env(), cwd=REPO)
+    os.close(slave)
+    chunks: list = []
+
+    def pump() -> None:
+        while True:
+            try:
+                data = os.read(master, 65536)
+            except OSError:  # EIO: the child closed the terminal
+                return
+            if not data:
+                return
+            chunks.append(data)
+
+    reader = threading.Thread(target=pump, daemon=True)
+    reader.start()
+    try:
+        out, _ = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+        reader.join(10)
+        os.close(master)
+    return proc.returncode, out, b"".join(chunks)
+
+
+def test_items_and_progress_on_the_same_terminal_do_not_mix(api):
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 200, 0, 0))
+    proc = subprocess.Popen(command(f"{api}/anchor?n=300&per_page=10&latency_ms=20",
+                                    "--shape", "anchor", "--concurrency", "3"),
+                            stdout=slave, stderr=slave, stdin=subprocess.DEVNULL,
+                            env=cli_env(), cwd=REPO)
+    os.close(slave)
+    chunks = []
+    while True:
+        try:
+            data = os.read(master, 65536)
+        except OSError:
+            break
+        if not data:
+            break
+        chunks.append(data)
+    os.close(master)
+    assert proc.wait(timeout=60) == 0
+    text = b"".join(chunks).decode()
+    visible = [line.split("\r\x1b[K")[-1] for line in text.split("\r\n") if line]
+    assert [json.loads(line) for line in visible[:-1]] == expected(300)
+    assert visible[-1].startswith("sheaf: 300/300 items, 30/30 pages")
+
+
+def test_no_progress_line_when_stderr_is_not_a_terminal(api):
+    r = run_cli(f"{api}/anchor?n=1000&latency_ms=20", "--shape", "anchor", "--page-size", "20")
+    assert r.returncode == 0, r.stderr
+    assert lines(r.stdout) == expected(1000)
+    assert r.stderr == b""
+
+
+def test_progress_line_on_a_terminal(api):
+    status, out, term = run_with_terminal_stderr(
+        f"{api}/anchor?n=2000&latency_ms=30", "--shape", "anchor", "--page-size", "50",
+        "--concurrency", "4")
+    assert status == 0, term
+    assert lines(out) == expected(2000)
+    text = term.decode("utf-8", "replace")
+    assert "\r\x1b[K" in text                          # rewritten in place
+    assert "items" in text and "items/s" in text        # counts and a rate
+    assert "2,000/2,000 items" in text and "40/40 pages" in text
+    final = text.replace("\r\n", "\n").rstrip("\n").split("\n")[-1].split("\r\x1b[K")[-1]
+    assert final.startswith("sheaf: 2,000/2,000 items"), final
+    assert text.endswith("\n")                          # the line is finished at the end
+    assert "Traceback" not in text
+
+
+def test_progress_line_shows_eta_while_running(api):
+    status, out, term = run_with_terminal_stderr(
+        f"{api}/anchor?n=1000&latency_ms=150", "--shape", "anchor", "--page-size", "50",
+        "--concurrency", "2")
+    assert status == 0, term
+    text = term.decode("utf-8", "replace")
+    assert "ETA" in text and "in flight" in text and "/20 pages" in text
+
+
+def test_progress_line_fits_a_narrow_terminal(api):
+    status, out, term = run_with_terminal_stderr(f"{api}/anchor?n=100", "--shape", "anchor",
+                                                 columns=30)
+    assert status == 0, term
+    for piece in term.decode().replace("\r\n", "\n").replace("\r\x1b[K", "\n").split("\n"):
+        assert len(piece) < 30, piece
+
+
+def test_quiet_means_no_progress_line_on_a_terminal(api):
+    status, out, term = run_with_terminal_stderr(f"{api}/anchor?n=300", "--shape", "anchor",
+                                                 "--quiet")
+    assert status == 0, term
+    assert lines(out) == expected(300)
+    assert term == b""
+
+
+def test_errors_on_a_terminal_end_the_progress_line_first(api):
+    status, out, term = run_with_terminal_stderr(f"{api}/status?code=500", "--max-attempts", "1")
+    assert status == 3
+    text = term.decode().replace("\r\n", "\n")
+    assert text.endswith("\n")
+    last = text.rstrip("\n").split("\n")[-1]
+    assert last.startswith("sheaf: ") and "500" in last
+
+
+def test_ctrl_c_cancels_and_exits_130(api, server):
+    proc = subprocess.Popen(command(f"{api}/anchor?n=100000&per_page=10&latency_ms=200",
+                                    "--items", "/items", "--next", "/next_page"),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            stdin=subprocess.DEVNULL, env=cli_env(), cwd=REPO)
+    try:
+        assert json.loads(proc.stdout.readline())["id"] == 0
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=15)
+    finally:
+        proc.kill()
+        proc.wait()
+    assert proc.returncode == 130, err
+    assert err.decode().strip().endswith("sheaf: interrupted"), err
+    assert b"Traceback" not in err
+    time.sleep(0.5)   # the list was cancelled: the walk does not go on after exit
+    made = server.state.snapshot()["requests"]
+    time.sleep(0.6)
+    assert server.state.snapshot()["requests"] == made
+
+
+def test_closed_pipe_stops_quietly(api):
+    proc = subprocess.Popen(command(f"{api}/anchor?n=100000&per_page=100&latency_ms=20",
+                                    "--items", "/items", "--next", "/next_page"),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            stdin=subprocess.DEVNULL, env=cli_env(), cwd=REPO)
+    try:
+        assert json.loads(proc.stdout.readline())["id"] == 0
+        proc.stdout.close()                                  # like `| head -1`
+        err = proc.stderr.read()
+        proc.wait(timeout=15)
+    finally:
+        proc.kill()
+        proc.wait()
+    assert proc.returncode == 0, err
+    assert b"Traceback" not in err
+
+
+# ---- help ------------------------------------------------------------------------------------
+
+def test_help_mentions_every_option_and_the_shapes():
+    r = run_cli("--help")
+    assert r.returncode == 0
+    text = r.stdout.decode()
+    for option in OPTIONS:
+        assert option in text, option
+    for word in ("SHEAF_TOKEN", "next_page", "per_page", "page_size", '"results"', '"count"',
+                 '"total"', "bare JSON array", "anchor", "drf", "401", "403", "exit status",
+                 "130"):
+        assert word in text, word
+    for code in ("0 ", "1 ", "2 ", "3 ", "4 ", "5 "):
+        assert f"\n  {code}" in text, code
+    top = subprocess.run([sys.executable, "-m", "sheaf", "--help"], capture_output=True,
+                         env=cli_env(), cwd=REPO, timeout=60)
+    assert top.returncode == 0 and b"get" in top.stdout
+
+
+def test_no_command_is_a_usage_error():
+    r = subprocess.run([sys.executable, "-m", "sheaf"], capture_output=True, env=cli_env(),
+                       cwd=REPO, timeout=60)
+    assert r.returncode == 2
+    assert b"usage:" in r.stderr

@@ -1,0 +1,116 @@
+"""Client.fetch_all: whole lists, in order, in the shapes real APIs use."""
+
+from __future__ import annotations
+
+import pytest
+
+import sheaf
+from conftest import TOKEN, expected_items, stats, walk
+
+ANCHOR = dict(items="/items", next="/next_page", total="/total", page_param="page",
+              size_param="per_page", page_size=50, id="/id")
+
+
+def test_an_anchor_list_of_1000_arrives_whole_and_in_order(api):
+    with sheaf.Client(api.base_url, TOKEN) as client:
+        items = client.fetch_all("/anchor?n=1000", **ANCHOR)
+    # One request per page, the token on each of them.
+    log = stats(api)["log"]
+    assert len(log) == 20
+    assert all(entry["authorization"] == f"Bearer {TOKEN}" for entry in log)
+    assert items == walk(api, "/anchor?n=1000&per_page=50", "items", "next_page")
+    assert items == expected_items(1000)
+
+
+def test_pages_are_fetched_concurrently_in_the_window(api):
+    with sheaf.Client(api.base_url, concurrency=4) as client:
+        items = client.fetch_all("/anchor?n=1000&latency_ms=30", **ANCHOR)
+    assert items == expected_items(1000)
+    assert stats(api)["max_in_flight"] == 4
+
+
+def test_a_drf_list_arrives_whole(api):
+    with sheaf.Client(api.base_url) as client:
+        items = client.fetch_all("/drf?n=1000", items="/results", next="/next", total="/count",
+                                 page_param="page", size_param="page_size", page_size=50)
+    assert items == walk(api, "/drf?n=1000&page_size=50", "results", "next")
+    assert items == expected_items(1000)
+
+
+def test_shape_presets_fill_in_the_options_of_a_known_shape(api):
+    with sheaf.Client(api.base_url) as client:
+        assert client.fetch_all("/drf?n=230", shape="drf", page_size=20) == expected_items(230)
+        assert client.fetch_all("/anchor?n=230", shape="anchor") == expected_items(230)
+    # Without page_size the preset's size parameter is not sent.
+    assert all("per_page" not in entry["path"] for entry in stats(api)["log"] if "/anchor" in entry["path"])
+
+
+def test_a_list_walked_by_next_links_alone_arrives_whole(api):
+    with sheaf.Client(api.base_url) as client:
+        items = client.fetch_all("/anchor?n=321&per_page=40", items="/items", next="/next_page")
+    assert items == expected_items(321)
+    assert stats(api)["max_in_flight"] == 1
+
+
+def test_a_single_page_bare_array_is_the_list(api):
+    with sheaf.Client(api.base_url) as client:
+        assert client.fetch_all("/array?n=30&per_page=100") == expected_items(30)
+
+
+def test_duplicates_across_pages_are_dropped_by_identity(api):
+    with sheaf.Client(api.base_url) as client:
+        items = client.fetch_all("/anchor?n=500&dup=1", **ANCHOR)
+    assert items == expected_items(500)
+
+
+def test_max_items_stops_the_list_without_an_error(api):
+    with sheaf.Client(api.base_url) as client:
+        items = client.fetch_all("/anchor?n=1000", max_items=120, **ANCHOR)
+    assert items == expected_items(120)
+
+
+def test_query_parameters_from_a_mapping_or_from_pairs_reach_every_page(api):
+    with sheaf.Client(api.base_url) as client:
+        from_mapping = client.fetch_all("/anchor", query={"n": 130, "tag": ["a", "b"]}, **ANCHOR)
+        from_pairs = client.fetch_all("/anchor", query=[("n", "130")], **ANCHOR)
+    assert from_mapping == from_pairs == expected_items(130)
+    tagged = [entry["path"] for entry in stats(api)["log"] if "tag=" in entry["path"]]
+    assert len(tagged) == 3 and all("tag=a" in path and "tag=b" in path for path in tagged)
+
+
+def test_an_empty_list_is_an_empty_python_list(api):
+    with sheaf.Client(api.base_url) as client:
+        assert client.fetch_all("/anchor?n=0", **ANCHOR) == []
+
+
+def test_one_client_runs_lists_from_several_threads_at_once(api):
+    import concurrent.futures
+
+    with sheaf.Client(api.base_url) as client:
+        with concurrent.futures.ThreadPoolExecutor(4) as pool:
+            sizes = [100 + 37 * k for k in range(8)]
+            results = list(pool.map(lambda n: client.fetch_all(f"/anchor?n={n}", **ANCHOR), sizes))
+    assert results == [expected_items(n) for n in sizes]
+    assert sheaf._live_runs() == 0
+
+
+def test_a_closed_client_refuses_new_lists_and_closing_twice_is_harmless(api):
+    client = sheaf.Client(api.base_url)
+    client.close()
+    client.close()
+    assert client.closed
+    with pytest.raises(sheaf.UsageError) as raised:
+        client.fetch_all("/anchor")
+    assert raised.value.code == sheaf.Result.STATE
+    assert "closed" in repr(client)
+
+
+def test_the_token_is_never_in_the_clients_repr(api):
+    with sheaf.Client(api.base_url, TOKEN) as client:
+        assert TOKEN not in repr(client)
+
+
+def test_versions_are_reported():
+    assert sheaf.__version__ == "0.1.0"
+    assert sheaf.library_version() == "0.1.0"
+    assert sheaf.library_path.endswith(tuple(["libsheaf.so.0", "libsheaf.so.0.1.0", "libsheaf.so"]))
