@@ -115,6 +115,25 @@ final class ListRunTests: XCTestCase {
         }
     }
 
+    func testTheSnapshotCallbackRunsAtTheSameStackDepthHoweverLongTheStream() throws {
+        // Regression: the callback, kept in a Mutex and read through withLock, gained a layer of
+        // reabstraction thunks per snapshot: quadratic time, then a stack overflow near 100,000.
+        let transport = ScriptedTransport()
+        let api = FakeAnchorAPI(count: 1500, cap: 1)
+        transport.on(scriptedList) { request, _ in api.reply(request) }
+        let depths = Shared<[Int]>([])
+        let run = try scriptedClient(transport) { $0.window = 1 }
+            .makeList(anchorList(pageSize: 1), keepsItems: false) { _ in
+                depths.update { $0.append(Thread.callStackReturnAddresses.count) }
+                return true
+            }
+        try run.start()
+        XCTAssertEqual(outcome(of: run), .complete)
+        let seen = depths.update { $0 }
+        XCTAssertEqual(seen.count, 1500)
+        XCTAssertLessThanOrEqual(seen.max() ?? 0, (seen.first ?? 0) + 10, "the stack grew with the stream")
+    }
+
     func testASlowSnapshotConsumerHoldsBackTheFetching() throws {
         let transport = ScriptedTransport()
         let api = FakeAnchorAPI(count: 300)

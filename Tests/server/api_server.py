@@ -3,7 +3,14 @@
 
 Run:    python3 Tests/server/api_server.py [--port 0] [--host 127.0.0.1] [--latency-ms 0]
                                             [--quiet] [--verbose] [--exit-on-stdin-eof]
+                                            [--cache-pages]
 Import: server, thread = start_server(port=0, latency_ms=0); ...; server.shutdown_and_close()
+
+--cache-pages (opt-in, for benchmarks; cache_pages=True in start_server) memoizes the 200 answers
+of the list endpoints per request target (path + query string), so a page asked for again is
+sent without being generated again and the Python server is less of a bottleneck at zero
+latency. Latency still applies; requests with fail= are never cached; the cache holds at most
+CACHE_LIMIT_BYTES of bodies (later pages are generated every time). Off by default.
 
 Once listening, the script prints exactly one line "PORT <n>" on stdout and flushes. It stops
 on SIGTERM / SIGINT and, with --exit-on-stdin-eof, when its stdin reaches end of file.
@@ -53,6 +60,7 @@ LOG_LIMIT = 20000
 MAX_LATENCY_MS = 120_000          # a single request never sleeps longer than this
 MAX_PAD = 10_000_000              # bytes of padding per item, to keep mistakes bounded
 IDLE_TIMEOUT_S = 120              # an idle keep-alive connection is closed after this
+CACHE_LIMIT_BYTES = 512 * 1024 * 1024   # --cache-pages keeps at most this much page body
 JSON_TYPE = "application/json"
 GARBAGE_BODY = b"this is not json"
 
@@ -247,6 +255,9 @@ class Handler(BaseHTTPRequestHandler):
             lines.append("Connection: keep-alive")
         head = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
         self.log_request(status, len(body))
+        capture = getattr(self, "_capture", None)
+        if capture is not None:
+            capture.append((status, body, content_type, headers))
         self.wfile.write(head + body)
 
     def send_json(self, status: int, obj, headers: list | None = None) -> None:
@@ -297,11 +308,31 @@ class Handler(BaseHTTPRequestHandler):
             if route is None:
                 self.send_json(404, {"error": "not found"})
                 return
+            cache = self.server.page_cache
+            if cache is not None and path != "/redirect":
+                hit = cache.get(self.path)
+                if hit is not None:
+                    latency, status, body, content_type, headers = hit
+                    if latency > 0:
+                        time.sleep(latency / 1000.0)
+                    self.send(status, body, content_type, headers)
+                    return
             q = Query(split.query)
             try:
                 if path != "/redirect":
                     self.sleep_latency(q)
-                route(self, q)
+                if cache is not None and path != "/redirect" and not q.has("fail"):
+                    self._capture = []
+                    try:
+                        route(self, q)
+                    finally:
+                        captured, self._capture = self._capture, None
+                    if len(captured) == 1 and captured[0][0] == 200:
+                        latency = q.integer("latency_ms", None, 0, MAX_LATENCY_MS)
+                        cache.put(self.path, (self.server.latency_ms if latency is None else latency,
+                                              *captured[0]))
+                else:
+                    route(self, q)
             except BadParam as e:
                 self.send_json(400, {"error": "bad parameter", "param": e.name})
         except (ConnectionError, socket.timeout):
@@ -454,6 +485,27 @@ ROUTES = {
 
 # ---- server ------------------------------------------------------------------------------------
 
+class PageCache:
+    """--cache-pages: answers of the list endpoints by request target, bounded in bytes."""
+
+    def __init__(self, limit_bytes: int = CACHE_LIMIT_BYTES) -> None:
+        self.lock = threading.Lock()
+        self.entries: dict = {}
+        self.bytes = 0
+        self.limit = limit_bytes
+
+    def get(self, key: str):
+        return self.entries.get(key)  # a dict read is atomic; entries are never changed
+
+    def put(self, key: str, entry: tuple) -> None:
+        size = len(key) + len(entry[2])
+        with self.lock:
+            if key in self.entries or self.bytes + size > self.limit:
+                return
+            self.entries[key] = entry
+            self.bytes += size
+
+
 class APIServer(ThreadingHTTPServer):
     daemon_threads = True
     block_on_close = False          # idle keep-alive connections must not block server_close
@@ -461,8 +513,9 @@ class APIServer(ThreadingHTTPServer):
     allow_reuse_address = True
 
     def __init__(self, host: str = "127.0.0.1", port: int = 0, latency_ms: int = 0,
-                 quiet: bool = True, verbose: bool = False):
+                 quiet: bool = True, verbose: bool = False, cache_pages: bool = False):
         self.latency_ms = max(0, int(latency_ms))
+        self.page_cache = PageCache() if cache_pages else None
         self.quiet = quiet
         self.verbose = verbose
         self.state = ServerState()
@@ -525,9 +578,9 @@ class APIServer(ThreadingHTTPServer):
 
 
 def start_server(port: int = 0, latency_ms: int = 0, host: str = "127.0.0.1",
-                 quiet: bool = True, verbose: bool = False):
+                 quiet: bool = True, verbose: bool = False, cache_pages: bool = False):
     """Starts a server in this process on a background thread; returns (server, thread)."""
-    server = APIServer(host, port, latency_ms, quiet=quiet, verbose=verbose)
+    server = APIServer(host, port, latency_ms, quiet=quiet, verbose=verbose, cache_pages=cache_pages)
     thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.1},
                               name=f"api-server-{server.port}", daemon=True)
     server._thread = thread
@@ -545,6 +598,8 @@ def main(argv=None) -> int:
     p.add_argument("--quiet", action="store_true", help="nothing on stderr, not even tracebacks")
     p.add_argument("--verbose", action="store_true", help="log every request to stderr")
     p.add_argument("--exit-on-stdin-eof", action="store_true")
+    p.add_argument("--cache-pages", action="store_true",
+                   help="memoize list pages per query string (benchmarks; off by default)")
     args = p.parse_args(argv)
 
     stop = threading.Event()
@@ -556,7 +611,8 @@ def main(argv=None) -> int:
     signal.signal(signal.SIGINT, on_signal)
 
     server, thread = start_server(args.port, args.latency_ms, args.host,
-                                  quiet=args.quiet, verbose=args.verbose and not args.quiet)
+                                  quiet=args.quiet, verbose=args.verbose and not args.quiet,
+                                  cache_pages=args.cache_pages)
 
     if args.exit_on_stdin_eof:
         def watch_stdin():

@@ -47,7 +47,10 @@ public final class ListRun: Sendable {
     private let state: Mutex<State>
     private let delivery = DispatchQueue(label: "sheaf.list.snapshots")
     private let done = DispatchGroup()
-    private let onSnapshot: Mutex<(@Sendable (Snapshot) -> Bool)?>
+    /// The caller's callback, dropped at the end. Boxed in a class: a closure stored in a
+    /// `Mutex` and read back through `withLock` was re-wrapped in one more reabstraction thunk
+    /// on every read, so a long stream grew quadratically slow and finally overflowed the stack.
+    private let onSnapshot: Mutex<SnapshotCallbackBox?>
     private let requests = RequestCounters()
 
     /// Requests sent so far, retries and redirects included.
@@ -68,7 +71,7 @@ public final class ListRun: Sendable {
         self.client = client
         self.reader = PageReader(description)
         self.state = Mutex(State(planner: planner, assembler: assembler))
-        self.onSnapshot = Mutex(onSnapshot)
+        self.onSnapshot = Mutex(onSnapshot.map(SnapshotCallbackBox.init))
         delivery.setSpecific(key: Self.deliveryKey, value: ObjectIdentifier(self))
     }
 
@@ -259,8 +262,17 @@ public final class ListRun: Sendable {
             return (state.silenced, released)
         }
         released.forEach { $0.start() }
-        guard !silenced, let callback = onSnapshot.withLock({ $0 }) else { return }
+        guard !silenced, let callback = onSnapshot.withLock({ $0 })?.callback else { return }
         let goOn = CallbackContext.run { callback(snapshot) }
         if !goOn { stop(SheafError(.stopped, "the snapshot callback asked to stop"), byCallback: true) }
+    }
+}
+
+/// Holds a snapshot callback by reference (see `ListRun.onSnapshot`).
+private final class SnapshotCallbackBox: Sendable {
+    let callback: @Sendable (Snapshot) -> Bool
+
+    init(_ callback: @escaping @Sendable (Snapshot) -> Bool) {
+        self.callback = callback
     }
 }

@@ -1,0 +1,283 @@
+#!/usr/bin/env python3
+"""The Python driver of Sheaf's benchmarks: one measured run per process (bench/run.py runs it).
+
+    python3 bench/py_driver.py MODE --base URL --path PATH --expect N [options]
+
+Modes:
+  requests-serial   the baseline: a serial walk with `requests` (urllib if it is missing), one
+                    keep-alive session, following next_page from page 1
+  threadpool        the baseline: page 1, then pages 2..P (P from the total) with a
+                    ThreadPoolExecutor of --window threads, one keep-alive session per thread
+  sheaf-fetch       sheaf.Client(...).fetch_all(...)
+  sheaf-stream      for snapshot in sheaf.Client(...).stream(...): consume snapshot.items
+  (add --transport python to the sheaf modes: a Python transport on http.client, one keep-alive
+   connection per library thread, instead of libcurl)
+
+The list is the test API's /anchor: --page-size S (sent as per_page), --addressing page|next
+(page numbers, or next links only), --total 1|0 (read the total or not).
+
+Timing covers the list call only (not the interpreter, the imports or the client's creation).
+What came back is checked against the list the server serves (item i has "id": i, all N of
+them, in order) after the clock stops; a wrong list exits 3 with the reason on stderr, so no
+time is reported for it. Streams are checked as they are consumed (each delta continues the
+list: its first and last ids and its length; item_count is the running sum). Peak RSS is the
+process's own VmHWM (see peak_rss_kb), read before the check. Output: one JSON object on stdout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import json
+import os
+import resource
+import sys
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from urllib.parse import urlsplit
+
+EXIT_WRONG = 3
+
+
+def peak_rss_kb() -> int:
+    """Peak RSS of this process in KiB: VmHWM, the high-water mark of this address space.
+    Not ru_maxrss, which on Linux keeps the parent's peak across fork + exec."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+
+
+def wrong(message: str) -> None:
+    sys.stderr.write(f"py_driver: {message}\n")
+    sys.exit(EXIT_WRONG)
+
+
+def check_items(items, expect: int) -> None:
+    if not isinstance(items, list):
+        wrong(f"the list is a {type(items).__name__}, not a list")
+    if len(items) != expect:
+        wrong(f"{len(items)} items, expected {expect}")
+    for i, item in enumerate(items):
+        if not isinstance(item, dict) or item.get("id") != i:
+            wrong(f"item {i} does not have id {i}: out of order or wrong")
+
+
+def page_url(args, page: int) -> str:
+    sep = "&" if "?" in args.path else "?"
+    return f"{args.base}{args.path}{sep}page={page}&per_page={args.page_size}"
+
+
+# ---- baselines ---------------------------------------------------------------------------------
+
+def http_getter():
+    """A keep-alive GET returning parsed JSON: requests.Session, or urllib if requests is missing."""
+    try:
+        import requests
+    except ImportError:
+        import urllib.request
+
+        def get(url):
+            with urllib.request.urlopen(url, timeout=60) as r:   # urllib: a connection per request
+                if r.status != 200:
+                    raise RuntimeError(f"HTTP {r.status} for {url}")
+                return json.loads(r.read())
+        return get, "urllib"
+    session = requests.Session()
+
+    def get(url):
+        r = session.get(url, timeout=60)
+        r.raise_for_status()
+        return r.json()
+    return get, f"requests {requests.__version__}"
+
+
+def run_requests_serial(args) -> dict:
+    get, library = http_getter()
+    start = time.perf_counter()
+    items, url, pages = [], page_url(args, 1), 0
+    while url is not None:                    # bounded by --max-pages
+        pages += 1
+        if pages > args.max_pages:
+            wrong("more pages than --max-pages")
+        page = get(url)
+        items.extend(page["items"])
+        url = page.get("next_page")
+    seconds = time.perf_counter() - start
+    rss = peak_rss_kb()
+    check_items(items, args.expect)
+    return {"seconds": seconds, "pages": pages, "client": library, "peak_rss_kb": rss}
+
+
+def run_threadpool(args) -> dict:
+    local = threading.local()
+
+    def get(url):
+        getter = getattr(local, "get", None)
+        if getter is None:
+            getter, local.library = http_getter()
+            local.get = getter
+        return getter(url)
+
+    _, library = http_getter()
+    start = time.perf_counter()
+    first = get(page_url(args, 1))
+    per_page = len(first["items"])
+    total = first.get("total")
+    if not isinstance(total, int) or per_page == 0:
+        wrong("the first page has no total or no items: the thread pool needs both")
+    pages = (total + per_page - 1) // per_page
+    if pages > args.max_pages:
+        wrong("more pages than --max-pages")
+    items = list(first["items"])
+    with ThreadPoolExecutor(max_workers=args.window) as pool:
+        for page in pool.map(lambda k: get(page_url(args, k)), range(2, pages + 1)):
+            items.extend(page["items"])
+    seconds = time.perf_counter() - start
+    rss = peak_rss_kb()
+    check_items(items, args.expect)
+    return {"seconds": seconds, "pages": pages, "client": f"{library}, {args.window} threads",
+            "peak_rss_kb": rss}
+
+
+# ---- Sheaf -------------------------------------------------------------------------------------
+
+def python_transport(base: str):
+    """A blocking transport on http.client: one keep-alive connection per calling thread."""
+    split = urlsplit(base)
+    host, port = split.hostname, split.port or 80
+    local = threading.local()
+    calls = {"n": 0, "in_flight": 0, "max_in_flight": 0}
+    lock = threading.Lock()
+
+    def transport(method, url, headers, body):
+        with lock:
+            calls["n"] += 1
+            calls["in_flight"] += 1
+            calls["max_in_flight"] = max(calls["max_in_flight"], calls["in_flight"])
+        try:
+            return exchange(method, url, headers, body)
+        finally:
+            with lock:
+                calls["in_flight"] -= 1
+
+    def exchange(method, url, headers, body):
+        u = urlsplit(url)
+        target = u.path + ("?" + u.query if u.query else "")
+        for attempt in (1, 2):                # a reused connection the server closed: once more
+            conn = getattr(local, "conn", None)
+            if conn is None:
+                conn = local.conn = http.client.HTTPConnection(host, port, timeout=30)
+            try:
+                conn.request(method, target, body=body or None, headers=dict(headers))
+                r = conn.getresponse()
+                data = r.read()
+                if r.will_close:
+                    conn.close()
+                    local.conn = None
+                return r.status, r.getheaders(), data
+            except (http.client.HTTPException, ConnectionError) as error:
+                conn.close()
+                local.conn = None
+                if attempt == 2:
+                    raise ConnectionError(str(error)) from error
+        raise AssertionError("unreachable")
+
+    return transport, calls
+
+
+def sheaf_options(args) -> dict:
+    options = {"items": "/items", "next": "/next_page"}
+    if args.total:
+        options["total"] = "/total"
+    if args.addressing == "page":
+        options.update(page_param="page", first_page=1, size_param="per_page", page_size=args.page_size)
+    return options
+
+
+def make_client(args):
+    import sheaf
+    transport, calls = (python_transport(args.base) if args.transport == "python" else (None, None))
+    client = sheaf.Client(args.base, concurrency=args.window, max_pages=args.max_pages, transport=transport)
+    return client, calls
+
+
+def run_sheaf_fetch(args) -> dict:
+    client, calls = make_client(args)
+    start = time.perf_counter()
+    items = client.fetch_all(args.path, **sheaf_options(args))
+    seconds = time.perf_counter() - start
+    rss = peak_rss_kb()
+    client.close()
+    check_items(items, args.expect)
+    out = {"seconds": seconds, "peak_rss_kb": rss}
+    if calls is not None:
+        out["transport_calls"] = calls["n"]
+        out["transport_max_in_flight"] = calls["max_in_flight"]
+    return out
+
+
+def run_sheaf_stream(args) -> dict:
+    client, calls = make_client(args)
+    snapshots = nonempty = next_id = 0
+    start = time.perf_counter()
+    for snapshot in client.stream(args.path, **sheaf_options(args)):
+        snapshots += 1
+        delta = snapshot.items
+        if delta:
+            nonempty += 1
+            if delta[0].get("id") != next_id or delta[-1].get("id") != next_id + len(delta) - 1:
+                wrong(f"snapshot {snapshots} does not continue the list at id {next_id}")
+            next_id += len(delta)
+        if snapshot.item_count != next_id:
+            wrong(f"snapshot {snapshots}: item_count {snapshot.item_count}, items so far {next_id}")
+    seconds = time.perf_counter() - start
+    rss = peak_rss_kb()
+    client.close()
+    if next_id != args.expect:
+        wrong(f"the stream delivered {next_id} items, expected {args.expect}")
+    out = {"seconds": seconds, "snapshots": snapshots, "nonempty_snapshots": nonempty, "peak_rss_kb": rss}
+    if calls is not None:
+        out["transport_calls"] = calls["n"]
+        out["transport_max_in_flight"] = calls["max_in_flight"]
+    return out
+
+
+MODES = {
+    "requests-serial": run_requests_serial,
+    "threadpool": run_threadpool,
+    "sheaf-fetch": run_sheaf_fetch,
+    "sheaf-stream": run_sheaf_stream,
+}
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("mode", choices=sorted(MODES))
+    p.add_argument("--base", required=True)
+    p.add_argument("--path", required=True, help="the list's path and query, without page/per_page")
+    p.add_argument("--expect", type=int, required=True)
+    p.add_argument("--window", type=int, default=8)
+    p.add_argument("--page-size", type=int, default=50)
+    p.add_argument("--addressing", choices=("page", "next"), default="page")
+    p.add_argument("--total", type=int, choices=(0, 1), default=1)
+    p.add_argument("--transport", choices=("curl", "python"), default="curl")
+    p.add_argument("--max-pages", type=int, default=100000)
+    args = p.parse_args(argv)
+    result = MODES[args.mode](args)
+    result.update(mode=args.mode, ok=True, items=args.expect, window=args.window,
+                  transport=args.transport if args.mode.startswith("sheaf") else None)
+    if "sheaf" in sys.modules:
+        result["library"] = sys.modules["sheaf"].library_path
+    sys.stdout.write(json.dumps(result) + "\n")
+    sys.stdout.flush()
+    os._exit(0)   # no interpreter teardown to wait for: the list is done and checked
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,817 @@
+#!/usr/bin/env python3
+"""Sheaf's benchmarks: the scenarios of BENCHMARKS.md (P1-P7 and the memory figures), one table.
+
+    python3 bench/run.py [--runs 5] [--only P1,P5] [--quick]
+
+Starts its own loopback API server (Tests/server/api_server.py as a child process, with
+--cache-pages, so the Python server is less of a bottleneck at zero latency), runs every
+measured run in a fresh process (bench/sheaf_bench for C, bench/py_driver.py for Python) so the
+peak RSS of each run is its own, and prints one table: Sheaf's median, the floor or the baseline,
+their ratio, the target, whether it is met, the requests the server saw, the most requests it had
+in flight at once, and the peak RSS. See bench/README.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import http.client
+import json
+import math
+import os
+import platform
+import select
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Dict, List, Optional
+
+ROOT = Path(__file__).resolve().parent.parent
+SERVER_SCRIPT = ROOT / "Tests" / "server" / "api_server.py"
+PY_DRIVER = ROOT / "bench" / "py_driver.py"
+
+L_MS = 50                      # P1-P4, P6, P7: added latency per request
+N_PAGES = 200                  # P1-P4: pages ...
+PER_PAGE = 50                  # ... of 50 items
+P5_PAGES, P5_PER_PAGE = 500, 1000
+STREAM_PER_PAGE = 20           # the streaming-memory lists: small pages, many of them
+SMALL_PAGES, SMALL_PER_PAGE = 2000, 5   # P7's per-snapshot cost with next to nothing to decode
+RUN_TIMEOUT_S = 300            # one measured run
+SLOW_RUNS = 3                  # runs of a 10 s scenario (serial walks) at most
+
+ALL_IDS = ["P1", "P2", "P3", "P4", "P5", "P6", "P7", "M1", "M2", "M3"]
+
+
+# ---- the server ----------------------------------------------------------------------------------
+
+class Server:
+    """Tests/server/api_server.py in a child process: keep-alive, Nagle off, --cache-pages."""
+
+    def __init__(self) -> None:
+        self.proc: Optional[subprocess.Popen] = None
+        self.port = 0
+
+    def start(self) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, str(SERVER_SCRIPT), "--port", "0", "--quiet", "--cache-pages",
+             "--exit-on-stdin-eof"],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, start_new_session=True)
+        deadline = time.monotonic() + 20
+        line = b""
+        while time.monotonic() < deadline and not line.endswith(b"\n"):   # bounded by the deadline
+            ready, _, _ = select.select([self.proc.stdout], [], [], 0.2)
+            if ready:
+                chunk = os.read(self.proc.stdout.fileno(), 256)
+                if not chunk:
+                    break
+                line += chunk
+        if not line.startswith(b"PORT "):
+            self.stop()
+            raise RuntimeError(f"the API server did not start (said {line!r})")
+        self.port = int(line.split()[1])
+
+    @property
+    def base(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def get(self, path: str) -> dict:
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
+        try:
+            conn.request("GET", path)
+            r = conn.getresponse()
+            body = r.read()
+            if r.status != 200:
+                raise RuntimeError(f"{path}: HTTP {r.status}")
+            return json.loads(body)
+        finally:
+            conn.close()
+
+    def reset(self) -> None:
+        self.get("/_reset")
+
+    def stats(self) -> dict:
+        s = self.get("/_stats")
+        return {"requests": s["requests"], "max_in_flight": s["max_in_flight"], "in_flight": s["in_flight"]}
+
+    def stop(self) -> None:
+        proc, self.proc = self.proc, None
+        if proc is None:
+            return
+        try:
+            proc.stdin.close()               # --exit-on-stdin-eof
+        except OSError:
+            pass
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=5)
+        proc.stdout.close()
+
+
+# ---- measured runs -------------------------------------------------------------------------------
+
+class RunFailed(Exception):
+    pass
+
+
+@dataclass
+class Spec:
+    """One measurement: a command run `runs` times (after `warmup` unmeasured runs)."""
+    key: str
+    argv: List[str]
+    runs: int
+    warmup: int = 0
+    env: Optional[Dict[str, str]] = None
+    timeout: float = RUN_TIMEOUT_S
+
+
+@dataclass
+class Measured:
+    runs: List[dict] = field(default_factory=list)      # the correct runs, measured
+    wrong: List[str] = field(default_factory=list)      # why other runs (warm-ups included) failed
+    error: Optional[str] = None                         # set when no run was correct
+
+    @property
+    def runs_text(self) -> str:
+        return f"{len(self.runs)}" + (f" (+{len(self.wrong)} wrong)" if self.wrong else "")
+
+    def median(self, name: str = "seconds") -> float:
+        return statistics.median(r[name] for r in self.runs)
+
+    def values(self, name: str) -> List:
+        return [r[name] for r in self.runs if name in r]
+
+    def span(self, name: str) -> str:
+        v = self.values(name)
+        if not v:
+            return "-"
+        lo, hi = min(v), max(v)
+        return f"{lo}" if lo == hi else f"{lo}-{hi}"
+
+    def rss_mb(self) -> float:
+        return max(self.values("peak_rss_kb")) * 1024 / 1e6    # VmHWM is in KiB; MB = 10^6 bytes
+
+
+class Bench:
+    def __init__(self, args) -> None:
+        self.args = args
+        self.server = Server()
+        self.results: Dict[str, Measured] = {}
+        self.child: Optional[subprocess.Popen] = None
+        self.driver = args.driver or str(Path(args.build_dir) / "bench" / "sheaf_bench")
+        self.built_library = str(Path(args.build_dir) / "lib" / "libsheaf.so.0")
+        self.library_dir = ""
+        self.lib_version = "libsheaf ?"
+        self.python_ok: Optional[str] = None     # None: importable; else why not
+        self.notes: List[str] = []
+        self.over_window = False
+
+    def snapshot_library(self) -> None:
+        """Every run loads one copy of the library, taken at the start, so a rebuild of the tree
+        during the benchmark cannot mix two versions in one table. The C driver's RUNPATH yields
+        to LD_LIBRARY_PATH; the Python package reads SHEAF_LIBRARY_PATH."""
+        self.library_dir = tempfile.mkdtemp(prefix="sheaf-bench-")
+        self.library = os.path.join(self.library_dir, "libsheaf.so.0")
+        shutil.copy2(os.path.realpath(self.built_library), self.library)
+        with open(self.library, "rb") as f:
+            self.library_sha = hashlib.sha256(f.read()).hexdigest()[:12]
+        self.library_mtime = time.strftime("%Y-%m-%d %H:%M", time.localtime(os.path.getmtime(self.library)))
+        ld_path = self.library_dir + (os.pathsep + os.environ["LD_LIBRARY_PATH"] if os.environ.get("LD_LIBRARY_PATH") else "")
+        self.c_env = dict(os.environ, LD_LIBRARY_PATH=ld_path)
+        self.py_env = dict(os.environ, SHEAF_LIBRARY_PATH=self.library,
+                           PYTHONPATH=str(ROOT / "bindings" / "python") + os.pathsep + os.environ.get("PYTHONPATH", ""))
+
+    # -- children --
+
+    def run_child(self, spec: Spec) -> dict:
+        self.child = subprocess.Popen(spec.argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                      env=spec.env, start_new_session=True)
+        try:
+            out, err = self.child.communicate(timeout=spec.timeout)
+        except subprocess.TimeoutExpired:
+            self.kill_child()
+            self.child = None
+            raise RunFailed(f"timed out after {spec.timeout:.0f} s") from None
+        except BaseException:            # Ctrl-C: the child goes too (it has a session of its own)
+            self.kill_child()
+            self.child = None
+            raise
+        code = self.child.returncode
+        self.child = None
+        if code != 0:
+            raise RunFailed(f"exit {code}: {err.decode(errors='replace').strip()[-400:]}")
+        try:
+            result = json.loads(out.decode().strip().splitlines()[-1])
+        except (ValueError, IndexError):
+            raise RunFailed(f"no JSON on stdout: {out[-200:]!r}") from None
+        loaded = result.get("library")
+        if loaded is not None and os.path.realpath(loaded) != os.path.realpath(self.library):
+            raise RunFailed(f"the run loaded {loaded}, not the benchmark's copy {self.library}")
+        return result
+
+    def kill_child(self) -> None:
+        child = self.child
+        if child is not None and child.poll() is None:
+            try:
+                os.killpg(child.pid, signal.SIGKILL)   # its own session: the child and nothing else
+            except (ProcessLookupError, PermissionError):
+                pass
+            child.wait(timeout=10)
+
+    def measure(self, *specs: Spec) -> None:
+        """Runs the specs not measured yet, interleaved run by run (A B C A B C ...), so a drift
+        of the machine's load hits each of them alike. Server counters are reset before each.
+
+        A run whose list is wrong (the driver exits non-zero) gives no time: it is counted in
+        Measured.wrong and another run is made, up to `runs` more attempts in all."""
+        todo = [s for s in specs if s.key not in self.results]
+        for s in todo:
+            self.results[s.key] = Measured()
+        for s in todo:
+            for _ in range(s.warmup):
+                try:
+                    self.server.reset()
+                    self.run_child(s)
+                except RunFailed as e:
+                    self.results[s.key].wrong.append(f"warm-up: {e}")
+                    self.progress(f"{s.key} warm-up WRONG: {e}")
+        attempts = {s.key: 0 for s in todo}
+        while True:                       # bounded: each spec has at most 2 x runs attempts
+            pending = [s for s in todo if len(self.results[s.key].runs) < s.runs and attempts[s.key] < 2 * s.runs]
+            if not pending:
+                break
+            for s in pending:
+                m = self.results[s.key]
+                attempts[s.key] += 1
+                self.server.reset()
+                try:
+                    result = self.run_child(s)
+                except RunFailed as e:
+                    m.wrong.append(str(e))
+                    self.progress(f"{s.key} attempt {attempts[s.key]}: WRONG: {e}")
+                    continue
+                stats = self.server.stats()
+                result["server_requests"] = stats["requests"]
+                result["server_max_in_flight"] = stats["max_in_flight"]
+                m.runs.append(result)
+                self.progress(f"{s.key} run {len(m.runs)}/{s.runs}: {result.get('seconds', 0):.3f} s")
+        for s in todo:
+            m = self.results[s.key]
+            if not m.runs:
+                m.error = m.wrong[-1] if m.wrong else "no run"
+
+    def progress(self, text: str) -> None:
+        if not self.args.quiet:
+            sys.stderr.write(f"  {text}\n")
+            sys.stderr.flush()
+
+    # -- argv builders --
+
+    def c_spec(self, key: str, mode: str, lst: "ListDef", runs: int, *, window: int = 8,
+               transport: str = "curl", keep: int = 0, warmup: int = 0, timeout: float = RUN_TIMEOUT_S) -> Spec:
+        argv = [self.driver, mode, "--base", self.server.base, "--path", lst.path, "--expect", str(lst.n),
+                "--window", str(window), "--transport", transport, "--keep", str(keep),
+                "--max-pages", str(max(lst.pages + 10, 10000))]
+        if lst.addressing == "page":
+            argv += ["--page-param", "page", "--first-page", "1", "--size-param", "per_page",
+                     "--page-size", str(lst.per_page)]
+        if not lst.total:
+            argv += ["--total", ""]
+        return Spec(key, argv, runs, warmup, env=self.c_env, timeout=timeout)
+
+    def py_spec(self, key: str, mode: str, lst: "ListDef", runs: int, *, window: int = 8,
+                transport: str = "curl", warmup: int = 0) -> Spec:
+        argv = [sys.executable, str(PY_DRIVER), mode, "--base", self.server.base, "--path", lst.path,
+                "--expect", str(lst.n), "--window", str(window), "--page-size", str(lst.per_page),
+                "--addressing", lst.addressing, "--total", "1" if lst.total else "0",
+                "--transport", transport, "--max-pages", str(max(lst.pages + 10, 10000))]
+        return Spec(key, argv, runs, warmup, env=self.py_env)
+
+    def floor_spec(self, key: str, lst: "ListDef", runs: int, reps: int) -> Spec:
+        argv = [self.driver, "floor", "--base", self.server.base, "--path", lst.path, "--expect", str(lst.n),
+                "--pages", str(lst.pages), "--page-param", "page", "--first-page", "1",
+                "--size-param", "per_page", "--page-size", str(lst.per_page), "--reps", str(reps),
+                "--window", "8"]
+        return Spec(key, argv, runs, env=self.c_env)
+
+    def cleanup(self) -> None:
+        if self.library_dir:
+            shutil.rmtree(self.library_dir, ignore_errors=True)
+
+
+@dataclass
+class ListDef:
+    path: str          # path and query, without page / per_page (Sheaf and the drivers add them)
+    pages: int
+    per_page: int
+    addressing: str = "page"   # "page": page numbers; "next": next links only
+    total: bool = True
+
+    @property
+    def n(self) -> int:
+        return self.pages * self.per_page
+
+
+# ---- the table -----------------------------------------------------------------------------------
+
+@dataclass
+class Row:
+    id: str
+    scenario: str
+    sheaf: str = "-"
+    floor: str = "-"
+    ratio: str = "-"
+    target: str = "-"
+    met: str = "-"
+    runs: str = "-"
+    requests: str = "-"
+    in_flight: str = "-"
+    rss: str = "-"
+
+
+COLUMNS = [("id", "id"), ("scenario", "scenario"), ("sheaf", "Sheaf (median)"), ("floor", "floor / baseline"),
+           ("ratio", "ratio"), ("target", "target"), ("met", "met?"), ("runs", "runs"),
+           ("requests", "requests"), ("in_flight", "server max in flight"), ("rss", "peak RSS MB")]
+
+
+def print_table(rows: List[Row]) -> None:
+    cells = [[getattr(r, k) for k, _ in COLUMNS] for r in rows]
+    widths = [max(len(h), *(len(c[i]) for c in cells)) if cells else len(h) for i, (_, h) in enumerate(COLUMNS)]
+    line = "| " + " | ".join(h.ljust(w) for (_, h), w in zip(COLUMNS, widths)) + " |"
+    print(line)
+    print("|" + "|".join("-" * (w + 2) for w in widths) + "|")
+    for c in cells:
+        print("| " + " | ".join(v.ljust(w) for v, w in zip(c, widths)) + " |")
+
+
+def secs(x: float) -> str:
+    return f"{x:.3f} s"
+
+
+def yes(ok: bool) -> str:
+    return "yes" if ok else "NO"
+
+
+def fill_counts(row: Row, m: Measured) -> Row:
+    row.runs = m.runs_text
+    if m.wrong and row.met not in ("-", ""):
+        row.met = f"NO ({len(m.wrong)} wrong)"
+    row.requests = m.span("server_requests")
+    row.in_flight = m.span("server_max_in_flight")
+    row.rss = f"{m.rss_mb():.1f}"
+    return row
+
+
+def failed_row(id_: str, scenario: str, m: Measured, target: str = "-") -> Row:
+    return Row(id_, scenario, sheaf=f"FAILED: {m.error}"[:120], target=target, met="NO")
+
+
+# ---- scenarios -----------------------------------------------------------------------------------
+
+class Scenarios:
+    def __init__(self, bench: Bench, runs: int, quick: bool) -> None:
+        self.b = bench
+        self.runs = runs
+        self.quick = quick
+        self.slow_runs = 1 if quick else min(runs, SLOW_RUNS)
+        q = f"latency_ms={L_MS}"
+        serial_pages = 40 if quick else N_PAGES
+        self.p1 = ListDef(f"/anchor?n={N_PAGES * PER_PAGE}&{q}", N_PAGES, PER_PAGE)
+        self.p3 = ListDef(f"/anchor?n={serial_pages * PER_PAGE}&{q}&nototal=1", serial_pages, PER_PAGE, total=False)
+        self.p4 = ListDef(f"/anchor?n={serial_pages * PER_PAGE}&{q}&nototal=1&per_page={PER_PAGE}",
+                          serial_pages, PER_PAGE, addressing="next", total=False)
+        self.p5 = ListDef(f"/anchor?n={P5_PAGES * P5_PER_PAGE}&cap={P5_PER_PAGE}", P5_PAGES, P5_PER_PAGE)
+        self.small = ListDef(f"/anchor?n={SMALL_PAGES * SMALL_PER_PAGE}", SMALL_PAGES, SMALL_PER_PAGE)
+        small_n, big_n = (500, 5000) if quick else (5000, 50000)
+        self.stream_small = ListDef(f"/anchor?n={small_n * STREAM_PER_PAGE}", small_n, STREAM_PER_PAGE)
+        self.stream_big = ListDef(f"/anchor?n={big_n * STREAM_PER_PAGE}", big_n, STREAM_PER_PAGE)
+        self.python_rows = bench.python_ok is None
+
+    def floor_window(self, window: int, lst: ListDef) -> float:
+        return (1 + math.ceil((lst.pages - 1) / window)) * L_MS / 1000.0
+
+    # Shared measurements (each runs once, whichever scenario asks first).
+    def c_p1(self) -> Measured:
+        self.b.measure(self.b.c_spec("C fetch P1", "fetch", self.p1, self.runs, warmup=1),
+                       self.b.py_spec("threadpool P1 W=8", "threadpool", self.p1, self.runs))
+        return self.b.results["C fetch P1"]
+
+    def serial_baseline(self) -> Measured:
+        self.b.measure(self.b.py_spec("requests serial P1", "requests-serial", self.p1, self.slow_runs))
+        return self.b.results["requests serial P1"]
+
+    def c_p5(self) -> Measured:
+        b = self.b
+        b.measure(b.floor_spec("floor P5", self.p5, self.runs, reps=3),
+                  b.c_spec("C fetch P5", "fetch", self.p5, self.runs, warmup=1),
+                  b.py_spec("requests serial P5", "requests-serial", self.p5, self.runs, warmup=1),
+                  b.py_spec("threadpool P5 W=8", "threadpool", self.p5, self.runs, warmup=1))
+        return b.results["C fetch P5"]
+
+    def baseline_rows(self, id_: str, sheaf: Measured, baselines: List[tuple]) -> List[Row]:
+        rows = []
+        for label, key in baselines:
+            m = self.b.results[key]
+            if m.error or not m.runs:
+                rows.append(failed_row(id_, f"  baseline: {label}", m))
+                continue
+            if sheaf.error or not sheaf.runs:
+                rows.append(fill_counts(Row(id_, f"  baseline: {label}", floor=secs(m.median())), m))
+                continue
+            rows.append(fill_counts(Row(id_, f"  baseline: {label}", sheaf=secs(sheaf.median()),
+                                        floor=secs(m.median()),
+                                        ratio=f"{sheaf.median() / m.median():.2f}x",
+                                        target="(Sheaf / baseline)"), m))
+        return rows
+
+    def window_row(self, id_: str, label: str, m: Measured, floor: float, limit: float, window: int) -> Row:
+        """A windowed run: the ratio to the floor, and the server must have seen the whole window
+        in flight in every run (it may count one more: see the note under the table)."""
+        target = f"<= {limit:.2f}x floor; server saw {window}"
+        if m.error or not m.runs:
+            return failed_row(id_, label, m, target)
+        ratio = m.median() / floor
+        seen = m.values("server_max_in_flight")
+        saw = min(seen) >= window
+        if max(seen) > window:
+            self.b.over_window = True
+        row = fill_counts(Row(id_, label, sheaf=secs(m.median()), floor=secs(floor), ratio=f"{ratio:.2f}x",
+                              target=target, met=yes(ratio <= limit and saw)), m)
+        if m.values("transport_max_in_flight"):
+            row.in_flight += f" (transport {m.span('transport_max_in_flight')})"
+        return row
+
+    # -- P1 --
+    def P1(self) -> List[Row]:
+        m = self.c_p1()
+        self.serial_baseline()
+        floor = self.floor_window(8, self.p1)
+        rows = [self.window_row("P1", f"N={N_PAGES}x{PER_PAGE}, L={L_MS} ms, total, W=8 (fetch_all, C)", m, floor, 1.10, 8)]
+        rows += self.baseline_rows("P1", m, [("requests, serial walk", "requests serial P1"),
+                                             ("ThreadPoolExecutor W=8 + requests", "threadpool P1 W=8")])
+        return rows
+
+    # -- P2 --
+    def P2(self) -> List[Row]:
+        b = self.b
+        b.measure(b.c_spec("C fetch P2", "fetch", self.p1, self.runs, window=32),
+                  b.py_spec("threadpool P1 W=32", "threadpool", self.p1, self.runs, window=32))
+        self.serial_baseline()
+        m = b.results["C fetch P2"]
+        floor = self.floor_window(32, self.p1)
+        rows = [self.window_row("P2", "the same list, W=32", m, floor, 1.15, 32)]
+        rows += self.baseline_rows("P2", m, [("requests, serial walk", "requests serial P1"),
+                                             ("ThreadPoolExecutor W=32 + requests", "threadpool P1 W=32")])
+        return rows
+
+    # -- P3 --
+    def P3(self) -> List[Row]:
+        b = self.b
+        b.measure(b.c_spec("C fetch P3", "fetch", self.p3, self.slow_runs))
+        self.serial_baseline()
+        m = b.results["C fetch P3"]
+        floor = self.floor_window(8, self.p3)
+        target = "<= 1.5x floor"
+        rows = [Row("P3", f"N={self.p3.pages}x{PER_PAGE}, page numbers, no total, W=8: speculative parallel walk",
+                    sheaf="not supported", floor=secs(floor), target=target, met="NO")]
+        label = "  what Sheaf does today: serial next-link walk"
+        if m.error or not m.runs:
+            rows.append(failed_row("P3", label, m, target))
+        else:
+            ratio = m.median() / floor
+            rows.append(fill_counts(Row("P3", label, sheaf=secs(m.median()), floor=secs(floor),
+                                        ratio=f"{ratio:.2f}x", target=target, met=yes(ratio <= 1.5)), m))
+        if self.p3.pages == self.p1.pages:
+            rows += self.baseline_rows("P3", m, [("requests, serial walk", "requests serial P1")])
+        return rows
+
+    # -- P4 --
+    def P4(self) -> List[Row]:
+        b = self.b
+        b.measure(b.c_spec("C fetch P4", "fetch", self.p4, self.slow_runs))
+        self.serial_baseline()
+        m = b.results["C fetch P4"]
+        floor = self.p4.pages * L_MS / 1000.0
+        label = f"N={self.p4.pages}x{PER_PAGE}, next link only (serial), L={L_MS} ms"
+        target = "<= 1.05x floor (N x L)"
+        if m.error or not m.runs:
+            rows = [failed_row("P4", label, m, target)]
+        else:
+            ratio = m.median() / floor
+            rows = [fill_counts(Row("P4", label, sheaf=secs(m.median()), floor=secs(floor), ratio=f"{ratio:.3f}x",
+                                    target=target, met=yes(ratio <= 1.05)), m)]
+        if self.p4.pages == self.p1.pages:
+            rows += self.baseline_rows("P4", m, [("requests, serial walk", "requests serial P1")])
+        return rows
+
+    # -- P5 --
+    def P5(self) -> List[Row]:
+        b = self.b
+        m = self.c_p5()
+        f = b.results["floor P5"]
+        label = f"N={P5_PAGES}x{P5_PER_PAGE} small items, L=0, W=8 (fetch_all, C)"
+        if f.error or not f.runs:
+            return [failed_row("P5", label + ": the floor", f)]
+        fl = f.runs[0]
+        floor = f.median("parse_seconds")            # each run: the median of 3 passes
+        fetch_only = f.median("fetch_only_seconds")
+        mb = fl["page_bytes"] / 1e6
+        rows = []
+        if m.error or not m.runs:
+            rows.append(failed_row("P5", label, m, "<= 2x floor"))
+        else:
+            ratio = m.median() / floor
+            rows.append(fill_counts(Row("P5", label, sheaf=secs(m.median()),
+                                        floor=f"{secs(floor)} (jansson {fl['jansson']} parse, {len(f.runs)} runs)",
+                                        ratio=f"{ratio:.2f}x", target="<= 2x floor", met=yes(ratio <= 2.0)), m))
+            rate = mb / m.median()
+            rows.append(Row("P5", f"  page JSON throughput ({mb:.1f} MB of pages)", sheaf=f"{rate:.0f} MB/s",
+                            floor=f"{mb / floor:.0f} MB/s (jansson)", target=">= 100 MB/s", met=yes(rate >= 100),
+                            runs=str(len(m.runs))))
+        rows.append(Row("P5", "  reference: server + loopback alone (8 keep-alive sockets, no parsing)",
+                        sheaf=secs(m.median()) if m.runs else "-", floor=secs(fetch_only),
+                        ratio=f"{m.median() / fetch_only:.2f}x" if m.runs else "-",
+                        target="(Sheaf / fetch alone)", runs=str(len(f.runs))))
+        rows += self.baseline_rows("P5", m, [("requests, serial walk", "requests serial P5"),
+                                             ("ThreadPoolExecutor W=8 + requests", "threadpool P5 W=8")])
+        return rows
+
+    # -- P6 --
+    def P6(self) -> List[Row]:
+        b = self.b
+        specs = [b.c_spec("C fetch P1 blocking transport", "fetch", self.p1, self.runs, transport="blocking")]
+        if self.python_rows:
+            specs.append(b.py_spec("Py fetch P1 Python transport", "sheaf-fetch", self.p1, self.runs,
+                                   transport="python", warmup=1))
+        b.measure(*specs)
+        floor = self.floor_window(8, self.p1)
+        m = b.results["C fetch P1 blocking transport"]
+        rows = [self.window_row("P6", "P1 through a blocking C transport (a socket per request)", m, floor, 1.10, 8)]
+        if self.python_rows:
+            rows.append(self.window_row("P6", "P1 through a Python transport (http.client, keep-alive)",
+                                        b.results["Py fetch P1 Python transport"], floor, 1.10, 8))
+        else:
+            rows.append(Row("P6", "P1 through a Python transport", sheaf=f"not run: {b.python_ok}", met="-"))
+        return rows
+
+    # -- P7 --
+    def P7(self) -> List[Row]:
+        b = self.b
+        if not self.python_rows:
+            return [Row("P7", "P1 and P5 from Python", sheaf=f"not run: {b.python_ok}")]
+        self.c_p1()
+        self.c_p5()
+        b.measure(b.c_spec("C stream P1", "stream", self.p1, self.runs),
+                  b.py_spec("Py fetch P1", "sheaf-fetch", self.p1, self.runs, warmup=1),
+                  b.py_spec("Py stream P1", "sheaf-stream", self.p1, self.runs))
+        b.measure(b.c_spec("C stream P5", "stream", self.p5, self.runs, warmup=1),
+                  b.py_spec("Py fetch P5", "sheaf-fetch", self.p5, self.runs, warmup=1),
+                  b.py_spec("Py stream P5", "sheaf-stream", self.p5, self.runs, warmup=1))
+        b.measure(b.c_spec("C stream small", "stream", self.small, self.runs, warmup=1),
+                  b.py_spec("Py stream small", "sheaf-stream", self.small, self.runs, warmup=1))
+        rows = []
+
+        def compare(label, py_key, c_key, limit: Optional[float], per_snapshot) -> None:
+            py, c = b.results[py_key], b.results[c_key]
+            target = f"<= {limit:.2f}x C" if limit else "(report)"
+            if py.error or not py.runs or c.error or not c.runs:
+                rows.append(failed_row("P7", label, py if (py.error or not py.runs) else c, target))
+                return
+            ratio = py.median() / c.median()
+            rows.append(fill_counts(Row("P7", label, sheaf=secs(py.median()), floor=f"{secs(c.median())} (C)",
+                                        ratio=f"{ratio:.2f}x", target=target,
+                                        met=yes(ratio <= limit) if limit else "-"), py))
+            if per_snapshot:
+                # Everything the Python layer adds, per snapshot: the ctypes callback, decoding the
+                # delta into Python objects, the hand-over to the consuming thread.
+                snaps = statistics.median(py.values("snapshots"))
+                per_us = (py.median() - c.median()) / snaps * 1e6
+                latency_bound = per_snapshot == "latency"
+                rows.append(Row("P7", f"  per-snapshot overhead: (Python - C) / {snaps:.0f} snapshots "
+                                      f"(C had {statistics.median(c.values('snapshots')):.0f})",
+                                sheaf=f"{per_us:.0f} us", target="(report: hidden by L)" if latency_bound else "<= 50 us",
+                                met="-" if latency_bound else yes(per_us <= 50), runs=py.runs_text))
+
+        compare("P1 fetch_all from Python (vs the same from C)", "Py fetch P1", "C fetch P1", 1.05, False)
+        compare("P1 snapshot generator from Python (vs a C snapshot callback)", "Py stream P1", "C stream P1", 1.05,
+                "latency")
+        compare("P5 fetch_all from Python (vs C)", "Py fetch P5", "C fetch P5", None, False)
+        compare("P5 snapshot generator from Python (vs C)", "Py stream P5", "C stream P5", None, True)
+        compare(f"{SMALL_PAGES}x{SMALL_PER_PAGE} items, L=0: snapshot generator (vs C)", "Py stream small",
+                "C stream small", None, True)
+        return rows
+
+    # -- memory --
+    def M1(self) -> List[Row]:
+        m = self.c_p5()
+        label = "peak RSS of fetch_all on P5 (C)"
+        if m.error or not m.runs:
+            return [failed_row("M1", label, m)]
+        json_mb = m.runs[0]["json_bytes"] / 1e6
+        limit = 3 * json_mb + 40
+        rss = max(m.values("peak_rss_kb")) * 1024 / 1e6
+        return [fill_counts(Row("M1", label, sheaf=f"{rss:.1f} MB",
+                                floor=f"{limit:.1f} MB = 3 x {json_mb:.1f} + 40",
+                                ratio=f"{rss / limit:.2f}x", target="<= 1.00x limit", met=yes(rss <= limit)), m)]
+
+    def M2(self) -> List[Row]:
+        b = self.b
+        small, big = self.stream_small, self.stream_big
+        runs = 1 if self.quick else min(self.runs, 3)
+        b.measure(b.c_spec("C stream keep0 small N", "stream", small, runs, warmup=0))
+        b.measure(b.c_spec("C stream keep0 big N", "stream", big, 1, timeout=900))
+        ms, mb_ = b.results["C stream keep0 small N"], b.results["C stream keep0 big N"]
+        rows = []
+        label_s = f"stream, keep_items 0, {small.pages:,} pages x {STREAM_PER_PAGE}, L=0: peak RSS"
+        label_b = f"stream, keep_items 0, {big.pages:,} pages x {STREAM_PER_PAGE}, L=0: peak RSS"
+        if ms.error or not ms.runs:
+            return [failed_row("M2", label_s, ms)]
+        rss_s = max(ms.values("peak_rss_kb")) * 1024 / 1e6
+        rows.append(fill_counts(Row("M2", label_s, sheaf=f"{rss_s:.1f} MB",
+                                    floor=f"({statistics.median(ms.values('seconds')):.1f} s)"), ms))
+        if mb_.error or not mb_.runs:
+            rows.append(failed_row("M2", label_b, mb_))
+            return rows
+        rss_b = max(mb_.values("peak_rss_kb")) * 1024 / 1e6
+        ratio = rss_b / rss_s
+        growth = (rss_b - rss_s) * 1e6 / (big.pages - small.pages)
+        rows.append(fill_counts(Row("M2", label_b, sheaf=f"{rss_b:.1f} MB",
+                                    floor=f"{rss_s:.1f} MB at {small.pages:,} pages",
+                                    ratio=f"{ratio:.2f}x", target=f"flat: <= 1.10x the {small.pages:,}-page RSS",
+                                    met=yes(ratio <= 1.10)), mb_))
+        rows.append(Row("M2", f"  growth per page between the two", sheaf=f"{growth:.0f} B/page", target="(report)"))
+        per_s = ms.median() / small.pages * 1e6
+        per_b = mb_.median() / big.pages * 1e6
+        rows.append(Row("M2", f"  time per page: {big.pages:,} pages vs {small.pages:,}",
+                        sheaf=f"{per_b:.0f} us/page", floor=f"{per_s:.0f} us/page",
+                        ratio=f"{per_b / per_s:.2f}x", target="(report: linear = 1x)", runs=mb_.runs_text))
+        return rows
+
+    def M3(self) -> List[Row]:
+        b = self.b
+        b.measure(b.c_spec("C stream keep1 P5", "stream", self.p5, 1, keep=1, warmup=1))
+        m = b.results["C stream keep1 P5"]
+        label = "bytes handed to snapshot callbacks / the list's JSON (P5, C, keep_items 1)"
+        if m.error or not m.runs:
+            return [failed_row("M3", label, m)]
+        r = m.runs[0]
+        ratio = r["delta_bytes"] / r["prefix_bytes"]
+        return [fill_counts(Row("M3", label, sheaf=f"{r['delta_bytes'] / 1e6:.2f} MB",
+                                floor=f"{r['prefix_bytes'] / 1e6:.2f} MB", ratio=f"{ratio:.3f}x",
+                                target="<= 1.1x", met=yes(ratio <= 1.1)), m)]
+
+
+# ---- main ----------------------------------------------------------------------------------------
+
+def machine() -> str:
+    mem = "?"
+    try:
+        for line in open("/proc/meminfo"):
+            if line.startswith("MemTotal:"):
+                mem = f"{int(line.split()[1]) / 1024 / 1024:.1f} GiB"
+    except OSError:
+        pass
+    cpu = platform.processor() or ""
+    try:
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return f"{os.cpu_count()} cores ({cpu}), {mem} RAM, {platform.system()} {platform.release()}, Python {platform.python_version()}"
+
+
+def ensure_driver(bench: Bench, args) -> None:
+    source = ROOT / "bench" / "sheaf_bench.c"
+    stale = (not os.path.exists(bench.driver)
+             or os.path.getmtime(bench.driver) < os.path.getmtime(source))
+    if stale and not args.driver:
+        sys.stderr.write(f"building {bench.driver} (cmake --build {args.build_dir} --target sheaf_bench)\n")
+        if not (Path(args.build_dir) / "build.ninja").exists() and not (Path(args.build_dir) / "Makefile").exists():
+            subprocess.run(["cmake", "-S", str(ROOT), "-B", args.build_dir, "-G", "Ninja",
+                            "-DCMAKE_BUILD_TYPE=Release"], check=True, stdout=subprocess.DEVNULL)
+        subprocess.run(["cmake", "--build", args.build_dir, "--target", "sheaf_bench"], check=True,
+                       stdout=subprocess.DEVNULL)
+    if not os.access(bench.driver, os.X_OK):
+        raise SystemExit(f"no benchmark driver at {bench.driver}; build it with "
+                         f"cmake --build {args.build_dir} --target sheaf_bench")
+
+
+def tree_state() -> str:
+    """The source tree's commit, and whether Sources/ or include/ differ from it."""
+    try:
+        head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
+                              timeout=30).stdout.decode().strip()
+        dirty = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain", "--", "Sources", "include"],
+                               capture_output=True, timeout=30).stdout.decode().strip()
+    except (OSError, subprocess.TimeoutExpired):
+        return "?"
+    return f"{head}{' + uncommitted changes in Sources/include' if dirty else ''}"
+
+
+def check_python(bench: Bench) -> None:
+    try:
+        r = subprocess.run([sys.executable, "-c", "import sheaf, sys; sys.stdout.write(sheaf.library_version())"],
+                           env=bench.py_env, capture_output=True, timeout=60)
+    except subprocess.TimeoutExpired:
+        bench.python_ok = "import sheaf timed out"
+        return
+    if r.returncode != 0:
+        bench.python_ok = "import sheaf failed: " + r.stderr.decode(errors="replace").strip().splitlines()[-1]
+    else:
+        bench.lib_version = "libsheaf " + r.stdout.decode()
+    try:
+        import requests  # noqa: F401
+    except ImportError:
+        bench.notes.append("requests is not installed: the baselines use urllib (a connection per request)")
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description="Sheaf benchmarks (BENCHMARKS.md): prints one table.")
+    p.add_argument("--runs", type=int, default=5, help="measured runs per scenario, median quoted (default 5; "
+                   f"serial 10-second walks use at most {SLOW_RUNS})")
+    p.add_argument("--only", default="", help="comma-separated ids: " + ",".join(ALL_IDS))
+    p.add_argument("--quick", action="store_true",
+                   help="a fast smoke run: 1 run each, no warm-up of L=50 lists, serial walks over 40 pages, "
+                        "streaming memory at 500 / 5,000 pages")
+    p.add_argument("--build-dir", default=str(ROOT / "build"))
+    p.add_argument("--driver", default=None, help="the C driver (default BUILD_DIR/bench/sheaf_bench)")
+    p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    args = p.parse_args(argv)
+    if args.runs < 1:
+        p.error("--runs must be >= 1")
+    runs = 1 if args.quick else args.runs
+    ids = [s.strip().upper() for s in args.only.split(",") if s.strip()] or ALL_IDS
+    unknown = [i for i in ids if i not in ALL_IDS]
+    if unknown:
+        p.error(f"unknown ids: {', '.join(unknown)} (known: {', '.join(ALL_IDS)})")
+
+    bench = Bench(args)
+    ensure_driver(bench, args)
+    if not os.path.exists(bench.built_library):
+        raise SystemExit(f"no library at {bench.built_library}: build it with cmake --build {args.build_dir}")
+    bench.snapshot_library()
+    try:
+        check_python(bench)
+    except BaseException:
+        bench.cleanup()
+        raise
+    rows: List[Row] = []
+    started = time.monotonic()
+
+    def on_term(signum, frame):
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, on_term)
+    interrupted = False
+    try:
+        bench.server.start()
+        scen = Scenarios(bench, runs, args.quick)
+        for i in ids:
+            bench.progress(f"--- {i}")
+            rows += getattr(scen, i)()
+    except KeyboardInterrupt:
+        interrupted = True
+    finally:
+        bench.kill_child()
+        bench.server.stop()
+        bench.cleanup()
+
+    print(f"Sheaf benchmarks (BENCHMARKS.md) - {bench.lib_version}: {bench.built_library} built {bench.library_mtime}, "
+          f"sha256 {bench.library_sha}, tree {tree_state()}")
+    print(f"Machine: {machine()}")
+    print(f"Loopback server: Tests/server/api_server.py --cache-pages (keep-alive, Nagle off). "
+          f"Medians of {runs} run(s) per row ({'quick' if args.quick else f'serial 10 s walks: {min(runs, SLOW_RUNS)}'}), "
+          f"each in a fresh process; {time.monotonic() - started:.0f} s in all.")
+    print()
+    print_table(rows)
+    notes = list(bench.notes)
+    for key, m in bench.results.items():
+        if m.wrong:
+            notes.append(f"{key}: {len(m.wrong)} run(s) gave a wrong list and no time; the first: {m.wrong[0]}")
+    if bench.over_window:
+        notes.append("the server counts a request in flight until its handler thread returns, after the answer "
+                     "is written (and Python's GIL may delay that thread), so its maximum can exceed the "
+                     "client's window by one; the transport's own count is shown where there is one")
+    if bench.python_ok:
+        notes.append(f"Python rows not run: {bench.python_ok}")
+    if interrupted:
+        notes.append("INTERRUPTED: the table holds the scenarios finished before Ctrl-C")
+    for n in notes:
+        print(f"note: {n}")
+    bad = any(r.met == "NO" for r in rows)
+    return 130 if interrupted else (1 if bad else 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
