@@ -49,7 +49,9 @@ struct PagePlanner {
     private var template: String
     private var inFlight = Set<Int>()
     private var nextIndex = 0
-    private var fetchedURLs = Set<String>()
+    /// 64-bit hashes of the URLs fetched, for loop detection: a stream of 50,000 pages must not
+    /// keep 50,000 URLs. Two URLs of one list colliding is about 1 in 10^11 at the page cap.
+    private var fetchedURLs = Set<Int>()
     private var servedPageSize = 0
     /// Pages answered 404 in a parallel plan, with the first such answer.
     private var missingPages: [Int] = []
@@ -162,7 +164,10 @@ struct PagePlanner {
             guard let url = url(forIndex: nextIndex) else {
                 return actions + fail(index: nextIndex, SheafError(.badPage, "cannot build the URL of page \(nextIndex + 1) from \(template)"))
             }
-            actions += launch(url)
+            // Numbered pages are distinct by construction: not remembered, so a long parallel
+            // stream keeps no per-page state. A walk that loops back into them is still caught
+            // when it reaches a remembered URL again (or the page cap).
+            actions += launch(url, remembered: false)
         }
         if inFlight.isEmpty, nextIndex >= pageCount {
             if let next = pendingNextLink {
@@ -187,7 +192,7 @@ struct PagePlanner {
     }
 
     private mutating func followNextLink(_ url: String, index: Int) -> [Action] {
-        if fetchedURLs.contains(url) {
+        if fetchedURLs.contains(url.hashValue) {
             return fail(index: index, SheafError(.loop, "the next link of page \(index) repeats a URL already fetched: \(url)", url: url))
         }
         return launchGuarded(url, index: index)
@@ -200,11 +205,11 @@ struct PagePlanner {
         return launch(url)
     }
 
-    private mutating func launch(_ url: String) -> [Action] {
+    private mutating func launch(_ url: String, remembered: Bool = true) -> [Action] {
         let index = nextIndex
         nextIndex += 1
         inFlight.insert(index)
-        fetchedURLs.insert(url)
+        if remembered { fetchedURLs.insert(url.hashValue) }
         return [.fetch(index: index, url: url)]
     }
 
