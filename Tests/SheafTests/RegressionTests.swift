@@ -2,14 +2,14 @@ import Foundation
 import XCTest
 @testable import Sheaf
 
-/// Regression tests for bugs found in review of the first version of the core; the comment above
-/// each says what went wrong and where.
+/// Regression tests for bugs found in review of the first version of the core (all fixed); the
+/// comment above each says what went wrong, in the past tense of the code as it was.
 final class RegressionTests: XCTestCase {
     // MARK: JSONScanner.keyEquals
 
-    /// JSONScanner.keyEquals compares the raw key bytes with the wanted key before decoding, so
-    /// a key spelled with escapes matches a pointer token that spells those escapes literally:
-    /// the key "\u0061" (which is "a") matches the token `\u0061` (six characters).
+    /// JSONScanner.keyEquals compared the raw key bytes with the wanted key before decoding, so
+    /// a key spelled with escapes matched a pointer token that spells those escapes literally:
+    /// the key "\u0061" (which is "a") matched the token `\u0061` (six characters).
     func testAKeyWrittenWithEscapesDoesNotMatchATokenSpellingTheEscapeLiterally() throws {
         let text = #"{"\u0061":1}"#
         var targets = [JSONScanner.Target(pointer: JSONPointer(#"/\u0061"#)!, collectsElements: false)]
@@ -19,9 +19,9 @@ final class RegressionTests: XCTestCase {
 
     // MARK: JSONPointer
 
-    /// JSONPointer.init splits and unescapes by Character (grapheme cluster), so a combining mark
-    /// right after "/" or after "~0"/"~1" glues onto it: "/x/\u{301}y" does not split, and the
-    /// valid "/~0\u{301}" is refused.
+    /// JSONPointer.init split and unescaped by Character (grapheme cluster), so a combining mark
+    /// right after "/" or after "~0"/"~1" glued onto it: "/x/\u{301}y" did not split, and the
+    /// valid "/~0\u{301}" was refused.
     func testAPointerIsParsedByUnicodeScalarsNotByGraphemeClusters() {
         XCTAssertEqual(JSONPointer("/x/\u{301}y")?.tokens, ["x", "\u{301}y"])
         XCTAssertEqual(JSONPointer("/~0\u{301}")?.tokens, ["~\u{301}"])
@@ -30,9 +30,9 @@ final class RegressionTests: XCTestCase {
     // MARK: PagePlanner
 
     /// PagePlanner.planAfterFirstPage: when the first page holds the whole total but names a
-    /// next page, it calls followNextLink without leaving `.firstPage` mode. Every later page is
-    /// then planned as if it were the first: launchGuarded is always checked against index 1, so
-    /// the page cap never trips.
+    /// next page, it called followNextLink without leaving `.firstPage` mode. Every later page is
+    /// then planned as if it were the first: launchGuarded was always checked against index 1, so
+    /// the page cap never tripped.
     func testThePageCapHoldsOnAWalkThatStartsFromAFullFirstPage() {
         let base = "https://api.example.com/v1/things"
         var planner = PagePlanner(firstURL: "\(base)?page=1",
@@ -58,9 +58,9 @@ final class RegressionTests: XCTestCase {
         XCTAssertEqual(error.code, .pageLimit)
     }
 
-    /// Same cause: the second page is re-planned as a first page. A shorter second page with a
-    /// total then switches to parallel mode with a page count already reached, and the walk ends
-    /// although the page names a next page.
+    /// Same cause: the second page was re-planned as a first page. A shorter second page with a
+    /// total then switched to parallel mode with a page count already reached, and the walk ended
+    /// although the page named a next page.
     func testAWalkThatStartsFromAFullFirstPageKeepsFollowingNextLinks() {
         let base = "https://api.example.com/v1/things"
         var planner = PagePlanner(firstURL: "\(base)?page=1",
@@ -76,10 +76,10 @@ final class RegressionTests: XCTestCase {
 
     // MARK: ListRun.perform
 
-    /// ListRun.perform handles `.accept` (which may end the run at the item limit) and then goes
+    /// ListRun.perform handled `.accept` (which may end the run at the item limit) and then went
     /// on with the `.fetch` actions of the same batch: when the first page already reaches
-    /// maxItems, the window's worth of later pages is still requested after the run has ended,
-    /// and those fetches are never cancelled.
+    /// maxItems, the window's worth of later pages was still requested after the run had ended,
+    /// and those fetches were never cancelled.
     func testReachingMaxItemsOnTheFirstPageRequestsNoFurtherPages() throws {
         let transport = ScriptedTransport()
         let api = FakeAnchorAPI(count: 100)
@@ -98,9 +98,9 @@ final class RegressionTests: XCTestCase {
 
     // MARK: HTTPFailure
 
-    /// HTTPFailure.error copies the server's "error"/"message"/"detail"/"title" strings into the
+    /// HTTPFailure.error copied the server's "error"/"message"/"detail"/"title" strings into the
     /// message and the body into `bodyExcerpt` verbatim. A server that echoes the credentials
-    /// ("invalid token abc") puts the bearer token into the error, which the contract forbids
+    /// ("invalid token abc") put the bearer token into the error, which the contract forbids
     /// ("Tokens never appear in logs or error messages").
     func testATokenEchoedByTheServerIsRedactedFromTheError() throws {
         let transport = ScriptedTransport()
@@ -116,17 +116,17 @@ final class RegressionTests: XCTestCase {
 
     // MARK: RetryPolicy (these crash the process, so they run in a child process)
 
-    /// RetryPolicy.delayMilliseconds multiplies the Retry-After seconds by 1000 before capping
+    /// RetryPolicy.delayMilliseconds multiplied the Retry-After seconds by 1000 before capping
     /// (`min(maxDelayMilliseconds, seconds * 1000)`): a server answering
-    /// "Retry-After: 9223372036854775807" overflows Int and traps, killing the host process.
+    /// "Retry-After: 9223372036854775807" overflowed Int and trapped, killing the host process.
     func testARetryAfterTooLargeToMultiplyIsCappedInsteadOfCrashing() throws {
         try runInChildProcess(#function) {
             RetryPolicy().delayMilliseconds(afterAttempt: 1, retryAfter: "9223372036854775807") == 30_000
         }
     }
 
-    /// HTTPDate.parse accepts any year ≥ 1970; "days * 86_400" overflows for a huge year and
-    /// traps (reached from a server's Retry-After header).
+    /// HTTPDate.parse accepted any year ≥ 1970; "days * 86_400" overflowed for a huge year and
+    /// trapped (reached from a server's Retry-After header).
     func testAnHTTPDateWithAHugeYearIsRefusedInsteadOfCrashing() throws {
         try runInChildProcess(#function) {
             HTTPDate.parse("Sun, 06 Nov 999999999999999 08:49:37 GMT") == nil
