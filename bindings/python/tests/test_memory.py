@@ -43,7 +43,6 @@ def test_two_hundred_lists_leave_no_python_or_native_growth(api):
     with sheaf.Client(api.base_url) as client:
         run_lists(client, 40)   # warm up: caches, the library's threads, the server's
         gc.collect()
-        threads_before = threading.active_count()
         callbacks_before = callback_objects()
         rss_before = rss_bytes()
         tracemalloc.start()
@@ -59,7 +58,9 @@ def test_two_hundred_lists_leave_no_python_or_native_growth(api):
     assert growth < 256 * 1024, f"Python memory grew by {growth} bytes over 200 lists"
     assert rss_after - rss_before < 16 * 1024 * 1024, f"RSS grew by {rss_after - rss_before} bytes"
     assert callback_objects() == callbacks_before
-    assert threading.active_count() <= threads_before
+    # The binding's own threads (one waiter per list) are all gone; the in-process test server's
+    # connection threads come and go with curl's connection cache, so they are not counted.
+    assert [t.name for t in threading.enumerate() if t.name.startswith("sheaf-")] == []
     assert sheaf._live_runs() == 0
 
 
