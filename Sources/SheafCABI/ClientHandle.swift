@@ -20,7 +20,7 @@ final class ClientHandle: Sendable {
         self.baseURL = baseURL
         self.bearerToken = bearerToken
         // Validates the base URL and token now rather than at the first list.
-        _ = try SheafClient(baseURL: baseURL, bearerToken: bearerToken, transport: CFunctionTransport.none)
+        try SheafClient.validate(baseURL: baseURL, bearerToken: bearerToken)
     }
 
     /// A client with the current settings, for one list.
@@ -60,13 +60,6 @@ final class ClientHandle: Sendable {
     static func from(_ pointer: OpaquePointer?) -> ClientHandle? {
         pointer.map { Unmanaged<ClientHandle>.fromOpaque(UnsafeRawPointer($0)).takeUnretainedValue() }
     }
-}
-
-extension CFunctionTransport {
-    /// A transport that is never called; stands in while only validating settings.
-    static let none = CFunctionTransport(function: { request, _ in
-        _ = sheaf_request_fail(request, SHEAF_TRANSPORT_OTHER, "no transport")
-    }, userData: 0)
 }
 
 /// The last error of a handle, readable as a borrowed C string.

@@ -16,17 +16,28 @@ public final class SheafClient: Sendable {
     ///   configuration out of range.
     public init(baseURL: String, bearerToken: String? = nil, transport: any Transport,
                 configuration: ClientConfiguration = ClientConfiguration()) throws(SheafError) {
+        self.origin = try Self.checkedOrigin(baseURL: baseURL, bearerToken: bearerToken)
+        self.baseURL = baseURL
+        self.bearerToken = bearerToken
+        self.transport = transport
+        self.configuration = try configuration.validated()
+    }
+
+    /// Checks a base URL and token as `init` does, without a transport.
+    /// - Throws: `.invalidArgument` for a base URL that is not absolute http(s), or a token with
+    ///   control characters.
+    public static func validate(baseURL: String, bearerToken: String?) throws(SheafError) {
+        _ = try checkedOrigin(baseURL: baseURL, bearerToken: bearerToken)
+    }
+
+    private static func checkedOrigin(baseURL: String, bearerToken: String?) throws(SheafError) -> Origin {
         guard let origin = Origin(baseURL), URLText.resolve(baseURL, against: baseURL) != nil else {
             throw SheafError(.invalidArgument, "the base URL must be an absolute http or https URL")
         }
         if let bearerToken, bearerToken.utf8.contains(where: { $0 < 0x20 || $0 == 0x7F }) {
             throw SheafError(.invalidArgument, "the bearer token contains control characters")
         }
-        self.baseURL = baseURL
-        self.origin = origin
-        self.bearerToken = bearerToken
-        self.transport = transport
-        self.configuration = try configuration.validated()
+        return origin
     }
 
     /// Creates a run of `description`; call `start()` on it.

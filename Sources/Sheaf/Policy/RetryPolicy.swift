@@ -21,7 +21,8 @@ public struct RetryPolicy: Sendable, Equatable {
     func delayMilliseconds(afterAttempt attempt: Int, retryAfter: String?, now: Date = Date(),
                            random: (ClosedRange<Int>) -> Int = { Int.random(in: $0) }) -> Int {
         if let retryAfter, let seconds = Self.parseRetryAfter(retryAfter, now: now) {
-            return seconds > maxDelayMilliseconds / 1000 ? maxDelayMilliseconds : min(maxDelayMilliseconds, seconds * 1000)
+            // Compared in seconds first: seconds × 1000 may overflow.
+            return seconds > maxDelayMilliseconds / 1000 ? maxDelayMilliseconds : seconds * 1000
         }
         let exponent = min(attempt - 1, 30)
         let ceiling = min(maxDelayMilliseconds, baseDelayMilliseconds.multipliedReportingOverflow(by: 1 << exponent).overflow

@@ -37,8 +37,7 @@ final class PageFetch: Sendable {
     func cancel() {
         let task = state.withLock { state -> (any TransportTask)? in
             state.isDone = true
-            if state.isOutstanding { requests.finished() }
-            state.isOutstanding = false
+            settleOutstanding(&state)
             defer { state.task = nil }
             return state.task
         }
@@ -76,8 +75,7 @@ final class PageFetch: Sendable {
     private func handle(_ result: Result<HTTPResponse, TransportError>, url: String) {
         let attempt = state.withLock { state -> Int? in
             state.task = nil
-            if state.isOutstanding { requests.finished() }
-            state.isOutstanding = false
+            settleOutstanding(&state)
             return state.isDone ? nil : state.attempt
         }
         guard let attempt else { return }
@@ -128,6 +126,12 @@ final class PageFetch: Sendable {
                                               url: url, httpStatus: response.status)))
         }
         attempt()
+    }
+
+    /// The attempt at the transport is over (answered or abandoned): count it once.
+    private func settleOutstanding(_ state: inout State) {
+        if state.isOutstanding { requests.finished() }
+        state.isOutstanding = false
     }
 
     private func schedule(after milliseconds: Int) {
