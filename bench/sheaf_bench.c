@@ -53,6 +53,7 @@
 
 #include <sheaf.h>
 
+#include "blocking_transport.h"
 #include "http_get.h"
 
 /* ---- small helpers ------------------------------------------------------------------------ */
@@ -185,65 +186,6 @@ static options parse_options(int argc, char **argv) {
     return o;
 }
 
-/* ---- the blocking C transport (Tests/c/http_get.c: one connection per request) ------------- */
-
-typedef struct blocking_transport {
-    atomic_int calls;
-    atomic_int in_flight;
-    atomic_int max_in_flight;
-} blocking_transport;
-
-static sheaf_transport_error transport_error_for(http_get_status status) {
-    switch (status) {
-    case HTTP_GET_TIMEOUT: return SHEAF_TRANSPORT_TIMEOUT;
-    case HTTP_GET_CONNECT: return SHEAF_TRANSPORT_CONNECT;
-    case HTTP_GET_DNS: return SHEAF_TRANSPORT_DNS;
-    case HTTP_GET_TOO_LARGE: return SHEAF_TRANSPORT_TOO_LARGE;
-    default: return SHEAF_TRANSPORT_OTHER;
-    }
-}
-
-/* Performs the exchange with a blocking socket GET on the library's thread, then answers. */
-static void blocking_get(sheaf_request *request, void *user_data) {
-    blocking_transport *transport = user_data;
-    int in_flight = atomic_fetch_add(&transport->in_flight, 1) + 1;
-    int seen = atomic_load(&transport->max_in_flight);
-    while (in_flight > seen && !atomic_compare_exchange_weak(&transport->max_in_flight, &seen, in_flight)) {}
-    atomic_fetch_add(&transport->calls, 1);
-
-    size_t header_count = sheaf_request_header_count(request);
-    const char **names = calloc(header_count + 1, sizeof *names);
-    const char **values = calloc(header_count + 1, sizeof *values);
-    if (names == NULL || values == NULL) {
-        free(names);
-        free(values);
-        atomic_fetch_sub(&transport->in_flight, 1);
-        sheaf_request_fail(request, SHEAF_TRANSPORT_OTHER, "out of memory");
-        return;
-    }
-    size_t used = 0;
-    for (size_t i = 0; i < header_count; i++)
-        if (sheaf_request_header(request, i, &names[used], &values[used]) == SHEAF_OK) used++;
-
-    http_response response;
-    char error[512];
-    int64_t max_body = sheaf_request_max_body_bytes(request);
-    http_get_status status = http_get(sheaf_request_url(request), used, names, values,
-                                      (long)sheaf_request_timeout_ms(request),
-                                      max_body > 0 ? (size_t)max_body : 0, &response, error, sizeof error);
-    free(names);
-    free(values);
-    atomic_fetch_sub(&transport->in_flight, 1);
-    if (status == HTTP_GET_OK) {
-        for (size_t i = 0; i < response.header_count; i++)
-            sheaf_request_add_response_header(request, response.headers[i].name, response.headers[i].value);
-        sheaf_request_respond(request, response.status, response.body, response.body_length);
-        http_response_free(&response);
-    } else {
-        sheaf_request_fail(request, transport_error_for(status), error);
-    }
-}
-
 /* ---- describing the list ------------------------------------------------------------------ */
 
 static sheaf_client *make_client(const options *o, blocking_transport *transport) {
@@ -255,7 +197,7 @@ static sheaf_client *make_client(const options *o, blocking_transport *transport
     if (o->max_pages > 0 && sheaf_client_set_option(client, SHEAF_OPT_MAX_PAGES, o->max_pages) != SHEAF_OK)
         die(EXIT_SETUP, "max pages: %s", sheaf_client_errmsg(client));
     if (strcmp(o->transport, "blocking") == 0 &&
-        sheaf_client_set_transport(client, blocking_get, transport) != SHEAF_OK)
+        sheaf_client_set_transport(client, blocking_transport_get, transport) != SHEAF_OK)
         die(EXIT_SETUP, "transport: %s", sheaf_client_errmsg(client));
     return client;
 }

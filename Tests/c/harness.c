@@ -22,6 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "blocking_transport.h"
 #include "check.h"
 #include "http_get.h"
 #include "sheaf.h"
@@ -297,47 +298,21 @@ static int record_snapshot(sheaf_list *list, const sheaf_snapshot *snapshot, voi
     return r->stop_at > 0 && call >= r->stop_at;
 }
 
-/* ---- a blocking custom transport ------------------------------------------------------------ */
+/* ---- a blocking custom transport (blocking_transport.c), inspected ------------------------ */
 
-typedef struct blocking_transport {
-    atomic_int calls;
-    atomic_int in_flight;
-    atomic_int max_in_flight;
-    sheaf_list *reentry_list;   /* if set: fetch_all on it from inside the transport must refuse */
-} blocking_transport;
-
-static sheaf_transport_error transport_error_for(http_get_status status) {
-    switch (status) {
-    case HTTP_GET_TIMEOUT: return SHEAF_TRANSPORT_TIMEOUT;
-    case HTTP_GET_CONNECT: return SHEAF_TRANSPORT_CONNECT;
-    case HTTP_GET_DNS: return SHEAF_TRANSPORT_DNS;
-    case HTTP_GET_TOO_LARGE: return SHEAF_TRANSPORT_TOO_LARGE;
-    default: return SHEAF_TRANSPORT_OTHER;
-    }
-}
-
-/* Performs the exchange with a blocking socket GET on the library's thread, then answers. */
-static void blocking_get(sheaf_request *request, void *user_data) {
-    blocking_transport *transport = user_data;
-    int in_flight = atomic_fetch_add(&transport->in_flight, 1) + 1;
-    int seen = atomic_load(&transport->max_in_flight);
-    while (in_flight > seen && !atomic_compare_exchange_weak(&transport->max_in_flight, &seen, in_flight)) {}
-    int call = atomic_fetch_add(&transport->calls, 1) + 1;
-
-    if (transport->reentry_list != NULL && call == 1) {
+/* The harness's checks of the request a transport receives; `reentry_list`, when set, must refuse
+   fetch_all from inside the transport. */
+static void inspect_request(sheaf_request *request, int call, void *reentry_list) {
+    if (reentry_list != NULL && call == 1) {
         char *json = NULL;
-        CHECK_RESULT(sheaf_list_fetch_all(transport->reentry_list, &json, NULL), SHEAF_E_REENTRANT);
+        CHECK_RESULT(sheaf_list_fetch_all(reentry_list, &json, NULL), SHEAF_E_REENTRANT);
         sheaf_free(json);
     }
-
     const char *method = sheaf_request_method(request);
-    const char *url = sheaf_request_url(request);
-    size_t header_count = sheaf_request_header_count(request);
-    const char **names = calloc(header_count + 1, sizeof *names);
-    const char **values = calloc(header_count + 1, sizeof *values);
-    for (size_t i = 0; i < header_count; i++)
-        CHECK_RESULT(sheaf_request_header(request, i, &names[i], &values[i]), SHEAF_OK);
+    CHECK(method != NULL && strcmp(method, "GET") == 0);
+    CHECK(sheaf_request_url(request) != NULL);
     if (call == 1) {
+        size_t header_count = sheaf_request_header_count(request);
         const char *name = "untouched", *value = "untouched";
         CHECK_RESULT(sheaf_request_header(request, header_count, &name, &value), SHEAF_E_INVALID_ARGUMENT);
         CHECK(strcmp(name, "untouched") == 0 && strcmp(value, "untouched") == 0);
@@ -348,33 +323,13 @@ static void blocking_get(sheaf_request *request, void *user_data) {
         CHECK(sheaf_request_timeout_ms(request) >= 0);
         CHECK(!sheaf_request_is_cancelled(request));
     }
+}
 
-    if (!CHECK(method != NULL && strcmp(method, "GET") == 0) || !CHECK(url != NULL)) {
-        atomic_fetch_sub(&transport->in_flight, 1);
-        CHECK_RESULT(sheaf_request_fail(request, SHEAF_TRANSPORT_OTHER, "the harness transport only GETs"), SHEAF_OK);
-        free(names);
-        free(values);
-        return;
-    }
-
-    http_response response;
-    char error[512];
-    int64_t max_body = sheaf_request_max_body_bytes(request);
-    http_get_status status = http_get(url, header_count, names, values, (long)sheaf_request_timeout_ms(request),
-                                      max_body > 0 ? (size_t)max_body : 0, &response, error, sizeof error);
-    free(names);
-    free(values);
-    atomic_fetch_sub(&transport->in_flight, 1);
-
-    if (status == HTTP_GET_OK) {
-        for (size_t i = 0; i < response.header_count; i++)
-            CHECK_RESULT(sheaf_request_add_response_header(request, response.headers[i].name,
-                                                           response.headers[i].value), SHEAF_OK);
-        CHECK_RESULT(sheaf_request_respond(request, response.status, response.body, response.body_length), SHEAF_OK);
-        http_response_free(&response);
-    } else {
-        CHECK_RESULT(sheaf_request_fail(request, transport_error_for(status), error), SHEAF_OK);
-    }
+/* A blocking transport whose every request the harness inspects. */
+static void inspected_transport_init(blocking_transport *transport, sheaf_list *reentry_list) {
+    blocking_transport_init(transport);
+    transport->inspect = inspect_request;
+    transport->inspect_data = reentry_list;
 }
 
 /* ---- tests: the API's own contract ---------------------------------------------------------- */
@@ -417,7 +372,7 @@ static void null_handles_and_bad_arguments_are_rejected(void) {
     CHECK_CLIENT_RESULT(client, sheaf_client_set_option(client, SHEAF_OPT_MAX_PAGES, 0), SHEAF_E_INVALID_ARGUMENT);
     CHECK_CLIENT_RESULT(client, sheaf_client_set_option(client, (sheaf_option)999, 1), SHEAF_E_INVALID_ARGUMENT);
     CHECK_CLIENT_RESULT(client, sheaf_client_set_option(client, SHEAF_OPT_WINDOW, 64), SHEAF_OK);
-    CHECK_RESULT(sheaf_client_set_transport(NULL, blocking_get, NULL), SHEAF_E_INVALID_ARGUMENT);
+    CHECK_RESULT(sheaf_client_set_transport(NULL, blocking_transport_get, NULL), SHEAF_E_INVALID_ARGUMENT);
 
     sheaf_list *list = (sheaf_list *)&list;
     CHECK_RESULT(sheaf_list_new(&list, NULL, "/anchor"), SHEAF_E_INVALID_ARGUMENT);
@@ -632,12 +587,13 @@ static void a_window_of_4_is_filled_and_not_exceeded(void) {
 
 static void a_blocking_transport_still_fills_the_window(void) {
     blocking_transport transport;
-    memset(&transport, 0, sizeof transport);
-    long long server_max = max_in_flight_for_window(8, blocking_get, &transport);
+    inspected_transport_init(&transport, NULL);
+    long long server_max = max_in_flight_for_window(8, blocking_transport_get, &transport);
     fprintf(stderr, "    transport calls %d, at most %d at once; server saw at most %lld at once\n",
             atomic_load(&transport.calls), atomic_load(&transport.max_in_flight), server_max);
     CHECK(atomic_load(&transport.calls) >= 20);
     CHECK_INT(atomic_load(&transport.in_flight), 0);
+    CHECK_INT(atomic_load(&transport.api_errors), 0);
     if (!g_quick) {   /* under valgrind everything is serialised: correctness only */
         CHECK_INT(server_max, 8);
         CHECK_INT(atomic_load(&transport.max_in_flight), 8);
@@ -1025,16 +981,15 @@ static void blocking_calls_inside_callbacks_are_refused(void) {
     recorder_init(&r);
     r.try_blocking_calls = 1;
     blocking_transport transport;
-    memset(&transport, 0, sizeof transport);
     sheaf_client *client = client_for(&g_server, NULL);
     snprintf(path, sizeof path, "/anchor?n=%d", list_size());
     sheaf_list *list = anchor_list(client, path, page_size(), ANCHOR_ALL);
     sheaf_list *other = anchor_list(client, path, page_size(), ANCHOR_ALL);
     r.other_list = other;
-    transport.reentry_list = other;
+    inspected_transport_init(&transport, other);
     if (list != NULL && other != NULL) {
         /* The transport is a callback too: the list started below runs through it. */
-        CHECK_CLIENT_RESULT(client, sheaf_client_set_transport(client, blocking_get, &transport), SHEAF_OK);
+        CHECK_CLIENT_RESULT(client, sheaf_client_set_transport(client, blocking_transport_get, &transport), SHEAF_OK);
         CHECK_LIST_RESULT(list, sheaf_list_start(list, record_snapshot, &r), SHEAF_OK);
         CHECK_LIST_RESULT(list, sheaf_list_wait(list), SHEAF_OK);
         CHECK(atomic_load(&r.calls) >= 1);
