@@ -77,6 +77,18 @@ final class AssemblerTests: XCTestCase {
         XCTAssertEqual(next.pages, 5)
     }
 
+    func testDiscardedPagesPastTheEndNeverReachThePrefix() throws {
+        var assembler = TrackedAssembler(keepsItems: true, maxItems: nil, deduplicates: false)
+        XCTAssertNil(assembler.add(3, page([7])))
+        XCTAssertNil(assembler.add(2, page([5, 6])))
+        assembler.assembler.discard(after: 1)
+        XCTAssertNotNil(assembler.add(0, page([1, 2])))
+        let last = try XCTUnwrap(assembler.add(1, page([3, 4])))
+        XCTAssertEqual(numbers(last.json), [3, 4])
+        XCTAssertEqual(last.pages, 2)
+        XCTAssertEqual(numbers(assembler.prefixJSON()), [1, 2, 3, 4])
+    }
+
     func testDeltasConcatenateToTheWholeListWhateverTheArrivalOrder() {
         let pages = (0..<12).map { index in page(Array((index * 7)..<(index * 7 + (index == 5 ? 0 : 7)))) }
         let expected = pages.flatMap { page in page.items.map { Int(String(decoding: page.body[$0], as: UTF8.self))! } }

@@ -115,6 +115,61 @@ final class ListRunTests: XCTestCase {
         }
     }
 
+    // MARK: Page numbers without a total (speculative)
+
+    func testWithoutATotalNumberedPagesAreFetchedAWindowAheadAndNothingPastTheEndIsKept() throws {
+        for answersLater in [false, true] {
+            let transport = ScriptedTransport()
+            let api = FakeAnchorAPI(count: 195, reportsTotal: false)
+            transport.on(scriptedList) { request, _ in
+                answersLater ? api.reply(request).after(Int.random(in: 1...8)) : api.reply(request).after(2)
+            }
+            let log = SnapshotLog()
+            let run = try scriptedClient(transport) { $0.window = 4 }.makeList(anchorList(), onSnapshot: log.callback)
+            try run.start()
+            XCTAssertEqual(outcome(of: run), .complete)
+            log.markFinished()
+            XCTAssertEqual(log.ids, Array(0..<195), "answers later: \(answersLater)")
+            XCTAssertEqual(itemIDs(run.prefixJSON()), Array(0..<195))
+            XCTAssertEqual(log.all.last?.delta.pages, 20, "no page past the end is counted")
+            XCTAssertEqual(log.all.last?.expectedPages, 20)
+            XCTAssertEqual(transport.maxOutstanding, 4)
+            // Past the last page, at most a window of requests is wasted.
+            XCTAssertGreaterThanOrEqual(transport.requests.count, 20)
+            XCTAssertLessThanOrEqual(transport.requests.count, 24)
+        }
+    }
+
+    func testAServerRepeatingItsLastPageForEveryLaterNumberGivesEachItemOnce() throws {
+        let transport = ScriptedTransport()
+        let api = FakeAnchorAPI(count: 35, reportsTotal: false)
+        // Page numbers past the end answer the last page again (some servers clamp the number).
+        transport.on(scriptedList) { request, _ in
+            let number = FakeAnchorAPI.query(request.url, "page").flatMap { Int($0) } ?? 1
+            return .json(api.body(scriptedPage(min(number, 4)))).after(number > 4 ? 0 : 5)
+        }
+        let (json, outcome) = try scriptedClient(transport) { $0.window = 8 }.fetchAll(anchorList())
+        XCTAssertEqual(outcome, .complete)
+        XCTAssertEqual(itemIDs(json), Array(0..<35))
+    }
+
+    func testNumberedPagesHandingOverToACursorAreWalkedOnFromIt() throws {
+        let transport = ScriptedTransport()
+        // Pages 1 and 2 are numbered; page 2 names a cursor; page numbers 3+ are empty.
+        transport.on(scriptedList) { request, _ in
+            switch FakeAnchorAPI.query(request.url, "page") ?? FakeAnchorAPI.query(request.url, "cursor") {
+            case "1": return .json(#"{"items":[0,1],"next_page":"?page=2&per_page=10"}"#).after(3)
+            case "2": return .json(#"{"items":[2,3],"next_page":"?cursor=c1"}"#).after(6)
+            case "c1": return .json(#"{"items":[4],"next_page":"?cursor=c2"}"#)
+            case "c2": return .json(#"{"items":[5],"next_page":null}"#)
+            default: return .json(#"{"items":[99],"next_page":null}"#)
+            }
+        }
+        let (json, outcome) = try scriptedClient(transport) { $0.window = 4 }.fetchAll(anchorList())
+        XCTAssertEqual(outcome, .complete)
+        XCTAssertEqual(String(decoding: json, as: UTF8.self), "[0,1,2,3,4,5]")
+    }
+
     func testTheSnapshotCallbackRunsAtTheSameStackDepthHoweverLongTheStream() throws {
         // Regression: the callback, kept in a Mutex and read through withLock, gained a layer of
         // reabstraction thunks per snapshot: quadratic time, then a stack overflow near 100,000.

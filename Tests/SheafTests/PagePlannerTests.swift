@@ -160,13 +160,6 @@ final class PagePlannerTests: XCTestCase {
                        [.accept(index: 2), .finish(.allPages(expectedTotal: 25, missingPages: []))])
     }
 
-    func testPageNumbersWithoutATotalWalkTheNextLinks() {
-        var planner = planner()
-        _ = planner.start()
-        XCTAssertEqual(planner.pageArrived(0, page(100, next: pageURL(2))),
-                       [.accept(index: 0), .fetch(index: 1, url: pageURL(2))])
-        XCTAssertEqual(planner.mode, .sequential)
-    }
 
     func testANextLinkRepeatingAFetchedURLIsALoop() {
         var planner = planner(addressing: .none, first: base)
@@ -222,26 +215,6 @@ final class PagePlannerTests: XCTestCase {
         XCTAssertEqual(planner.mode, .parallel(pageCount: 10))
     }
 
-    func testPageNumbersWithoutTotalOrNextAreWalkedUntilAShortPage() {
-        var planner = planner(addressing: .pageNumber(parameter: "page", firstPage: 1, sizeParameter: nil, pageSize: nil),
-                              hasNext: false, first: "\(base)?page=1")
-        XCTAssertTrue(planner.walksPageNumbers)
-        _ = planner.start()
-        XCTAssertEqual(planner.pageArrived(0, page(10)), [.accept(index: 0), .fetch(index: 1, url: "\(base)?page=2")])
-        XCTAssertEqual(planner.pageArrived(1, page(10)), [.accept(index: 1), .fetch(index: 2, url: "\(base)?page=3")])
-        XCTAssertEqual(planner.pageArrived(2, page(4)),
-                       [.accept(index: 2), .finish(.allPages(expectedTotal: nil, missingPages: []))])
-    }
-
-    func testPageNumbersWithoutTotalOrNextAreWalkedUntilAnEmptyPage() {
-        var planner = planner(addressing: .pageNumber(parameter: "page", firstPage: 1, sizeParameter: nil, pageSize: nil),
-                              hasNext: false, first: "\(base)?page=1")
-        _ = planner.start()
-        _ = planner.pageArrived(0, page(10))
-        XCTAssertEqual(planner.pageArrived(1, page(0)),
-                       [.accept(index: 1), .finish(.allPages(expectedTotal: nil, missingPages: []))])
-    }
-
     func testAnEmptyFirstPageEndsAPageNumberWalk() {
         var planner = planner(addressing: .pageNumber(parameter: "page", firstPage: 1, sizeParameter: nil, pageSize: nil),
                               hasNext: false, first: "\(base)?page=1")
@@ -254,6 +227,168 @@ final class PagePlannerTests: XCTestCase {
         var planner = planner()
         _ = planner.start()
         XCTAssertEqual(planner.pageArrived(0, page(100)),
+                       [.accept(index: 0), .finish(.allPages(expectedTotal: nil, missingPages: []))])
+    }
+
+    // MARK: Speculative parallel pages (page numbers, no total)
+
+    func testPageNumbersWithoutATotalAreFetchedAWindowAhead() {
+        var planner = planner(window: 4)
+        _ = planner.start()
+        XCTAssertEqual(planner.pageArrived(0, page(100, next: pageURL(2))),
+                       [.accept(index: 0), .fetch(index: 1, url: pageURL(2)), .fetch(index: 2, url: pageURL(3)),
+                        .fetch(index: 3, url: pageURL(4)), .fetch(index: 4, url: pageURL(5))])
+        XCTAssertEqual(planner.mode, .speculative)
+        XCTAssertNil(planner.expectedPages)
+        // Each page that names its successor by number moves the window on.
+        XCTAssertEqual(planner.pageArrived(1, page(100, next: pageURL(3))),
+                       [.accept(index: 1), .fetch(index: 5, url: pageURL(6))])
+    }
+
+    func testThePageWithoutANextLinkEndsTheListAndWhatWasFetchedPastItIsDropped() {
+        var planner = planner(window: 4)
+        _ = planner.start()
+        _ = planner.pageArrived(0, page(100, next: pageURL(2))) // pages 1...4
+        // Page 4 (past the end) arrives first: the assembler holds it, nothing is decided yet.
+        XCTAssertEqual(planner.pageArrived(3, page(0)), [.cancel([4]), .discard(after: 3), .accept(index: 3)])
+        // Page 3 is the last: page 4 is dropped before page 3 can carry it into the prefix.
+        XCTAssertEqual(planner.pageArrived(2, page(30)), [.discard(after: 2), .accept(index: 2)])
+        XCTAssertEqual(planner.expectedPages, 3)
+        XCTAssertEqual(planner.pageArrived(1, page(100, next: pageURL(3))),
+                       [.accept(index: 1), .finish(.allPages(expectedTotal: nil, missingPages: []))])
+    }
+
+    func testAFailurePastTheEndDoesNotFailTheList() {
+        var planner = planner(window: 4)
+        _ = planner.start()
+        _ = planner.pageArrived(0, page(100, next: pageURL(2))) // pages 1...4
+        XCTAssertEqual(planner.pageFailed(3, httpError(404)), [.cancel([4])], "whether it matters shows later")
+        XCTAssertEqual(planner.pageArrived(1, page(100, next: pageURL(3))), [.accept(index: 1)])
+        XCTAssertEqual(planner.pageArrived(2, page(7)),
+                       [.discard(after: 2), .accept(index: 2), .finish(.allPages(expectedTotal: nil, missingPages: []))])
+    }
+
+    func testAFailureBeforeTheEndFailsTheList() {
+        var planner = planner(window: 4)
+        _ = planner.start()
+        _ = planner.pageArrived(0, page(100, next: pageURL(2))) // pages 1...4
+        let failure = httpError(404)
+        XCTAssertEqual(planner.pageFailed(2, failure), [.cancel([3, 4])])
+        XCTAssertEqual(planner.pageArrived(1, page(100, next: pageURL(3))),
+                       [.accept(index: 1), .finish(.failed(index: 2, error: failure))])
+    }
+
+    func testANextLinkBackToAnEarlierPageNumberIsALoop() {
+        var planner = planner(window: 4)
+        _ = planner.start()
+        _ = planner.pageArrived(0, page(100, next: pageURL(2)))
+        let actions = planner.pageArrived(2, page(100, next: pageURL(2)))
+        XCTAssertEqual(Array(actions.prefix(3)), [.cancel([3, 4]), .discard(after: 2), .accept(index: 2)])
+        XCTAssertNil(actions.ending, "page 2 is still to come")
+        guard case .failed(3, let error)? = planner.pageArrived(1, page(100, next: pageURL(3))).ending else {
+            return XCTFail("expected a loop after page 3")
+        }
+        XCTAssertEqual(error.code, .loop)
+    }
+
+    func testANextLinkLeavingThePageNumbersIsWalkedOnceThePagesBeforeItAreIn() {
+        var planner = planner(window: 4)
+        _ = planner.start()
+        _ = planner.pageArrived(0, page(100, next: pageURL(2))) // pages 1...4
+        let cursor = "\(base)?cursor=abc"
+        XCTAssertEqual(planner.pageArrived(2, page(100, next: cursor)),
+                       [.cancel([3, 4]), .discard(after: 2), .accept(index: 2)])
+        XCTAssertNil(planner.expectedPages)
+        XCTAssertEqual(planner.pageArrived(1, page(100, next: pageURL(3))),
+                       [.accept(index: 1), .fetch(index: 3, url: cursor)])
+        XCTAssertEqual(planner.mode, .sequential)
+        XCTAssertEqual(planner.pageArrived(3, page(5)),
+                       [.accept(index: 3), .finish(.allPages(expectedTotal: nil, missingPages: []))])
+    }
+
+    func testSpeculationStopsAtThePageCapAndFailsIfTheLastAllowedPageSaysMore() {
+        var planner = planner(window: 4, maxPages: 3)
+        _ = planner.start()
+        XCTAssertEqual(planner.pageArrived(0, page(100, next: pageURL(2))).fetches.keys.sorted(), [1, 2])
+        XCTAssertEqual(planner.pageArrived(2, page(100, next: pageURL(4))), [.accept(index: 2)])
+        guard case .failed(3, let error)? = planner.pageArrived(1, page(100, next: pageURL(3))).ending else {
+            return XCTFail("expected the page cap")
+        }
+        XCTAssertEqual(error.code, .pageLimit)
+    }
+
+    func testAListOfExactlyThePageCapIsComplete() {
+        var planner = planner(window: 4, maxPages: 3)
+        _ = planner.start()
+        _ = planner.pageArrived(0, page(100, next: pageURL(2)))
+        _ = planner.pageArrived(2, page(100))
+        XCTAssertEqual(planner.pageArrived(1, page(100, next: pageURL(3))).ending,
+                       .allPages(expectedTotal: nil, missingPages: []))
+    }
+
+    func testAPageCapOfOneFailsWhenPageOneNamesAPageTwo() {
+        var planner = planner(window: 4, maxPages: 1)
+        _ = planner.start()
+        guard case .failed(1, let error)? = planner.pageArrived(0, page(100, next: pageURL(2))).ending else {
+            return XCTFail("expected the page cap")
+        }
+        XCTAssertEqual(error.code, .pageLimit)
+    }
+
+    func testSpeculationAfterAStuckPageStopsTwoWindowsAhead() {
+        var planner = planner(window: 2)
+        _ = planner.start()
+        var launched = Set(planner.pageArrived(0, page(100, next: pageURL(2))).fetches.keys)
+        var index = 2
+        while let next = launched.subtracting([1]).min(), next == index {
+            launched.remove(next)
+            launched.formUnion(planner.pageArrived(next, page(100, next: pageURL(next + 2))).fetches.keys)
+            index += 1
+        }
+        XCTAssertEqual(index, 5)
+        XCTAssertEqual(launched, [1])
+    }
+
+    func testPageNumbersWithoutTotalOrNextEndAtAShortPage() {
+        var planner = planner(addressing: .pageNumber(parameter: "page", firstPage: 1, sizeParameter: nil, pageSize: nil),
+                              hasNext: false, window: 2, first: "\(base)?page=1")
+        XCTAssertTrue(planner.walksPageNumbers)
+        _ = planner.start()
+        XCTAssertEqual(planner.pageArrived(0, page(10)),
+                       [.accept(index: 0), .fetch(index: 1, url: "\(base)?page=2"), .fetch(index: 2, url: "\(base)?page=3")])
+        XCTAssertEqual(planner.pageArrived(1, page(10)), [.accept(index: 1), .fetch(index: 3, url: "\(base)?page=4")])
+        XCTAssertEqual(planner.pageArrived(2, page(4)), [.cancel([3]), .discard(after: 2), .accept(index: 2),
+                                                         .finish(.allPages(expectedTotal: nil, missingPages: []))])
+    }
+
+    func testPageNumbersWithoutTotalOrNextEndAtAnEmptyPageOrA404() {
+        for notFound in [false, true] {
+            var planner = planner(addressing: .pageNumber(parameter: "page", firstPage: 1, sizeParameter: nil, pageSize: nil),
+                                  hasNext: false, window: 2, first: "\(base)?page=1")
+            _ = planner.start()
+            _ = planner.pageArrived(0, page(10))
+            _ = planner.pageArrived(1, page(10)) // pages 2 and 3 in flight
+            let actions = notFound ? planner.pageFailed(2, httpError(404)) : planner.pageArrived(2, page(0))
+            XCTAssertEqual(actions, [.cancel([3]), .discard(after: 2), notFound ? .acceptEmpty(index: 2) : .accept(index: 2),
+                                     .finish(.allPages(expectedTotal: nil, missingPages: []))])
+        }
+    }
+
+    func testAnEmptyPageBeforeAPageWithItemsIsAHole() {
+        var planner = planner(addressing: .pageNumber(parameter: "page", firstPage: 1, sizeParameter: nil, pageSize: nil),
+                              hasNext: false, window: 2, first: "\(base)?page=1")
+        _ = planner.start()
+        _ = planner.pageArrived(0, page(10)) // pages 1 and 2
+        XCTAssertEqual(planner.pageArrived(2, page(10)), [.accept(index: 2), .fetch(index: 3, url: "\(base)?page=4")])
+        let notFound = httpError(404)
+        XCTAssertEqual(planner.pageFailed(1, notFound), [.cancel([3]), .finish(.failed(index: 1, error: notFound))])
+    }
+
+    func testAShortFirstPageOfTheRequestedSizeIsTheWholeList() {
+        var planner = planner(addressing: .pageNumber(parameter: "page", firstPage: 1, sizeParameter: "per_page", pageSize: 50),
+                              hasNext: false)
+        _ = planner.start()
+        XCTAssertEqual(planner.pageArrived(0, page(49)),
                        [.accept(index: 0), .finish(.allPages(expectedTotal: nil, missingPages: []))])
     }
 

@@ -47,6 +47,11 @@ struct Assembler {
         return SnapshotDelta(json: json, items: added, totalItems: itemCount, pages: pageCount, prefixBytes: prefix.count)
     }
 
+    /// Drops the held pages after `index`: they turned out to lie past the end of the list.
+    mutating func discard(after index: Int) {
+        pending = pending.filter { $0.key <= index }
+    }
+
     /// Appends the page's new items to `json` (and the kept prefix); returns how many.
     private mutating func append(_ page: Page, to json: inout [UInt8], first: Bool) -> Int {
         var added = 0

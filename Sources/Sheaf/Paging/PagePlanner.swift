@@ -12,6 +12,8 @@ struct PagePlanner {
         /// Hand page `index` to the assembler as an empty page: the server answered 404 for it
         /// and for every page after it, so the list really ends before it.
         case acceptEmpty(index: Int)
+        /// Drop the pages after `index` the assembler holds: they are past the end of the list.
+        case discard(after: Int)
         /// Abandon these in-flight pages.
         case cancel([Int])
         /// The list is over.
@@ -33,6 +35,9 @@ struct PagePlanner {
         case firstPage
         /// Pages 1..<pageCount by number, concurrently; then possibly a walk from `continuation`.
         case parallel(pageCount: Int)
+        /// Pages by number, concurrently, ahead of knowing where the list ends (no total): the
+        /// first page that says it is the last ends it, and what was fetched past it is dropped.
+        case speculative
         /// One page at a time, by next link or by page number.
         case sequential
     }
@@ -58,6 +63,11 @@ struct PagePlanner {
     private var firstMissingError: SheafError?
     /// The last page that arrived with items; a 404 before it is a hole, not the end.
     private var lastPageWithItems = 0
+    /// In a speculative plan, the first page known to be past the end.
+    private var endIndex: Int?
+    /// In a speculative plan, a next link that left the numbered pages: walked once every page
+    /// before it is in.
+    private var continuation: String?
     private var pendingNextLink: String?
     private var failure: (index: Int, error: SheafError)?
     private(set) var isFinished = false
@@ -75,8 +85,11 @@ struct PagePlanner {
 
     /// The number of pages the plan expects, once known.
     var expectedPages: Int? {
-        if case .parallel(let count) = mode, pendingNextLink == nil { return count }
-        return nil
+        switch mode {
+        case .parallel(let count) where pendingNextLink == nil: return count
+        case .speculative where continuation == nil: return endIndex
+        default: return nil
+        }
     }
 
     mutating func start() -> [Action] {
@@ -86,6 +99,8 @@ struct PagePlanner {
     /// Page `index` arrived and was read.
     mutating func pageArrived(_ index: Int, _ page: Page) -> [Action] {
         guard !isFinished, inFlight.remove(index) != nil else { return [] }
+        // A speculative plan reads each page before anything else: it may end the list there.
+        if mode == .speculative { return speculativePageArrived(index, page) }
         if let failure, index > failure.index { return settleFailure() }
         var actions: [Action] = [.accept(index: index)]
         if failure != nil { return actions + settleFailure() }
@@ -97,7 +112,7 @@ struct PagePlanner {
         case .parallel(let pageCount):
             if index == pageCount - 1, let next = page.next { pendingNextLink = next }
             actions += fillWindow()
-        case .sequential:
+        default:
             actions += followSequentially(after: index, page)
         }
         return actions
@@ -113,6 +128,10 @@ struct PagePlanner {
             missingPages.append(index)
             if firstMissingError == nil { firstMissingError = error }
             return fillWindow()
+        }
+        // Without a next signal, a 404 while walking page numbers is how some servers end a list.
+        if mode == .speculative, walksPageNumbers, error.code == .http, error.httpStatus == 404 {
+            return speculativePageArrived(index, .empty, notFound: error)
         }
         if failure == nil || index < failure!.index { failure = (index, error) }
         return settleFailure()
@@ -135,8 +154,10 @@ struct PagePlanner {
         if let next = page.next, let number = pageNumber(of: next), number == firstPageNumber + 1 {
             template = next // page k's URL keeps whatever the server put in its own next link
         }
-        guard case .pageNumber = addressing else { return followSequentially(after: 0, page) }
-        guard let total = page.total else { return followSequentially(after: 0, page) }
+        guard case .pageNumber(_, _, _, let requestedSize) = addressing else { return followSequentially(after: 0, page) }
+        guard let total = page.total else {
+            return planSpeculation(after: page, requestedSize: requestedSize)
+        }
         if total <= servedPageSize || servedPageSize == 0 {
             // Nothing more to fetch (or nothing fetchable: page one is empty though the total is
             // not zero — the end of the list reports that disagreement).
@@ -155,7 +176,76 @@ struct PagePlanner {
         return fillWindow()
     }
 
+    /// Without a total, pages are fetched by number a window ahead when page two is known to
+    /// exist, or may exist: page one names page two by its number, or there is no next signal
+    /// at all and page one is not short.
+    private mutating func planSpeculation(after page: Page, requestedSize: Int?) -> [Action] {
+        guard servedPageSize > 0 else { return followSequentially(after: 0, page) }
+        if walksPageNumbers {
+            if let requestedSize, servedPageSize < requestedSize { return finishIfIdle() }
+        } else {
+            guard let next = page.next else { return finishIfIdle() }
+            guard pageNumber(of: next) == firstPageNumber + 1 else { return followSequentially(after: 0, page) }
+        }
+        mode = .speculative
+        let capped = capSpeculation(after: 0)
+        return failure == nil ? fillWindow() : capped
+    }
+
+    /// Page `index` of a speculative plan arrived (or, walking page numbers, answered 404).
+    private mutating func speculativePageArrived(_ index: Int, _ page: Page, notFound: SheafError? = nil) -> [Action] {
+        var actions: [Action] = []
+        let accept: Action = notFound == nil ? .accept(index: index) : .acceptEmpty(index: index)
+        if !page.items.isEmpty { lastPageWithItems = max(lastPageWithItems, index) }
+        if walksPageNumbers {
+            if page.items.isEmpty, lastPageWithItems > index {
+                // An empty page (or a 404) before one with items is a hole, not the end.
+                return fail(index: index, notFound ?? SheafError(.badPage,
+                    "page \(index + 1) is empty but page \(lastPageWithItems + 1) has items", url: page.next))
+            }
+            if page.items.count < servedPageSize {
+                actions += endSpeculation(after: index) + [accept]
+            } else {
+                actions += [accept] + capSpeculation(after: index)
+            }
+        } else if let next = page.next {
+            let number = pageNumber(of: next)
+            if number == firstPageNumber + index + 1 {
+                actions += [accept] + capSpeculation(after: index)
+            } else if let number, number <= firstPageNumber + index {
+                actions += endSpeculation(after: index) + [accept]
+                actions += fail(index: index + 1, SheafError(.loop,
+                    "the next link of page \(index + 1) names page \(number) again: \(next)", url: next))
+            } else {
+                // The next link leaves the numbered pages: they end here, the walk goes on from it.
+                actions += endSpeculation(after: index) + [accept]
+                continuation = next
+            }
+        } else {
+            actions += endSpeculation(after: index) + [accept]
+        }
+        if failure != nil { return actions + settleFailure() }
+        return actions + fillWindow()
+    }
+
+    /// Page `index` is the last of the numbered pages: abandon and drop what lies after it.
+    private mutating func endSpeculation(after index: Int) -> [Action] {
+        endIndex = index + 1
+        continuation = nil
+        if let failure, failure.index > index { self.failure = nil }
+        let later = inFlight.filter { $0 > index }.sorted()
+        inFlight.subtract(later)
+        return (later.isEmpty ? [] : [.cancel(later)]) + [.discard(after: index)]
+    }
+
+    /// Page `index` says there is more: past the page cap, that is a failure.
+    private mutating func capSpeculation(after index: Int) -> [Action] {
+        guard index + 1 >= maxPages else { return [] }
+        return fail(index: index + 1, SheafError(.pageLimit, "the list has more than the page cap of \(maxPages) pages"))
+    }
+
     private mutating func fillWindow() -> [Action] {
+        if mode == .speculative { return fillSpeculativeWindow() }
         guard case .parallel(let pageCount) = mode else { return [] }
         var actions: [Action] = []
         // Pages after a slow one are held until it arrives; the horizon bounds how many (and so
@@ -181,13 +271,30 @@ struct PagePlanner {
         return actions
     }
 
+    private mutating func fillSpeculativeWindow() -> [Action] {
+        var actions: [Action] = []
+        let limit = min(endIndex ?? maxPages, maxPages)
+        while failure == nil, inFlight.count < window, nextIndex < limit,
+              nextIndex < (inFlight.min() ?? nextIndex) + 2 * window {
+            guard let url = url(forIndex: nextIndex) else {
+                return actions + fail(index: nextIndex, SheafError(.badPage, "cannot build the URL of page \(nextIndex + 1) from \(template)"))
+            }
+            actions += launch(url, remembered: false)
+        }
+        // Every page before the end is in: finish, or walk on from where the numbers stopped.
+        guard inFlight.isEmpty, let end = endIndex else { return actions }
+        if let next = continuation {
+            continuation = nil
+            mode = .sequential
+            nextIndex = end
+            return actions + followNextLink(next, index: end)
+        }
+        return actions + finishIfIdle()
+    }
+
     private mutating func followSequentially(after index: Int, _ page: Page) -> [Action] {
         mode = .sequential
         if let next = page.next { return followNextLink(next, index: index + 1) }
-        if walksPageNumbers, !page.items.isEmpty, index == 0 || page.items.count >= servedPageSize {
-            guard let url = url(forIndex: index + 1) else { return finishIfIdle() }
-            return launchGuarded(url, index: index + 1)
-        }
         return finishIfIdle()
     }
 

@@ -26,7 +26,11 @@ public final class ListRun: Sendable {
     private struct State {
         var planner: PagePlanner
         var assembler: Assembler
-        var fetches: [Int: PageFetch] = [:]
+        /// The fetch of each page in flight, with a serial number: a page whose fetch was
+        /// abandoned may be fetched again (a speculative plan that ended early), and only the
+        /// answer of the fetch still current counts.
+        var fetches: [Int: (serial: Int, fetch: PageFetch)] = [:]
+        var fetchSerial = 0
         var started = false
         /// Set once the outcome is decided; later events are ignored.
         var ending: ListOutcome?
@@ -124,45 +128,50 @@ public final class ListRun: Sendable {
 
     // MARK: Events
 
-    private func pageArrived(_ index: Int, url: String, response: HTTPResponse) {
+    private func pageArrived(_ index: Int, serial: Int, url: String, response: HTTPResponse) {
         let page: Page
         do {
             page = try reader.read(response.body, from: url)
         } catch {
-            return pageFailed(index, error)
+            return pageFailed(index, serial: serial, error)
         }
-        perform(page: (index, page)) { $0.planner.pageArrived(index, page) }
+        perform(page: (index, serial, page)) { $0.planner.pageArrived(index, page) }
     }
 
-    private func pageFailed(_ index: Int, _ error: SheafError) {
-        perform(page: (index, .empty)) { $0.planner.pageFailed(index, error) }
+    private func pageFailed(_ index: Int, serial: Int, _ error: SheafError) {
+        perform(page: (index, serial, .empty)) { $0.planner.pageFailed(index, error) }
     }
 
     /// Asks the planner (through `decide`) and carries out its actions: planning, assembly and
     /// endings under one hold of the lock — so no other page's ending can slip in between a
     /// decision and its effect — and I/O outside it.
-    private func perform(page: (index: Int, page: Page)?, _ decide: (inout State) -> [PagePlanner.Action]) {
+    private func perform(page: (index: Int, serial: Int, page: Page)?, _ decide: (inout State) -> [PagePlanner.Action]) {
         var toStart: [PageFetch] = []
         var toCancel: [PageFetch] = []
         state.withLock { state in
             guard state.ending == nil else { return }
+            if let page {
+                guard state.fetches[page.index]?.serial == page.serial else { return } // abandoned
+                state.fetches[page.index] = nil
+            }
             for action in decide(&state) {
                 switch action {
                 case .fetch(let index, let url):
                     guard state.ending == nil else { continue }
+                    state.fetchSerial += 1
+                    let serial = state.fetchSerial
                     let fetch = PageFetch(client: client, url: url, requests: requests) { [self] result in
-                        self.state.withLock { _ = $0.fetches.removeValue(forKey: index) }
                         switch result {
                         case .success(let value):
                             // Reading a page is CPU work: keep it off the transport's thread.
                             DispatchQueue.global().async { [self] in
-                                pageArrived(index, url: value.url, response: value.response)
+                                pageArrived(index, serial: serial, url: value.url, response: value.response)
                             }
                         case .failure(let error):
-                            pageFailed(index, error)
+                            pageFailed(index, serial: serial, error)
                         }
                     }
-                    state.fetches[index] = fetch
+                    state.fetches[index] = (serial, fetch)
                     // A slow consumer slows the fetching, rather than letting snapshots pile up.
                     if state.queuedSnapshots >= client.configuration.window {
                         state.heldFetches.append(fetch)
@@ -190,7 +199,9 @@ public final class ListRun: Sendable {
                         end(&state, .limitReached)
                     }
                 case .cancel(let indices):
-                    toCancel += indices.compactMap { state.fetches.removeValue(forKey: $0) }
+                    toCancel += indices.compactMap { state.fetches.removeValue(forKey: $0)?.fetch }
+                case .discard(let index):
+                    state.assembler.discard(after: index)
                 case .finish(let ending):
                     end(&state, outcome(of: ending, state.assembler))
                 }
@@ -231,7 +242,7 @@ public final class ListRun: Sendable {
         _ = state.planner.stop()
         state.heldFetches.removeAll()
         defer { state.fetches.removeAll() }
-        return Array(state.fetches.values)
+        return state.fetches.values.map(\.fetch)
     }
 
     /// Decides the outcome (once) and queues the final step behind every queued snapshot.
