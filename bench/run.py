@@ -93,6 +93,12 @@ class Server:
             conn.close()
 
     def reset(self) -> None:
+        """Waits (at most 5 s) for requests of an earlier run still being served -- a client that
+        cancelled requests, e.g. speculative pages past a list's end, leaves them sleeping out their
+        latency -- then restarts the counters, so no run is charged with another's requests."""
+        deadline = time.monotonic() + 5.0
+        while self.stats()["in_flight"] > 0 and time.monotonic() < deadline:
+            time.sleep(0.01)
         self.get("/_reset")
 
     def stats(self) -> dict:
@@ -386,7 +392,7 @@ class Scenarios:
         q = f"latency_ms={L_MS}"
         serial_pages = 40 if quick else N_PAGES
         self.p1 = ListDef(f"/anchor?n={N_PAGES * PER_PAGE}&{q}", N_PAGES, PER_PAGE)
-        self.p3 = ListDef(f"/anchor?n={serial_pages * PER_PAGE}&{q}&nototal=1", serial_pages, PER_PAGE, total=False)
+        self.p3 = ListDef(f"/anchor?n={N_PAGES * PER_PAGE}&{q}&nototal=1", N_PAGES, PER_PAGE, total=False)
         self.p4 = ListDef(f"/anchor?n={serial_pages * PER_PAGE}&{q}&nototal=1&per_page={PER_PAGE}",
                           serial_pages, PER_PAGE, addressing="next", total=False)
         self.p5 = ListDef(f"/anchor?n={P5_PAGES * P5_PER_PAGE}&cap={P5_PER_PAGE}", P5_PAGES, P5_PER_PAGE)
@@ -476,22 +482,15 @@ class Scenarios:
     # -- P3 --
     def P3(self) -> List[Row]:
         b = self.b
-        b.measure(b.c_spec("C fetch P3", "fetch", self.p3, self.slow_runs))
+        b.measure(b.c_spec("C fetch P3", "fetch", self.p3, self.runs))
         self.serial_baseline()
         m = b.results["C fetch P3"]
-        floor = self.floor_window(8, self.p3)
-        target = "<= 1.5x floor"
-        rows = [Row("P3", f"N={self.p3.pages}x{PER_PAGE}, page numbers, no total, W=8: speculative parallel walk",
-                    sheaf="not supported", floor=secs(floor), target=target, met="NO")]
-        label = "  what Sheaf does today: serial next-link walk"
-        if m.error or not m.runs:
-            rows.append(failed_row("P3", label, m, target))
-        else:
-            ratio = m.median() / floor
-            rows.append(fill_counts(Row("P3", label, sheaf=secs(m.median()), floor=secs(floor),
-                                        ratio=f"{ratio:.2f}x", target=target, met=yes(ratio <= 1.5)), m))
-        if self.p3.pages == self.p1.pages:
-            rows += self.baseline_rows("P3", m, [("requests, serial walk", "requests serial P1")])
+        label = f"N={self.p3.pages}x{PER_PAGE}, page numbers, no total, W=8: speculative parallel walk"
+        rows = [self.window_row("P3", label, m, self.floor_window(8, self.p3), 1.5, 8)]
+        rows += self.baseline_rows("P3", m, [("requests, serial walk", "requests serial P1")])
+        if m.runs:
+            b.notes.append(f"P3's requests include the pages fetched past the list's end before its last page "
+                           f"arrived ({self.p3.pages} pages; at most W = 8 more)")
         return rows
 
     # -- P4 --

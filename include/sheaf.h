@@ -3,9 +3,10 @@
  *
  * Sheaf turns a paginated, bearer-authenticated list endpoint into one call
  * (sheaf_list_fetch_all) or into a stream of growing, correctly ordered snapshots
- * (sheaf_list_start + a sheaf_snapshot_fn). When page k can be addressed directly and the
- * first page reports a total, the remaining pages are fetched concurrently in a bounded window;
- * otherwise the next links are walked one by one.
+ * (sheaf_list_start + a sheaf_snapshot_fn). When page k can be addressed directly, the
+ * remaining pages are fetched concurrently in a bounded window (without a total, speculatively:
+ * the first page that says it is the last ends the list; requests past it are cancelled and
+ * what they brought is dropped); otherwise the next links are walked one by one.
  *
  * Thread safety
  * -------------
@@ -296,7 +297,7 @@ SHEAF_API sheaf_result sheaf_list_set_next(sheaf_list *list, sheaf_next_source s
 
 /** Where the total item count comes from. Append-only. */
 typedef enum sheaf_total_source {
-    SHEAF_TOTAL_NONE = 0,          /**< No total: the list's length is learnt by walking it. */
+    SHEAF_TOTAL_NONE = 0,          /**< No total: the end is found by the pages themselves. */
     SHEAF_TOTAL_BODY_POINTER = 1,  /**< A JSON pointer to a non-negative integer. */
     SHEAF_TOTAL_HEADER = 2         /**< A response header such as X-Total-Count (not supported yet). */
 } sheaf_total_source;

@@ -76,9 +76,11 @@ describing a list:
                         fill in the options above for a common shape (below); explicit flags
                         override it
 
-  With --page-param and --total, the first page tells Sheaf how many pages there are, and the
-  rest are fetched --concurrency at a time, written in order as they complete. With only --next
-  the links are walked one page at a time, with a loop guard and a page cap (--max-pages).
+  With --page-param, the pages are fetched --concurrency at a time and written in order as they
+  complete: with --total the first page tells Sheaf how many there are; without it, pages are
+  asked for ahead and the first that says it is the last (no next link, or without --next a page
+  shorter than the first, empty or 404) ends the list. With only --next the links are walked one
+  page at a time, with a loop guard and a page cap (--max-pages).
   Items are written as they arrive: one compact JSON value per line (--format jsonl, the
   default) or one JSON array (--format json). The URL's own query parameters are kept on every
   page. A bearer token comes from --token or, better (other users cannot see it in the process
@@ -102,8 +104,7 @@ examples:
      or:   sheaf get URL --shape drf --page-size 100
 
   3. Each page is a bare JSON array, asked for with ?page=N (0-based here); there is no total,
-     so pages are read one after the other until one comes back empty or shorter than the
-     first:
+     so pages are read a window ahead until one comes back empty or shorter than the first:
 
        sheaf get 'https://api.example.com/v1/things?sort=id' --page-param page --first-page 0
 

@@ -29,6 +29,20 @@ def test_pages_are_fetched_concurrently_in_the_window(api):
     assert stats(api)["max_in_flight"] == 4
 
 
+@pytest.mark.parametrize("path, options", [
+    ("/anchor?n=1010&nototal=1&latency_ms=30", dict(ANCHOR, total=None)),                  # next links
+    ("/array?n=1010&latency_ms=30", dict(page_param="page", size_param="per_page", page_size=50)),  # nothing
+])
+def test_page_numbers_without_a_total_are_fetched_concurrently_too(api, path, options):
+    with sheaf.Client(api.base_url, concurrency=4) as client:
+        items = client.fetch_all(path, **options)
+    assert items == expected_items(1010)
+    seen = stats(api)
+    assert seen["max_in_flight"] == 4
+    # 21 pages; past the last one, at most a window of pages is asked for.
+    assert 21 <= seen["requests"] <= 21 + 4
+
+
 def test_a_drf_list_arrives_whole(api):
     with sheaf.Client(api.base_url) as client:
         items = client.fetch_all("/drf?n=1000", items="/results", next="/next", total="/count",
