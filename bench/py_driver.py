@@ -10,6 +10,10 @@ Modes:
                     ThreadPoolExecutor of --window threads, one keep-alive session per thread
   sheaf-fetch       sheaf.Client(...).fetch_all(...)
   sheaf-stream      for snapshot in sheaf.Client(...).stream(...): consume snapshot.items
+  decode-floor      not a client: the floor of decoding a list into Python objects. Fetches the
+                    pages (untimed, by their next links), regroups their items into --chunks
+                    compact JSON arrays (as many as a stream had deltas), then times json.loads
+                    over all of them: the median of --reps passes
   (add --transport python to the sheaf modes: a Python transport on http.client, one keep-alive
    connection per library thread, instead of libcurl)
 
@@ -248,11 +252,40 @@ def run_sheaf_stream(args) -> dict:
     return out
 
 
+def run_decode_floor(args) -> dict:
+    # The list's items as compact JSON text, page by page (so no big object graph stays alive to
+    # slow the collector down during the timed passes), then regrouped into --chunks arrays.
+    get, _ = http_getter()
+    pages, url = [], page_url(args, 1)
+    while url is not None:                    # bounded by --max-pages
+        if len(pages) >= args.max_pages:
+            wrong("more pages than --max-pages")
+        page = get(url)
+        pages.append(json.dumps(page["items"], separators=(",", ":"))[1:-1])
+        url = page.get("next_page")
+    per_chunk = -(-len(pages) // max(1, args.chunks))
+    deltas = [("[" + ",".join(pages[i:i + per_chunk]) + "]").encode() for i in range(0, len(pages), per_chunk)]
+    del pages
+    count = sum(len(json.loads(delta)) for delta in deltas)
+    if count != args.expect:
+        wrong(f"{count} items, expected {args.expect}")
+    passes = []
+    for _ in range(max(1, args.reps)):
+        start = time.perf_counter()
+        for delta in deltas:
+            json.loads(delta)
+        passes.append(time.perf_counter() - start)
+    passes.sort()
+    return {"seconds": passes[len(passes) // 2], "passes": passes, "chunks": len(deltas),
+            "json_bytes": sum(map(len, deltas)), "peak_rss_kb": peak_rss_kb()}
+
+
 MODES = {
     "requests-serial": run_requests_serial,
     "threadpool": run_threadpool,
     "sheaf-fetch": run_sheaf_fetch,
     "sheaf-stream": run_sheaf_stream,
+    "decode-floor": run_decode_floor,
 }
 
 
@@ -268,6 +301,8 @@ def main(argv=None) -> int:
     p.add_argument("--total", type=int, choices=(0, 1), default=1)
     p.add_argument("--transport", choices=("curl", "python"), default="curl")
     p.add_argument("--max-pages", type=int, default=100000)
+    p.add_argument("--chunks", type=int, default=1, help="decode-floor: how many JSON arrays")
+    p.add_argument("--reps", type=int, default=5, help="decode-floor: passes (the median is reported)")
     args = p.parse_args(argv)
     result = MODES[args.mode](args)
     result.update(mode=args.mode, ok=True, items=args.expect, window=args.window,
