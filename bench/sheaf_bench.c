@@ -58,11 +58,16 @@
 
 /* ---- small helpers ------------------------------------------------------------------------ */
 
-static double now_s(void) {
+static double clock_s(clockid_t clock) {
     struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
+    clock_gettime(clock, &t);
     return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
 }
+
+static double now_s(void) { return clock_s(CLOCK_MONOTONIC); }
+
+/* CPU time of the whole process (every thread: the library's too). */
+static double cpu_s(void) { return clock_s(CLOCK_PROCESS_CPUTIME_ID); }
 
 /*
  * Peak RSS of this process in KiB: VmHWM from /proc/self/status, the high-water mark of this
@@ -295,11 +300,12 @@ static const char *library_file(void) {
     return info.dli_fname;
 }
 
-static void print_common(const char *mode, const options *o, double seconds, int64_t requests,
-                         long rss_kb, const blocking_transport *transport) {
+static void print_common(const char *mode, const options *o, double seconds, double cpu_seconds,
+                         int64_t requests, long rss_kb, const blocking_transport *transport) {
     printf("{\"mode\":\"%s\",\"ok\":true,\"library\":\"%s\",\"transport\":\"%s\",\"window\":%d,"
-           "\"seconds\":%.6f,\"requests\":%lld,\"items\":%lld,\"peak_rss_kb\":%ld",
-           mode, library_file(), o->transport, o->window, seconds, (long long)requests, o->expect, rss_kb);
+           "\"seconds\":%.6f,\"cpu_seconds\":%.6f,\"requests\":%lld,\"items\":%lld,\"peak_rss_kb\":%ld",
+           mode, library_file(), o->transport, o->window, seconds, cpu_seconds, (long long)requests, o->expect,
+           rss_kb);
     if (strcmp(o->transport, "blocking") == 0)
         printf(",\"transport_calls\":%d,\"transport_max_in_flight\":%d",
                atomic_load(&transport->calls), atomic_load(&transport->max_in_flight));
@@ -311,10 +317,10 @@ static int run_fetch(const options *o) {
     char *json = NULL;
     size_t length = 0;
 
-    double start = now_s();
+    double start = now_s(), cpu_start = cpu_s();
     sheaf_list *list = make_list(o, client, 1);
     sheaf_result result = sheaf_list_fetch_all(list, &json, &length);
-    double seconds = now_s() - start;
+    double seconds = now_s() - start, cpu_seconds = cpu_s() - cpu_start;
     long rss = peak_rss_kb();
 
     if (result != SHEAF_OK) {
@@ -324,7 +330,7 @@ static int run_fetch(const options *o) {
     }
     int64_t requests = sheaf_list_requests_made(list);
     if (o->check) check_whole_list(json, length, o->expect);
-    print_common("fetch", o, seconds, requests, rss, &transport);
+    print_common("fetch", o, seconds, cpu_seconds, requests, rss, &transport);
     printf(",\"json_bytes\":%zu,\"checked\":%s}\n", length, o->check ? "true" : "false");
     sheaf_free(json);
     sheaf_list_free(list);
@@ -372,10 +378,11 @@ static int run_stream(const options *o) {
     stream_state st = {0};
 
     st.start = now_s();
+    double cpu_start = cpu_s();
     sheaf_list *list = make_list(o, client, o->keep);
     sheaf_result result = sheaf_list_start(list, on_snapshot, &st);
     if (result == SHEAF_OK) result = sheaf_list_wait(list);
-    double seconds = now_s() - st.start;
+    double seconds = now_s() - st.start, cpu_seconds = cpu_s() - cpu_start;
     long rss = peak_rss_kb();
 
     if (st.wrong != NULL) die(EXIT_WRONG, "stream: %s", st.wrong);
@@ -397,7 +404,7 @@ static int run_stream(const options *o) {
         sheaf_free(json);
     }
     int64_t requests = sheaf_list_requests_made(list);
-    print_common("stream", o, seconds, requests, rss, &transport);
+    print_common("stream", o, seconds, cpu_seconds, requests, rss, &transport);
     printf(",\"keep\":%d,\"snapshots\":%zu,\"nonempty_snapshots\":%zu,\"delta_bytes\":%zu,"
            "\"list_bytes\":%zu,\"prefix_bytes\":%zu,\"first_items_s\":%.6f}\n",
            o->keep, st.snapshots, st.nonempty, st.delta_bytes, st.list_bytes, prefix_bytes,

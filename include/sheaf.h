@@ -3,7 +3,8 @@
  *
  * Sheaf turns a paginated, bearer-authenticated list endpoint into one call
  * (sheaf_list_fetch_all) or into a stream of growing, correctly ordered snapshots
- * (sheaf_list_start + a sheaf_snapshot_fn). When page k can be addressed directly, the
+ * (sheaf_list_start + a sheaf_snapshot_fn, or sheaf_list_start_pull + sheaf_list_next to take
+ * them on the caller's own thread). When page k can be addressed directly, the
  * remaining pages are fetched concurrently in a bounded window (without a total, speculatively:
  * the first page that says it is the last ends the list; requests past it are cancelled and
  * what they brought is dropped); otherwise the next links are walked one by one.
@@ -48,9 +49,9 @@ extern "C" {
 /* ---- Versions --------------------------------------------------------------------------- */
 
 #define SHEAF_VERSION_MAJOR 0
-#define SHEAF_VERSION_MINOR 1
+#define SHEAF_VERSION_MINOR 2
 #define SHEAF_VERSION_PATCH 0
-#define SHEAF_VERSION_STRING "0.1.0"
+#define SHEAF_VERSION_STRING "0.2.0"
 /** MAJOR * 10000 + MINOR * 100 + PATCH, as sheaf_version_number() returns it. */
 #define SHEAF_VERSION_NUMBER (SHEAF_VERSION_MAJOR * 10000 + SHEAF_VERSION_MINOR * 100 + SHEAF_VERSION_PATCH)
 
@@ -68,7 +69,8 @@ SHEAF_API const char *sheaf_version_string(void);
 
 /**
  * Result codes. Append-only: a value is never renumbered or removed.
- * SHEAF_OK and SHEAF_LIMIT_REACHED are successes; every other code is a failure.
+ * SHEAF_OK and SHEAF_LIMIT_REACHED are successes; SHEAF_PENDING means "not yet" (only
+ * sheaf_list_next returns it); every other code is a failure.
  */
 typedef enum sheaf_result {
     SHEAF_OK = 0,                  /**< Done; for a list, every item arrived and agrees with the total. */
@@ -87,7 +89,8 @@ typedef enum sheaf_result {
     SHEAF_E_CROSS_ORIGIN = 13,     /**< A next link or redirect leaves the base URL's origin (or https for http). */
     SHEAF_E_STOPPED = 14,          /**< A snapshot callback returned non-zero. */
     SHEAF_E_CANCELLED = 15,        /**< sheaf_list_cancel was called, or the list was freed while running. */
-    SHEAF_E_INTERNAL = 16          /**< A bug in Sheaf; the message says where. */
+    SHEAF_E_INTERNAL = 16,         /**< A bug in Sheaf; the message says where. */
+    SHEAF_PENDING = 17             /**< sheaf_list_next: no snapshot yet within the timeout (not a failure). */
 } sheaf_result;
 
 /** Static English text for a result code (unknown codes get a generic text). Never NULL; do not free. */
@@ -359,10 +362,39 @@ SHEAF_API sheaf_result sheaf_list_start(sheaf_list *list, sheaf_snapshot_fn on_s
                                         void *user_data);
 
 /**
+ * Starts the list in the background for pulling: instead of a callback on a library thread,
+ * the caller takes the snapshots in order with sheaf_list_next, on its own thread (no foreign
+ * thread ever enters the caller's code, which spares a language runtime such as Python a thread
+ * hand-over per snapshot). At most a window (SHEAF_OPT_WINDOW) of snapshots wait to be taken;
+ * while they do, fetching is held back, so memory stays bounded however slow the caller is.
+ * A list runs once: SHEAF_E_STATE otherwise.
+ */
+SHEAF_API sheaf_result sheaf_list_start_pull(sheaf_list *list);
+
+/**
+ * Takes the next snapshot of a list started with sheaf_list_start_pull, waiting at most
+ * `timeout_ms` milliseconds for one (0: do not wait; negative: wait until one comes or the
+ * list ends). Returns:
+ *   SHEAF_OK, *out_snapshot set   the next snapshot, in order. It belongs to the list and stays
+ *                                 valid until the next sheaf_list_next or sheaf_list_free of it.
+ *   SHEAF_OK, *out_snapshot NULL  the list has ended and every snapshot was taken;
+ *                                 sheaf_list_wait then returns the outcome at once.
+ *   SHEAF_PENDING                 no snapshot within the timeout; *out_snapshot NULL.
+ *   SHEAF_E_STATE                 the list was not started with sheaf_list_start_pull.
+ *   SHEAF_E_REENTRANT             called with a timeout from inside a Sheaf callback.
+ * A list cancelled (sheaf_list_cancel, from any thread) ends after the snapshots already
+ * waiting. Not thread-safe for one list: one thread takes its snapshots.
+ */
+SHEAF_API sheaf_result sheaf_list_next(sheaf_list *list, int64_t timeout_ms,
+                                       const sheaf_snapshot **out_snapshot);
+
+/**
  * Blocks until the started list has finished and every snapshot callback has returned, then
  * returns its outcome: SHEAF_OK, SHEAF_LIMIT_REACHED, SHEAF_E_STOPPED, SHEAF_E_CANCELLED or a
  * failure (message on the list). Items delivered before a failure stay delivered.
- * From inside a callback: SHEAF_E_REENTRANT.
+ * On a pulled list it stops the pulling first: snapshots not taken yet are dropped and, if the
+ * list still runs, it ends SHEAF_E_STOPPED (take snapshots until sheaf_list_next says the end
+ * to get them all). From inside a callback: SHEAF_E_REENTRANT.
  */
 SHEAF_API sheaf_result sheaf_list_wait(sheaf_list *list);
 
@@ -380,7 +412,8 @@ SHEAF_API int64_t sheaf_list_requests_made(const sheaf_list *list);
 SHEAF_API int64_t sheaf_list_requests_in_flight(const sheaf_list *list);
 
 /**
- * Copies the ordered prefix delivered so far into a new JSON array string.
+ * Copies the ordered prefix delivered so far (on a pulled list: through the last snapshot
+ * sheaf_list_next returned) into a new JSON array string.
  * On success *out_json (freed with sheaf_free) and *out_length (may be NULL) are set.
  * Non-blocking: callable from the list's own snapshot callback.
  */

@@ -1,6 +1,9 @@
 import CSheafHeader
 import Sheaf
 import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// The `sheaf_list` behind the opaque pointer: a description being built, then one run of it.
 final class ListHandle: Sendable {
@@ -8,6 +11,12 @@ final class ListHandle: Sendable {
         var description: ListDescription
         var keepsItems = true
         var run: ListRun?
+        /// Set when the list was started for pulling (sheaf_list_start_pull).
+        var pull: SnapshotQueue?
+        /// The snapshot sheaf_list_next handed out last, alive until the next call or the free.
+        var pulled: PulledSnapshot?
+        /// The last snapshot taken by sheaf_list_next: the prefix a puller has seen ends there.
+        var lastTaken: Snapshot?
     }
 
     let client: ClientHandle
@@ -34,20 +43,45 @@ final class ListHandle: Sendable {
         }
     }
 
-    /// Starts the run with `onSnapshot` (nil: no callback).
-    func start(keepingItems force: Bool = false, onSnapshot: (@Sendable (Snapshot) -> Bool)?) throws(SheafError) -> ListRun {
-        let run = try state.withLock { (state) throws(SheafError) -> ListRun in
+    /// Starts the run with `onSnapshot` (nil: no callback), or, `pulling`, with its snapshots
+    /// queued (a window of them at most) for sheaf_list_next.
+    func start(keepingItems force: Bool = false, onSnapshot: (@Sendable (Snapshot) -> Bool)?,
+               pulling: Bool = false) throws(SheafError) -> ListRun {
+        let (run, pull) = try state.withLock { (state) throws(SheafError) -> (ListRun, SnapshotQueue?) in
             guard state.run == nil else { throw SheafError(.state, "a list runs once; create a new list to run it again") }
             let client = try client.makeClient()
-            let run = try client.makeList(state.description, keepsItems: state.keepsItems || force, onSnapshot: onSnapshot)
+            let pull = pulling ? SnapshotQueue(capacity: client.configuration.window) : nil
+            let deliver = pull.map { queue in { @Sendable (snapshot: Snapshot) in queue.push(snapshot) } } ?? onSnapshot
+            let run = try client.makeList(state.description, keepsItems: state.keepsItems || force, onSnapshot: deliver)
             state.run = run
-            return run
+            state.pull = pull
+            return (run, pull)
         }
         try run.start()
+        if let pull { run.whenFinished { pull.finish() } }
         return run
     }
 
     var run: ListRun? { state.withLock { $0.run } }
+    var pull: SnapshotQueue? { state.withLock { $0.pull } }
+
+    /// Keeps `snapshot` (nil: none) as the one handed out last; returns its C view.
+    func handOut(_ snapshot: Snapshot?) -> UnsafePointer<sheaf_snapshot>? {
+        let pulled = snapshot.map(PulledSnapshot.init)
+        state.withLock { state in
+            state.pulled = pulled
+            if let snapshot { state.lastTaken = snapshot }
+        }
+        return pulled.map { UnsafePointer($0.value) }
+    }
+
+    /// The prefix delivered so far: on a pulled list, through the last snapshot taken.
+    func prefixJSON() -> [UInt8] {
+        let (run, pulling, taken) = state.withLock { ($0.run, $0.pull != nil, $0.lastTaken) }
+        guard let run else { return Array("[]".utf8) }
+        guard pulling else { return run.prefixJSON() }
+        return taken.map(run.prefixJSON(through:)) ?? Array("[]".utf8)
+    }
     var keepsItems: Bool { state.withLock { $0.keepsItems } }
 
     static func from(_ pointer: OpaquePointer?) -> ListHandle? {
@@ -109,6 +143,8 @@ public func sheaf_list_new(_ outList: UnsafeMutablePointer<OpaquePointer?>?, _ c
 @c @implementation
 public func sheaf_list_free(_ list: OpaquePointer?) {
     guard let list, let handle = ListHandle.from(list) else { return }
+    // A pulled list first lets go of its snapshots, so a delivery waiting for room returns.
+    handle.pull?.close()
     // Cancels and waits out a running callback; from inside the list's own callback it only
     // cancels, and the run's hold on the handle ends after that callback returns.
     handle.run?.close()
@@ -250,9 +286,41 @@ public func sheaf_list_start(_ list: OpaquePointer?, _ onSnapshot: sheaf_snapsho
 }
 
 @c @implementation
+public func sheaf_list_start_pull(_ list: OpaquePointer?) -> sheaf_result {
+    withList(list) { (handle) throws(SheafError) in
+        _ = try handle.start(onSnapshot: nil, pulling: true)
+    }
+}
+
+@c @implementation
+public func sheaf_list_next(_ list: OpaquePointer?, _ timeoutMs: Int64,
+                            _ outSnapshot: UnsafeMutablePointer<UnsafePointer<sheaf_snapshot>?>?) -> sheaf_result {
+    guard let handle = ListHandle.from(list), let outSnapshot else { return SHEAF_E_INVALID_ARGUMENT }
+    outSnapshot.pointee = nil
+    guard let pull = handle.pull else {
+        return handle.errors.set(SheafError(.state, "the list was not started with sheaf_list_start_pull"))
+    }
+    if timeoutMs != 0, CallbackContext.isInsideCallback {
+        return handle.errors.set(SheafError(.reentrant, "a blocking Sheaf call was made from inside a Sheaf callback"))
+    }
+    let timeout: Int? = timeoutMs < 0 ? nil : Int(clamping: timeoutMs)
+    switch pull.next(timeoutMilliseconds: timeout) {
+    case .snapshot(let snapshot):
+        outSnapshot.pointee = handle.handOut(snapshot)
+    case .end:
+        _ = handle.handOut(nil)
+    case .pending:
+        return SHEAF_PENDING
+    }
+    handle.errors.clear()
+    return SHEAF_OK
+}
+
+@c @implementation
 public func sheaf_list_wait(_ list: OpaquePointer?) -> sheaf_result {
     guard let handle = ListHandle.from(list) else { return SHEAF_E_INVALID_ARGUMENT }
     guard let run = handle.run else { return handle.errors.set(SheafError(.state, "the list has not been started")) }
+    if !CallbackContext.isInsideCallback { handle.pull?.close() } // nobody takes snapshots any more
     do {
         return report(try run.wait(), on: handle)
     } catch {
@@ -286,7 +354,7 @@ public func sheaf_list_prefix(_ list: OpaquePointer?, _ outJSON: UnsafeMutablePo
     guard handle.keepsItems else {
         return handle.errors.set(SheafError(.state, "the list does not keep its items (sheaf_list_set_keep_items)"))
     }
-    let json = handle.run?.prefixJSON() ?? Array("[]".utf8)
+    let json = handle.prefixJSON()
     outJSON.pointee = CString.mallocCopy(json)
     outLength?.pointee = json.count
     return SHEAF_OK
@@ -317,6 +385,19 @@ public func sheaf_list_fetch_all(_ list: OpaquePointer?, _ outJSON: UnsafeMutabl
     return result
 }
 
+/// The C view of a snapshot whose delta is at `json` (NUL-terminated, `length` bytes before it).
+private func cSnapshot(_ snapshot: Snapshot, json: UnsafePointer<CChar>, length: Int) -> sheaf_snapshot {
+    sheaf_snapshot(
+        version: UInt32(SHEAF_SNAPSHOT_VERSION),
+        delta_json: json,
+        delta_length: length,
+        delta_items: snapshot.delta.items,
+        items: snapshot.delta.totalItems,
+        pages: snapshot.delta.pages,
+        expected_items: Int64(snapshot.expectedItems ?? -1),
+        expected_pages: Int64(snapshot.expectedPages ?? -1))
+}
+
 /// Calls a C snapshot callback with a `sheaf_snapshot` built from a Swift snapshot.
 private struct SnapshotCallback: Sendable {
     let function: sheaf_snapshot_fn
@@ -329,17 +410,30 @@ private struct SnapshotCallback: Sendable {
         var json = snapshot.delta.json
         json.append(0)
         return json.withUnsafeBufferPointer { buffer in
-            var value = sheaf_snapshot(
-                version: UInt32(SHEAF_SNAPSHOT_VERSION),
-                delta_json: UnsafeRawPointer(buffer.baseAddress!).assumingMemoryBound(to: CChar.self),
-                delta_length: buffer.count - 1,
-                delta_items: snapshot.delta.items,
-                items: snapshot.delta.totalItems,
-                pages: snapshot.delta.pages,
-                expected_items: Int64(snapshot.expectedItems ?? -1),
-                expected_pages: Int64(snapshot.expectedPages ?? -1))
+            var value = cSnapshot(snapshot, json: UnsafeRawPointer(buffer.baseAddress!).assumingMemoryBound(to: CChar.self),
+                                  length: buffer.count - 1)
             let listPointer = OpaquePointer(Unmanaged.passUnretained(list).toOpaque())
             return function(listPointer, &value, UnsafeMutableRawPointer(bitPattern: userData)) == 0
         }
+    }
+}
+
+/// A snapshot handed out by sheaf_list_next: C memory its list owns until the next call or
+/// the free.
+final class PulledSnapshot: @unchecked Sendable {
+    // Safe: immutable after init (C only reads it); freed once in deinit.
+    let value: UnsafeMutablePointer<sheaf_snapshot>
+    private let json: UnsafeMutablePointer<CChar>?
+
+    init(_ snapshot: Snapshot) {
+        json = CString.mallocCopy(snapshot.delta.json)
+        value = .allocate(capacity: 1)
+        value.initialize(to: cSnapshot(snapshot, json: json.map { UnsafePointer($0) } ?? UnsafePointer(emptyText.pointer),
+                                       length: json == nil ? 0 : snapshot.delta.json.count))
+    }
+
+    deinit {
+        value.deallocate()
+        free(json)
     }
 }

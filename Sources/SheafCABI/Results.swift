@@ -56,6 +56,7 @@ private let resultTexts: [OwnedCString] = [
     "stopped by the snapshot callback",
     "cancelled",
     "internal error",
+    "no snapshot yet",
 ].map(OwnedCString.init)
 private let unknownResultText = OwnedCString("unknown result code")
 private let versionText = OwnedCString(SheafVersion.string)

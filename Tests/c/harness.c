@@ -343,6 +343,7 @@ static void versions_agree_and_every_result_has_a_text(void) {
         if (!CHECK(text != NULL && text[0] != '\0')) fprintf(stderr, "    for result %d\n", code);
     }
     CHECK(sheaf_result_str(1000000) != NULL);
+    CHECK(strcmp(sheaf_result_str(SHEAF_PENDING), sheaf_result_str(1000000)) != 0);
     CHECK(strcmp(sheaf_result_str(SHEAF_OK), sheaf_result_str(SHEAF_E_LOOP)) != 0);
 }
 
@@ -546,6 +547,129 @@ static void a_list_that_keeps_no_items_still_streams_every_delta(void) {
     sheaf_list_free(streamed);
     sheaf_client_free(client);
     recorder_free(&r);
+}
+
+/* Takes snapshots until the end (at most `limit` pulls); each goes through the recorder's checks. */
+static int pull_all(sheaf_list *list, recorder *r, int limit) {
+    for (int pulls = 0; pulls < limit; pulls++) {
+        const sheaf_snapshot *snapshot = (const sheaf_snapshot *)&snapshot;   /* must be set */
+        if (!CHECK_LIST_RESULT(list, sheaf_list_next(list, 10000, &snapshot), SHEAF_OK)) return 0;
+        if (snapshot == NULL) return 1;
+        int call = atomic_fetch_add(&r->calls, 1) + 1;
+        if (CHECK_INT(snapshot->version, SHEAF_SNAPSHOT_VERSION)) record_delta(r, list, snapshot, call);
+    }
+    return CHECK(!"the list ended within the pulls allowed");
+}
+
+static void a_pulled_list_arrives_in_order_on_the_callers_thread(void) {
+    char path[128];
+    recorder r;
+    recorder_init(&r);
+    r.first_page_size = page_size();
+    r.expected_items = list_size();
+    r.check_prefix = 1;
+    sheaf_client *client = client_for(&g_server, NULL);
+    snprintf(path, sizeof path, "/anchor?n=%d", list_size());
+    sheaf_list *list = anchor_list(client, path, page_size(), ANCHOR_ALL);
+    if (list != NULL) {
+        const sheaf_snapshot *snapshot = NULL;
+        CHECK_LIST_RESULT(list, sheaf_list_next(list, 0, &snapshot), SHEAF_E_STATE);   /* not started */
+        CHECK_LIST_RESULT(list, sheaf_list_start_pull(list), SHEAF_OK);
+        CHECK_LIST_RESULT(list, sheaf_list_start_pull(list), SHEAF_E_STATE);
+        CHECK_RESULT(sheaf_list_next(list, 0, NULL), SHEAF_E_INVALID_ARGUMENT);
+        if (pull_all(list, &r, 10 * list_size())) {
+            CHECK_ITEMS(r.deltas, 0, list_size());
+            CHECK_INT(r.last_pages, list_size() / page_size());
+            CHECK_INT(r.last_expected_pages, list_size() / page_size());
+            /* The end stays the end, and the outcome is there at once. */
+            snapshot = (const sheaf_snapshot *)&snapshot;
+            CHECK_LIST_RESULT(list, sheaf_list_next(list, 0, &snapshot), SHEAF_OK);
+            CHECK(snapshot == NULL);
+            CHECK_LIST_RESULT(list, sheaf_list_wait(list), SHEAF_OK);
+            CHECK_INT(sheaf_list_requests_made(list), list_size() / page_size());
+        }
+    }
+    sheaf_list_free(list);
+    sheaf_client_free(client);
+    recorder_free(&r);
+}
+
+static void a_list_started_with_a_callback_cannot_be_pulled(void) {
+    sheaf_client *client = client_for(&g_server, NULL);
+    sheaf_list *list = anchor_list(client, "/anchor?n=100", 10, ANCHOR_ALL);
+    if (list != NULL) {
+        const sheaf_snapshot *snapshot = NULL;
+        CHECK_LIST_RESULT(list, sheaf_list_start(list, NULL, NULL), SHEAF_OK);
+        CHECK_LIST_RESULT(list, sheaf_list_next(list, 0, &snapshot), SHEAF_E_STATE);
+        CHECK(snapshot == NULL);
+        CHECK_LIST_RESULT(list, sheaf_list_wait(list), SHEAF_OK);
+    }
+    sheaf_list_free(list);
+    sheaf_client_free(client);
+}
+
+static void pulling_says_pending_until_a_snapshot_comes_and_a_cancel_ends_it(void) {
+    sheaf_client *client = client_for(&g_server, NULL);
+    sheaf_list *list = anchor_list(client, "/anchor?n=1000&latency_ms=300", 10, ANCHOR_ALL);
+    if (list != NULL) {
+        const sheaf_snapshot *snapshot = (const sheaf_snapshot *)&snapshot;
+        CHECK_LIST_RESULT(list, sheaf_list_start_pull(list), SHEAF_OK);
+        CHECK_RESULT(sheaf_list_next(list, 0, &snapshot), SHEAF_PENDING);
+        CHECK(snapshot == NULL);
+        long long started = now_ms();
+        CHECK_RESULT(sheaf_list_next(list, 50, &snapshot), SHEAF_PENDING);
+        long long waited = now_ms() - started;
+        if (!CHECK(waited >= 45)) fprintf(stderr, "    a 50 ms wait returned after %lld ms\n", waited);
+        CHECK_LIST_RESULT(list, sheaf_list_next(list, 5000, &snapshot), SHEAF_OK);   /* page one */
+        if (CHECK(snapshot != NULL)) CHECK_INT(snapshot->pages, 1);
+        CHECK_RESULT(sheaf_list_cancel(list), SHEAF_OK);
+        /* After a cancel the pulls end (after any snapshot already waiting), without a timeout. */
+        int pulls = 0;
+        sheaf_result result;
+        do {
+            result = sheaf_list_next(list, -1, &snapshot);
+        } while (result == SHEAF_OK && snapshot != NULL && ++pulls < 100);
+        CHECK_LIST_RESULT(list, result, SHEAF_OK);
+        CHECK(snapshot == NULL);
+        CHECK_LIST_RESULT(list, sheaf_list_wait(list), SHEAF_E_CANCELLED);
+    }
+    sheaf_list_free(list);
+    sheaf_client_free(client);
+}
+
+static void a_pulled_list_nobody_pulls_holds_back_and_frees_promptly(void) {
+    sheaf_client *client = client_for(&g_server, NULL);
+    set_option(client, SHEAF_OPT_WINDOW, 2);
+    sheaf_list *list = anchor_list(client, "/anchor?n=100000", 10, ANCHOR_ALL);   /* 10,000 pages */
+    if (list != NULL) {
+        CHECK_LIST_RESULT(list, sheaf_list_start_pull(list), SHEAF_OK);
+        sleep_ms(500);
+        long long made = sheaf_list_requests_made(list);
+        /* A window of snapshots waiting to be taken, a window queued behind them, a few pages
+         * held in each: far from 10,000 pages. */
+        if (!CHECK(made > 0 && made < 60)) fprintf(stderr, "    %lld requests while nobody pulled\n", made);
+        long long started = now_ms();
+        sheaf_list_free(list);
+        long long took = now_ms() - started;
+        if (!CHECK(took < (g_quick ? 8000 : 2000))) fprintf(stderr, "    sheaf_list_free took %lld ms\n", took);
+    }
+    sheaf_client_free(client);
+}
+
+static void waiting_on_a_pulled_list_stops_the_pulling(void) {
+    sheaf_client *client = client_for(&g_server, NULL);
+    sheaf_list *list = anchor_list(client, "/anchor?n=1000&latency_ms=50", 10, ANCHOR_ALL);
+    if (list != NULL) {
+        const sheaf_snapshot *snapshot = NULL;
+        CHECK_LIST_RESULT(list, sheaf_list_start_pull(list), SHEAF_OK);
+        CHECK_LIST_RESULT(list, sheaf_list_next(list, 5000, &snapshot), SHEAF_OK);
+        CHECK(snapshot != NULL);
+        CHECK_LIST_RESULT(list, sheaf_list_wait(list), SHEAF_E_STOPPED);
+        CHECK_LIST_RESULT(list, sheaf_list_next(list, 1000, &snapshot), SHEAF_OK);
+        CHECK(snapshot == NULL);
+    }
+    sheaf_list_free(list);
+    sheaf_client_free(client);
 }
 
 /* The server's max_in_flight while one list of 20 slow pages runs with the given window; with
@@ -1028,6 +1152,11 @@ static const test_case tests[] = {
     TEST(the_whole_list_arrives_in_order, 1),
     TEST(snapshots_grow_in_order_one_at_a_time, 1),
     TEST(a_list_that_keeps_no_items_still_streams_every_delta, 1),
+    TEST(a_pulled_list_arrives_in_order_on_the_callers_thread, 1),
+    TEST(a_list_started_with_a_callback_cannot_be_pulled, 1),
+    TEST(pulling_says_pending_until_a_snapshot_comes_and_a_cancel_ends_it, 1),
+    TEST(a_pulled_list_nobody_pulls_holds_back_and_frees_promptly, 1),
+    TEST(waiting_on_a_pulled_list_stops_the_pulling, 1),
     TEST(the_default_window_of_8_is_filled, 0),
     TEST(a_window_of_4_is_filled_and_not_exceeded, 0),
     TEST(page_numbers_without_a_total_still_fill_the_window, 0),

@@ -100,6 +100,12 @@ public final class ListRun: Sendable {
         return state.withLock { $0.outcome! }
     }
 
+    /// Runs `body` once the run has finished and every snapshot callback has returned (on a
+    /// global queue). Call it after `start()`.
+    public func whenFinished(_ body: @escaping @Sendable () -> Void) {
+        done.notify(queue: .global(), execute: body)
+    }
+
     /// The outcome, once the run has finished; nil before.
     public var outcome: ListOutcome? { state.withLock { $0.outcome } }
 
@@ -122,6 +128,12 @@ public final class ListRun: Sendable {
     /// callback), as one JSON array.
     public func prefixJSON() -> [UInt8] {
         state.withLock { $0.assembler.prefixJSON(bytes: $0.deliveredPrefixBytes) }
+    }
+
+    /// The ordered prefix through `snapshot`, one of this run's, as one JSON array (for a caller
+    /// that takes snapshots from a `SnapshotQueue`: what it has taken, not what was queued).
+    public func prefixJSON(through snapshot: Snapshot) -> [UInt8] {
+        state.withLock { $0.assembler.prefixJSON(bytes: snapshot.delta.prefixBytes) }
     }
 
     private static let deliveryKey = DispatchSpecificKey<ObjectIdentifier>()

@@ -34,7 +34,7 @@ from .stream import SnapshotStream
 from .transport import Transport
 
 #: The version of this package.
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 #: The file libsheaf.so was loaded from.
 library_path: str = _ffi.library_path

@@ -125,6 +125,6 @@ def test_the_token_is_never_in_the_clients_repr(api):
 
 
 def test_versions_are_reported():
-    assert sheaf.__version__ == "0.1.0"
-    assert sheaf.library_version() == "0.1.0"
-    assert sheaf.library_path.endswith(tuple(["libsheaf.so.0", "libsheaf.so.0.1.0", "libsheaf.so"]))
+    assert sheaf.__version__ == "0.2.0"
+    assert sheaf.library_version() == "0.2.0"
+    assert sheaf.library_path.endswith(tuple(["libsheaf.so.0", "libsheaf.so.0.2.0", "libsheaf.so"]))

@@ -1,0 +1,85 @@
+import Foundation
+import XCTest
+@testable import Sheaf
+
+/// A run whose snapshots are pulled through a `SnapshotQueue`.
+private func pulledRun(_ transport: ScriptedTransport, capacity: Int = 4, window: Int = 4,
+                       list: ListDescription = anchorList()) throws -> (ListRun, SnapshotQueue) {
+    let queue = SnapshotQueue(capacity: capacity)
+    let run = try scriptedClient(transport) { $0.window = window }
+        .makeList(list, keepsItems: false, onSnapshot: { queue.push($0) })
+    try run.start()
+    run.whenFinished { queue.finish() }
+    return (run, queue)
+}
+
+final class SnapshotQueueTests: XCTestCase {
+    func testPulledSnapshotsArriveInOrderThenTheEndForEveryLaterCall() throws {
+        let transport = ScriptedTransport()
+        let api = FakeAnchorAPI(count: 95)
+        transport.on(scriptedList) { request, _ in api.reply(request).after(Int.random(in: 0...4)) }
+        let (run, queue) = try pulledRun(transport)
+        var ids: [Int] = []
+        var pulls = 0
+        pulling: while pulls < 1000 {
+            pulls += 1
+            switch queue.next(timeoutMilliseconds: 5000) {
+            case .snapshot(let snapshot): ids += itemIDs(snapshot.delta.json)
+            case .end: break pulling
+            case .pending: XCTFail("nothing within 5 s")
+            }
+        }
+        XCTAssertEqual(ids, Array(0..<95))
+        XCTAssertEqual(outcome(of: run), .complete)
+        for _ in 0..<3 {
+            guard case .end = queue.next(timeoutMilliseconds: 0) else { return XCTFail("the end is not kept") }
+        }
+    }
+
+    func testNothingYetIsPendingAfterTheTimeout() throws {
+        let transport = ScriptedTransport()
+        transport.on(scriptedList) { _, _ in .never }
+        let (run, queue) = try pulledRun(transport)
+        let started = Date()
+        guard case .pending = queue.next(timeoutMilliseconds: 50) else { return XCTFail("expected pending") }
+        XCTAssertGreaterThanOrEqual(Date().timeIntervalSince(started), 0.04)
+        guard case .pending = queue.next(timeoutMilliseconds: 0) else { return XCTFail("expected pending") }
+        run.close()
+    }
+
+    func testAnUntakenQueueHoldsBackTheFetchingAndClosingItStopsTheRun() throws {
+        let transport = ScriptedTransport()
+        let api = FakeAnchorAPI(count: 10_000)
+        transport.on(scriptedList) { request, _ in api.reply(request) }
+        let (run, queue) = try pulledRun(transport, capacity: 2, window: 2)
+        Thread.sleep(forTimeInterval: 0.3)
+        // Two snapshots wait in the queue, one more in the blocked push, a window of snapshots
+        // queued for delivery, and each may have held a few pages: far from 1,000 pages.
+        let made = run.requestsMade
+        XCTAssertLessThan(made, 40, "the fetching went on while nobody took the snapshots")
+        Thread.sleep(forTimeInterval: 0.1)
+        XCTAssertEqual(run.requestsMade, made, "the fetching is held back, not slowed")
+        queue.close()
+        XCTAssertEqual(outcome(of: run, within: 5)?.error?.code, .stopped)
+        guard case .end = queue.next(timeoutMilliseconds: 1000) else { return XCTFail("a closed queue ends") }
+    }
+
+    func testAFailingRunEndsThePullAfterTheSnapshotsBeforeTheFailure() throws {
+        let transport = ScriptedTransport()
+        let api = FakeAnchorAPI(count: 40)
+        transport.on(scriptedList) { request, _ in
+            request.url == scriptedPage(3) ? .status(400) : api.reply(request)
+        }
+        let (run, queue) = try pulledRun(transport)
+        var ids: [Int] = []
+        pulling: for _ in 0..<100 {
+            switch queue.next(timeoutMilliseconds: 5000) {
+            case .snapshot(let snapshot): ids += itemIDs(snapshot.delta.json)
+            case .end: break pulling
+            case .pending: XCTFail("nothing within 5 s")
+            }
+        }
+        XCTAssertEqual(ids, Array(0..<20))
+        XCTAssertEqual(outcome(of: run)?.error?.code, .http)
+    }
+}
