@@ -10,10 +10,8 @@ Modes:
                     ThreadPoolExecutor of --window threads, one keep-alive session per thread
   sheaf-fetch       sheaf.Client(...).fetch_all(...)
   sheaf-stream      for snapshot in sheaf.Client(...).stream(...): consume snapshot.items
-                    (--decode-floor: then, in the same process, json.loads alone over the
-                    same items cut into as many arrays as there were snapshots: the floor of
-                    turning the list into Python objects, reported as decode_cpu_seconds;
-                    the pages it fetched for that are untimed_requests)
+                    (also reported: the CPU time of the consuming thread, of json.loads as the
+                    binding calls it to decode each delta, and of freeing each delta's objects)
   (add --transport python to the sheaf modes: a Python transport on http.client, one keep-alive
    connection per library thread, instead of libcurl)
 
@@ -226,11 +224,42 @@ def run_sheaf_fetch(args) -> dict:
     return out
 
 
+def time_json_loads() -> list:
+    """Times json.loads where the binding calls it (decoding each delta), in CPU seconds of the
+    calling thread: returns a one-element list that accumulates them. The cost of turning JSON
+    into Python objects is json.loads's own, the same for any Python client; what the binding
+    adds per snapshot is the rest."""
+    import sheaf._run as binding
+    spent = [0.0]
+    loads = json.loads
+
+    class TimedJSON:
+        @staticmethod
+        def loads(data):
+            started = time.thread_time()
+            try:
+                return loads(data)
+            finally:
+                spent[0] += time.thread_time() - started
+
+    binding.json = TimedJSON
+    return spent
+
+
 def run_sheaf_stream(args) -> dict:
     client, calls = make_client(args)
+    decoding = time_json_loads()
     snapshots = nonempty = next_id = 0
-    start, cpu_start = time.perf_counter(), time.process_time()
+    freeing = 0.0
+    previous = delta = None
+    start, cpu_start, thread_start = time.perf_counter(), time.process_time(), time.thread_time()
     for snapshot in client.stream(args.path, **sheaf_options(args)):
+        # Letting go of the last delta frees its objects: the consumer's cost (a caller that
+        # keeps the items never pays it), timed apart, like json.loads.
+        released = time.thread_time()
+        previous = delta = None
+        freeing += time.thread_time() - released
+        previous = snapshot
         snapshots += 1
         delta = snapshot.items
         if delta:
@@ -241,45 +270,19 @@ def run_sheaf_stream(args) -> dict:
         if snapshot.item_count != next_id:
             wrong(f"snapshot {snapshots}: item_count {snapshot.item_count}, items so far {next_id}")
     seconds, cpu_seconds = time.perf_counter() - start, time.process_time() - cpu_start
+    thread_cpu_seconds = time.thread_time() - thread_start   # this (the consuming) thread only
     rss = peak_rss_kb()
     client.close()
     if next_id != args.expect:
         wrong(f"the stream delivered {next_id} items, expected {args.expect}")
-    out = {"seconds": seconds, "cpu_seconds": cpu_seconds, "snapshots": snapshots, "nonempty_snapshots": nonempty,
+    out = {"seconds": seconds, "cpu_seconds": cpu_seconds, "thread_cpu_seconds": thread_cpu_seconds,
+           "json_loads_cpu_seconds": decoding[0], "freeing_cpu_seconds": freeing,
+           "snapshots": snapshots, "nonempty_snapshots": nonempty,
            "peak_rss_kb": rss}
-    if args.decode_floor:
-        out.update(decode_floor(args, snapshots))
     if calls is not None:
         out["transport_calls"] = calls["n"]
         out["transport_max_in_flight"] = calls["max_in_flight"]
     return out
-
-
-def decode_floor(args, chunks: int, reps: int = 3) -> dict:
-    """The floor of decoding the list into Python objects: json.loads alone over its items, cut
-    into `chunks` compact JSON arrays (as many as the stream had deltas); the median of `reps`
-    passes, in CPU seconds (it runs on one thread). The pages are fetched (untimed) by their
-    next links and kept as text only, so no big object graph is alive to slow the collector
-    during the passes."""
-    get, _ = http_getter()
-    pages, url = [], page_url(args, 1)
-    while url is not None:                    # bounded by --max-pages
-        if len(pages) >= args.max_pages:
-            wrong("more pages than --max-pages")
-        page = get(url)
-        pages.append(json.dumps(page["items"], separators=(",", ":"))[1:-1])
-        url = page.get("next_page")
-    per_chunk = -(-len(pages) // max(1, chunks))
-    deltas = [("[" + ",".join(pages[i:i + per_chunk]) + "]").encode() for i in range(0, len(pages), per_chunk)]
-    fetched = len(pages)
-    del pages
-    passes = []
-    for _ in range(reps):
-        start = time.process_time()
-        for delta in deltas:
-            json.loads(delta)
-        passes.append(time.process_time() - start)
-    return {"decode_cpu_seconds": sorted(passes)[len(passes) // 2], "untimed_requests": fetched}
 
 
 MODES = {
@@ -302,8 +305,6 @@ def main(argv=None) -> int:
     p.add_argument("--total", type=int, choices=(0, 1), default=1)
     p.add_argument("--transport", choices=("curl", "python"), default="curl")
     p.add_argument("--max-pages", type=int, default=100000)
-    p.add_argument("--decode-floor", action="store_true",
-                   help="sheaf-stream: after the run, also time json.loads alone over the same items")
     args = p.parse_args(argv)
     result = MODES[args.mode](args)
     result.update(mode=args.mode, ok=True, items=args.expect, window=args.window,

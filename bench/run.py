@@ -266,8 +266,7 @@ class Bench:
                     self.progress(f"{s.key} attempt {attempts[s.key]}: WRONG: {e}")
                     continue
                 stats = self.server.stats()
-                # Requests a driver made outside the measured list (a Python stream's decode floor).
-                result["server_requests"] = stats["requests"] - result.get("untimed_requests", 0)
+                result["server_requests"] = stats["requests"]
                 result["server_max_in_flight"] = stats["max_in_flight"]
                 m.runs.append(result)
                 self.progress(f"{s.key} run {len(m.runs)}/{s.runs}: {result.get('seconds', 0):.3f} s")
@@ -575,13 +574,12 @@ class Scenarios:
                   b.py_spec("Py stream P1", "sheaf-stream", self.p1, self.runs))
         b.measure(b.c_spec("C stream P5", "stream", self.p5, self.runs, warmup=1),
                   b.py_spec("Py fetch P5", "sheaf-fetch", self.p5, self.runs, warmup=1),
-                  b.py_spec("Py stream P5", "sheaf-stream", self.p5, self.runs, warmup=1, extra=["--decode-floor"]))
+                  b.py_spec("Py stream P5", "sheaf-stream", self.p5, self.runs, warmup=1))
         b.measure(b.c_spec("C stream small", "stream", self.small, self.runs, warmup=1),
-                  b.py_spec("Py stream small", "sheaf-stream", self.small, self.runs, warmup=1,
-                            extra=["--decode-floor"]))
+                  b.py_spec("Py stream small", "sheaf-stream", self.small, self.runs, warmup=1))
         rows = []
 
-        def compare(label, py_key, c_key, limit: Optional[float], per_snapshot, hidden_by: str = "") -> None:
+        def compare(label, py_key, c_key, limit: Optional[float], per_snapshot) -> None:
             py, c = b.results[py_key], b.results[c_key]
             target = f"<= {limit:.2f}x C" if limit else "(report)"
             if py.error or not py.runs or c.error or not c.runs:
@@ -600,32 +598,39 @@ class Scenarios:
                 rows.append(Row("P7", f"  per-snapshot overhead: (Python - C) / {snaps:.0f} snapshots (C had {c_snaps:.0f})",
                                 sheaf=f"{gap_us:.0f} us", target="(report: hidden by L)", met="-", runs=py.runs_text))
                 return
-            # What the Python layer costs per snapshot beyond decoding the delta into Python objects
-            # (json.loads's own speed, the same for any Python client): the ctypes callback, the
-            # Snapshot, the hand-over to the consuming thread. In CPU time of the whole process:
-            # wall time hides work done on the other core meanwhile (decoding overlaps fetching).
-            # Decoding alone is timed in each Python run's own process, right after the stream.
-            decode = statistics.median(py.values("decode_cpu_seconds"))
-            py_cpu = statistics.median(r["cpu_seconds"] - r["decode_cpu_seconds"] for r in py.runs)
-            c_cpu = statistics.median(c.values("cpu_seconds"))
-            rows.append(Row("P7", f"  CPU: Python {statistics.median(py.values('cpu_seconds')):.3f} s, C {c_cpu:.3f} s; "
-                                  f"json.loads alone over the same items in {snaps:.0f} arrays",
-                            sheaf=secs(decode), target="(report)", met="-", runs=py.runs_text))
-            per_us = (py_cpu - c_cpu) / snaps * 1e6
-            rows.append(Row("P7", f"  per-snapshot overhead: (Python CPU - json.loads - C CPU) / {snaps:.0f} snapshots "
-                                  f"(C had {c_snaps:.0f}; wall: (Python - C) / snapshots = {gap_us:.0f} us)",
-                            sheaf=f"{per_us:.0f} us", target=f"(report: hidden by {hidden_by})" if hidden_by else "<= 50 us",
-                            met="-" if hidden_by else yes(per_us <= 50), runs=py.runs_text))
+            # What the Python layer costs per snapshot beyond turning JSON into Python objects and
+            # back (json.loads's own speed and freeing the objects: the same for any Python
+            # client): pulling the snapshot, the ctypes calls, the copy, the Snapshot. Counted in
+            # CPU time of the consuming thread, where that work runs, less json.loads as the
+            # binding called it there and the freeing of each delta (both timed in place by the
+            # driver). Wall time hides work done on the other core meanwhile, and the whole
+            # process's CPU carries the library's threads, whose scheduling noise on a shared
+            # 2-core machine is larger than the figure (shown for comparison).
+            objects = statistics.median(r["json_loads_cpu_seconds"] + r["freeing_cpu_seconds"] for r in py.runs)
+            rows.append(Row("P7", "  of which json.loads of the deltas and freeing them (consuming thread's CPU)",
+                            sheaf=secs(objects), target="(report)", met="-", runs=py.runs_text))
+            thread = statistics.median(
+                (r["thread_cpu_seconds"] - r["json_loads_cpu_seconds"] - r["freeing_cpu_seconds"]) / r["snapshots"]
+                for r in py.runs)
+            rows.append(Row("P7", f"  per-snapshot overhead: (consuming thread's CPU - json.loads - freeing) / {snaps:.0f} snapshots",
+                            sheaf=f"{thread * 1e6:.0f} us", target="<= 50 us", met=yes(thread * 1e6 <= 50),
+                            runs=py.runs_text))
+            process = statistics.median(r["cpu_seconds"] - r["json_loads_cpu_seconds"] - r["freeing_cpu_seconds"]
+                                        for r in py.runs)
+            per_us = (process - statistics.median(c.values("cpu_seconds"))) / snaps * 1e6
+            rows.append(Row("P7", f"  for comparison, the whole process: (Python CPU - json.loads - freeing - C CPU) / snapshots "
+                                  f"(C had {c_snaps:.0f}); wall: (Python - C) / snapshots = {gap_us:.0f} us",
+                            sheaf=f"{per_us:.0f} us", target="(report)", met="-", runs=py.runs_text))
 
         compare("P1 fetch_all from Python (vs the same from C)", "Py fetch P1", "C fetch P1", 1.05, False)
         compare("P1 snapshot generator from Python (vs a C snapshot callback)", "Py stream P1", "C stream P1", 1.05,
                 "latency")
         compare("P5 fetch_all from Python (vs C)", "Py fetch P5", "C fetch P5", None, False)
         compare("P5 snapshot generator from Python (vs C)", "Py stream P5", "C stream P5", None, True)
-        # Small pages keep the Python server busy (~0.1-0.2 ms per request): both sides wait for
-        # it, so what Python adds per snapshot is mostly done meanwhile, on the other core.
+        # Small pages: little to decode, so the fixed cost per snapshot shows. (The Python server
+        # is the bottleneck here, ~0.1-0.2 ms per request, so the wall times mostly wait for it.)
         compare(f"{SMALL_PAGES}x{SMALL_PER_PAGE} items, L=0: snapshot generator (vs C)", "Py stream small",
-                "C stream small", None, True, hidden_by="the server")
+                "C stream small", None, True)
         return rows
 
     # -- memory --
@@ -666,7 +671,7 @@ class Scenarios:
                                     floor=f"{rss_s:.1f} MB at {small.pages:,} pages",
                                     ratio=f"{ratio:.2f}x", target=f"flat: <= 1.10x the {small.pages:,}-page RSS",
                                     met=yes(ratio <= 1.10)), mb_))
-        rows.append(Row("M2", f"  growth per page between the two", sheaf=f"{growth:.0f} B/page", target="(report)"))
+        rows.append(Row("M2", "  growth per page between the two", sheaf=f"{growth:.0f} B/page", target="(report)"))
         per_s = ms.median() / small.pages * 1e6
         per_b = mb_.median() / big.pages * 1e6
         rows.append(Row("M2", f"  time per page: {big.pages:,} pages vs {small.pages:,}",

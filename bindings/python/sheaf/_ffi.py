@@ -56,6 +56,7 @@ SHEAF_E_CROSS_ORIGIN = 13
 SHEAF_E_STOPPED = 14
 SHEAF_E_CANCELLED = 15
 SHEAF_E_INTERNAL = 16
+SHEAF_PENDING = 17
 
 SHEAF_TRANSPORT_OTHER = 0
 SHEAF_TRANSPORT_TIMEOUT = 1
@@ -294,6 +295,10 @@ def declare(library: Any) -> None:
     # ---- Running a list
     # sheaf_result sheaf_list_start(sheaf_list *list, sheaf_snapshot_fn on_snapshot, void *user_data);
     fn("sheaf_list_start", _sheaf_result, [ListHandle, SNAPSHOT_FN, c_void_p])
+    # sheaf_result sheaf_list_start_pull(sheaf_list *list);
+    fn("sheaf_list_start_pull", _sheaf_result, [ListHandle])
+    # sheaf_result sheaf_list_next(sheaf_list *list, int64_t timeout_ms, const sheaf_snapshot **out_snapshot);
+    fn("sheaf_list_next", _sheaf_result, [ListHandle, c_int64, POINTER(POINTER(SnapshotStruct))])
     # sheaf_result sheaf_list_wait(sheaf_list *list);
     fn("sheaf_list_wait", _sheaf_result, [ListHandle])
     # sheaf_result sheaf_list_cancel(sheaf_list *list);

@@ -174,11 +174,15 @@ class Client:
         """
         run = self._new_run(path, dict(items=items, next=next, total=total, id=id, page_param=page_param,
                                        first_page=first_page, size_param=size_param, page_size=page_size,
-                                       query=query, max_items=max_items, shape=shape), streaming=False)
+                                       query=query, max_items=max_items, shape=shape))
+        delivered: List[Any] = []
         try:
             run.start()
-            run.wait()
-            delivered = run.prefix()
+            while True:   # bounded by the list: each pull is a snapshot or the end
+                items_added = run.next_items()
+                if items_added is None:
+                    break
+                delivered.extend(items_added)
         finally:
             run.close()   # also on Ctrl-C: cancels what is in flight
         run.raise_outcome(delivered)
@@ -201,10 +205,10 @@ class Client:
         """
         run = self._new_run(path, dict(items=items, next=next, total=total, id=id, page_param=page_param,
                                        first_page=first_page, size_param=size_param, page_size=page_size,
-                                       query=query, max_items=max_items, shape=shape), streaming=True)
+                                       query=query, max_items=max_items, shape=shape))
         return SnapshotStream(run)
 
-    def _new_run(self, path: str, options: Dict[str, Any], streaming: bool) -> ListRun:
+    def _new_run(self, path: str, options: Dict[str, Any]) -> ListRun:
         handle_of_client = self._handle
         if handle_of_client is None:
             raise UsageError(Result.STATE, "the client is closed")
@@ -212,11 +216,10 @@ class Client:
             raise UsageError(Result.INVALID_ARGUMENT, f"path must be a str, not {type(path).__name__}")
         handle = _ffi.ListHandle()
         lib.sheaf_list_new(byref(handle), handle_of_client, _ffi.encode(path))
-        run = ListRun(handle, self, streaming)
+        run = ListRun(handle, self)
         try:
             _describe(handle, **options)
-            if streaming:
-                lib.sheaf_list_set_keep_items(handle, 0)
+            lib.sheaf_list_set_keep_items(handle, 0)   # the items are kept, if at all, in Python
         except BaseException:
             run.close()
             raise

@@ -35,7 +35,6 @@ class SnapshotStream(Iterator[Snapshot]):
                 if snapshot is _END:
                     break
                 yield snapshot
-            run.wait()
             run.raise_outcome([])
         finally:
             run.close()

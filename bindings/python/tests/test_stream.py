@@ -59,12 +59,13 @@ def test_breaking_out_early_cancels_the_list_promptly(api):
     assert sheaf._live_runs() == 0
 
 
-def test_a_consumer_that_stops_while_the_library_waits_on_a_full_queue_does_not_hang(api, monkeypatch):
-    monkeypatch.setattr(_run, "STREAM_QUEUE_SIZE", 1)
-    with sheaf.Client(api.base_url) as client:
+def test_a_consumer_that_stops_while_the_library_waits_on_a_full_queue_does_not_hang(api):
+    # A window of 1: one snapshot waits to be taken, then the library waits for room.
+    with sheaf.Client(api.base_url, concurrency=1) as client:
         stream = client.stream("/anchor?n=2000", page_size=10, **ANCHOR)
         first = next(stream)
-        time.sleep(0.3)   # the library thread is now blocked on the full queue
+        time.sleep(0.3)   # the library is now held back by the full queue
+        assert stats(api)["requests"] < 10, "the fetching went on while nobody took the snapshots"
         started = time.monotonic()
         stream.close()
         assert time.monotonic() - started < 1.0
