@@ -12,11 +12,11 @@ final class ListHandle: Sendable {
         var keepsItems = true
         var run: ListRun?
         /// Set when the list was started for pulling (sheaf_list_start_pull).
-        var pull: SnapshotQueue?
+        var pull: SnapshotQueue<PulledSnapshot>?
         /// The snapshot sheaf_list_next handed out last, alive until the next call or the free.
         var pulled: PulledSnapshot?
         /// The last snapshot taken by sheaf_list_next: the prefix a puller has seen ends there.
-        var lastTaken: Snapshot?
+        var lastTaken: PulledSnapshot?
     }
 
     let client: ClientHandle
@@ -47,11 +47,14 @@ final class ListHandle: Sendable {
     /// queued (a window of them at most) for sheaf_list_next.
     func start(keepingItems force: Bool = false, onSnapshot: (@Sendable (Snapshot) -> Bool)?,
                pulling: Bool = false) throws(SheafError) -> ListRun {
-        let (run, pull) = try state.withLock { (state) throws(SheafError) -> (ListRun, SnapshotQueue?) in
+        let (run, pull) = try state.withLock { (state) throws(SheafError) -> (ListRun, SnapshotQueue<PulledSnapshot>?) in
             guard state.run == nil else { throw SheafError(.state, "a list runs once; create a new list to run it again") }
             let client = try client.makeClient()
-            let pull = pulling ? SnapshotQueue(capacity: client.configuration.window) : nil
-            let deliver = pull.map { queue in { @Sendable (snapshot: Snapshot) in queue.push(snapshot) } } ?? onSnapshot
+            let pull = pulling ? SnapshotQueue<PulledSnapshot>(capacity: client.configuration.window) : nil
+            // The C copy of a pulled snapshot is made here, on the run's delivery thread, not on
+            // the caller's thread that takes it.
+            let deliver = pull.map { queue in { @Sendable (snapshot: Snapshot) in queue.push(PulledSnapshot(snapshot)) } }
+                ?? onSnapshot
             let run = try client.makeList(state.description, keepsItems: state.keepsItems || force, onSnapshot: deliver)
             state.run = run
             state.pull = pull
@@ -63,14 +66,13 @@ final class ListHandle: Sendable {
     }
 
     var run: ListRun? { state.withLock { $0.run } }
-    var pull: SnapshotQueue? { state.withLock { $0.pull } }
+    var pull: SnapshotQueue<PulledSnapshot>? { state.withLock { $0.pull } }
 
-    /// Keeps `snapshot` (nil: none) as the one handed out last; returns its C view.
-    func handOut(_ snapshot: Snapshot?) -> UnsafePointer<sheaf_snapshot>? {
-        let pulled = snapshot.map(PulledSnapshot.init)
+    /// Keeps `pulled` (nil: none) as the snapshot handed out last; returns its C view.
+    func handOut(_ pulled: PulledSnapshot?) -> UnsafePointer<sheaf_snapshot>? {
         state.withLock { state in
             state.pulled = pulled
-            if let snapshot { state.lastTaken = snapshot }
+            if let pulled { state.lastTaken = pulled }
         }
         return pulled.map { UnsafePointer($0.value) }
     }
@@ -80,7 +82,7 @@ final class ListHandle: Sendable {
         let (run, pulling, taken) = state.withLock { ($0.run, $0.pull != nil, $0.lastTaken) }
         guard let run else { return Array("[]".utf8) }
         guard pulling else { return run.prefixJSON() }
-        return taken.map(run.prefixJSON(through:)) ?? Array("[]".utf8)
+        return taken.map { run.prefixJSON(through: $0.snapshot) } ?? Array("[]".utf8)
     }
     var keepsItems: Bool { state.withLock { $0.keepsItems } }
 
@@ -423,9 +425,14 @@ private struct SnapshotCallback: Sendable {
 final class PulledSnapshot: @unchecked Sendable {
     // Safe: immutable after init (C only reads it); freed once in deinit.
     let value: UnsafeMutablePointer<sheaf_snapshot>
+    /// The snapshot without its delta (the counts, and where the prefix ends).
+    let snapshot: Snapshot
     private let json: UnsafeMutablePointer<CChar>?
 
     init(_ snapshot: Snapshot) {
+        var counts = snapshot
+        counts.delta.json = []
+        self.snapshot = counts
         json = CString.mallocCopy(snapshot.delta.json)
         value = .allocate(capacity: 1)
         value.initialize(to: cSnapshot(snapshot, json: json.map { UnsafePointer($0) } ?? UnsafePointer(emptyText.pointer),

@@ -4,8 +4,8 @@ import XCTest
 
 /// A run whose snapshots are pulled through a `SnapshotQueue`.
 private func pulledRun(_ transport: ScriptedTransport, capacity: Int = 4, window: Int = 4,
-                       list: ListDescription = anchorList()) throws -> (ListRun, SnapshotQueue) {
-    let queue = SnapshotQueue(capacity: capacity)
+                       list: ListDescription = anchorList()) throws -> (ListRun, SnapshotQueue<Snapshot>) {
+    let queue = SnapshotQueue<Snapshot>(capacity: capacity)
     let run = try scriptedClient(transport) { $0.window = window }
         .makeList(list, keepsItems: false, onSnapshot: { queue.push($0) })
     try run.start()

@@ -3,13 +3,14 @@ import Synchronization
 
 /// A run's snapshots taken one at a time by the caller (a pull iterator) instead of a callback.
 ///
-/// `push` is the run's snapshot callback: it holds at most `capacity` untaken snapshots and
-/// blocks while they are all there (the run then holds back its fetching, so memory stays
+/// `push` is called from the run's snapshot callback with the snapshot, or with what the caller
+/// will want of it prepared on the run's thread (`Element`): it holds at most `capacity` untaken
+/// and blocks while they are all there (the run then holds back its fetching, so memory stays
 /// bounded by the window). `next` takes them in order, waiting as long as the caller allows.
-/// Once the run has finished (`finish`) and every snapshot was taken, `next` says `.end`.
-public final class SnapshotQueue: Sendable {
+/// Once the run has finished (`finish`) and everything was taken, `next` says `.end`.
+public final class SnapshotQueue<Element: Sendable>: Sendable {
     public enum Next: Sendable {
-        case snapshot(Snapshot)
+        case snapshot(Element)
         /// The run has finished and every snapshot was taken.
         case end
         /// Nothing within the time allowed.
@@ -18,7 +19,7 @@ public final class SnapshotQueue: Sendable {
 
     private struct State {
         /// At most `capacity` long: taking from the front is cheap enough.
-        var snapshots: [Snapshot] = []
+        var snapshots: [Element] = []
         var finished = false
         var closed = false
     }
@@ -36,7 +37,7 @@ public final class SnapshotQueue: Sendable {
 
     /// Queues `snapshot`, waiting for a free place; false once the queue is closed (the run
     /// then stops, as when a callback asks to).
-    public func push(_ snapshot: Snapshot) -> Bool {
+    public func push(_ snapshot: Element) -> Bool {
         guard !state.withLock({ $0.closed }) else { return false }
         space.wait()
         let queued = state.withLock { state -> Bool in
@@ -61,7 +62,7 @@ public final class SnapshotQueue: Sendable {
     public func next(timeoutMilliseconds: Int?) -> Next {
         let timeout: DispatchTime = timeoutMilliseconds.map { .now() + .milliseconds(max(0, $0)) } ?? .distantFuture
         guard ready.wait(timeout: timeout) == .success else { return .pending }
-        let taken = state.withLock { state -> Snapshot? in
+        let taken = state.withLock { state -> Element? in
             state.snapshots.isEmpty ? nil : state.snapshots.removeFirst()
         }
         guard let taken else {

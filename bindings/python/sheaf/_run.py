@@ -73,6 +73,7 @@ class ListRun:
         self.message = ""
         self.http_status = 0
         self.http_body = ""
+        self._pulled = POINTER(_ffi.SnapshotStruct)()   # where sheaf_list_next puts its answer
 
     # ---- running ----------------------------------------------------------------------------
 
@@ -102,7 +103,7 @@ class ListRun:
     def _pull(self) -> Optional[_ffi.SnapshotStruct]:
         """The next snapshot as the library hands it (valid until the next pull), or None once
         the list has ended (its outcome is then read). Interruptible by Ctrl-C between waits."""
-        pointer = POINTER(_ffi.SnapshotStruct)()
+        pointer = self._pulled
         while True:
             result = lib.sheaf_list_next(self.handle, _PULL_MILLISECONDS, byref(pointer))
             if result == _ffi.SHEAF_PENDING:
