@@ -823,9 +823,9 @@ def main(argv=None) -> int:
         if m.wrong:
             notes.append(f"{key}: {len(m.wrong)} run(s) gave a wrong list and no time; the first: {m.wrong[0]}")
     if bench.over_window:
-        notes.append("the server counts a request in flight until its handler thread returns, after the answer "
-                     "is written (and Python's GIL may delay that thread), so its maximum can exceed the "
-                     "client's window by one; the transport's own count is shown where there is one")
+        notes.append("in some run the server saw more requests in flight than the client's window (it counts a "
+                     "request from reading it to just before writing the answer); the transport's own count is "
+                     "shown where there is one")
     if bench.python_ok:
         notes.append(f"Python rows not run: {bench.python_ok}")
     if interrupted:

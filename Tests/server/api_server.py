@@ -258,7 +258,16 @@ class Handler(BaseHTTPRequestHandler):
         capture = getattr(self, "_capture", None)
         if capture is not None:
             capture.append((status, body, content_type, headers))
+        # Out of flight before the answer is written: a client that sends its next request as
+        # soon as it has the answer must never be seen with two in flight.
+        self._answered()
         self.wfile.write(head + body)
+
+    def _answered(self) -> None:
+        """Ends this request's count in flight, once."""
+        if getattr(self, "_in_flight", False):
+            self._in_flight = False
+            self.server.state.end()
 
     def send_json(self, status: int, obj, headers: list | None = None) -> None:
         self.send(status, dumps(obj), headers=headers)
@@ -303,6 +312,7 @@ class Handler(BaseHTTPRequestHandler):
             return
         state = self.server.state
         state.begin(self.path, self.headers.get("Authorization"))
+        self._in_flight = True
         try:
             route = ROUTES.get(path)
             if route is None:
@@ -346,7 +356,7 @@ class Handler(BaseHTTPRequestHandler):
             except OSError:
                 pass
         finally:
-            state.end()
+            self._answered()
 
     def control(self, method: str, path: str) -> None:
         if path == "/_stats" and method == "GET":
