@@ -16,8 +16,8 @@
  * be called from any thread, and from a callback). Callbacks (snapshots and the transport) run on
  * threads owned by the library, never on the caller's thread and never two snapshot callbacks of
  * one list at once. A blocking Sheaf function (sheaf_list_wait, sheaf_list_fetch_all,
- * sheaf_client_free) called from inside a Sheaf callback returns SHEAF_E_REENTRANT (or, for
- * sheaf_client_free, is deferred) instead of deadlocking.
+ * sheaf_list_next with a timeout, sheaf_client_free) called from inside a Sheaf callback returns
+ * SHEAF_E_REENTRANT (or, for sheaf_client_free, is deferred) instead of deadlocking.
  *
  * Memory
  * ------
