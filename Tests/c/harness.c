@@ -221,6 +221,7 @@ typedef struct recorder {
     int64_t expected_items;   /* >= 0: every snapshot's expected_items */
     int try_blocking_calls;   /* call blocking functions from the callback (they must refuse) */
     sheaf_list *other_list;   /* an unstarted list for that */
+    sheaf_list *pulled_list;  /* a list started for pulling, for that too */
     json_t *deltas;           /* the concatenation of every delta */
     size_t last_items, last_pages;
     int64_t last_expected_pages;
@@ -282,6 +283,11 @@ static void call_blocking_functions(recorder *r, sheaf_list *list) {
     if (r->other_list != NULL) {
         CHECK_RESULT(sheaf_list_fetch_all(r->other_list, &json, NULL), SHEAF_E_REENTRANT);
         sheaf_free(json);
+    }
+    if (r->pulled_list != NULL) {
+        const sheaf_snapshot *snapshot = NULL;
+        CHECK_RESULT(sheaf_list_next(r->pulled_list, 100, &snapshot), SHEAF_E_REENTRANT);
+        CHECK_RESULT(sheaf_list_next(r->pulled_list, 0, &snapshot), SHEAF_PENDING);   /* not waiting: allowed */
     }
 }
 
@@ -1119,9 +1125,12 @@ static void blocking_calls_inside_callbacks_are_refused(void) {
     snprintf(path, sizeof path, "/anchor?n=%d", list_size());
     sheaf_list *list = anchor_list(client, path, page_size(), ANCHOR_ALL);
     sheaf_list *other = anchor_list(client, path, page_size(), ANCHOR_ALL);
+    sheaf_list *pulled = anchor_list(client, "/anchor?n=100&latency_ms=3000", 10, ANCHOR_ALL);
     r.other_list = other;
+    r.pulled_list = pulled;
     inspected_transport_init(&transport, other);
-    if (list != NULL && other != NULL) {
+    if (list != NULL && other != NULL && pulled != NULL) {
+        CHECK_LIST_RESULT(pulled, sheaf_list_start_pull(pulled), SHEAF_OK);   /* its page one takes 3 s */
         /* The transport is a callback too: the list started below runs through it. */
         CHECK_CLIENT_RESULT(client, sheaf_client_set_transport(client, blocking_transport_get, &transport), SHEAF_OK);
         CHECK_LIST_RESULT(list, sheaf_list_start(list, record_snapshot, &r), SHEAF_OK);
@@ -1130,6 +1139,7 @@ static void blocking_calls_inside_callbacks_are_refused(void) {
         CHECK(atomic_load(&transport.calls) >= 1);
         CHECK_ITEMS(r.deltas, 0, list_size());
     }
+    sheaf_list_free(pulled);
     sheaf_list_free(other);
     sheaf_list_free(list);
     sheaf_client_free(client);
