@@ -317,6 +317,17 @@ final class PagePlannerTests: XCTestCase {
         XCTAssertEqual(error.code, .pageLimit)
     }
 
+    func testAFailureFoundOnTheLastPageInFlightFinishesTheListOnce() {
+        var planner = planner(window: 4, maxPages: 3)
+        _ = planner.start()
+        _ = planner.pageArrived(0, page(100, next: pageURL(2)))
+        _ = planner.pageArrived(1, page(100, next: pageURL(3)))
+        let actions = planner.pageArrived(2, page(100, next: pageURL(4)))
+        XCTAssertEqual(actions.filter { if case .finish = $0 { true } else { false } }.count, 1, "\(actions)")
+        guard case .failed(3, let error)? = actions.ending else { return XCTFail("expected the page cap: \(actions)") }
+        XCTAssertEqual(error.code, .pageLimit)
+    }
+
     func testAListOfExactlyThePageCapIsComplete() {
         var planner = planner(window: 4, maxPages: 3)
         _ = planner.start()

@@ -133,8 +133,7 @@ struct PagePlanner {
         if mode == .speculative, walksPageNumbers, error.code == .http, error.httpStatus == 404 {
             return speculativePageArrived(index, .empty, notFound: error)
         }
-        if failure == nil || index < failure!.index { failure = (index, error) }
-        return settleFailure()
+        return fail(index: index, error)
     }
 
     /// Stops planning (the caller stopped, cancelled or hit its item limit).
@@ -188,44 +187,45 @@ struct PagePlanner {
             guard pageNumber(of: next) == firstPageNumber + 1 else { return followSequentially(after: 0, page) }
         }
         mode = .speculative
-        let capped = capSpeculation(after: 0)
-        return failure == nil ? fillWindow() : capped
+        checkPageCap(after: 0)
+        return failure == nil ? fillWindow() : settleFailure()
     }
 
     /// Page `index` of a speculative plan arrived (or, walking page numbers, answered 404).
     private mutating func speculativePageArrived(_ index: Int, _ page: Page, notFound: SheafError? = nil) -> [Action] {
-        var actions: [Action] = []
-        let accept: Action = notFound == nil ? .accept(index: index) : .acceptEmpty(index: index)
         if !page.items.isEmpty { lastPageWithItems = max(lastPageWithItems, index) }
+        var isLast = true
+        var handOver: String?    // a next link that leaves the numbered pages: the walk goes on from it
+        var loop: SheafError?
         if walksPageNumbers {
             if page.items.isEmpty, lastPageWithItems > index {
                 // An empty page (or a 404) before one with items is a hole, not the end.
                 return fail(index: index, notFound ?? SheafError(.badPage,
                     "page \(index + 1) is empty but page \(lastPageWithItems + 1) has items", url: page.next))
             }
-            if page.items.count < servedPageSize {
-                actions += endSpeculation(after: index) + [accept]
-            } else {
-                actions += [accept] + capSpeculation(after: index)
-            }
+            isLast = page.items.count < servedPageSize
         } else if let next = page.next {
             let number = pageNumber(of: next)
             if number == firstPageNumber + index + 1 {
-                actions += [accept] + capSpeculation(after: index)
+                isLast = false
             } else if let number, number <= firstPageNumber + index {
-                actions += endSpeculation(after: index) + [accept]
-                actions += fail(index: index + 1, SheafError(.loop,
-                    "the next link of page \(index + 1) names page \(number) again: \(next)", url: next))
+                loop = SheafError(.loop, "the next link of page \(index + 1) names page \(number) again: \(next)", url: next)
             } else {
-                // The next link leaves the numbered pages: they end here, the walk goes on from it.
-                actions += endSpeculation(after: index) + [accept]
-                continuation = next
+                handOver = next
             }
-        } else {
-            actions += endSpeculation(after: index) + [accept]
         }
-        if failure != nil { return actions + settleFailure() }
-        return actions + fillWindow()
+        let accept: Action = notFound == nil ? .accept(index: index) : .acceptEmpty(index: index)
+        var actions: [Action]
+        if isLast {
+            // Dropped before page `index` is added, so nothing past it reaches the prefix.
+            actions = endSpeculation(after: index) + [accept]
+            continuation = handOver
+            if let loop { noteFailure(index: index + 1, loop) }
+        } else {
+            actions = [accept]
+            checkPageCap(after: index)
+        }
+        return actions + (failure == nil ? fillWindow() : settleFailure())
     }
 
     /// Page `index` is the last of the numbered pages: abandon and drop what lies after it.
@@ -239,41 +239,46 @@ struct PagePlanner {
     }
 
     /// Page `index` says there is more: past the page cap, that is a failure.
-    private mutating func capSpeculation(after index: Int) -> [Action] {
-        guard index + 1 >= maxPages else { return [] }
-        return fail(index: index + 1, SheafError(.pageLimit, "the list has more than the page cap of \(maxPages) pages"))
+    private mutating func checkPageCap(after index: Int) {
+        guard index + 1 >= maxPages else { return }
+        noteFailure(index: index + 1, SheafError(.pageLimit, "the list has more than the page cap of \(maxPages) pages"))
     }
 
     private mutating func fillWindow() -> [Action] {
-        if mode == .speculative { return fillSpeculativeWindow() }
-        guard case .parallel(let pageCount) = mode else { return [] }
-        var actions: [Action] = []
-        // Pages after a slow one are held until it arrives; the horizon bounds how many (and so
-        // the memory a stuck page can cost) to twice the window.
-        while inFlight.count < window, nextIndex < pageCount, nextIndex < (inFlight.min() ?? nextIndex) + 2 * window {
-            guard let url = url(forIndex: nextIndex) else {
-                return actions + fail(index: nextIndex, SheafError(.badPage, "cannot build the URL of page \(nextIndex + 1) from \(template)"))
-            }
-            // Numbered pages are distinct by construction: not remembered, so a long parallel
-            // stream keeps no per-page state. A walk that loops back into them is still caught
-            // when it reaches a remembered URL again (or the page cap).
-            actions += launch(url, remembered: false)
-        }
-        if inFlight.isEmpty, nextIndex >= pageCount {
+        switch mode {
+        case .parallel(let pageCount):
+            let actions = launchNumberedPages(below: pageCount)
+            guard failure == nil, inFlight.isEmpty, nextIndex >= pageCount else { return actions }
             if let next = pendingNextLink {
                 // The last planned page still names a next page: the list grew; walk on.
                 pendingNextLink = nil
                 mode = .sequential
                 return actions + followNextLink(next, index: nextIndex)
             }
-            actions += finishIfIdle()
+            return actions + finishIfIdle()
+        case .speculative:
+            let actions = launchNumberedPages(below: min(endIndex ?? maxPages, maxPages))
+            // Every page before the end is in: finish, or walk on from where the numbers stopped.
+            guard failure == nil, inFlight.isEmpty, let end = endIndex else { return actions }
+            if let next = continuation {
+                continuation = nil
+                mode = .sequential
+                nextIndex = end
+                return actions + followNextLink(next, index: end)
+            }
+            return actions + finishIfIdle()
+        case .firstPage, .sequential:
+            return []
         }
-        return actions
     }
 
-    private mutating func fillSpeculativeWindow() -> [Action] {
+    /// Requests numbered pages below `limit` while the window has room. Pages after a slow one
+    /// are held until it arrives; the horizon bounds how many (and so the memory a stuck page
+    /// can cost) to twice the window. Numbered pages are distinct by construction: not
+    /// remembered, so a long stream keeps no per-page state. A walk that loops back into them
+    /// is still caught when it reaches a remembered URL again (or the page cap).
+    private mutating func launchNumberedPages(below limit: Int) -> [Action] {
         var actions: [Action] = []
-        let limit = min(endIndex ?? maxPages, maxPages)
         while failure == nil, inFlight.count < window, nextIndex < limit,
               nextIndex < (inFlight.min() ?? nextIndex) + 2 * window {
             guard let url = url(forIndex: nextIndex) else {
@@ -281,15 +286,7 @@ struct PagePlanner {
             }
             actions += launch(url, remembered: false)
         }
-        // Every page before the end is in: finish, or walk on from where the numbers stopped.
-        guard inFlight.isEmpty, let end = endIndex else { return actions }
-        if let next = continuation {
-            continuation = nil
-            mode = .sequential
-            nextIndex = end
-            return actions + followNextLink(next, index: end)
-        }
-        return actions + finishIfIdle()
+        return actions
     }
 
     private mutating func followSequentially(after index: Int, _ page: Page) -> [Action] {
@@ -321,8 +318,13 @@ struct PagePlanner {
     }
 
     private mutating func fail(index: Int, _ error: SheafError) -> [Action] {
-        if failure == nil || index < failure!.index { failure = (index, error) }
+        noteFailure(index: index, error)
         return settleFailure()
+    }
+
+    /// Keeps the earliest failure; `settleFailure` acts on it.
+    private mutating func noteFailure(index: Int, _ error: SheafError) {
+        if failure == nil || index < failure!.index { failure = (index, error) }
     }
 
     /// After a failure at page k: abandon pages after k, wait for pages before k, then finish.
