@@ -13,9 +13,8 @@ final class ListHandle: Sendable {
         var run: ListRun?
         /// Set when the list was started for pulling (sheaf_list_start_pull).
         var pull: SnapshotQueue<PulledSnapshot>?
-        /// The snapshot sheaf_list_next handed out last, alive until the next call or the free.
-        var pulled: PulledSnapshot?
-        /// The last snapshot taken by sheaf_list_next: the prefix a puller has seen ends there.
+        /// The last snapshot sheaf_list_next handed out: its C memory stays alive (at least
+        /// until the next call, as the header promises), and the prefix a puller saw ends there.
         var lastTaken: PulledSnapshot?
     }
 
@@ -68,13 +67,10 @@ final class ListHandle: Sendable {
     var run: ListRun? { state.withLock { $0.run } }
     var pull: SnapshotQueue<PulledSnapshot>? { state.withLock { $0.pull } }
 
-    /// Keeps `pulled` (nil: none) as the snapshot handed out last; returns its C view.
-    func handOut(_ pulled: PulledSnapshot?) -> UnsafePointer<sheaf_snapshot>? {
-        state.withLock { state in
-            state.pulled = pulled
-            if let pulled { state.lastTaken = pulled }
-        }
-        return pulled.map { UnsafePointer($0.value) }
+    /// Keeps `pulled` as the snapshot handed out last; returns its C view.
+    func handOut(_ pulled: PulledSnapshot) -> UnsafePointer<sheaf_snapshot> {
+        state.withLock { $0.lastTaken = pulled }
+        return UnsafePointer(pulled.value)
     }
 
     /// The prefix delivered so far: on a pulled list, through the last snapshot taken.
@@ -310,7 +306,7 @@ public func sheaf_list_next(_ list: OpaquePointer?, _ timeoutMs: Int64,
     case .snapshot(let snapshot):
         outSnapshot.pointee = handle.handOut(snapshot)
     case .end:
-        _ = handle.handOut(nil)
+        break
     case .pending:
         return SHEAF_PENDING
     }
