@@ -8,6 +8,7 @@ from ctypes import byref
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
 from . import _ffi
+from ._closing import Closing
 from ._ffi import lib
 from ._run import ListRun
 from .errors import Error, Result, UsageError, error_for
@@ -29,7 +30,7 @@ SHAPES: Dict[str, Dict[str, str]] = {
 }
 
 
-class Client:
+class Client(Closing):
     """A client of one paginated REST API: its base URL, bearer token, transport and policies.
 
     Args:
@@ -115,18 +116,6 @@ class Client:
     def closed(self) -> bool:
         """True once :meth:`close` has been called."""
         return self._handle is None
-
-    def __enter__(self) -> "Client":
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
-
-    def __del__(self) -> None:
-        try:
-            self.close()
-        except Exception:  # noqa: BLE001 - a finaliser must not raise (e.g. at interpreter exit)
-            pass
 
     def __repr__(self) -> str:
         state = "closed" if self.closed else "open"

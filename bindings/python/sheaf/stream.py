@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from typing import Generator, Iterator, Optional
 
+from ._closing import Closing
 from ._run import _END, ListRun
 from .snapshot import Snapshot
 
 
-class SnapshotStream(Iterator[Snapshot]):
+class SnapshotStream(Iterator[Snapshot], Closing):
     """The snapshots of one list, in order, as they arrive (what ``Client.stream`` returns).
 
     The list starts at the first ``next()``. Each snapshot's ``items`` is the delta; the stream
@@ -61,18 +62,6 @@ class SnapshotStream(Iterator[Snapshot]):
         self._snapshots.close()   # runs the generator's cleanup when it had started
         if run is not None:
             run.close()           # and when it had not
-
-    def __enter__(self) -> "SnapshotStream":
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
-
-    def __del__(self) -> None:
-        try:
-            self.close()
-        except Exception:  # noqa: BLE001 - a finaliser must not raise
-            pass
 
 
 __all__ = ["SnapshotStream"]
