@@ -66,6 +66,17 @@ final class SnapshotLog: Sendable {
     var callbacksAfterFinish: Int { lateCallbacks.value }
 }
 
+/// Runs `list` through `transport`, logging its snapshots, and checks it ends complete.
+private func runToTheEnd(_ list: ListDescription, through transport: ScriptedTransport, window: Int,
+                         file: StaticString = #filePath, line: UInt = #line) throws -> (ListRun, SnapshotLog) {
+    let log = SnapshotLog()
+    let run = try scriptedClient(transport) { $0.window = window }.makeList(list, onSnapshot: log.callback)
+    try run.start()
+    XCTAssertEqual(outcome(of: run, file: file, line: line), .complete, file: file, line: line)
+    log.markFinished()
+    return (run, log)
+}
+
 final class ListRunTests: XCTestCase {
     // MARK: Complete lists
 
@@ -76,12 +87,7 @@ final class ListRunTests: XCTestCase {
             transport.on(scriptedList) { request, _ in
                 answersLater ? api.reply(request).after(Int.random(in: 0...8)) : api.reply(request)
             }
-            let log = SnapshotLog()
-            let run = try scriptedClient(transport) { $0.window = 4 }.makeList(anchorList(), onSnapshot: log.callback)
-            try run.start()
-            XCTAssertEqual(outcome(of: run), .complete)
-            log.markFinished()
-
+            let (run, log) = try runToTheEnd(anchorList(), through: transport, window: 4)
             XCTAssertEqual(log.ids, Array(0..<95), "answers later: \(answersLater)")
             XCTAssertEqual(itemIDs(run.prefixJSON()), Array(0..<95))
             var total = 0
@@ -124,11 +130,7 @@ final class ListRunTests: XCTestCase {
             transport.on(scriptedList) { request, _ in
                 answersLater ? api.reply(request).after(Int.random(in: 1...8)) : api.reply(request).after(2)
             }
-            let log = SnapshotLog()
-            let run = try scriptedClient(transport) { $0.window = 4 }.makeList(anchorList(), onSnapshot: log.callback)
-            try run.start()
-            XCTAssertEqual(outcome(of: run), .complete)
-            log.markFinished()
+            let (run, log) = try runToTheEnd(anchorList(), through: transport, window: 4)
             XCTAssertEqual(log.ids, Array(0..<195), "answers later: \(answersLater)")
             XCTAssertEqual(itemIDs(run.prefixJSON()), Array(0..<195))
             XCTAssertEqual(log.all.last?.delta.pages, 20, "no page past the end is counted")

@@ -18,6 +18,12 @@ private func planner(addressing: PageAddressing = pageNumbers, hasNext: Bool = t
     PagePlanner(firstURL: first, addressing: addressing, hasNextSignal: hasNext, window: window, maxPages: maxPages)
 }
 
+/// A planner for `?page=N` from 1, without a page size, a next signal or a total.
+private func numberWalker(window: Int) -> PagePlanner {
+    planner(addressing: .pageNumber(parameter: "page", firstPage: 1, sizeParameter: nil, pageSize: nil),
+            hasNext: false, window: window, first: "\(base)?page=1")
+}
+
 private func httpError(_ status: Int) -> SheafError {
     SheafError(.http, "HTTP \(status)", url: "x", httpStatus: status)
 }
@@ -216,8 +222,7 @@ final class PagePlannerTests: XCTestCase {
     }
 
     func testAnEmptyFirstPageEndsAPageNumberWalk() {
-        var planner = planner(addressing: .pageNumber(parameter: "page", firstPage: 1, sizeParameter: nil, pageSize: nil),
-                              hasNext: false, first: "\(base)?page=1")
+        var planner = numberWalker(window: 4)
         _ = planner.start()
         XCTAssertEqual(planner.pageArrived(0, page(0)),
                        [.accept(index: 0), .finish(.allPages(expectedTotal: nil, missingPages: []))])
@@ -361,8 +366,7 @@ final class PagePlannerTests: XCTestCase {
     }
 
     func testPageNumbersWithoutTotalOrNextEndAtAShortPage() {
-        var planner = planner(addressing: .pageNumber(parameter: "page", firstPage: 1, sizeParameter: nil, pageSize: nil),
-                              hasNext: false, window: 2, first: "\(base)?page=1")
+        var planner = numberWalker(window: 2)
         XCTAssertTrue(planner.walksPageNumbers)
         _ = planner.start()
         XCTAssertEqual(planner.pageArrived(0, page(10)),
@@ -374,8 +378,7 @@ final class PagePlannerTests: XCTestCase {
 
     func testPageNumbersWithoutTotalOrNextEndAtAnEmptyPageOrA404() {
         for notFound in [false, true] {
-            var planner = planner(addressing: .pageNumber(parameter: "page", firstPage: 1, sizeParameter: nil, pageSize: nil),
-                                  hasNext: false, window: 2, first: "\(base)?page=1")
+            var planner = numberWalker(window: 2)
             _ = planner.start()
             _ = planner.pageArrived(0, page(10))
             _ = planner.pageArrived(1, page(10)) // pages 2 and 3 in flight
@@ -386,8 +389,7 @@ final class PagePlannerTests: XCTestCase {
     }
 
     func testAnEmptyPageBeforeAPageWithItemsIsAHole() {
-        var planner = planner(addressing: .pageNumber(parameter: "page", firstPage: 1, sizeParameter: nil, pageSize: nil),
-                              hasNext: false, window: 2, first: "\(base)?page=1")
+        var planner = numberWalker(window: 2)
         _ = planner.start()
         _ = planner.pageArrived(0, page(10)) // pages 1 and 2
         XCTAssertEqual(planner.pageArrived(2, page(10)), [.accept(index: 2), .fetch(index: 3, url: "\(base)?page=4")])
