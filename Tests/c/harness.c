@@ -143,6 +143,14 @@ static sheaf_list *anchor_list(sheaf_client *client, const char *path, int per_p
     return list;
 }
 
+/* The list most tests use: list_size() items of /anchor at page_size() a page, fully described,
+ * with `query` ("" or e.g. "&dup=1") added to the path. */
+static sheaf_list *standard_list(sheaf_client *client, const char *query) {
+    char path[256];
+    snprintf(path, sizeof path, "/anchor?n=%d%s", list_size(), query);
+    return anchor_list(client, path, page_size(), ANCHOR_ALL);
+}
+
 /* sheaf_list_fetch_all, with the JSON parsed (NULL if it is not an array). */
 static sheaf_result fetch_all(sheaf_list *list, json_t **out_items) {
     char *json = NULL;
@@ -465,10 +473,8 @@ static void a_list_runs_once(void) {
 }
 
 static void a_list_outlives_its_client(void) {
-    char path[128];
     sheaf_client *client = client_for(&g_server, NULL);
-    snprintf(path, sizeof path, "/anchor?n=%d", list_size());
-    sheaf_list *list = anchor_list(client, path, page_size(), ANCHOR_ALL);
+    sheaf_list *list = standard_list(client, "");
     sheaf_client_free(client);
     check_complete_list(list, list_size());
     sheaf_list_free(list);
@@ -477,25 +483,21 @@ static void a_list_outlives_its_client(void) {
 /* ---- tests: whole lists --------------------------------------------------------------------- */
 
 static void the_whole_list_arrives_in_order(void) {
-    char path[128];
     sheaf_client *client = client_for(&g_server, NULL);
-    snprintf(path, sizeof path, "/anchor?n=%d", list_size());
-    sheaf_list *list = anchor_list(client, path, page_size(), ANCHOR_ALL);
+    sheaf_list *list = standard_list(client, "");
     check_complete_list(list, list_size());
     sheaf_list_free(list);
     sheaf_client_free(client);
 }
 
 static void snapshots_grow_in_order_one_at_a_time(void) {
-    char path[128];
     recorder r;
     recorder_init(&r);
     r.check_prefix = 1;
     r.first_page_size = page_size();
     r.expected_items = list_size();
     sheaf_client *client = client_for(&g_server, NULL);
-    snprintf(path, sizeof path, "/anchor?n=%d&latency_ms=30", list_size());
-    sheaf_list *list = anchor_list(client, path, page_size(), ANCHOR_ALL);
+    sheaf_list *list = standard_list(client, "&latency_ms=30");
     if (list != NULL) {
         CHECK_LIST_RESULT(list, sheaf_list_start(list, record_snapshot, &r), SHEAF_OK);
         CHECK_LIST_RESULT(list, sheaf_list_wait(list), SHEAF_OK);
@@ -524,15 +526,13 @@ static void snapshots_grow_in_order_one_at_a_time(void) {
 }
 
 static void a_list_that_keeps_no_items_still_streams_every_delta(void) {
-    char path[128];
     recorder r;
     recorder_init(&r);
     r.first_page_size = page_size();
     r.expected_items = list_size();
     sheaf_client *client = client_for(&g_server, NULL);
-    snprintf(path, sizeof path, "/anchor?n=%d", list_size());
-    sheaf_list *streamed = anchor_list(client, path, page_size(), ANCHOR_ALL);
-    sheaf_list *fetched = anchor_list(client, path, page_size(), ANCHOR_ALL);
+    sheaf_list *streamed = standard_list(client, "");
+    sheaf_list *fetched = standard_list(client, "");
     if (streamed != NULL && fetched != NULL) {
         char *json = NULL;
         json_t *items = NULL;
@@ -568,15 +568,13 @@ static int pull_all(sheaf_list *list, recorder *r, int limit) {
 }
 
 static void a_pulled_list_arrives_in_order_on_the_callers_thread(void) {
-    char path[128];
     recorder r;
     recorder_init(&r);
     r.first_page_size = page_size();
     r.expected_items = list_size();
     r.check_prefix = 1;
     sheaf_client *client = client_for(&g_server, NULL);
-    snprintf(path, sizeof path, "/anchor?n=%d", list_size());
-    sheaf_list *list = anchor_list(client, path, page_size(), ANCHOR_ALL);
+    sheaf_list *list = standard_list(client, "");
     if (list != NULL) {
         const sheaf_snapshot *snapshot = NULL;
         CHECK_LIST_RESULT(list, sheaf_list_next(list, 0, &snapshot), SHEAF_E_STATE);   /* not started */
@@ -796,10 +794,8 @@ static void a_server_that_caps_the_page_size_still_gives_the_whole_list(void) {
 }
 
 static void identity_removes_the_repeated_items(void) {
-    char path[128];
     sheaf_client *client = client_for(&g_server, NULL);
-    snprintf(path, sizeof path, "/anchor?n=%d&dup=1", list_size());
-    sheaf_list *list = anchor_list(client, path, page_size(), ANCHOR_ALL);
+    sheaf_list *list = standard_list(client, "&dup=1");
     check_complete_list(list, list_size());
     sheaf_list_free(list);
     sheaf_client_free(client);
@@ -828,10 +824,8 @@ static void without_identity_the_repeated_items_are_kept(void) {
 }
 
 static void max_items_stops_the_list_at_exactly_that_many(void) {
-    char path[128];
     sheaf_client *client = client_for(&g_server, NULL);
-    snprintf(path, sizeof path, "/anchor?n=%d", list_size());
-    sheaf_list *list = anchor_list(client, path, page_size(), ANCHOR_ALL);
+    sheaf_list *list = standard_list(client, "");
     json_t *items = NULL;
     if (list != NULL) {
         CHECK_LIST_RESULT(list, sheaf_list_set_max_items(list, 120), SHEAF_OK);
@@ -1116,15 +1110,13 @@ static void freeing_a_running_list_returns_promptly_and_silences_it(void) {
 }
 
 static void blocking_calls_inside_callbacks_are_refused(void) {
-    char path[128];
     recorder r;
     recorder_init(&r);
     r.try_blocking_calls = 1;
     blocking_transport transport;
     sheaf_client *client = client_for(&g_server, NULL);
-    snprintf(path, sizeof path, "/anchor?n=%d", list_size());
-    sheaf_list *list = anchor_list(client, path, page_size(), ANCHOR_ALL);
-    sheaf_list *other = anchor_list(client, path, page_size(), ANCHOR_ALL);
+    sheaf_list *list = standard_list(client, "");
+    sheaf_list *other = standard_list(client, "");
     sheaf_list *pulled = anchor_list(client, "/anchor?n=100&latency_ms=3000", 10, ANCHOR_ALL);
     r.other_list = other;
     r.pulled_list = pulled;
