@@ -128,7 +128,7 @@ typedef enum sheaf_transport_error {
  * exactly once, with sheaf_request_respond or sheaf_request_fail, either before returning or later
  * from any thread. Until it answers, `request` stays valid even if the list is closed; after it
  * answers, `request` must not be touched again. `user_data` is the pointer given to
- * sheaf_client_set_transport, borrowed.
+ * sheaf_client_set_transport or sheaf_list_set_transport, borrowed.
  */
 typedef void (*sheaf_transport_fn)(sheaf_request *request, void *user_data);
 
@@ -304,6 +304,15 @@ typedef enum sheaf_total_source {
     SHEAF_TOTAL_BODY_POINTER = 1,  /**< A JSON pointer to a non-negative integer. */
     SHEAF_TOTAL_HEADER = 2         /**< A response header such as X-Total-Count (not supported yet). */
 } sheaf_total_source;
+
+/**
+ * Gives this list a transport of its own, with its own `user_data`, in place of its client's
+ * (which stays as it is for other lists); NULL goes back to the client's. Refused with
+ * SHEAF_E_STATE once the list has started. `user_data` is borrowed and must stay valid until
+ * every request handed to the transport has been answered.
+ */
+SHEAF_API sheaf_result sheaf_list_set_transport(sheaf_list *list, sheaf_transport_fn transport,
+                                                void *user_data);
 
 /** Sets where the total comes from; `location` is the JSON pointer or the header name. */
 SHEAF_API sheaf_result sheaf_list_set_total(sheaf_list *list, sheaf_total_source source,

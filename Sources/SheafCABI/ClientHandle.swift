@@ -23,10 +23,11 @@ final class ClientHandle: Sendable {
         try SheafClient.validate(baseURL: baseURL, bearerToken: bearerToken)
     }
 
-    /// A client with the current settings, for one list.
-    func makeClient() throws(SheafError) -> SheafClient {
+    /// A client with the current settings, for one list; `transport`, when given, in place of
+    /// the client's own.
+    func makeClient(transport listTransport: CFunctionTransport? = nil) throws(SheafError) -> SheafClient {
         let (configuration, transport) = settings.withLock { settings -> (ClientConfiguration, any Transport) in
-            if let custom = settings.transport { return (settings.configuration, custom) }
+            if let custom = listTransport ?? settings.transport { return (settings.configuration, custom) }
             if settings.curl == nil { settings.curl = CurlTransport() }
             return (settings.configuration, settings.curl!)
         }

@@ -10,6 +10,8 @@ final class ListHandle: Sendable {
     private struct State {
         var description: ListDescription
         var keepsItems = true
+        /// The list's own transport, in place of the client's.
+        var transport: CFunctionTransport?
         var run: ListRun?
         /// Set when the list was started for pulling (sheaf_list_start_pull).
         var pull: SnapshotQueue<PulledSnapshot>?
@@ -27,19 +29,24 @@ final class ListHandle: Sendable {
         state = Mutex(State(description: ListDescription(path: path)))
     }
 
-    /// Changes the description; refused once the list has started.
-    func describe(_ change: (inout ListDescription) throws(SheafError) -> Void) throws(SheafError) {
+    /// Changes what the list will run with; refused once it has started.
+    private func configure(_ change: (inout State) throws(SheafError) -> Void) throws(SheafError) {
         try state.withLock { (state) throws(SheafError) in
             guard state.run == nil else { throw SheafError(.state, "the list has already been started") }
-            try change(&state.description)
+            try change(&state)
         }
     }
 
+    func describe(_ change: (inout ListDescription) throws(SheafError) -> Void) throws(SheafError) {
+        try configure { (state) throws(SheafError) in try change(&state.description) }
+    }
+
     func setKeepsItems(_ keeps: Bool) throws(SheafError) {
-        try state.withLock { (state) throws(SheafError) in
-            guard state.run == nil else { throw SheafError(.state, "the list has already been started") }
-            state.keepsItems = keeps
-        }
+        try configure { $0.keepsItems = keeps }
+    }
+
+    func setTransport(_ transport: CFunctionTransport?) throws(SheafError) {
+        try configure { $0.transport = transport }
     }
 
     /// Starts the run with `onSnapshot` (nil: no callback), or, `pulling`, with its snapshots
@@ -48,7 +55,7 @@ final class ListHandle: Sendable {
                pulling: Bool = false) throws(SheafError) -> ListRun {
         let (run, pull) = try state.withLock { (state) throws(SheafError) -> (ListRun, SnapshotQueue<PulledSnapshot>?) in
             guard state.run == nil else { throw SheafError(.state, "a list runs once; create a new list to run it again") }
-            let client = try client.makeClient()
+            let client = try client.makeClient(transport: state.transport)
             let pull = pulling ? SnapshotQueue<PulledSnapshot>(capacity: client.configuration.window) : nil
             // The C copy of a pulled snapshot is made here, on the run's delivery thread, not on
             // the caller's thread that takes it.
@@ -268,6 +275,14 @@ public func sheaf_list_set_max_items(_ list: OpaquePointer?, _ maxItems: Int64) 
 @c @implementation
 public func sheaf_list_set_keep_items(_ list: OpaquePointer?, _ keep: Int32) -> sheaf_result {
     withList(list) { (handle) throws(SheafError) in try handle.setKeepsItems(keep != 0) }
+}
+
+@c @implementation
+public func sheaf_list_set_transport(_ list: OpaquePointer?, _ transport: sheaf_transport_fn?,
+                                     _ userData: UnsafeMutableRawPointer?) -> sheaf_result {
+    withList(list) { (handle) throws(SheafError) in
+        try handle.setTransport(transport.map { CFunctionTransport(function: $0, userData: UInt(bitPattern: userData)) })
+    }
 }
 
 @c @implementation

@@ -410,6 +410,7 @@ static void null_handles_and_bad_arguments_are_rejected(void) {
         CHECK_LIST_RESULT(list, sheaf_list_set_page_number(list, "page", 1, "per_page", 0), SHEAF_E_INVALID_ARGUMENT);
         CHECK_LIST_RESULT(list, sheaf_list_set_max_items(list, -1), SHEAF_E_INVALID_ARGUMENT);
         CHECK_RESULT(sheaf_list_set_keep_items(NULL, 0), SHEAF_E_INVALID_ARGUMENT);
+        CHECK_RESULT(sheaf_list_set_transport(NULL, NULL, NULL), SHEAF_E_INVALID_ARGUMENT);
         CHECK_LIST_RESULT(list, sheaf_list_add_query(list, NULL, "x"), SHEAF_E_INVALID_ARGUMENT);
         CHECK_LIST_RESULT(list, sheaf_list_prefix(list, NULL, NULL), SHEAF_E_INVALID_ARGUMENT);
         CHECK_LIST_RESULT(list, sheaf_list_set_items(list, "/items"), SHEAF_OK);
@@ -736,6 +737,32 @@ static void a_blocking_transport_still_fills_the_window(void) {
         CHECK_INT(server_max, 8);
         CHECK_INT(atomic_load(&transport.max_in_flight), 8);
     }
+}
+
+static void a_list_of_its_own_transport_sends_through_it_alone(void) {
+    blocking_transport first, second;
+    inspected_transport_init(&first, NULL);
+    inspected_transport_init(&second, NULL);
+    sheaf_client *client = client_for(&g_server, NULL);
+    sheaf_list *a = anchor_list(client, "/anchor?n=100", 10, ANCHOR_ALL);    /* 10 pages */
+    sheaf_list *b = anchor_list(client, "/anchor?n=200", 10, ANCHOR_ALL);    /* 20 pages */
+    sheaf_list *c = anchor_list(client, "/anchor?n=50", 10, ANCHOR_ALL);     /* the client's libcurl */
+    if (a != NULL && b != NULL && c != NULL) {
+        CHECK_LIST_RESULT(a, sheaf_list_set_transport(a, blocking_transport_get, &first), SHEAF_OK);
+        CHECK_LIST_RESULT(b, sheaf_list_set_transport(b, blocking_transport_get, &second), SHEAF_OK);
+        check_complete_list(a, 100);
+        check_complete_list(b, 200);
+        check_complete_list(c, 50);
+        /* Each transport got its own list's requests, with its own user_data; the third list none. */
+        CHECK_INT(atomic_load(&first.calls), 10);
+        CHECK_INT(atomic_load(&second.calls), 20);
+        CHECK_INT(atomic_load(&first.api_errors) + atomic_load(&second.api_errors), 0);
+        CHECK_LIST_RESULT(a, sheaf_list_set_transport(a, NULL, NULL), SHEAF_E_STATE);
+    }
+    sheaf_list_free(c);
+    sheaf_list_free(b);
+    sheaf_list_free(a);
+    sheaf_client_free(client);
 }
 
 static void a_drf_style_list_arrives_whole(void) {
@@ -1163,6 +1190,7 @@ static const test_case tests[] = {
     TEST(a_window_of_4_is_filled_and_not_exceeded, 0),
     TEST(page_numbers_without_a_total_still_fill_the_window, 0),
     TEST(a_blocking_transport_still_fills_the_window, 1),
+    TEST(a_list_of_its_own_transport_sends_through_it_alone, 1),
     TEST(a_drf_style_list_arrives_whole, 1),
     TEST(a_bare_array_list_arrives_whole, 1),
     TEST(a_server_that_caps_the_page_size_still_gives_the_whole_list, 0),

@@ -291,6 +291,8 @@ def declare(library: Any) -> None:
     fn("sheaf_list_set_max_items", _sheaf_result, [ListHandle, c_int64])
     # sheaf_result sheaf_list_set_keep_items(sheaf_list *list, int keep);
     fn("sheaf_list_set_keep_items", _sheaf_result, [ListHandle, c_int])
+    # sheaf_result sheaf_list_set_transport(sheaf_list *list, sheaf_transport_fn transport, void *user_data);
+    fn("sheaf_list_set_transport", _sheaf_result, [ListHandle, TRANSPORT_FN, c_void_p])
 
     # ---- Running a list
     # sheaf_result sheaf_list_start(sheaf_list *list, sheaf_snapshot_fn on_snapshot, void *user_data);
@@ -325,7 +327,7 @@ _CHECKED = (
     "sheaf_list_new", "sheaf_list_add_query", "sheaf_list_set_items", "sheaf_list_set_page_number",
     "sheaf_list_set_offset_limit", "sheaf_list_set_cursor", "sheaf_list_set_next",
     "sheaf_list_set_total", "sheaf_list_set_identity", "sheaf_list_set_max_items",
-    "sheaf_list_set_keep_items", "sheaf_list_cancel",
+    "sheaf_list_set_keep_items", "sheaf_list_set_transport", "sheaf_list_cancel",
 )
 
 

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, Dict, List, Optional
 
 from . import _ffi
 from ._ffi import lib
-from .errors import Error, error_for
+from .errors import Error, Result, UsageError, error_for
 from .snapshot import Snapshot
 from .transport import Transport, serve
 
@@ -64,7 +64,7 @@ class ListRun:
         self.handle: Optional[_ffi.ListHandle] = handle
         self.lock = threading.Lock()          # guards `handle` against a cancel racing the free
         self.token = next(_tokens)
-        self.client: Optional["Client"] = client   # kept alive (and open) until the list starts
+        self.client: Optional["Client"] = client   # to check, at the start, that it is still open
         self.transport: Optional[Transport] = client.transport
         self.error: Optional[BaseException] = None   # raised in a callback; re-raised by the caller
         self.started = False
@@ -74,24 +74,19 @@ class ListRun:
         self.http_status = 0
         self.http_body = ""
         self._pulled = POINTER(_ffi.SnapshotStruct)()   # where sheaf_list_next puts its answer
+        if self.transport is not None:   # the list's own transport, with this run as user_data
+            lib.sheaf_list_set_transport(handle, _TRANSPORT_BRIDGE, self.token)
 
     # ---- running ----------------------------------------------------------------------------
 
     def start(self) -> None:
-        """Registers the run and starts the list in the background (through its client)."""
+        """Registers the run and starts the list in the background."""
+        client, self.client = self.client, None   # the C list keeps the C client alive
+        assert client is not None, "a list runs once"
+        if client.closed:
+            raise UsageError(Result.STATE, "the client was closed before the list started")
         with _runs_lock:
             _runs[self.token] = self
-        assert self.client is not None, "a list runs once"
-        self.client._start(self)
-        self.client = None   # the C list keeps the C client alive from here on
-
-    def start_locked(self, client_handle: _ffi.ClientHandle, transport: Optional[Transport]) -> None:
-        """The start itself; the client holds its lock, so the two calls below are one step."""
-        # In C the transport's user_data belongs to the client, but a list keeps the transport
-        # and user_data it was started with: setting them just before the start, under the
-        # client's lock, makes user_data name this run.
-        if transport is not None:
-            lib.sheaf_client_set_transport(client_handle, _TRANSPORT_BRIDGE, self.token)
         result = lib.sheaf_list_start_pull(self.handle)
         if result != _ffi.SHEAF_OK:
             raise error_for(result, _ffi.decode(lib.sheaf_list_errmsg(self.handle)))

@@ -62,9 +62,7 @@ class Client(Closing):
                  connect_timeout: Optional[float] = 10.0, max_redirects: int = 10,
                  transport: Optional[Transport] = None) -> None:
         self._handle: Optional[_ffi.ClientHandle] = None
-        # Held while a list starts (its transport is set just before) and while closing, so the
-        # handle is never freed between the two.
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()   # one close frees the handle, whichever thread calls it
         if not isinstance(base_url, str):
             raise UsageError(Result.INVALID_ARGUMENT, f"base_url must be a str, not {type(base_url).__name__}")
         if token is not None and not isinstance(token, str):
@@ -120,13 +118,6 @@ class Client(Closing):
     def __repr__(self) -> str:
         state = "closed" if self.closed else "open"
         return f"<sheaf.Client {self.base_url!r} {state}>"  # never the token
-
-    def _start(self, run: ListRun) -> None:
-        """Starts `run`'s list; with a Python transport, first makes `run` its user_data."""
-        with self._lock:
-            if self._handle is None:
-                raise UsageError(Result.STATE, "the client was closed before the list started")
-            run.start_locked(self._handle, self.transport)
 
     # ---- lists ------------------------------------------------------------------------------
 
