@@ -1,13 +1,19 @@
 /*
  * sheaf.h - the public C interface of Sheaf, a client for paginated REST list endpoints.
  *
- * Sheaf turns a paginated, bearer-authenticated list endpoint into one call
- * (sheaf_list_fetch_all) or into a stream of growing, correctly ordered snapshots
- * (sheaf_list_start + a sheaf_snapshot_fn, or sheaf_list_start_pull + sheaf_list_next to take
- * them on the caller's own thread). When page k can be addressed directly, the
- * remaining pages are fetched concurrently in a bounded window (without a total, speculatively:
- * the first page that says it is the last ends the list; requests past it are cancelled and
- * what they brought is dropped); otherwise the next links are walked one by one.
+ * Sheaf turns a paginated list endpoint into one call (sheaf_list_fetch_all) or into a stream
+ * of growing, correctly ordered snapshots (sheaf_list_start + a sheaf_snapshot_fn, or
+ * sheaf_list_start_pull + sheaf_list_next to take them on the caller's own thread).
+ *
+ * A list is described by values: a paging kind (sheaf_list_set_paging) and where each signal is
+ * read (sheaf_list_set_signal: the items, the next link, a cursor, the total, ...). Whatever is
+ * not pinned is detected from the first page, so an undescribed list works with every common
+ * convention; a preset (sheaf_list_use_preset) pins the shape of a known API at once. When page
+ * k can be addressed (page numbers or offsets, given or inferred from the first next link), the
+ * remaining pages are fetched concurrently in a bounded window (without a total,
+ * speculatively); otherwise the next links or cursors are walked one by one. A list ends
+ * SHEAF_OK only when its own description established the end: a page that signals more than
+ * the description follows ends it with SHEAF_E_NOT_FOLLOWED.
  *
  * Thread safety
  * -------------
@@ -23,14 +29,17 @@
  * ------
  * Strings passed in are copied before the call returns. Strings handed to a callback are
  * borrowed for the duration of that callback. Everything the library returns to the caller as
- * an owned pointer is released with sheaf_free. Every *_free function accepts NULL.
+ * an owned pointer is released with sheaf_free (errors with sheaf_error_free). Every *_free
+ * function accepts NULL. A callback whose user_data outlives the call that registered it takes
+ * a sheaf_destroy_fn, called once when the library no longer needs user_data.
  *
  * Errors
  * ------
  * Functions that can fail return a sheaf_result. The codes are stable and append-only; their
- * static text is sheaf_result_str. Detail (the URL, the HTTP status, a body excerpt, the JSON
- * location) is kept per handle: sheaf_client_errmsg and sheaf_list_errmsg. Bearer tokens never
- * appear in messages.
+ * static text is sheaf_result_str. The detail of a failure is data the caller owns: a
+ * sheaf_error (code, message, URL, HTTP status, body excerpt, the server's own error text, the
+ * JSON location), from sheaf_last_error (the last call on this thread) or sheaf_list_error (a
+ * list's outcome). Credentials never appear in messages.
  */
 #ifndef SHEAF_H
 #define SHEAF_H
@@ -49,9 +58,9 @@ extern "C" {
 /* ---- Versions --------------------------------------------------------------------------- */
 
 #define SHEAF_VERSION_MAJOR 0
-#define SHEAF_VERSION_MINOR 2
+#define SHEAF_VERSION_MINOR 3
 #define SHEAF_VERSION_PATCH 0
-#define SHEAF_VERSION_STRING "0.2.0"
+#define SHEAF_VERSION_STRING "0.3.0"
 /** MAJOR * 10000 + MINOR * 100 + PATCH, as sheaf_version_number() returns it. */
 #define SHEAF_VERSION_NUMBER (SHEAF_VERSION_MAJOR * 10000 + SHEAF_VERSION_MINOR * 100 + SHEAF_VERSION_PATCH)
 
@@ -73,24 +82,26 @@ SHEAF_API const char *sheaf_version_string(void);
  * sheaf_list_next returns it); every other code is a failure.
  */
 typedef enum sheaf_result {
-    SHEAF_OK = 0,                  /**< Done; for a list, every item arrived and agrees with the total. */
+    SHEAF_OK = 0,                  /**< Done; for a list, its description established the end and the items agree with the total. */
     SHEAF_LIMIT_REACHED = 1,       /**< The list stopped at the caller's item limit (sheaf_list_set_max_items). */
-    SHEAF_E_INVALID_ARGUMENT = 2,  /**< A NULL handle, a malformed URL or JSON pointer, an option out of range. */
-    SHEAF_E_UNSUPPORTED = 3,       /**< Accepted by the API but not supported by this version of the library yet. */
+    SHEAF_E_INVALID_ARGUMENT = 2,  /**< A NULL handle, a malformed URL or JSON pointer, an option out of range, a signal read from a source it cannot come from. */
+    SHEAF_E_UNSUPPORTED = 3,       /**< Not supported by this version of the library. */
     SHEAF_E_STATE = 4,             /**< The handle is not in a state for this call (e.g. a list started twice). */
     SHEAF_E_REENTRANT = 5,         /**< A blocking call was made from inside a Sheaf callback. */
     SHEAF_E_HTTP = 6,              /**< The server answered with a failing HTTP status (after retries). */
     SHEAF_E_TRANSPORT = 7,         /**< The request failed below HTTP: timeout, connect, DNS, TLS (after retries). */
-    SHEAF_E_BAD_PAGE = 8,          /**< A page is not JSON, or the items / next / total are not where the list says. */
+    SHEAF_E_BAD_PAGE = 8,          /**< A page is not JSON, or a signal is not where or what the description says. */
     SHEAF_E_INCOMPLETE = 9,        /**< Every page arrived, but the items disagree with the server's total. */
-    SHEAF_E_LOOP = 10,             /**< A next link repeats a URL already fetched. */
+    SHEAF_E_LOOP = 10,             /**< A next link or cursor repeats one already followed. */
     SHEAF_E_PAGE_LIMIT = 11,       /**< The walk needs more pages than the page cap allows. */
     SHEAF_E_BODY_TOO_LARGE = 12,   /**< A response body exceeds the body cap. */
     SHEAF_E_CROSS_ORIGIN = 13,     /**< A next link or redirect leaves the base URL's origin (or https for http). */
     SHEAF_E_STOPPED = 14,          /**< A snapshot callback returned non-zero. */
     SHEAF_E_CANCELLED = 15,        /**< sheaf_list_cancel was called, or the list was freed while running. */
     SHEAF_E_INTERNAL = 16,         /**< A bug in Sheaf; the message says where. */
-    SHEAF_PENDING = 17             /**< sheaf_list_next: no snapshot yet within the timeout (not a failure). */
+    SHEAF_PENDING = 17,            /**< sheaf_list_next: no snapshot yet within the timeout (not a failure). */
+    SHEAF_E_NOT_FOLLOWED = 18,     /**< The last page signals more (a Link rel="next", has_more, a next field, a total above what arrived) that the description does not follow; the error names the signal and the option or preset that would. */
+    SHEAF_E_UNDETECTED = 19        /**< Detection could not decide the list's shape (no items array, or several candidates); the error names the candidates and the options that choose. */
 } sheaf_result;
 
 /** Static English text for a result code (unknown codes get a generic text). Never NULL; do not free. */
@@ -99,91 +110,128 @@ SHEAF_API const char *sheaf_result_str(int result);
 /** Releases memory the library returned to the caller (JSON strings). NULL is a no-op. */
 SHEAF_API void sheaf_free(void *pointer);
 
+/** Releases what user_data points to once the library no longer needs it. */
+typedef void (*sheaf_destroy_fn)(void *user_data);
+
+/* ---- Errors ----------------------------------------------------------------------------- */
+
+/**
+ * The detail of a failure, owned by the caller (sheaf_error_free). Fields are appended in later
+ * versions, never reordered: check `version` (SHEAF_ERROR_VERSION of the library that filled
+ * it) before reading a field added after version 1. Every string is non-NULL and
+ * NUL-terminated ("" when absent), UTF-8, and never contains a credential.
+ */
+typedef struct sheaf_error {
+    unsigned int version;        /**< SHEAF_ERROR_VERSION of the library that filled it. */
+    sheaf_result code;           /**< The result code of the failure. */
+    const char *message;         /**< A sentence for people: what failed, where, and what to do. */
+    const char *url;             /**< The URL concerned (secrets redacted), or "". */
+    int http_status;             /**< The HTTP status for SHEAF_E_HTTP, else 0. */
+    const char *body;            /**< For SHEAF_E_HTTP: the start of the response body (at most 1 KiB). */
+    const char *server_message;  /**< The server's own error text from its error fields ("error", "message", "detail", ...), or "". */
+    const char *json_pointer;    /**< For SHEAF_E_BAD_PAGE: the JSON pointer concerned, or "". */
+    int64_t json_offset;         /**< For SHEAF_E_BAD_PAGE: the byte offset in the body where reading failed, or -1. */
+    const char *signal;          /**< For SHEAF_E_NOT_FOLLOWED: the signal seen (e.g. "Link rel=\"next\""), or "". */
+    const char *hint;            /**< The option or preset that would help (e.g. "sheaf_list_set_signal(NEXT, LINK, \"next\")"), or "". */
+} sheaf_error;
+
+#define SHEAF_ERROR_VERSION 1
+
+/**
+ * The error of the most recent call on this thread that returned a failure code, as a new copy
+ * (free with sheaf_error_free); NULL when the most recent call that returns a sheaf_result
+ * succeeded. Every function returning a sheaf_result records or clears it; functions returning
+ * no result code leave it alone. Thread-safe: each thread has its own.
+ */
+SHEAF_API sheaf_error *sheaf_last_error(void);
+
+/** Frees an error returned by sheaf_last_error or sheaf_list_error. NULL is a no-op. */
+SHEAF_API void sheaf_error_free(sheaf_error *error);
+
 /* ---- Handles ---------------------------------------------------------------------------- */
 
 /** A configured client: base URL, credentials, transport and policies. */
 typedef struct sheaf_client sheaf_client;
 /** One paginated list of one client: its description, then one run of it. */
 typedef struct sheaf_list sheaf_list;
-/** One HTTP exchange handed to a custom transport. Owned by the library. */
-typedef struct sheaf_request sheaf_request;
+/** One HTTP exchange handed to a custom transport: a request to answer. Owned by the library. */
+typedef struct sheaf_exchange sheaf_exchange;
 
 /* ---- Transport -------------------------------------------------------------------------- */
 
-/** Why a request failed below HTTP. Append-only. */
+/** Why an exchange failed below HTTP. Append-only. */
 typedef enum sheaf_transport_error {
     SHEAF_TRANSPORT_OTHER = 0,      /**< Anything else; not retried. */
     SHEAF_TRANSPORT_TIMEOUT = 1,    /**< No answer in time; retried. */
     SHEAF_TRANSPORT_CONNECT = 2,    /**< Connection refused or reset; retried. */
     SHEAF_TRANSPORT_DNS = 3,        /**< The host name did not resolve; not retried. */
     SHEAF_TRANSPORT_TLS = 4,        /**< The TLS handshake or certificate check failed; not retried. */
-    SHEAF_TRANSPORT_TOO_LARGE = 5   /**< The body exceeded sheaf_request_max_body_bytes. */
+    SHEAF_TRANSPORT_TOO_LARGE = 5   /**< The body exceeded sheaf_exchange_max_body_bytes. */
 } sheaf_transport_error;
 
 /**
  * A transport: performs one HTTP exchange.
  *
  * Called concurrently (up to the list's window at once), each call on a thread of its own owned
- * by the library, so a transport may block until it has the answer. It must answer `request`
- * exactly once, with sheaf_request_respond or sheaf_request_fail, either before returning or later
- * from any thread. Until it answers, `request` stays valid even if the list is closed; after it
- * answers, `request` must not be touched again. `user_data` is the pointer given to
- * sheaf_client_set_transport or sheaf_list_set_transport, borrowed.
+ * by the library, so a transport may block until it has the answer. It must answer `exchange`
+ * exactly once, with sheaf_exchange_respond or sheaf_exchange_fail, either before returning or
+ * later from any thread. Until it answers, `exchange` stays valid even if the list is closed;
+ * after it answers, `exchange` must not be touched again. `user_data` is the pointer given with
+ * the transport, borrowed.
  */
-typedef void (*sheaf_transport_fn)(sheaf_request *request, void *user_data);
+typedef void (*sheaf_transport_fn)(sheaf_exchange *exchange, void *user_data);
 
-/** The request method ("GET"). Borrowed: valid until the request is answered. */
-SHEAF_API const char *sheaf_request_method(const sheaf_request *request);
-/** The absolute request URL. Borrowed: valid until the request is answered. */
-SHEAF_API const char *sheaf_request_url(const sheaf_request *request);
+/** The request method ("GET"). Borrowed: valid until the exchange is answered. */
+SHEAF_API const char *sheaf_exchange_method(const sheaf_exchange *exchange);
+/** The absolute request URL. Borrowed: valid until the exchange is answered. */
+SHEAF_API const char *sheaf_exchange_url(const sheaf_exchange *exchange);
 /** How many request headers there are. */
-SHEAF_API size_t sheaf_request_header_count(const sheaf_request *request);
+SHEAF_API size_t sheaf_exchange_header_count(const sheaf_exchange *exchange);
 /**
- * Header `index` (0-based) as a name and a value. Borrowed: valid until the request is answered.
- * Returns SHEAF_E_INVALID_ARGUMENT when index is out of range (outputs then untouched).
+ * Request header `index` (0-based) as a name and a value. Borrowed: valid until the exchange is
+ * answered. Returns SHEAF_E_INVALID_ARGUMENT when index is out of range (outputs then untouched).
  */
-SHEAF_API sheaf_result sheaf_request_header(const sheaf_request *request, size_t index,
-                                            const char **out_name, const char **out_value);
-/** The request body and its length (NULL and 0 for a GET). Borrowed until the request is answered. */
-SHEAF_API const char *sheaf_request_body(const sheaf_request *request, size_t *out_length);
+SHEAF_API sheaf_result sheaf_exchange_header(const sheaf_exchange *exchange, size_t index,
+                                             const char **out_name, const char **out_value);
+/** The request body and its length (NULL and 0 for a GET). Borrowed until the exchange is answered. */
+SHEAF_API const char *sheaf_exchange_body(const sheaf_exchange *exchange, size_t *out_length);
 /** Per-request timeout in milliseconds the transport should apply (0 = none). */
-SHEAF_API int64_t sheaf_request_timeout_ms(const sheaf_request *request);
+SHEAF_API int64_t sheaf_exchange_timeout_ms(const sheaf_exchange *exchange);
 /** The body cap in bytes: a larger body should be answered with SHEAF_TRANSPORT_TOO_LARGE. */
-SHEAF_API int64_t sheaf_request_max_body_bytes(const sheaf_request *request);
+SHEAF_API int64_t sheaf_exchange_max_body_bytes(const sheaf_exchange *exchange);
 /** Non-zero once the library no longer wants the answer (the list stopped); answer anyway. */
-SHEAF_API int sheaf_request_is_cancelled(const sheaf_request *request);
+SHEAF_API int sheaf_exchange_is_cancelled(const sheaf_exchange *exchange);
 
 /**
  * Adds one response header before answering. `name` and `value` are copied.
- * Call only before sheaf_request_respond, from the thread that will respond.
+ * Call only before sheaf_exchange_respond, from the thread that will respond.
  */
-SHEAF_API sheaf_result sheaf_request_add_response_header(sheaf_request *request,
-                                                         const char *name, const char *value);
+SHEAF_API sheaf_result sheaf_exchange_add_response_header(sheaf_exchange *exchange,
+                                                          const char *name, const char *value);
 /**
- * Answers the request with an HTTP status and body (`body` may be NULL when `body_length` is 0;
- * it is copied). After this call `request` is invalid: answering twice is undefined behaviour.
+ * Answers the exchange with an HTTP status (100..999) and body (`body` may be NULL when
+ * `body_length` is 0; it is copied). After a SHEAF_OK answer `exchange` is invalid: answering
+ * twice is undefined behaviour. A status out of range is refused with SHEAF_E_INVALID_ARGUMENT
+ * and the exchange stays valid, to be answered again.
  */
-SHEAF_API sheaf_result sheaf_request_respond(sheaf_request *request, int status,
-                                             const char *body, size_t body_length);
+SHEAF_API sheaf_result sheaf_exchange_respond(sheaf_exchange *exchange, int status,
+                                              const char *body, size_t body_length);
 /**
- * Answers the request with a transport failure; `message` (may be NULL) is copied and must not
- * contain credentials. After this call `request` is invalid.
+ * Answers the exchange with a transport failure; `message` (may be NULL) is copied and must not
+ * contain credentials. After this call `exchange` is invalid.
  */
-SHEAF_API sheaf_result sheaf_request_fail(sheaf_request *request, sheaf_transport_error kind,
-                                          const char *message);
+SHEAF_API sheaf_result sheaf_exchange_fail(sheaf_exchange *exchange, sheaf_transport_error kind,
+                                           const char *message);
 
 /* ---- Client ----------------------------------------------------------------------------- */
 
 /**
- * Creates a client for `base_url` (absolute http or https URL; list paths are resolved against
- * it). `bearer_token` may be NULL; when set it is sent as "Authorization: Bearer <token>" only to
- * the base URL's origin (scheme, host, port). Both strings are copied.
+ * Creates a client for `base_url` (absolute http or https URL, without user:password; list
+ * paths are resolved against it; copied). It sends no credentials until sheaf_client_set_auth.
  * On success *out_client owns a new client, freed with sheaf_client_free; on failure it is set
- * to NULL and the result says why (no client exists to hold a message).
- * The default transport is libcurl's multi interface.
+ * to NULL and sheaf_last_error says why. The default transport is libcurl's multi interface.
  */
-SHEAF_API sheaf_result sheaf_client_new(sheaf_client **out_client, const char *base_url,
-                                        const char *bearer_token);
+SHEAF_API sheaf_result sheaf_client_new(sheaf_client **out_client, const char *base_url);
 
 /**
  * Frees a client. Lists still open keep what they need alive, so lists may be freed after their
@@ -191,17 +239,24 @@ SHEAF_API sheaf_result sheaf_client_new(sheaf_client **out_client, const char *b
  */
 SHEAF_API void sheaf_client_free(sheaf_client *client);
 
+/** How a client authenticates. Append-only. */
+typedef enum sheaf_auth {
+    SHEAF_AUTH_NONE = 0,    /**< No credentials (the default). `value` is ignored. */
+    SHEAF_AUTH_BEARER = 1   /**< "Authorization: Bearer <value>". */
+} sheaf_auth;
+
 /**
- * The last error message recorded on this client. Borrowed: valid until the next call on the
- * client, so copy it before calling anything else on the client.
+ * Sets the client's credentials (copied) for lists started from now on. Credentials go only to
+ * the base URL's origin (scheme, host, port) and never appear in messages. A value with control
+ * characters is refused with SHEAF_E_INVALID_ARGUMENT. Thread-safe.
  */
-SHEAF_API const char *sheaf_client_errmsg(const sheaf_client *client);
+SHEAF_API sheaf_result sheaf_client_set_auth(sheaf_client *client, sheaf_auth kind, const char *value);
 
 /** Integer options of a client. Append-only. Set before starting lists; running lists keep theirs. */
 typedef enum sheaf_option {
     SHEAF_OPT_WINDOW = 1,             /**< Pages in flight at once, 1..64; default 8. */
     SHEAF_OPT_MAX_PAGES = 2,          /**< Page cap per list, >= 1; default 10000. */
-    SHEAF_OPT_MAX_BODY_BYTES = 3,     /**< Body cap per response, >= 1; default 64 MiB. */
+    SHEAF_OPT_MAX_BODY_BYTES = 3,     /**< Body cap per response, 1..2^40; default 64 MiB. */
     SHEAF_OPT_MAX_ATTEMPTS = 4,       /**< Attempts per request including the first, 1..100; default 4. */
     SHEAF_OPT_RETRY_BASE_MS = 5,      /**< Backoff base in ms, >= 0; default 100 (full jitter). */
     SHEAF_OPT_RETRY_MAX_MS = 6,       /**< Backoff and Retry-After cap in ms, >= 0; default 30000. */
@@ -211,26 +266,27 @@ typedef enum sheaf_option {
 } sheaf_option;
 
 /**
- * Sets an integer option. Returns SHEAF_E_INVALID_ARGUMENT (message on the client) for an
- * unknown option or a value out of range. Thread-safe; affects lists started afterwards.
+ * Sets an integer option. Returns SHEAF_E_INVALID_ARGUMENT for an unknown option or a value out
+ * of range. Thread-safe; affects lists started afterwards.
  */
 SHEAF_API sheaf_result sheaf_client_set_option(sheaf_client *client, sheaf_option option,
                                                int64_t value);
 
 /**
  * Replaces the HTTP backend with `transport` (NULL restores libcurl) for lists started from now
- * on; a running list keeps the transport and `user_data` it started with. `user_data` is borrowed
- * and must stay valid until every request handed to the transport has been answered.
+ * on; a running list keeps the transport it started with. `user_data` is handed to every call;
+ * `destroy` (may be NULL) is called with it once no list and no exchange needs it any more
+ * (after the client and every list started with it are freed and every exchange answered).
  */
-SHEAF_API sheaf_result sheaf_client_set_transport(sheaf_client *client,
-                                                  sheaf_transport_fn transport, void *user_data);
+SHEAF_API sheaf_result sheaf_client_set_transport(sheaf_client *client, sheaf_transport_fn transport,
+                                                  void *user_data, sheaf_destroy_fn destroy);
 
 /* ---- Describing a list ------------------------------------------------------------------ */
 
 /**
- * Creates a list of `client` at `path` (resolved against the base URL; may carry a query).
- * Without further calls it fetches the first page and follows nothing. The list keeps the
- * client alive. *out_list is freed with sheaf_list_free; NULL on failure (message on client).
+ * Creates a list of `client` at `path` (resolved against the base URL by RFC 3986; may carry a
+ * query; copied). Undescribed, the list is detected from its first page. The list keeps the
+ * client alive. *out_list is freed with sheaf_list_free; NULL on failure.
  */
 SHEAF_API sheaf_result sheaf_list_new(sheaf_list **out_list, sheaf_client *client, const char *path);
 
@@ -242,87 +298,103 @@ SHEAF_API sheaf_result sheaf_list_new(sheaf_list **out_list, sheaf_client *clien
 SHEAF_API void sheaf_list_free(sheaf_list *list);
 
 /**
- * The last error message recorded on this list. Borrowed: valid until the next call on the list,
- * so copy it before calling anything else on the list.
+ * The error of the list's outcome (after sheaf_list_wait, sheaf_list_fetch_all or the end of a
+ * pulled list) or, before that, of its last failed call; a new copy freed with
+ * sheaf_error_free. NULL when there is none (the list succeeded or has not failed).
  */
-SHEAF_API const char *sheaf_list_errmsg(const sheaf_list *list);
-
-/** For a SHEAF_E_HTTP failure, the HTTP status; otherwise 0. */
-SHEAF_API int sheaf_list_http_status(const sheaf_list *list);
-
-/**
- * For a SHEAF_E_HTTP failure, the start of the failing response body (at most 1 KiB, UTF-8
- * repaired); otherwise "". Borrowed: valid until the next call on the list.
- */
-SHEAF_API const char *sheaf_list_http_body(const sheaf_list *list);
+SHEAF_API sheaf_error *sheaf_list_error(const sheaf_list *list);
 
 /** Adds a query parameter to every page request (name and value are copied, then encoded). */
 SHEAF_API sheaf_result sheaf_list_add_query(sheaf_list *list, const char *name, const char *value);
 
+/** How the pages of a list are reached. Append-only. */
+typedef enum sheaf_paging {
+    SHEAF_PAGING_DETECT = 0,      /**< The default: from the first page's signals (a next link naming page 2 or an offset makes pages addressable). */
+    SHEAF_PAGING_SINGLE = 1,      /**< One response; nothing is followed and nothing is checked. */
+    SHEAF_PAGING_NEXT = 2,        /**< Follow the next signal (a link, or a cursor) page by page; never address pages. */
+    SHEAF_PAGING_PAGE_NUMBER = 3, /**< Page k is ?param=first+k. */
+    SHEAF_PAGING_OFFSET = 4,      /**< Page k is ?param=first+k*served, `served` being the page size the server returned. */
+    SHEAF_PAGING_CURSOR = 5       /**< The next page is ?param=<cursor>, the cursor read from each page (SHEAF_SIGNAL_CURSOR). */
+} sheaf_paging;
+
 /**
- * Where the items are: an RFC 6901 JSON pointer to an array ("/items", "/data/results"), or ""
- * (the default) when the body itself is the array.
+ * Sets how pages are reached. `param` names the query parameter of PAGE_NUMBER, OFFSET and
+ * CURSOR (required there, ignored otherwise; brackets allowed: "page[number]"). `first` is the
+ * first page number or offset (>= 0; ignored for other kinds). When `size_param` is non-NULL,
+ * `size` (>= 1) is sent with it on every request (any kind but SINGLE); the size used for
+ * planning is the count the server actually returned. A parameter already in the list's path is
+ * replaced, never duplicated.
  */
-SHEAF_API sheaf_result sheaf_list_set_items(sheaf_list *list, const char *json_pointer);
+SHEAF_API sheaf_result sheaf_list_set_paging(sheaf_list *list, sheaf_paging paging, const char *param,
+                                             int64_t first, const char *size_param, int64_t size);
+
+/** What a list reads from each page. Append-only. */
+typedef enum sheaf_signal {
+    SHEAF_SIGNAL_ITEMS = 1,       /**< The items array. Sources: BODY ("" when the body is the array). */
+    SHEAF_SIGNAL_NEXT = 2,        /**< The next page: a URL (absolute or relative to the page) or, from a header, a page number (GitLab's X-Next-Page); null, "" or absent at the end. Sources: BODY, HEADER, LINK. */
+    SHEAF_SIGNAL_CURSOR = 3,      /**< The cursor sent back in the CURSOR paging parameter; "" or absent at the end. Sources: BODY, HEADER, LAST_ITEM (Stripe: the last item's "/id", while HAS_MORE). */
+    SHEAF_SIGNAL_TOTAL = 4,       /**< The total item count. Sources: BODY, HEADER (a count, or Content-Range "items 0-24/573"). */
+    SHEAF_SIGNAL_PAGE_COUNT = 5,  /**< The number of pages. Sources: BODY, HEADER, LINK ("last": its page number or offset). */
+    SHEAF_SIGNAL_HAS_MORE = 6,    /**< A boolean, true while more pages follow. Sources: BODY, HEADER. */
+    SHEAF_SIGNAL_IS_LAST = 7,     /**< A boolean, true on the last page. Sources: BODY, HEADER. */
+    SHEAF_SIGNAL_IDENTITY = 8     /**< An item's identity for de-duplication (first occurrence wins). Sources: ITEM. */
+} sheaf_signal;
+
+/** Where a signal is read. Append-only. */
+typedef enum sheaf_source {
+    SHEAF_SOURCE_NONE = 0,        /**< The list has no such signal: it is neither read nor detected. */
+    SHEAF_SOURCE_DETECT = 1,      /**< The default for every signal but IDENTITY: detected from the first page. */
+    SHEAF_SOURCE_BODY = 2,        /**< `where` is an RFC 6901 JSON pointer into the page body. */
+    SHEAF_SOURCE_HEADER = 3,      /**< `where` is a response header name (case-insensitive). */
+    SHEAF_SOURCE_LINK = 4,        /**< `where` is a relation type of the Link header (RFC 8288), e.g. "next". */
+    SHEAF_SOURCE_ITEM = 5,        /**< `where` is a JSON pointer inside each item ("/id"). */
+    SHEAF_SOURCE_LAST_ITEM = 6    /**< `where` is a JSON pointer inside the page's last item. */
+} sheaf_source;
 
 /**
- * Page k is requested with a page-number query parameter `page_param` (e.g. "page"), the first
- * page being `first_page` (>= 0; usually 0 or 1). When `size_param` is non-NULL, `page_size` (> 0) is sent
- * with it; the page size actually used for planning is the count the server returned.
+ * Reads `signal` from `source` at `where` (copied; ignored for NONE and DETECT). A pair the
+ * signal cannot come from, or a malformed pointer or name, is refused with
+ * SHEAF_E_INVALID_ARGUMENT when set.
  */
-SHEAF_API sheaf_result sheaf_list_set_page_number(sheaf_list *list, const char *page_param,
-                                                  int first_page, const char *size_param,
-                                                  int page_size);
+SHEAF_API sheaf_result sheaf_list_set_signal(sheaf_list *list, sheaf_signal signal, sheaf_source source,
+                                             const char *where);
 
-/** Page k is requested with an offset and a limit. Not supported yet: SHEAF_E_UNSUPPORTED. */
-SHEAF_API sheaf_result sheaf_list_set_offset_limit(sheaf_list *list, const char *offset_param,
-                                                   const char *limit_param, int limit);
+/** How many presets the library knows. */
+SHEAF_API size_t sheaf_preset_count(void);
+
+/** The name of preset `index` ("github", "stripe", ...); NULL when out of range. Static: do not free. */
+SHEAF_API const char *sheaf_preset_name(size_t index);
 
 /**
- * The next page is requested with a cursor query parameter whose value is the "next" value.
- * Not supported yet: SHEAF_E_UNSUPPORTED.
+ * What preset `name` pins, as a JSON object in the form sheaf_list_description uses, plus a
+ * "summary" sentence. On success *out_json is freed with sheaf_free; SHEAF_E_INVALID_ARGUMENT
+ * for an unknown name (the message lists the known ones).
  */
-SHEAF_API sheaf_result sheaf_list_set_cursor(sheaf_list *list, const char *cursor_param);
-
-/** Where "next" comes from. Append-only. */
-typedef enum sheaf_next_source {
-    SHEAF_NEXT_NONE = 0,          /**< No next signal. */
-    SHEAF_NEXT_BODY_POINTER = 1,  /**< A JSON pointer to a string URL (absolute or relative) or null. */
-    SHEAF_NEXT_LINK_HEADER = 2    /**< The Link header's rel="next" (not supported yet). */
-} sheaf_next_source;
+SHEAF_API sheaf_result sheaf_preset_description(const char *name, char **out_json, size_t *out_length);
 
 /**
- * Sets where the next link comes from. `json_pointer` is required for SHEAF_NEXT_BODY_POINTER
- * and ignored otherwise. A next link is followed only within the base URL's origin.
+ * Pins the paging and the signals of preset `name`; calls made afterwards override single
+ * parts. SHEAF_E_INVALID_ARGUMENT for an unknown name (the message lists the known ones).
  */
-SHEAF_API sheaf_result sheaf_list_set_next(sheaf_list *list, sheaf_next_source source,
-                                           const char *json_pointer);
-
-/** Where the total item count comes from. Append-only. */
-typedef enum sheaf_total_source {
-    SHEAF_TOTAL_NONE = 0,          /**< No total: the end is found by the pages themselves. */
-    SHEAF_TOTAL_BODY_POINTER = 1,  /**< A JSON pointer to a non-negative integer. */
-    SHEAF_TOTAL_HEADER = 2         /**< A response header such as X-Total-Count (not supported yet). */
-} sheaf_total_source;
+SHEAF_API sheaf_result sheaf_list_use_preset(sheaf_list *list, const char *name);
 
 /**
- * Gives this list a transport of its own, with its own `user_data`, in place of its client's
- * (which stays as it is for other lists); NULL goes back to the client's. Refused with
- * SHEAF_E_STATE once the list has started. `user_data` is borrowed and must stay valid until
- * every request handed to the transport has been answered.
+ * The list's description as a JSON object: before the first page, what is pinned (detected parts
+ * as "detect"); once the first page has been read, what the run uses, detected parts resolved
+ * and marked, and the plan chosen ("parallel", "speculative", "sequential", "single"). Keys:
+ * "paging" {"kind", "param", "first", "size_param", "size"}, "signals" {name: {"source",
+ * "where", "detected"} or null}, "plan", "window". On success *out_json is freed with sheaf_free.
+ * Non-blocking; callable from the list's snapshot callback.
+ */
+SHEAF_API sheaf_result sheaf_list_description(sheaf_list *list, char **out_json, size_t *out_length);
+
+/**
+ * Gives this list a transport of its own, with its own `user_data` and `destroy` (see
+ * sheaf_client_set_transport), in place of its client's; NULL goes back to the client's.
+ * Refused with SHEAF_E_STATE once the list has started.
  */
 SHEAF_API sheaf_result sheaf_list_set_transport(sheaf_list *list, sheaf_transport_fn transport,
-                                                void *user_data);
-
-/** Sets where the total comes from; `location` is the JSON pointer or the header name. */
-SHEAF_API sheaf_result sheaf_list_set_total(sheaf_list *list, sheaf_total_source source,
-                                            const char *location);
-
-/**
- * De-duplicates items by the JSON value at `json_pointer` inside each item (e.g. "/id"); the
- * first occurrence in list order wins. NULL (the default) keeps every item.
- */
-SHEAF_API sheaf_result sheaf_list_set_identity(sheaf_list *list, const char *json_pointer);
+                                                void *user_data, sheaf_destroy_fn destroy);
 
 /**
  * Stops the list after `max_items` items (0 = no limit), with SHEAF_LIMIT_REACHED.
@@ -364,11 +436,12 @@ typedef int (*sheaf_snapshot_fn)(sheaf_list *list, const sheaf_snapshot *snapsho
 
 /**
  * Starts the list in the background; returns at once. `on_snapshot` may be NULL (then only
- * sheaf_list_wait and sheaf_list_prefix observe it). `user_data` is borrowed until the list has
- * finished (sheaf_list_wait returned) or been freed. A list runs once: SHEAF_E_STATE otherwise.
+ * sheaf_list_wait and sheaf_list_prefix observe it). `user_data` is handed to every call;
+ * `destroy` (may be NULL) is called with it once, after the last callback (when the list has
+ * finished, or been freed). A list runs once: SHEAF_E_STATE otherwise.
  */
 SHEAF_API sheaf_result sheaf_list_start(sheaf_list *list, sheaf_snapshot_fn on_snapshot,
-                                        void *user_data);
+                                        void *user_data, sheaf_destroy_fn destroy);
 
 /**
  * Starts the list in the background for pulling: instead of a callback on a library thread,
@@ -400,7 +473,7 @@ SHEAF_API sheaf_result sheaf_list_next(sheaf_list *list, int64_t timeout_ms,
 /**
  * Blocks until the started list has finished and every snapshot callback has returned, then
  * returns its outcome: SHEAF_OK, SHEAF_LIMIT_REACHED, SHEAF_E_STOPPED, SHEAF_E_CANCELLED or a
- * failure (message on the list). Items delivered before a failure stay delivered.
+ * failure (detail: sheaf_list_error). Items delivered before a failure stay delivered.
  * On a pulled list it stops the pulling first: snapshots not taken yet are dropped and, if the
  * list still runs, it ends SHEAF_E_STOPPED (take snapshots until sheaf_list_next says the end
  * to get them all). From inside a callback: SHEAF_E_REENTRANT.

@@ -9,29 +9,27 @@ final class ClientHandle: Sendable {
         var configuration = ClientConfiguration()
         var transport: CFunctionTransport?
         var curl: CurlTransport?
+        var bearerToken: String?
     }
 
     let baseURL: String
-    let bearerToken: String?
     private let settings = Mutex(Settings())
-    let errors = ErrorRecord()
 
-    init(baseURL: String, bearerToken: String?) throws(SheafError) {
+    init(baseURL: String) throws(SheafError) {
         self.baseURL = baseURL
-        self.bearerToken = bearerToken
-        // Validates the base URL and token now rather than at the first list.
-        try SheafClient.validate(baseURL: baseURL, bearerToken: bearerToken)
+        // Validates the base URL now rather than at the first list.
+        try SheafClient.validate(baseURL: baseURL, bearerToken: nil)
     }
 
     /// A client with the current settings, for one list; `transport`, when given, in place of
     /// the client's own.
     func makeClient(transport listTransport: CFunctionTransport? = nil) throws(SheafError) -> SheafClient {
-        let (configuration, transport) = settings.withLock { settings -> (ClientConfiguration, any Transport) in
-            if let custom = listTransport ?? settings.transport { return (settings.configuration, custom) }
+        let (configuration, transport, token) = settings.withLock { settings -> (ClientConfiguration, any Transport, String?) in
+            if let custom = listTransport ?? settings.transport { return (settings.configuration, custom, settings.bearerToken) }
             if settings.curl == nil { settings.curl = CurlTransport() }
-            return (settings.configuration, settings.curl!)
+            return (settings.configuration, settings.curl!, settings.bearerToken)
         }
-        return try SheafClient(baseURL: baseURL, bearerToken: bearerToken, transport: transport, configuration: configuration)
+        return try SheafClient(baseURL: baseURL, bearerToken: token, transport: transport, configuration: configuration)
     }
 
     func setOption(_ option: sheaf_option, _ value: Int64) throws(SheafError) {
@@ -58,55 +56,30 @@ final class ClientHandle: Sendable {
         settings.withLock { $0.transport = transport }
     }
 
+    func setBearerToken(_ token: String?) throws(SheafError) {
+        try SheafClient.validate(baseURL: baseURL, bearerToken: token)
+        settings.withLock { $0.bearerToken = token }
+    }
+
     static func from(_ pointer: OpaquePointer?) -> ClientHandle? {
         pointer.map { Unmanaged<ClientHandle>.fromOpaque(UnsafeRawPointer($0)).takeUnretainedValue() }
     }
 }
 
-/// The last error of a handle, readable as a borrowed C string.
-final class ErrorRecord: Sendable {
-    private struct Record {
-        var message = OwnedCString("")
-        var httpStatus = 0
-        var body = OwnedCString("")
-    }
-    private let record = Mutex(Record())
-
-    /// Records `error` and returns its result code.
-    @discardableResult
-    func set(_ error: SheafError) -> sheaf_result {
-        record.withLock {
-            $0.message = OwnedCString(error.message)
-            $0.httpStatus = error.code == .http ? error.httpStatus ?? 0 : 0
-            $0.body = OwnedCString(error.code == .http ? error.bodyExcerpt ?? "" : "")
-        }
-        return error.code.cResult
-    }
-
-    func clear() {
-        record.withLock { $0 = Record() }
-    }
-
-    /// The message; valid until the next `set` or `clear`.
-    var message: UnsafePointer<CChar> { record.withLock { UnsafePointer($0.message.pointer) } }
-    var httpStatus: Int { record.withLock { $0.httpStatus } }
-    var body: UnsafePointer<CChar> { record.withLock { UnsafePointer($0.body.pointer) } }
-}
-
 // MARK: - Exports
 
 @c @implementation
-public func sheaf_client_new(_ outClient: UnsafeMutablePointer<OpaquePointer?>?, _ baseURL: UnsafePointer<CChar>?,
-                             _ bearerToken: UnsafePointer<CChar>?) -> sheaf_result {
-    guard let outClient else { return SHEAF_E_INVALID_ARGUMENT }
+public func sheaf_client_new(_ outClient: UnsafeMutablePointer<OpaquePointer?>?,
+                             _ baseURL: UnsafePointer<CChar>?) -> sheaf_result {
+    guard let outClient else { return failure(SheafError(.invalidArgument, "out_client must not be NULL")) }
     outClient.pointee = nil
-    guard let baseURL = CString.read(baseURL) else { return SHEAF_E_INVALID_ARGUMENT }
+    guard let baseURL = CString.read(baseURL) else { return failure(SheafError(.invalidArgument, "the base URL must not be NULL")) }
     do {
-        let handle = try ClientHandle(baseURL: baseURL, bearerToken: CString.read(bearerToken))
+        let handle = try ClientHandle(baseURL: baseURL)
         outClient.pointee = OpaquePointer(Unmanaged.passRetained(handle).toOpaque())
-        return SHEAF_OK
+        return success()
     } catch {
-        return error.code.cResult
+        return failure(error)
     }
 }
 
@@ -117,27 +90,45 @@ public func sheaf_client_free(_ client: OpaquePointer?) {
     Unmanaged<ClientHandle>.fromOpaque(UnsafeRawPointer(client)).release()
 }
 
-@c @implementation
-public func sheaf_client_errmsg(_ client: OpaquePointer?) -> UnsafePointer<CChar>! {
-    ClientHandle.from(client)?.errors.message ?? sheaf_result_str(Int32(SHEAF_E_INVALID_ARGUMENT.rawValue))
-}
-
-@c @implementation
-public func sheaf_client_set_option(_ client: OpaquePointer?, _ option: sheaf_option, _ value: Int64) -> sheaf_result {
-    guard let handle = ClientHandle.from(client) else { return SHEAF_E_INVALID_ARGUMENT }
+/// Runs `body` against the client behind `client`, turning a thrown error into this thread's.
+private func withClient(_ client: OpaquePointer?, _ body: (ClientHandle) throws(SheafError) -> Void) -> sheaf_result {
+    guard let handle = ClientHandle.from(client) else {
+        return failure(SheafError(.invalidArgument, "the client must not be NULL"))
+    }
     do {
-        try handle.setOption(option, value)
-        handle.errors.clear()
-        return SHEAF_OK
+        try body(handle)
+        return success()
     } catch {
-        return handle.errors.set(error)
+        return failure(error)
     }
 }
 
 @c @implementation
+public func sheaf_client_set_auth(_ client: OpaquePointer?, _ kind: sheaf_auth, _ value: UnsafePointer<CChar>?) -> sheaf_result {
+    withClient(client) { (handle) throws(SheafError) in
+        switch kind {
+        case SHEAF_AUTH_NONE:
+            try handle.setBearerToken(nil)
+        case SHEAF_AUTH_BEARER:
+            guard let token = CString.read(value), !token.isEmpty else {
+                throw SheafError(.invalidArgument, "a bearer token must be a non-empty string")
+            }
+            try handle.setBearerToken(token)
+        default:
+            throw SheafError(.invalidArgument, "unknown auth kind \(kind.rawValue)")
+        }
+    }
+}
+
+@c @implementation
+public func sheaf_client_set_option(_ client: OpaquePointer?, _ option: sheaf_option, _ value: Int64) -> sheaf_result {
+    withClient(client) { (handle) throws(SheafError) in try handle.setOption(option, value) }
+}
+
+@c @implementation
 public func sheaf_client_set_transport(_ client: OpaquePointer?, _ transport: sheaf_transport_fn?,
-                                       _ userData: UnsafeMutableRawPointer?) -> sheaf_result {
-    guard let handle = ClientHandle.from(client) else { return SHEAF_E_INVALID_ARGUMENT }
-    handle.setTransport(transport.map { CFunctionTransport(function: $0, userData: UInt(bitPattern: userData)) })
-    return SHEAF_OK
+                                       _ userData: UnsafeMutableRawPointer?, _ destroy: sheaf_destroy_fn?) -> sheaf_result {
+    withClient(client) { handle in
+        handle.setTransport(transport.map { CFunctionTransport(function: $0, userData: CUserData(userData, destroy: destroy)) })
+    }
 }

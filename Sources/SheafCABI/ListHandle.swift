@@ -18,11 +18,12 @@ final class ListHandle: Sendable {
         /// The last snapshot sheaf_list_next handed out: its C memory stays alive (at least
         /// until the next call, as the header promises), and the prefix a puller saw ends there.
         var lastTaken: PulledSnapshot?
+        /// The outcome's error, or the last failed call's (sheaf_list_error).
+        var lastError: SheafError?
     }
 
     let client: ClientHandle
     private let state: Mutex<State>
-    let errors = ErrorRecord()
 
     init(client: ClientHandle, path: String) {
         self.client = client
@@ -72,6 +73,18 @@ final class ListHandle: Sendable {
     }
 
     var run: ListRun? { state.withLock { $0.run } }
+
+    func recordError(_ error: SheafError?) {
+        state.withLock { $0.lastError = error }
+    }
+
+    var lastError: SheafError? { state.withLock { $0.lastError } }
+
+    /// The description as pinned (before a run) or as the run uses it.
+    func descriptionJSON() -> [UInt8] {
+        let (run, description) = state.withLock { ($0.run, $0.description) }
+        return run?.descriptionJSON() ?? description.json(resolution: nil, plan: nil)
+    }
     var pull: SnapshotQueue<PulledSnapshot>? { state.withLock { $0.pull } }
 
     /// Keeps `pulled` as the snapshot handed out last; returns its C view.
@@ -94,15 +107,15 @@ final class ListHandle: Sendable {
     }
 }
 
-/// Runs `body` against the list behind `list`, turning a thrown error into the list's message.
+/// Runs `body` against the list behind `list`, turning a thrown error into the list's and the
+/// thread's error.
 private func withList(_ list: OpaquePointer?, _ body: (ListHandle) throws(SheafError) -> Void) -> sheaf_result {
-    guard let handle = ListHandle.from(list) else { return SHEAF_E_INVALID_ARGUMENT }
+    guard let handle = ListHandle.from(list) else { return failure(SheafError(.invalidArgument, "the list must not be NULL")) }
     do {
         try body(handle)
-        handle.errors.clear()
-        return SHEAF_OK
+        return success()
     } catch {
-        return handle.errors.set(error)
+        return failure(error, on: handle)
     }
 }
 
@@ -122,11 +135,19 @@ private func required(_ text: UnsafePointer<CChar>?, _ what: String) throws(Shea
 /// Records the run's outcome on the handle and returns its code.
 private func report(_ outcome: ListOutcome, on handle: ListHandle) -> sheaf_result {
     switch outcome {
-    case .failed(let error): return handle.errors.set(error)
+    case .failed(let error):
+        return failure(error, on: handle)
     case .complete, .limitReached:
-        handle.errors.clear()
-        return outcome.cResult
+        handle.recordError(nil)
+        return success(outcome.cResult)
     }
+}
+
+/// Copies `json` for the caller into the out-parameters.
+private func handOver(_ json: [UInt8], _ outJSON: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>,
+                      _ outLength: UnsafeMutablePointer<Int>?) {
+    outJSON.pointee = CString.mallocCopy(json)
+    outLength?.pointee = json.count
 }
 
 // MARK: - Exports
@@ -134,15 +155,15 @@ private func report(_ outcome: ListOutcome, on handle: ListHandle) -> sheaf_resu
 @c @implementation
 public func sheaf_list_new(_ outList: UnsafeMutablePointer<OpaquePointer?>?, _ client: OpaquePointer?,
                            _ path: UnsafePointer<CChar>?) -> sheaf_result {
-    guard let outList else { return SHEAF_E_INVALID_ARGUMENT }
+    guard let outList else { return failure(SheafError(.invalidArgument, "out_list must not be NULL")) }
     outList.pointee = nil
-    guard let clientHandle = ClientHandle.from(client) else { return SHEAF_E_INVALID_ARGUMENT }
+    guard let clientHandle = ClientHandle.from(client) else { return failure(SheafError(.invalidArgument, "the client must not be NULL")) }
     guard let path = CString.read(path) else {
-        return clientHandle.errors.set(SheafError(.invalidArgument, "the list path must not be NULL"))
+        return failure(SheafError(.invalidArgument, "the list path must not be NULL"))
     }
     let handle = ListHandle(client: clientHandle, path: path)
     outList.pointee = OpaquePointer(Unmanaged.passRetained(handle).toOpaque())
-    return SHEAF_OK
+    return success()
 }
 
 @c @implementation
@@ -157,18 +178,8 @@ public func sheaf_list_free(_ list: OpaquePointer?) {
 }
 
 @c @implementation
-public func sheaf_list_errmsg(_ list: OpaquePointer?) -> UnsafePointer<CChar>! {
-    ListHandle.from(list)?.errors.message ?? sheaf_result_str(Int32(SHEAF_E_INVALID_ARGUMENT.rawValue))
-}
-
-@c @implementation
-public func sheaf_list_http_status(_ list: OpaquePointer?) -> Int32 {
-    Int32(clamping: ListHandle.from(list)?.errors.httpStatus ?? 0)
-}
-
-@c @implementation
-public func sheaf_list_http_body(_ list: OpaquePointer?) -> UnsafePointer<CChar>! {
-    ListHandle.from(list)?.errors.body ?? UnsafePointer(emptyText.pointer)
+public func sheaf_list_error(_ list: OpaquePointer?) -> UnsafeMutablePointer<sheaf_error>? {
+    ListHandle.from(list)?.lastError.map(cError)
 }
 
 private let emptyText = OwnedCString("")
@@ -184,81 +195,112 @@ public func sheaf_list_add_query(_ list: OpaquePointer?, _ name: UnsafePointer<C
 }
 
 @c @implementation
-public func sheaf_list_set_items(_ list: OpaquePointer?, _ jsonPointer: UnsafePointer<CChar>?) -> sheaf_result {
+public func sheaf_list_set_paging(_ list: OpaquePointer?, _ kind: sheaf_paging, _ param: UnsafePointer<CChar>?,
+                                  _ first: Int64, _ sizeParam: UnsafePointer<CChar>?, _ size: Int64) -> sheaf_result {
     withList(list) { (handle) throws(SheafError) in
-        let items = try pointer(jsonPointer, "the items pointer")
-        try handle.describe { $0.items = items }
-    }
-}
-
-@c @implementation
-public func sheaf_list_set_page_number(_ list: OpaquePointer?, _ pageParam: UnsafePointer<CChar>?, _ firstPage: Int32,
-                                       _ sizeParam: UnsafePointer<CChar>?, _ pageSize: Int32) -> sheaf_result {
-    withList(list) { (handle) throws(SheafError) in
-        let parameter = try required(pageParam, "the page parameter")
-        guard firstPage >= 0 else { throw SheafError(.invalidArgument, "the first page must be 0 or more") }
-        let size = CString.read(sizeParam)
-        if size != nil, pageSize <= 0 { throw SheafError(.invalidArgument, "the page size must be positive") }
-        try handle.describe {
-            $0.addressing = .pageNumber(parameter: parameter, firstPage: Int(firstPage), sizeParameter: size,
-                                        pageSize: size == nil ? nil : Int(pageSize))
+        var pageSize: Paging.PageSize?
+        if let sizeParam = CString.read(sizeParam) {
+            guard !sizeParam.isEmpty, size >= 1, let value = Int(exactly: size) else {
+                throw SheafError(.invalidArgument, "a page size parameter needs a non-empty name and a size of 1 or more")
+            }
+            pageSize = .init(parameter: sizeParam, value: value)
         }
+        func numbering() throws(SheafError) -> Paging.Numbering {
+            guard first >= 0, let first = Int(exactly: first) else {
+                throw SheafError(.invalidArgument, "the first page number or offset must be 0 or more")
+            }
+            return .init(parameter: try required(param, "the paging parameter"), first: first, size: pageSize)
+        }
+        let paging: Paging
+        switch kind {
+        case SHEAF_PAGING_DETECT: paging = .detect
+        case SHEAF_PAGING_SINGLE: paging = .single
+        case SHEAF_PAGING_NEXT: paging = .next
+        case SHEAF_PAGING_PAGE_NUMBER: paging = .pageNumber(try numbering())
+        case SHEAF_PAGING_OFFSET: paging = .offset(try numbering())
+        case SHEAF_PAGING_CURSOR: paging = .cursor(parameter: try required(param, "the cursor parameter"), size: pageSize)
+        default: throw SheafError(.invalidArgument, "unknown paging kind \(kind.rawValue)")
+        }
+        if pageSize != nil, paging == .single || paging == .detect {
+            throw SheafError(.invalidArgument, "a page size goes with a paging kind that fetches pages (not detect or single)")
+        }
+        let checked = try paging.validated()
+        try handle.describe { $0.paging = checked }
     }
 }
 
 @c @implementation
-public func sheaf_list_set_offset_limit(_ list: OpaquePointer?, _ offsetParam: UnsafePointer<CChar>?,
-                                        _ limitParam: UnsafePointer<CChar>?, _ limit: Int32) -> sheaf_result {
+public func sheaf_list_set_signal(_ list: OpaquePointer?, _ signal: sheaf_signal, _ source: sheaf_source,
+                                  _ location: UnsafePointer<CChar>?) -> sheaf_result {
     withList(list) { (handle) throws(SheafError) in
-        _ = try required(offsetParam, "the offset parameter")
-        _ = try required(limitParam, "the limit parameter")
-        throw SheafError(.unsupported, "offset/limit addressing is not supported yet")
-    }
-}
-
-@c @implementation
-public func sheaf_list_set_cursor(_ list: OpaquePointer?, _ cursorParam: UnsafePointer<CChar>?) -> sheaf_result {
-    withList(list) { (handle) throws(SheafError) in
-        _ = try required(cursorParam, "the cursor parameter")
-        throw SheafError(.unsupported, "cursor addressing is not supported yet")
-    }
-}
-
-@c @implementation
-public func sheaf_list_set_next(_ list: OpaquePointer?, _ source: sheaf_next_source,
-                                _ jsonPointer: UnsafePointer<CChar>?) -> sheaf_result {
-    withList(list) { (handle) throws(SheafError) in
-        let next: NextSource
+        let which: Signal
+        switch signal {
+        case SHEAF_SIGNAL_ITEMS: which = .items
+        case SHEAF_SIGNAL_NEXT: which = .next
+        case SHEAF_SIGNAL_CURSOR: which = .cursor
+        case SHEAF_SIGNAL_TOTAL: which = .total
+        case SHEAF_SIGNAL_PAGE_COUNT: which = .pageCount
+        case SHEAF_SIGNAL_HAS_MORE: which = .hasMore
+        case SHEAF_SIGNAL_IS_LAST: which = .isLast
+        case SHEAF_SIGNAL_IDENTITY: which = .identity
+        default: throw SheafError(.invalidArgument, "unknown signal \(signal.rawValue)")
+        }
+        let from: SignalSource
         switch source {
-        case SHEAF_NEXT_NONE: next = .none
-        case SHEAF_NEXT_BODY_POINTER: next = .bodyPointer(try pointer(jsonPointer, "the next pointer"))
-        case SHEAF_NEXT_LINK_HEADER: throw SheafError(.unsupported, "next links from the Link header are not supported yet")
-        default: throw SheafError(.invalidArgument, "unknown next source \(source.rawValue)")
+        case SHEAF_SOURCE_NONE: from = .none
+        case SHEAF_SOURCE_DETECT: from = .detect
+        case SHEAF_SOURCE_BODY: from = .body(try pointer(location, "the JSON pointer"))
+        case SHEAF_SOURCE_HEADER: from = .header(try required(location, "the header name"))
+        case SHEAF_SOURCE_LINK: from = .link(try required(location, "the link relation"))
+        case SHEAF_SOURCE_ITEM: from = .item(try pointer(location, "the JSON pointer"))
+        case SHEAF_SOURCE_LAST_ITEM: from = .lastItem(try pointer(location, "the JSON pointer"))
+        default: throw SheafError(.invalidArgument, "unknown source \(source.rawValue)")
         }
-        try handle.describe { $0.next = next }
+        try handle.describe { (description) throws(SheafError) in try description.read(which, from: from) }
     }
 }
 
 @c @implementation
-public func sheaf_list_set_total(_ list: OpaquePointer?, _ source: sheaf_total_source,
-                                 _ location: UnsafePointer<CChar>?) -> sheaf_result {
+public func sheaf_list_use_preset(_ list: OpaquePointer?, _ name: UnsafePointer<CChar>?) -> sheaf_result {
     withList(list) { (handle) throws(SheafError) in
-        let total: TotalSource
-        switch source {
-        case SHEAF_TOTAL_NONE: total = .none
-        case SHEAF_TOTAL_BODY_POINTER: total = .bodyPointer(try pointer(location, "the total pointer"))
-        case SHEAF_TOTAL_HEADER: throw SheafError(.unsupported, "totals from a response header are not supported yet")
-        default: throw SheafError(.invalidArgument, "unknown total source \(source.rawValue)")
-        }
-        try handle.describe { $0.total = total }
+        let preset = try Preset.named(try required(name, "the preset name"))
+        try handle.describe { $0 = preset.applied(to: $0) }
     }
 }
 
 @c @implementation
-public func sheaf_list_set_identity(_ list: OpaquePointer?, _ jsonPointer: UnsafePointer<CChar>?) -> sheaf_result {
+public func sheaf_list_description(_ list: OpaquePointer?, _ outJSON: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?,
+                                   _ outLength: UnsafeMutablePointer<Int>?) -> sheaf_result {
     withList(list) { (handle) throws(SheafError) in
-        let identity = jsonPointer == nil ? nil : try pointer(jsonPointer, "the identity pointer")
-        try handle.describe { $0.identity = identity }
+        guard let outJSON else { throw SheafError(.invalidArgument, "out_json must not be NULL") }
+        handOver(handle.descriptionJSON(), outJSON, outLength)
+    }
+}
+
+@c @implementation
+public func sheaf_preset_count() -> Int {
+    Preset.all.count
+}
+
+private let presetNames = Preset.all.map { OwnedCString($0.name) }
+
+@c @implementation
+public func sheaf_preset_name(_ index: Int) -> UnsafePointer<CChar>? {
+    index >= 0 && index < presetNames.count ? UnsafePointer(presetNames[index].pointer) : nil
+}
+
+@c @implementation
+public func sheaf_preset_description(_ name: UnsafePointer<CChar>?, _ outJSON: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?,
+                                     _ outLength: UnsafeMutablePointer<Int>?) -> sheaf_result {
+    guard let outJSON else { return failure(SheafError(.invalidArgument, "out_json must not be NULL")) }
+    outJSON.pointee = nil
+    outLength?.pointee = 0
+    do {
+        let preset = try Preset.named(try required(name, "the preset name"))
+        handOver(preset.descriptionJSON, outJSON, outLength)
+        return success()
+    } catch {
+        return failure(error)
     }
 }
 
@@ -279,20 +321,24 @@ public func sheaf_list_set_keep_items(_ list: OpaquePointer?, _ keep: Int32) -> 
 
 @c @implementation
 public func sheaf_list_set_transport(_ list: OpaquePointer?, _ transport: sheaf_transport_fn?,
-                                     _ userData: UnsafeMutableRawPointer?) -> sheaf_result {
+                                     _ userData: UnsafeMutableRawPointer?, _ destroy: sheaf_destroy_fn?) -> sheaf_result {
     withList(list) { (handle) throws(SheafError) in
-        try handle.setTransport(transport.map { CFunctionTransport(function: $0, userData: UInt(bitPattern: userData)) })
+        try handle.setTransport(transport.map { CFunctionTransport(function: $0, userData: CUserData(userData, destroy: destroy)) })
     }
 }
 
 @c @implementation
 public func sheaf_list_start(_ list: OpaquePointer?, _ onSnapshot: sheaf_snapshot_fn?,
-                             _ userData: UnsafeMutableRawPointer?) -> sheaf_result {
+                             _ userData: UnsafeMutableRawPointer?, _ destroy: sheaf_destroy_fn?) -> sheaf_result {
     withList(list) { (handle) throws(SheafError) in
         var deliver: (@Sendable (Snapshot) -> Bool)? = nil
+        let owned = CUserData(userData, destroy: destroy)
         if let onSnapshot {
-            let callback = SnapshotCallback(function: onSnapshot, userData: UInt(bitPattern: userData), list: handle)
+            let callback = SnapshotCallback(function: onSnapshot, userData: owned, list: handle)
             deliver = { callback.call($0) }
+        } else {
+            // Nothing calls back: the user data is released when the run ends.
+            deliver = { _ in withExtendedLifetime(owned) { true } }
         }
         _ = try handle.start(onSnapshot: deliver)
     }
@@ -308,44 +354,46 @@ public func sheaf_list_start_pull(_ list: OpaquePointer?) -> sheaf_result {
 @c @implementation
 public func sheaf_list_next(_ list: OpaquePointer?, _ timeoutMs: Int64,
                             _ outSnapshot: UnsafeMutablePointer<UnsafePointer<sheaf_snapshot>?>?) -> sheaf_result {
-    guard let handle = ListHandle.from(list), let outSnapshot else { return SHEAF_E_INVALID_ARGUMENT }
+    guard let handle = ListHandle.from(list), let outSnapshot else {
+        return failure(SheafError(.invalidArgument, "the list and out_snapshot must not be NULL"))
+    }
     outSnapshot.pointee = nil
     guard let pull = handle.pull else {
-        return handle.errors.set(SheafError(.state, "the list was not started with sheaf_list_start_pull"))
+        return failure(SheafError(.state, "the list was not started with sheaf_list_start_pull"), on: handle)
     }
     if timeoutMs != 0, CallbackContext.isInsideCallback {
-        return handle.errors.set(SheafError(.reentrant, "a blocking Sheaf call was made from inside a Sheaf callback"))
+        return failure(SheafError(.reentrant, "a blocking Sheaf call was made from inside a Sheaf callback"), on: handle)
     }
     let timeout: Int? = timeoutMs < 0 ? nil : Int(clamping: timeoutMs)
     switch pull.next(timeoutMilliseconds: timeout) {
     case .snapshot(let snapshot):
         outSnapshot.pointee = handle.handOut(snapshot)
     case .end:
-        break
+        // The outcome is decided once every snapshot has been taken: sheaf_list_error has it.
+        if case .failed(let error)? = handle.run?.outcome { handle.recordError(error) }
     case .pending:
-        return SHEAF_PENDING
+        return success(SHEAF_PENDING)
     }
-    handle.errors.clear()
-    return SHEAF_OK
+    return success()
 }
 
 @c @implementation
 public func sheaf_list_wait(_ list: OpaquePointer?) -> sheaf_result {
-    guard let handle = ListHandle.from(list) else { return SHEAF_E_INVALID_ARGUMENT }
-    guard let run = handle.run else { return handle.errors.set(SheafError(.state, "the list has not been started")) }
+    guard let handle = ListHandle.from(list) else { return failure(SheafError(.invalidArgument, "the list must not be NULL")) }
+    guard let run = handle.run else { return failure(SheafError(.state, "the list has not been started"), on: handle) }
     if !CallbackContext.isInsideCallback { handle.pull?.close() } // nobody takes snapshots any more
     do {
         return report(try run.wait(), on: handle)
     } catch {
-        return handle.errors.set(error)
+        return failure(error, on: handle)
     }
 }
 
 @c @implementation
 public func sheaf_list_cancel(_ list: OpaquePointer?) -> sheaf_result {
-    guard let handle = ListHandle.from(list) else { return SHEAF_E_INVALID_ARGUMENT }
+    guard let handle = ListHandle.from(list) else { return failure(SheafError(.invalidArgument, "the list must not be NULL")) }
     handle.run?.cancel()
-    return SHEAF_OK
+    return success()
 }
 
 @c @implementation
@@ -361,26 +409,28 @@ public func sheaf_list_requests_in_flight(_ list: OpaquePointer?) -> Int64 {
 @c @implementation
 public func sheaf_list_prefix(_ list: OpaquePointer?, _ outJSON: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?,
                               _ outLength: UnsafeMutablePointer<Int>?) -> sheaf_result {
-    guard let handle = ListHandle.from(list), let outJSON else { return SHEAF_E_INVALID_ARGUMENT }
+    guard let handle = ListHandle.from(list), let outJSON else {
+        return failure(SheafError(.invalidArgument, "the list and out_json must not be NULL"))
+    }
     outJSON.pointee = nil
     outLength?.pointee = 0
     guard handle.keepsItems else {
-        return handle.errors.set(SheafError(.state, "the list does not keep its items (sheaf_list_set_keep_items)"))
+        return failure(SheafError(.state, "the list does not keep its items (sheaf_list_set_keep_items)"), on: handle)
     }
-    let json = handle.prefixJSON()
-    outJSON.pointee = CString.mallocCopy(json)
-    outLength?.pointee = json.count
-    return SHEAF_OK
+    handOver(handle.prefixJSON(), outJSON, outLength)
+    return success()
 }
 
 @c @implementation
 public func sheaf_list_fetch_all(_ list: OpaquePointer?, _ outJSON: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?,
                                  _ outLength: UnsafeMutablePointer<Int>?) -> sheaf_result {
-    guard let handle = ListHandle.from(list), let outJSON else { return SHEAF_E_INVALID_ARGUMENT }
+    guard let handle = ListHandle.from(list), let outJSON else {
+        return failure(SheafError(.invalidArgument, "the list and out_json must not be NULL"))
+    }
     outJSON.pointee = nil
     outLength?.pointee = 0
     guard !CallbackContext.isInsideCallback else {
-        return handle.errors.set(SheafError(.reentrant, "a blocking Sheaf call was made from inside a Sheaf callback"))
+        return failure(SheafError(.reentrant, "a blocking Sheaf call was made from inside a Sheaf callback"), on: handle)
     }
     let result: sheaf_result
     let run: ListRun
@@ -388,13 +438,10 @@ public func sheaf_list_fetch_all(_ list: OpaquePointer?, _ outJSON: UnsafeMutabl
         run = try handle.start(keepingItems: true, onSnapshot: nil)
         result = report(try run.wait(), on: handle)
     } catch {
-        outJSON.pointee = CString.mallocCopy(Array("[]".utf8))
-        outLength?.pointee = 2
-        return handle.errors.set(error)
+        handOver(Array("[]".utf8), outJSON, outLength)
+        return failure(error, on: handle)
     }
-    let json = run.prefixJSON()
-    outJSON.pointee = CString.mallocCopy(json)
-    outLength?.pointee = json.count
+    handOver(run.prefixJSON(), outJSON, outLength)
     return result
 }
 
@@ -414,7 +461,7 @@ private func cSnapshot(_ snapshot: Snapshot, json: UnsafePointer<CChar>, length:
 /// Calls a C snapshot callback with a `sheaf_snapshot` built from a Swift snapshot.
 private struct SnapshotCallback: Sendable {
     let function: sheaf_snapshot_fn
-    let userData: UInt
+    let userData: CUserData
     /// Holds the list handle until the run drops its callback (after its last snapshot), so a
     /// sheaf_list_free from inside the callback releases nothing the callback still uses.
     let list: ListHandle
@@ -426,7 +473,7 @@ private struct SnapshotCallback: Sendable {
             var value = cSnapshot(snapshot, json: UnsafeRawPointer(buffer.baseAddress!).assumingMemoryBound(to: CChar.self),
                                   length: buffer.count - 1)
             let listPointer = OpaquePointer(Unmanaged.passUnretained(list).toOpaque())
-            return function(listPointer, &value, UnsafeMutableRawPointer(bitPattern: userData)) == 0
+            return function(listPointer, &value, userData.pointer) == 0
         }
     }
 }

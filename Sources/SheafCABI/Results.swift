@@ -22,6 +22,8 @@ extension SheafError.Code {
         case .crossOrigin: SHEAF_E_CROSS_ORIGIN
         case .stopped: SHEAF_E_STOPPED
         case .cancelled: SHEAF_E_CANCELLED
+        case .notFollowed: SHEAF_E_NOT_FOLLOWED
+        case .undetected: SHEAF_E_UNDETECTED
         default: SHEAF_E_INTERNAL
         }
     }
@@ -42,14 +44,14 @@ private let resultTexts: [OwnedCString] = [
     "success",
     "the item limit was reached",
     "invalid argument",
-    "not supported yet",
+    "not supported by this version of the library",
     "the handle is not in a state for this call",
     "a blocking call was made from inside a Sheaf callback",
     "the server answered with a failing HTTP status",
     "the request failed below HTTP (timeout, connection, DNS, TLS)",
     "a page is not the JSON the list describes",
     "the items disagree with the server's total",
-    "a next link repeats a URL already fetched",
+    "a next link or cursor repeats one already followed",
     "the list needs more pages than the page cap",
     "a response body exceeds the body cap",
     "a link or redirect leaves the base URL's origin",
@@ -57,6 +59,8 @@ private let resultTexts: [OwnedCString] = [
     "cancelled",
     "internal error",
     "no snapshot yet",
+    "the last page signals more than the list's description follows",
+    "the list's shape could not be detected",
 ].map(OwnedCString.init)
 private let unknownResultText = OwnedCString("unknown result code")
 private let versionText = OwnedCString(SheafVersion.string)

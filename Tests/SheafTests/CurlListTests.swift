@@ -13,10 +13,10 @@ final class CurlListTests: XCTestCase {
         let client = try SheafClient(baseURL: server.baseURL, bearerToken: "curl-token", transport: CurlTransport(),
                                      configuration: configuration)
         var description = ListDescription(path: "/anchor?n=1000&latency_ms=20")
-        description.items = JSONPointer("/items")!
-        description.next = .bodyPointer(JSONPointer("/next_page")!)
-        description.total = .bodyPointer(JSONPointer("/total")!)
-        description.addressing = .pageNumber(parameter: "page", firstPage: 1, sizeParameter: "per_page", pageSize: 20)
+        description.signals[.items] = .body(JSONPointer("/items")!)
+        description.signals[.next] = .body(JSONPointer("/next_page")!)
+        description.signals[.total] = .body(JSONPointer("/total")!)
+        description.paging = .pageNumber(.init(parameter: "page", first: 1, size: .init(parameter: "per_page", value: 20)))
         let log = SnapshotLog()
         let run = try client.makeList(description, onSnapshot: log.callback)
         try server.reset()
@@ -38,10 +38,10 @@ final class CurlListTests: XCTestCase {
         defer { server.stop() }
         let client = try SheafClient(baseURL: server.baseURL, transport: CurlTransport())
         var description = ListDescription(path: "/drf?n=95&fail=3:2:503")
-        description.items = JSONPointer("/results")!
-        description.next = .bodyPointer(JSONPointer("/next")!)
-        description.total = .bodyPointer(JSONPointer("/count")!)
-        description.addressing = .pageNumber(parameter: "page", firstPage: 1, sizeParameter: "page_size", pageSize: 10)
+        description.signals[.items] = .body(JSONPointer("/results")!)
+        description.signals[.next] = .body(JSONPointer("/next")!)
+        description.signals[.total] = .body(JSONPointer("/count")!)
+        description.paging = .pageNumber(.init(parameter: "page", first: 1, size: .init(parameter: "page_size", value: 10)))
         try server.reset()
         let (json, outcome) = try client.fetchAll(description)
         XCTAssertEqual(outcome, .complete)

@@ -19,19 +19,30 @@ func scriptedClient(_ transport: ScriptedTransport,
 /// The anchor convention: {"items","next_page","total"}, paged by `page` and `per_page`.
 func anchorList(_ path: String = "/v1/things", pageSize: Int = 10) -> ListDescription {
     var description = ListDescription(path: path)
-    description.items = JSONPointer("/items")!
-    description.next = .bodyPointer(JSONPointer("/next_page")!)
-    description.total = .bodyPointer(JSONPointer("/total")!)
-    description.addressing = .pageNumber(parameter: "page", firstPage: 1, sizeParameter: "per_page", pageSize: pageSize)
-    return description
+    description.signals[.items] = .body(JSONPointer("/items")!)
+    description.signals[.next] = .body(JSONPointer("/next_page")!)
+    description.signals[.total] = .body(JSONPointer("/total")!)
+    description.paging = .pageNumber(.init(parameter: "page", first: 1, size: .init(parameter: "per_page", value: pageSize)))
+    return description.pinningTheRest()
 }
 
 /// A list walked by next links only: {"items","next_page"}.
 func linkedList(_ path: String = "/v1/things") -> ListDescription {
     var description = ListDescription(path: path)
-    description.items = JSONPointer("/items")!
-    description.next = .bodyPointer(JSONPointer("/next_page")!)
-    return description
+    description.signals[.items] = .body(JSONPointer("/items")!)
+    description.signals[.next] = .body(JSONPointer("/next_page")!)
+    description.paging = .next
+    return description.pinningTheRest()
+}
+
+extension ListDescription {
+    /// The description with every signal it does not name read from nowhere (nothing detected).
+    func pinningTheRest() -> ListDescription {
+        var description = self
+        for signal in Signal.allCases where description.signals[signal] == nil { description.signals[signal] = SignalSource.none }
+        if description.paging == .detect { description.paging = .next }
+        return description
+    }
 }
 
 func scriptedPage(_ number: Int, size: Int = 10) -> String {
@@ -283,7 +294,7 @@ final class ListRunTests: XCTestCase {
             return .json(#"{"items":\#(FakeAnchorAPI.itemsJSON(shown)),"next_page":\#(next),"total":40}"#)
         }
         var description = anchorList()
-        description.identity = JSONPointer("/id")
+        description.signals[.identity] = .item(JSONPointer("/id")!)
         let (json, outcome) = try scriptedClient(transport).fetchAll(description)
         XCTAssertEqual(outcome, .complete)
         XCTAssertEqual(itemIDs(json), Array(0..<40))
@@ -553,7 +564,7 @@ final class ListRunTests: XCTestCase {
             let transport = ScriptedTransport()
             transport.otherwise(handler)
             var description = linkedList()
-            description.total = .bodyPointer(JSONPointer("/total")!)
+            description.signals[.total] = .body(JSONPointer("/total")!)
             let outcome = try scriptedClient(transport) { $0.maxBodyBytes = 150 }.fetchAll(description).outcome
             let error = try XCTUnwrap(outcome.error, name)
             for text in [error.message, error.description, error.url ?? "", error.bodyExcerpt ?? ""] {
@@ -801,19 +812,25 @@ final class ListRunTests: XCTestCase {
         XCTAssertEqual(transport.requests.count, 1)
     }
 
-    func testUnsupportedConventionsAreRefusedBeforeAnyRequest() throws {
+    func testDescriptionsThatCannotRunAreRefusedBeforeAnyRequest() throws {
         let transport = ScriptedTransport()
         let client = try scriptedClient(transport)
-        var cursor = linkedList()
-        cursor.addressing = .cursor(parameter: "cursor")
-        var offset = linkedList()
-        offset.addressing = .offsetLimit(offsetParameter: "offset", limitParameter: "limit", limit: 10)
-        var linkHeader = linkedList()
-        linkHeader.next = .linkHeader
-        var headerTotal = linkedList()
-        headerTotal.total = .header("X-Total-Count")
-        for description in [cursor, offset, linkHeader, headerTotal] {
-            XCTAssertThrowsError(try client.makeList(description)) { XCTAssertEqual(($0 as? SheafError)?.code, .unsupported) }
+        var cursorWithoutSignal = linkedList()
+        cursorWithoutSignal.paging = .cursor(parameter: "cursor", size: nil)
+        var signalWithoutCursorPaging = anchorList()
+        signalWithoutCursorPaging.signals[.cursor] = .body(JSONPointer("/next_cursor")!)
+        var negativeOffset = linkedList()
+        negativeOffset.paging = .offset(.init(parameter: "offset", first: -1))
+        for description in [cursorWithoutSignal, signalWithoutCursorPaging, negativeOffset] {
+            XCTAssertThrowsError(try client.makeList(description)) { XCTAssertEqual(($0 as? SheafError)?.code, .invalidArgument) }
+        }
+        var description = ListDescription(path: "/v1/things")
+        for (signal, source) in [(Signal.items, SignalSource.header("X-Items")), (.identity, .body(JSONPointer("/id")!)),
+                                 (.cursor, .link("next")), (.total, .lastItem(JSONPointer("/n")!)),
+                                 (.next, .header("Bad Name")), (.identity, .detect)] {
+            XCTAssertThrowsError(try description.read(signal, from: source), "\(signal) from \(source)") {
+                XCTAssertEqual(($0 as? SheafError)?.code, .invalidArgument)
+            }
         }
         var negative = linkedList()
         negative.maxItems = -1

@@ -2,7 +2,7 @@ import XCTest
 @testable import Sheaf
 
 private let base = "https://api.example.com/v1/things"
-private let pageNumbers = PageAddressing.pageNumber(parameter: "page", firstPage: 1, sizeParameter: "per_page", pageSize: 500)
+private let pageNumbers = Paging.pageNumber(.init(parameter: "page", first: 1, size: .init(parameter: "per_page", value: 500)))
 
 /// A page of `count` items (the planner looks at the count, never at the bytes).
 private func page(_ count: Int, next: String? = nil, total: Int? = nil) -> Page {
@@ -13,14 +13,14 @@ private func pageURL(_ number: Int, _ rest: String = "&per_page=100") -> String 
     "\(base)?page=\(number)\(rest)"
 }
 
-private func planner(addressing: PageAddressing = pageNumbers, hasNext: Bool = true, window: Int = 4,
+private func planner(paging: Paging = pageNumbers, hasNext: Bool = true, window: Int = 4,
                      maxPages: Int = 10_000, first: String = "\(base)?page=1&per_page=500") -> PagePlanner {
-    PagePlanner(firstURL: first, addressing: addressing, hasNextSignal: hasNext, window: window, maxPages: maxPages)
+    PagePlanner(firstURL: first, paging: paging, pagesSignalTheEnd: hasNext, window: window, maxPages: maxPages)
 }
 
 /// A planner for `?page=N` from 1, without a page size, a next signal or a total.
 private func numberWalker(window: Int) -> PagePlanner {
-    planner(addressing: .pageNumber(parameter: "page", firstPage: 1, sizeParameter: nil, pageSize: nil),
+    planner(paging: .pageNumber(.init(parameter: "page", first: 1)),
             hasNext: false, window: window, first: "\(base)?page=1")
 }
 
@@ -103,7 +103,7 @@ final class PagePlannerTests: XCTestCase {
     }
 
     func testPageNumbersCountFromTheFirstPageNumber() {
-        var planner = planner(addressing: .pageNumber(parameter: "p", firstPage: 0, sizeParameter: nil, pageSize: nil),
+        var planner = planner(paging: .pageNumber(.init(parameter: "p", first: 0)),
                               window: 2, first: "\(base)?p=0")
         _ = planner.start()
         let fetches = planner.pageArrived(0, page(10, total: 30)).fetches
@@ -154,7 +154,7 @@ final class PagePlannerTests: XCTestCase {
     // MARK: Sequential walks
 
     func testWithoutPageNumbersTheNextLinksAreWalkedOneAtATime() {
-        var planner = planner(addressing: .none, first: base)
+        var planner = planner(paging: .next, first: base)
         XCTAssertEqual(planner.start(), [.fetch(index: 0, url: base)])
         XCTAssertEqual(planner.pageArrived(0, page(10, next: "\(base)?cursor=a", total: 25)),
                        [.accept(index: 0), .fetch(index: 1, url: "\(base)?cursor=a")])
@@ -168,7 +168,7 @@ final class PagePlannerTests: XCTestCase {
 
 
     func testANextLinkRepeatingAFetchedURLIsALoop() {
-        var planner = planner(addressing: .none, first: base)
+        var planner = planner(paging: .next, first: base)
         _ = planner.start()
         _ = planner.pageArrived(0, page(10, next: "\(base)?cursor=a"))
         _ = planner.pageArrived(1, page(10, next: "\(base)?cursor=b"))
@@ -183,7 +183,7 @@ final class PagePlannerTests: XCTestCase {
     }
 
     func testANextLinkBackToTheFirstPageIsALoop() {
-        var planner = planner(addressing: .none, first: base)
+        var planner = planner(paging: .next, first: base)
         _ = planner.start()
         guard case .failed(_, let error)? = planner.pageArrived(0, page(10, next: base)).ending else {
             return XCTFail("expected a loop")
@@ -192,7 +192,7 @@ final class PagePlannerTests: XCTestCase {
     }
 
     func testALongWalkStopsAtThePageCap() {
-        var planner = planner(addressing: .none, maxPages: 3, first: base)
+        var planner = planner(paging: .next, maxPages: 3, first: base)
         _ = planner.start()
         XCTAssertEqual(planner.pageArrived(0, page(1, next: "\(base)?c=1")).fetches.count, 1)
         XCTAssertEqual(planner.pageArrived(1, page(1, next: "\(base)?c=2")).fetches.count, 1)
@@ -398,7 +398,7 @@ final class PagePlannerTests: XCTestCase {
     }
 
     func testAShortFirstPageOfTheRequestedSizeIsTheWholeList() {
-        var planner = planner(addressing: .pageNumber(parameter: "page", firstPage: 1, sizeParameter: "per_page", pageSize: 50),
+        var planner = planner(paging: .pageNumber(.init(parameter: "page", first: 1, size: .init(parameter: "per_page", value: 50))),
                               hasNext: false)
         _ = planner.start()
         XCTAssertEqual(planner.pageArrived(0, page(49)),
@@ -450,7 +450,7 @@ final class PagePlannerTests: XCTestCase {
     }
 
     func testA404DuringASequentialWalkIsAFailure() {
-        var planner = planner(addressing: .none, first: base)
+        var planner = planner(paging: .next, first: base)
         _ = planner.start()
         _ = planner.pageArrived(0, page(10, next: "\(base)?c=1"))
         XCTAssertEqual(planner.pageFailed(1, httpError(404)), [.finish(.failed(index: 1, error: httpError(404)))])

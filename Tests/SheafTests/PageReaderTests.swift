@@ -5,25 +5,25 @@ private let pageURL = "https://api.example.com/v1/things?page=1&per_page=2"
 
 private func anchorReader(identity: String? = nil) -> PageReader {
     var description = ListDescription(path: "/v1/things")
-    description.items = JSONPointer("/items")!
-    description.next = .bodyPointer(JSONPointer("/next_page")!)
-    description.total = .bodyPointer(JSONPointer("/total")!)
-    description.identity = identity.flatMap { JSONPointer($0) }
-    return PageReader(description)
+    description.signals[.items] = .body(JSONPointer("/items")!)
+    description.signals[.next] = .body(JSONPointer("/next_page")!)
+    description.signals[.total] = .body(JSONPointer("/total")!)
+    description.signals[.identity] = identity.flatMap { JSONPointer($0) }.map { .item($0) } ?? SignalSource.none
+    return PageReader(description.pinningTheRest())
 }
 
 private func drfReader() -> PageReader {
     var description = ListDescription(path: "/v1/things")
-    description.items = JSONPointer("/results")!
-    description.next = .bodyPointer(JSONPointer("/next")!)
-    description.total = .bodyPointer(JSONPointer("/count")!)
-    return PageReader(description)
+    description.signals[.items] = .body(JSONPointer("/results")!)
+    description.signals[.next] = .body(JSONPointer("/next")!)
+    description.signals[.total] = .body(JSONPointer("/count")!)
+    return PageReader(description.pinningTheRest())
 }
 
 private func bareArrayReader(identity: String? = nil) -> PageReader {
     var description = ListDescription(path: "/v1/things")
-    description.identity = identity.flatMap { JSONPointer($0) }
-    return PageReader(description)
+    description.signals[.identity] = identity.flatMap { JSONPointer($0) }.map { .item($0) } ?? SignalSource.none
+    return PageReader(description.pinningTheRest())
 }
 
 private func read(_ reader: PageReader, _ body: String, from url: String = pageURL) throws(SheafError) -> Page {

@@ -36,8 +36,8 @@ final class RegressionTests: XCTestCase {
     func testThePageCapHoldsOnAWalkThatStartsFromAFullFirstPage() {
         let base = "https://api.example.com/v1/things"
         var planner = PagePlanner(firstURL: "\(base)?page=1",
-                                  addressing: .pageNumber(parameter: "page", firstPage: 1, sizeParameter: nil, pageSize: nil),
-                                  hasNextSignal: true, window: 4, maxPages: 3)
+                                  paging: .pageNumber(.init(parameter: "page", first: 1)),
+                                  pagesSignalTheEnd: true, window: 4, maxPages: 3)
         _ = planner.start()
         var ending: PagePlanner.Ending?
         var fetched = 1
@@ -64,8 +64,8 @@ final class RegressionTests: XCTestCase {
     func testAWalkThatStartsFromAFullFirstPageKeepsFollowingNextLinks() {
         let base = "https://api.example.com/v1/things"
         var planner = PagePlanner(firstURL: "\(base)?page=1",
-                                  addressing: .pageNumber(parameter: "page", firstPage: 1, sizeParameter: nil, pageSize: nil),
-                                  hasNextSignal: true, window: 4, maxPages: 100)
+                                  paging: .pageNumber(.init(parameter: "page", first: 1)),
+                                  pagesSignalTheEnd: true, window: 4, maxPages: 100)
         _ = planner.start()
         func page(_ count: Int, _ next: Int) -> Page {
             Page(body: [], items: Array(repeating: 0..<0, count: count), identities: [], next: "\(base)?page=\(next)", total: 10)

@@ -91,13 +91,20 @@ public final class SheafClient: Sendable {
         guard let resolved = URLText.resolve(description.path, against: baseURL) else {
             throw SheafError(.invalidArgument, "the path \"\(description.path)\" does not resolve to an http(s) URL")
         }
-        var parameters = description.query
-        if case .pageNumber(let parameter, let first, let sizeParameter, let pageSize) = description.addressing {
-            parameters.append((parameter, String(first)))
-            if let sizeParameter, let pageSize { parameters.append((sizeParameter, String(pageSize))) }
-        }
-        guard let url = URLText.appendingQuery(resolved, parameters) else {
+        guard var url = URLText.appendingQuery(resolved, description.query) else {
             throw SheafError(.invalidArgument, "cannot add the query to \(resolved)")
+        }
+        // The paging parameters replace any of the same name in the path: never sent twice.
+        var parameters: [(String, String)] = []
+        if let parameter = description.paging.parameter, let first = description.paging.first {
+            parameters.append((parameter, String(first)))
+        }
+        if let size = description.paging.size, let value = size.value { parameters.append((size.parameter, String(value))) }
+        for (name, value) in parameters {
+            guard let next = URLText.settingQuery(url, name, to: value) else {
+                throw SheafError(.invalidArgument, "cannot set \(name) in \(url)")
+            }
+            url = next
         }
         return url
     }
@@ -106,7 +113,7 @@ public final class SheafClient: Sendable {
 /// The library's version.
 public enum SheafVersion {
     public static let major = 0
-    public static let minor = 2
+    public static let minor = 3
     public static let patch = 0
     public static let string = "\(major).\(minor).\(patch)"
     public static let number = major * 10_000 + minor * 100 + patch

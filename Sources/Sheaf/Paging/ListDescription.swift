@@ -1,71 +1,222 @@
-/// What a list endpoint is and how it paginates. Pure data: new conventions add values.
+/// What a list endpoint is and how it paginates. Pure data: a convention is a value of it, not
+/// code. Every part left at `.detect` is decided from the first page (see `Detector`).
 public struct ListDescription: Sendable {
     /// The path (with an optional query), resolved against the client's base URL.
     public var path: String
     /// Query parameters added to every page request, in order.
     public var query: [(name: String, value: String)] = []
-    /// Where the items are; the empty pointer means the body is the array.
-    public var items = JSONPointer("")!
-    /// How page k is requested.
-    public var addressing: PageAddressing = .none
-    /// Where the next page's link comes from.
-    public var next: NextSource = .none
-    /// Where the total item count comes from.
-    public var total: TotalSource = .none
-    /// The identity of an item for de-duplication; nil keeps every item.
-    public var identity: JSONPointer? = nil
+    /// How the pages are reached.
+    public var paging: Paging = .detect
+    /// Where each signal is read; a signal not in the table is `.detect` (identity: `.none`).
+    public var signals: [Signal: SignalSource] = [:]
     /// Stop after this many items (the outcome is then `.limitReached`); nil means no limit.
     public var maxItems: Int? = nil
+    /// The preset the description started from, for display.
+    public var preset: String? = nil
 
     public init(path: String) {
         self.path = path
     }
+
+    /// Where `signal` is read, defaults applied.
+    public func source(of signal: Signal) -> SignalSource {
+        signals[signal] ?? (signal == .identity ? .none : .detect)
+    }
+
+    /// Sets where `signal` is read, refusing a source it cannot come from.
+    public mutating func read(_ signal: Signal, from source: SignalSource) throws(SheafError) {
+        try signal.check(source)
+        signals[signal] = source
+    }
 }
 
-/// How page k of a list is requested.
-public enum PageAddressing: Sendable, Equatable {
-    /// Only the first request is built; later pages come from next links.
-    case none
-    /// A page-number parameter, counting from `firstPage`, with an optional page-size parameter.
-    case pageNumber(parameter: String, firstPage: Int, sizeParameter: String?, pageSize: Int?)
-    /// An offset/limit pair (not supported yet).
-    case offsetLimit(offsetParameter: String, limitParameter: String, limit: Int)
-    /// A cursor parameter fed from the "next" value (not supported yet).
-    case cursor(parameter: String)
+/// How page k of a list is reached.
+public enum Paging: Sendable, Equatable {
+    /// Decided from the first page's signals.
+    case detect
+    /// One response; nothing is followed or checked.
+    case single
+    /// The next signal (a link or a cursor made into one) is followed page by page.
+    case next
+    /// Page k is `parameter=first+k`.
+    case pageNumber(Numbering)
+    /// Page k is `parameter=first+k×served`, where `served` is the size of page one.
+    case offset(Numbering)
+    /// The next page is `parameter=<cursor>`, the cursor read from each page.
+    case cursor(parameter: String, size: PageSize?)
+
+    /// An addressing parameter, its first value and an optional page size.
+    public struct Numbering: Sendable, Equatable {
+        public var parameter: String
+        public var first: Int
+        public var size: PageSize?
+
+        public init(parameter: String, first: Int, size: PageSize? = nil) {
+            self.parameter = parameter
+            self.first = first
+            self.size = size
+        }
+    }
+
+    /// A page-size parameter, and the size sent with it (nil: named, not sent).
+    public struct PageSize: Sendable, Equatable {
+        public var parameter: String
+        public var value: Int?
+
+        public init(parameter: String, value: Int?) {
+            self.parameter = parameter
+            self.value = value
+        }
+    }
+
+    /// The page-size parameter, whichever the kind.
+    var size: PageSize? {
+        switch self {
+        case .pageNumber(let numbering), .offset(let numbering): numbering.size
+        case .cursor(_, let size): size
+        case .detect, .single, .next: nil
+        }
+    }
+
+    /// Checks the values a caller may have got wrong.
+    package func validated() throws(SheafError) -> Paging {
+        switch self {
+        case .pageNumber(let numbering), .offset(let numbering):
+            guard !numbering.parameter.isEmpty else { throw SheafError(.invalidArgument, "the paging parameter must not be empty") }
+            guard numbering.first >= 0 else { throw SheafError(.invalidArgument, "the first page number or offset must be 0 or more") }
+        case .cursor(let parameter, _):
+            guard !parameter.isEmpty else { throw SheafError(.invalidArgument, "the cursor parameter must not be empty") }
+        case .detect, .single, .next:
+            break
+        }
+        if let size, size.parameter.isEmpty || (size.value ?? 1) < 1 {
+            throw SheafError(.invalidArgument, "the page size parameter needs a name and a size of 1 or more")
+        }
+        return self
+    }
 }
 
-/// Where "next" comes from.
-public enum NextSource: Sendable, Equatable {
-    case none
-    /// A JSON pointer to a URL string (absolute or relative to the page) or null.
-    case bodyPointer(JSONPointer)
-    /// The Link header's rel="next" (not supported yet).
-    case linkHeader
+/// What a list reads from each page.
+public enum Signal: String, Sendable, Hashable, CaseIterable {
+    case items, next, cursor, total
+    case pageCount = "page_count"
+    case hasMore = "has_more"
+    case isLast = "is_last"
+    case identity
+
+    /// Refuses a source this signal cannot come from.
+    func check(_ source: SignalSource) throws(SheafError) {
+        let allowed: Bool
+        switch (self, source) {
+        case (_, .none), (_, .detect): allowed = self != .identity || source == .none
+        case (.items, .body): allowed = true
+        case (.next, .body), (.next, .header), (.next, .link): allowed = true
+        case (.cursor, .body), (.cursor, .header), (.cursor, .lastItem): allowed = true
+        case (.total, .body), (.total, .header): allowed = true
+        case (.pageCount, .body), (.pageCount, .header), (.pageCount, .link): allowed = true
+        case (.hasMore, .body), (.hasMore, .header), (.isLast, .body), (.isLast, .header): allowed = true
+        case (.identity, .item): allowed = true
+        default: allowed = false
+        }
+        guard allowed else {
+            throw SheafError(.invalidArgument, "the \(rawValue) signal cannot be read from \(source.kindName)")
+        }
+        if case .header(let name) = source, name.isEmpty || !name.utf8.allSatisfy(HTTPText.isTokenByte) {
+            throw SheafError(.invalidArgument, "\"\(name)\" is not a header name")
+        }
+        if case .link(let relation) = source, relation.isEmpty || relation.utf8.contains(where: { $0 <= 0x20 || $0 >= 0x7F }) {
+            throw SheafError(.invalidArgument, "\"\(relation)\" is not a link relation type")
+        }
+    }
 }
 
-/// Where the total item count comes from.
-public enum TotalSource: Sendable, Equatable {
+/// Where a signal is read.
+public enum SignalSource: Sendable, Equatable {
+    /// The list has no such signal.
     case none
-    /// A JSON pointer to a non-negative integer.
-    case bodyPointer(JSONPointer)
-    /// A response header such as X-Total-Count (not supported yet).
+    /// Decided from the first page.
+    case detect
+    /// A JSON pointer into the page body.
+    case body(JSONPointer)
+    /// A response header.
     case header(String)
+    /// A relation type of the Link header.
+    case link(String)
+    /// A JSON pointer inside each item (identity).
+    case item(JSONPointer)
+    /// A JSON pointer inside the page's last item (a cursor such as Stripe's `starting_after`).
+    case lastItem(JSONPointer)
+
+    var kindName: String {
+        switch self {
+        case .none: "none"
+        case .detect: "detect"
+        case .body: "body"
+        case .header: "header"
+        case .link: "link"
+        case .item: "item"
+        case .lastItem: "last_item"
+        }
+    }
+
+    /// The pointer, header name or relation, as text.
+    var whereText: String? {
+        switch self {
+        case .none, .detect: nil
+        case .body(let pointer), .item(let pointer), .lastItem(let pointer): pointer.description
+        case .header(let name): name
+        case .link(let relation): relation
+        }
+    }
+}
+
+/// Byte classes of HTTP syntax (RFC 9110).
+enum HTTPText {
+    /// A `tchar`: the bytes of a header name or a token.
+    static func isTokenByte(_ byte: UInt8) -> Bool {
+        switch byte {
+        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
+             UInt8(ascii: "0")...UInt8(ascii: "9"):
+            return true
+        default:
+            return Array("!#$%&'*+-.^_`|~".utf8).contains(byte)
+        }
+    }
+}
+
+extension Paging {
+    /// Whether page k can be addressed (page numbers or offsets).
+    var isNumbered: Bool {
+        switch self {
+        case .pageNumber, .offset: true
+        default: false
+        }
+    }
+
+    /// The first page number or offset.
+    var first: Int? {
+        switch self {
+        case .pageNumber(let numbering), .offset(let numbering): numbering.first
+        default: nil
+        }
+    }
 }
 
 extension ListDescription {
-    /// Rejects the parts of the description this version cannot run yet.
-    func checkSupported() throws(SheafError) {
-        switch addressing {
-        case .none, .pageNumber: break
-        case .offsetLimit: throw SheafError(.unsupported, "offset/limit addressing is not supported yet")
-        case .cursor: throw SheafError(.unsupported, "cursor addressing is not supported yet")
-        }
-        if next == .linkHeader { throw SheafError(.unsupported, "next links from the Link header are not supported yet") }
-        if case .header = total { throw SheafError(.unsupported, "totals from a response header are not supported yet") }
-        if case .pageNumber(_, let first, _, let size) = addressing {
-            guard first >= 0 else { throw SheafError(.invalidArgument, "the first page number must be 0 or more") }
-            if let size, size <= 0 { throw SheafError(.invalidArgument, "the page size must be positive") }
-        }
+    /// Rejects a description that cannot run.
+    func check() throws(SheafError) {
+        _ = try paging.validated()
         if let maxItems, maxItems < 0 { throw SheafError(.invalidArgument, "max items must not be negative") }
+        let cursor = source(of: .cursor)
+        switch paging {
+        case .cursor:
+            if cursor == .none { throw SheafError(.invalidArgument, "cursor paging needs a cursor signal to read") }
+        case .detect:
+            break
+        default:
+            if cursor != .none, cursor != .detect {
+                throw SheafError(.invalidArgument, "a cursor signal needs cursor paging (the parameter it is sent in)")
+            }
+        }
     }
 }

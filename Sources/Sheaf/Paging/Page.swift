@@ -1,4 +1,4 @@
-/// One page as read from a response body: its items (verbatim byte ranges) and its signals.
+/// One page as read from a response: its items (verbatim byte ranges) and its signals.
 struct Page: Sendable {
     /// The response body the ranges point into.
     let body: [UInt8]
@@ -6,13 +6,25 @@ struct Page: Sendable {
     let items: [Range<Int>]
     /// Each item's identity key (same order), when the list de-duplicates.
     let identities: [IdentityKey?]
-    /// The absolute URL of the next page, when the page names one.
-    let next: String?
+    /// The absolute URL of the next page, when the page names one (a next link, a header's page
+    /// number or a cursor, made into a URL).
+    var next: String? = nil
+    /// What the page says of more pages: true (there are more), false (this is the last), nil
+    /// (it says nothing).
+    var more: Bool? = nil
     /// The server's total item count, when the page reports one.
-    let total: Int?
+    var total: Int? = nil
+    /// The number of pages, when the page reports it.
+    var pageCount: Int? = nil
+    /// The addressing value (page number or offset) of the last page, from a Link rel="last".
+    var lastPosition: Int? = nil
+    /// The response headers, for the end-of-list check of signals nobody read.
+    var headers: [HTTPHeader] = []
+    /// The URL the page was fetched from.
+    var url: String = ""
 
     /// A page with no items (a page the server says is past the end).
-    static let empty = Page(body: [], items: [], identities: [], next: nil, total: nil)
+    static let empty = Page(body: [], items: [], identities: [])
 }
 
 /// The identity of an item: its JSON value at the identity pointer, in a canonical byte form.

@@ -42,12 +42,15 @@ struct PagePlanner {
         case sequential
     }
 
-    let addressing: PageAddressing
+    private(set) var paging: Paging
     let window: Int
     let maxPages: Int
-    /// With page numbers but neither total nor next link, pages are walked by number until an
-    /// empty or short page.
-    let walksPageNumbers: Bool
+    /// With page numbers but no signal of the end (next link, cursor, has-more), pages are walked
+    /// by number until an empty or short page.
+    private(set) var walksPageNumbers: Bool
+    /// The step between the addressing values of two pages: 1 for page numbers, the served page
+    /// size for offsets (known once page one arrived); nil when pages are not addressable.
+    private var step: Int?
 
     private(set) var mode = Mode.firstPage
     private(set) var expectedTotal: Int?
@@ -75,12 +78,29 @@ struct PagePlanner {
     /// - Parameters:
     ///   - firstURL: the first page's URL, with its page parameters already set.
     ///   - hasNextSignal: whether pages name their successor (then a page without one is the last).
-    init(firstURL: String, addressing: PageAddressing, hasNextSignal: Bool, window: Int, maxPages: Int) {
+    init(firstURL: String, paging: Paging = .next, pagesSignalTheEnd: Bool = true, window: Int, maxPages: Int) {
         template = firstURL
-        self.addressing = addressing
-        if case .pageNumber = addressing { walksPageNumbers = !hasNextSignal } else { walksPageNumbers = false }
+        self.paging = paging
+        self.walksPageNumbers = false
         self.window = window
         self.maxPages = maxPages
+        adopt(paging, pagesSignalTheEnd: pagesSignalTheEnd)
+    }
+
+    /// Takes the paging the first page revealed (detection), before that page is handed in.
+    mutating func adopt(_ paging: Paging, pagesSignalTheEnd: Bool) {
+        self.paging = paging
+        switch paging {
+        case .pageNumber:
+            step = 1
+            walksPageNumbers = !pagesSignalTheEnd
+        case .offset:
+            step = nil // the served page size, once page one is in
+            walksPageNumbers = !pagesSignalTheEnd
+        default:
+            step = nil
+            walksPageNumbers = false
+        }
     }
 
     /// The number of pages the plan expects, once known.
@@ -150,14 +170,16 @@ struct PagePlanner {
     private mutating func planAfterFirstPage(_ page: Page) -> [Action] {
         servedPageSize = page.items.count
         expectedTotal = page.total
-        if let next = page.next, let number = pageNumber(of: next), number == firstPageNumber + 1 {
+        if paging == .single { return finishIfIdle() }
+        if case .offset = paging, servedPageSize > 0 { step = servedPageSize }
+        if let next = page.next, let number = position(of: next), number == position(forIndex: 1) {
             template = next // page k's URL keeps whatever the server put in its own next link
         }
-        guard case .pageNumber(_, _, _, let requestedSize) = addressing else { return followSequentially(after: 0, page) }
-        guard let total = page.total else {
-            return planSpeculation(after: page, requestedSize: requestedSize)
+        guard step != nil else { return followSequentially(after: 0, page) }
+        guard let pageCount = pageCount(of: page) else {
+            return planSpeculation(after: page, requestedSize: paging.size?.value)
         }
-        if total <= servedPageSize || servedPageSize == 0 {
+        if pageCount <= 1 || servedPageSize == 0 {
             // Nothing more to fetch (or nothing fetchable: page one is empty though the total is
             // not zero — the end of the list reports that disagreement).
             if let next = page.next, servedPageSize > 0 {
@@ -166,10 +188,10 @@ struct PagePlanner {
             }
             return finishIfIdle()
         }
-        let pageCount = (total + servedPageSize - 1) / servedPageSize
         guard pageCount <= maxPages else {
+            let why = page.total.map { "total \($0), \(servedPageSize) per page" } ?? "as the server reports"
             return fail(index: 1, SheafError(.pageLimit,
-                "the list needs \(pageCount) pages (total \(total), \(servedPageSize) per page), more than the page cap of \(maxPages)"))
+                "the list needs \(pageCount) pages (\(why)), more than the page cap of \(maxPages)"))
         }
         mode = .parallel(pageCount: pageCount)
         return fillWindow()
@@ -182,9 +204,10 @@ struct PagePlanner {
         guard servedPageSize > 0 else { return followSequentially(after: 0, page) }
         if walksPageNumbers {
             if let requestedSize, servedPageSize < requestedSize { return finishIfIdle() }
-        } else {
-            guard let next = page.next else { return finishIfIdle() }
-            guard pageNumber(of: next) == firstPageNumber + 1 else { return followSequentially(after: 0, page) }
+        } else if let next = page.next {
+            guard position(of: next) == position(forIndex: 1) else { return followSequentially(after: 0, page) }
+        } else if page.more != true {
+            return finishIfIdle()
         }
         mode = .speculative
         checkPageCap(after: 0)
@@ -205,14 +228,16 @@ struct PagePlanner {
             }
             isLast = page.items.count < servedPageSize
         } else if let next = page.next {
-            let number = pageNumber(of: next)
-            if number == firstPageNumber + index + 1 {
+            let number = position(of: next)
+            if let number, number == position(forIndex: index + 1) {
                 isLast = false
-            } else if let number, number <= firstPageNumber + index {
+            } else if let number, let current = position(forIndex: index), number <= current {
                 loop = SheafError(.loop, "the next link of page \(index + 1) names page \(number) again: \(next)", url: next)
             } else {
                 handOver = next
             }
+        } else if page.more == true {
+            isLast = false // has_more without a link: the numbers go on
         }
         let accept: Action = notFound == nil ? .accept(index: index) : .acceptEmpty(index: index)
         var actions: [Action]
@@ -292,6 +317,10 @@ struct PagePlanner {
     private mutating func followSequentially(after index: Int, _ page: Page) -> [Action] {
         mode = .sequential
         if let next = page.next { return followNextLink(next, index: index + 1) }
+        if page.more == true, paging != .single {
+            return fail(index: index + 1, SheafError(.badPage,
+                "page \(index + 1) says more pages follow but names no next page or cursor", url: page.url))
+        }
         return finishIfIdle()
     }
 
@@ -357,18 +386,35 @@ struct PagePlanner {
 
     // MARK: Page URLs
 
-    private var firstPageNumber: Int {
-        if case .pageNumber(_, let first, _, _) = addressing { return first }
-        return 0
+    /// The number of pages, from the total and the served page size, or as the page reports it.
+    private func pageCount(of page: Page) -> Int? {
+        if let total = page.total, servedPageSize > 0 {
+            // No overflow for any total the server sends.
+            return total / servedPageSize + (total % servedPageSize == 0 ? 0 : 1)
+        }
+        if let count = page.pageCount { return count }
+        if let last = page.lastPosition, let first = position(forIndex: 0), let step, last >= first {
+            return (last - first) / step + 1
+        }
+        return nil
     }
 
-    private func pageNumber(of url: String) -> Int? {
-        guard case .pageNumber(let parameter, _, _, _) = addressing else { return nil }
+    /// The addressing value in `url`: its page number or offset.
+    private func position(of url: String) -> Int? {
+        guard let parameter = paging.parameter, step != nil || paging.isNumbered else { return nil }
         return URLText.queryValue(url, parameter).flatMap { Int($0) }
     }
 
+    /// The addressing value of page `index`; nil past Int's range.
+    private func position(forIndex index: Int) -> Int? {
+        guard let first = paging.first, let step else { return nil }
+        let (offset, overflow1) = index.multipliedReportingOverflow(by: step)
+        let (value, overflow2) = first.addingReportingOverflow(offset)
+        return overflow1 || overflow2 ? nil : value
+    }
+
     private func url(forIndex index: Int) -> String? {
-        guard case .pageNumber(let parameter, let first, _, _) = addressing else { return nil }
-        return URLText.settingQuery(template, parameter, to: String(first + index))
+        guard let parameter = paging.parameter, let position = position(forIndex: index) else { return nil }
+        return URLText.settingQuery(template, parameter, to: String(position))
     }
 }

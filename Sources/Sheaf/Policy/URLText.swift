@@ -19,9 +19,10 @@ enum URLText {
         var items = components.percentEncodedQueryItems ?? []
         let encodedName = encodeQueryComponent(name)
         let encodedValue = encodeQueryComponent(value)
-        if let first = items.firstIndex(where: { $0.name == encodedName }) {
-            items[first].value = encodedValue
-            items = items.enumerated().filter { $0.offset == first || $0.element.name != encodedName }.map(\.element)
+        // Names compare decoded: a server may write "page[number]" or "page%5Bnumber%5D".
+        if let first = items.firstIndex(where: { percentDecoded($0.name) == name }) {
+            items[first] = URLQueryItem(name: encodedName, value: encodedValue)
+            items = items.enumerated().filter { $0.offset == first || percentDecoded($0.element.name) != name }.map(\.element)
         } else {
             items.append(URLQueryItem(name: encodedName, value: encodedValue))
         }
@@ -44,6 +45,47 @@ enum URLText {
     /// The (decoded) value of the first query parameter `name` in `url`.
     static func queryValue(_ url: String, _ name: String) -> String? {
         URLComponents(string: url)?.queryItems?.first { $0.name == name }?.value
+    }
+
+    /// Every query parameter of `url` as decoded (name, value) pairs, in order.
+    static func queryPairs(_ url: String) -> [(String, String)] {
+        (URLComponents(string: url)?.queryItems ?? []).map { ($0.name, $0.value ?? "") }
+    }
+
+    /// `url` without its query and fragment: the resource that pages of one list share.
+    static func withoutQuery(_ url: String) -> String {
+        guard var components = URLComponents(string: url) else { return url }
+        components.query = nil
+        components.fragment = nil
+        return components.string ?? url
+    }
+
+    /// `text` with its %XX escapes decoded (as UTF-8; an invalid escape is kept as written).
+    static func percentDecoded(_ text: String) -> String {
+        guard text.utf8.contains(UInt8(ascii: "%")) else { return text }
+        let bytes = Array(text.utf8)
+        var out: [UInt8] = []
+        var i = 0
+        while i < bytes.count {
+            if bytes[i] == UInt8(ascii: "%"), i + 2 < bytes.count,
+               let high = hexDigit(bytes[i + 1]), let low = hexDigit(bytes[i + 2]) {
+                out.append(high << 4 | low)
+                i += 3
+            } else {
+                out.append(bytes[i])
+                i += 1
+            }
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    private static func hexDigit(_ byte: UInt8) -> UInt8? {
+        switch byte {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
+        default: nil
+        }
     }
 
     /// Percent-encodes everything but RFC 3986 unreserved characters.

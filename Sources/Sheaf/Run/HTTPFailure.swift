@@ -2,28 +2,33 @@
 enum HTTPFailure {
     static let excerptLimit = 1024
 
-    /// The error for `response`: the status, the server's own error fields when the body is
-    /// JSON with "error", "message", "detail" or "title" strings, and a body excerpt.
+    /// The error for `response`: the status, the server's own error fields when the body is JSON
+    /// in one of the common error shapes, and a body excerpt.
     static func error(for response: HTTPResponse, url: String, attempts: Int) -> SheafError {
         let excerpt = String(decoding: response.body.prefix(excerptLimit), as: UTF8.self)
         var message = "\(url): HTTP \(response.status)"
         let fields = serverErrorFields(response.body)
         if !fields.isEmpty { message += " (" + fields.joined(separator: "; ") + ")" }
         if attempts > 1 { message += " after \(attempts) attempts" }
-        return SheafError(.http, message, url: url, httpStatus: response.status, bodyExcerpt: excerpt)
+        return SheafError(.http, message, url: url, httpStatus: response.status, bodyExcerpt: excerpt,
+                          serverMessage: fields.isEmpty ? nil : fields.joined(separator: "; "))
     }
+
+    /// Where servers put their error text: plain fields, nested `error.message` (Stripe, Google),
+    /// JSON:API `errors[0].detail`, FastAPI / pydantic `detail[0].msg`.
+    private static let fieldNames = ["error", "error/message", "message", "detail", "detail/0/msg", "title",
+                                     "reason", "errors/0/detail", "errors/0/message"]
 
     private static func serverErrorFields(_ body: [UInt8]) -> [String] {
         guard body.count <= 1 << 20 else { return [] }
         return body.withUnsafeBufferPointer { buffer in
             let scanner = JSONScanner(buffer)
-            let names = ["error", "message", "detail", "title"]
-            var targets = names.map { JSONScanner.Target(pointer: JSONPointer("/" + $0)!, collectsElements: false) }
+            var targets = fieldNames.map { JSONScanner.Target(pointer: JSONPointer("/" + $0)!, collectsElements: false) }
             guard (try? scanner.scanDocument(&targets)) != nil else { return [] }
-            return zip(names, targets).compactMap { name, target in
+            return zip(fieldNames, targets).compactMap { name, target in
                 guard let range = target.range, buffer[range.lowerBound] == UInt8(ascii: "\""),
-                      let text = try? scanner.decodeString(at: range.lowerBound) else { return nil }
-                return "\(name): \(text.prefix(200))"
+                      let text = try? scanner.decodeString(at: range.lowerBound), !text.isEmpty else { return nil }
+                return "\(name.replacing("/0/", with: "[0].").replacing("/", with: ".")): \(text.prefix(200))"
             }
         }
     }

@@ -44,10 +44,14 @@ public final class ListRun: Sendable {
         var queuedSnapshots = 0
         /// Fetches held back while the callback is behind (at most a window of snapshots queued).
         var heldFetches: [PageFetch] = []
+        /// The description with nothing left to detect, once known (at once when nothing is).
+        var resolution: Detector.Resolution?
+        /// The page with the highest index accepted so far: where the end of the list is checked.
+        var lastPage: (index: Int, page: Page)?
     }
 
     private let client: SheafClient
-    private let reader: PageReader
+    private let description: ListDescription
     private let state: Mutex<State>
     private let delivery = DispatchQueue(label: "sheaf.list.snapshots")
     private let done = DispatchGroup()
@@ -64,17 +68,21 @@ public final class ListRun: Sendable {
 
     init(client: SheafClient, description: ListDescription, keepsItems: Bool,
          onSnapshot: (@Sendable (Snapshot) -> Bool)?) throws(SheafError) {
-        try description.checkSupported()
+        try description.check()
         let firstURL = try client.firstURL(of: description)
         let configuration = client.configuration
-        let planner = PagePlanner(firstURL: firstURL, addressing: description.addressing,
-                                  hasNextSignal: description.next != .none,
+        let needsDetection = description.paging == .detect || Signal.allCases.contains { description.source(of: $0) == .detect }
+        let resolution = needsDetection ? nil : Detector.Resolution(description: description, detected: [], pagingDetected: false)
+        let planner = PagePlanner(firstURL: firstURL, paging: description.paging == .detect ? .next : description.paging,
+                                  pagesSignalTheEnd: PageReader(description).pagesSignalTheEnd,
                                   window: configuration.window, maxPages: configuration.maxPages)
         let assembler = Assembler(keepsItems: keepsItems, maxItems: description.maxItems,
-                                  deduplicates: description.identity != nil)
+                                  deduplicates: description.source(of: .identity) != .none)
         self.client = client
-        self.reader = PageReader(description)
-        self.state = Mutex(State(planner: planner, assembler: assembler))
+        self.description = description
+        var state = State(planner: planner, assembler: assembler)
+        state.resolution = resolution
+        self.state = Mutex(state)
         self.onSnapshot = Mutex(onSnapshot.map(SnapshotCallbackBox.init))
         delivery.setSpecific(key: Self.deliveryKey, value: ObjectIdentifier(self))
     }
@@ -142,12 +150,40 @@ public final class ListRun: Sendable {
 
     private func pageArrived(_ index: Int, serial: Int, url: String, response: HTTPResponse) {
         let page: Page
+        var detection: Detector.Resolution?
         do {
-            page = try reader.read(response.body, from: url)
+            var resolution = state.withLock { $0.resolution }
+            if resolution == nil {
+                // The first page: whatever the description left open is decided here, once.
+                resolution = try Detector.resolve(description, response, url: url)
+                detection = resolution
+            }
+            page = try PageReader(resolution!.description).read(response, from: url)
         } catch {
             return pageFailed(index, serial: serial, error)
         }
-        perform(page: (index, serial, page)) { $0.planner.pageArrived(index, page) }
+        perform(page: (index, serial, page)) { state in
+            if let detection, state.resolution == nil {
+                state.resolution = detection
+                state.planner.adopt(detection.description.paging,
+                                    pagesSignalTheEnd: PageReader(detection.description).pagesSignalTheEnd)
+            }
+            return state.planner.pageArrived(index, page)
+        }
+    }
+
+    /// The description as the run uses it (detected parts resolved once the first page is in),
+    /// with the plan chosen, as a JSON object.
+    public func descriptionJSON() -> [UInt8] {
+        let (resolution, mode, finished) = state.withLock { ($0.resolution, $0.planner.mode, $0.ending != nil) }
+        let plan: String?
+        switch mode {
+        case .firstPage: plan = finished && resolution != nil ? "sequential" : nil
+        case .parallel: plan = "parallel"
+        case .speculative: plan = "speculative"
+        case .sequential: plan = resolution?.description.paging == .single ? "single" : "sequential"
+        }
+        return (resolution?.description ?? description).json(resolution: resolution, plan: plan)
     }
 
     private func pageFailed(_ index: Int, serial: Int, _ error: SheafError) {
@@ -200,6 +236,7 @@ public final class ListRun: Sendable {
                         continue
                     }
                     guard state.ending == nil else { continue }
+                    if index >= (state.lastPage?.index ?? 0) { state.lastPage = (index, content) }
                     if let delta = state.assembler.add(index, content) {
                         let snapshot = Snapshot(delta: delta, expectedItems: state.planner.expectedTotal,
                                                 expectedPages: state.planner.expectedPages)
@@ -214,8 +251,9 @@ public final class ListRun: Sendable {
                     toCancel += indices.compactMap { state.fetches.removeValue(forKey: $0)?.fetch }
                 case .discard(let index):
                     state.assembler.discard(after: index)
+                    if let last = state.lastPage, last.index > index { state.lastPage = nil }
                 case .finish(let ending):
-                    end(&state, outcome(of: ending, state.assembler))
+                    end(&state, outcome(of: ending, state))
                 }
             }
         }
@@ -223,13 +261,21 @@ public final class ListRun: Sendable {
         toStart.forEach { $0.start() }
     }
 
-    private func outcome(of ending: PagePlanner.Ending, _ assembler: Assembler) -> ListOutcome {
+    private func outcome(of ending: PagePlanner.Ending, _ state: State) -> ListOutcome {
+        let assembler = state.assembler
         switch ending {
         case .failed(_, let error):
             return .failed(error)
         case .allPages(let total, let missing):
             if assembler.reachedLimit { return .limitReached }
-            guard let total, total != assembler.itemCount || !missing.isEmpty else { return .complete }
+            guard let total, total != assembler.itemCount || !missing.isEmpty else {
+                // Never silently short: the last page must not signal more than was followed.
+                if let resolved = state.resolution?.description, resolved.paging != .single, let last = state.lastPage,
+                   let error = Detector.unfollowed(last.page, resolved, itemCount: assembler.itemCount) {
+                    return .failed(client.redacting(error))
+                }
+                return .complete
+            }
             var message = "the server reported \(total) items but \(assembler.itemCount) arrived"
             if !missing.isEmpty {
                 message += "; pages " + missing.map { String($0 + 1) }.joined(separator: ", ") + " answered 404"

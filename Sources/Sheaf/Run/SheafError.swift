@@ -4,7 +4,8 @@ public struct SheafError: Error, Sendable, Equatable, CustomStringConvertible {
     public struct Code: Sendable, Hashable {
         enum Value: Sendable, Hashable {
             case invalidArgument, unsupported, state, reentrant, http, transport, badPage, incomplete,
-                 loop, pageLimit, bodyTooLarge, crossOrigin, stopped, cancelled, `internal`
+                 loop, pageLimit, bodyTooLarge, crossOrigin, stopped, cancelled, `internal`,
+                 notFollowed, undetected
         }
         let value: Value
         init(_ value: Value) { self.value = value }
@@ -24,6 +25,10 @@ public struct SheafError: Error, Sendable, Equatable, CustomStringConvertible {
         public static let stopped = Code(.stopped)
         public static let cancelled = Code(.cancelled)
         public static let `internal` = Code(.internal)
+        /// The last page signals more than the description follows.
+        public static let notFollowed = Code(.notFollowed)
+        /// Detection could not decide the list's shape.
+        public static let undetected = Code(.undetected)
     }
 
     public var code: Code
@@ -35,13 +40,30 @@ public struct SheafError: Error, Sendable, Equatable, CustomStringConvertible {
     public var httpStatus: Int?
     /// For `.http`: the start of the response body.
     public var bodyExcerpt: String?
+    /// For `.http`: the server's own error text, from its error fields.
+    public var serverMessage: String?
+    /// For `.badPage`: the JSON pointer concerned.
+    public var jsonPointer: String?
+    /// For `.badPage`: the byte offset in the body where reading failed.
+    public var jsonOffset: Int?
+    /// For `.notFollowed`: the signal seen, e.g. `Link rel="next"`.
+    public var signal: String?
+    /// The option or preset that would help.
+    public var hint: String?
 
-    public init(_ code: Code, _ message: String, url: String? = nil, httpStatus: Int? = nil, bodyExcerpt: String? = nil) {
+    public init(_ code: Code, _ message: String, url: String? = nil, httpStatus: Int? = nil, bodyExcerpt: String? = nil,
+                serverMessage: String? = nil, jsonPointer: String? = nil, jsonOffset: Int? = nil,
+                signal: String? = nil, hint: String? = nil) {
         self.code = code
         self.message = message
         self.url = url
         self.httpStatus = httpStatus
         self.bodyExcerpt = bodyExcerpt
+        self.serverMessage = serverMessage
+        self.jsonPointer = jsonPointer
+        self.jsonOffset = jsonOffset
+        self.signal = signal
+        self.hint = hint
     }
 
     public var description: String { message }

@@ -2,10 +2,10 @@ import CSheafHeader
 import Sheaf
 import Synchronization
 
-/// One request handed to a C transport: the `sheaf_request` behind the opaque pointer.
+/// One request handed to a C transport: the `sheaf_exchange` behind the opaque pointer.
 ///
 /// Retained while the transport holds it; answering releases it.
-final class RequestHandle: Sendable {
+final class ExchangeHandle: Sendable {
     let method: OwnedCString
     let url: OwnedCString
     let headers: [(name: OwnedCString, value: OwnedCString)]
@@ -15,8 +15,12 @@ final class RequestHandle: Sendable {
     private let responseHeaders = Mutex<[HTTPHeader]>([])
     private let cancelled = Atomic<Bool>(false)
     private let completion: @Sendable (Result<HTTPResponse, TransportError>) -> Void
+    /// The transport's user data stays alive until the exchange is answered.
+    private let userData: CUserData
 
-    init(_ request: HTTPRequest, completion: @escaping @Sendable (Result<HTTPResponse, TransportError>) -> Void) {
+    init(_ request: HTTPRequest, userData: CUserData,
+         completion: @escaping @Sendable (Result<HTTPResponse, TransportError>) -> Void) {
+        self.userData = userData
         method = OwnedCString(request.method)
         url = OwnedCString(request.url)
         headers = request.headers.map { (OwnedCString($0.name), OwnedCString($0.value)) }
@@ -42,13 +46,13 @@ final class RequestHandle: Sendable {
         completion(.failure(error))
     }
 
-    static func from(_ pointer: OpaquePointer?) -> RequestHandle? {
-        pointer.map { Unmanaged<RequestHandle>.fromOpaque(UnsafeRawPointer($0)).takeUnretainedValue() }
+    static func from(_ pointer: OpaquePointer?) -> ExchangeHandle? {
+        pointer.map { Unmanaged<ExchangeHandle>.fromOpaque(UnsafeRawPointer($0)).takeUnretainedValue() }
     }
 
     /// Ends the transport's hold on the request (after it answered).
     static func release(_ pointer: OpaquePointer) {
-        Unmanaged<RequestHandle>.fromOpaque(UnsafeRawPointer(pointer)).release()
+        Unmanaged<ExchangeHandle>.fromOpaque(UnsafeRawPointer(pointer)).release()
     }
 }
 
@@ -56,50 +60,69 @@ final class RequestHandle: Sendable {
 /// blocking transport still gets the whole window in flight.
 struct CFunctionTransport: Transport {
     let function: sheaf_transport_fn
-    /// The embedder's pointer, kept as bits: the embedder vouches for it across threads.
-    let userData: UInt
+    /// The embedder's pointer; released (its destroy function called) when no client, list or
+    /// unanswered exchange holds this transport any more.
+    let userData: CUserData
 
     func send(_ request: HTTPRequest,
               completion: @escaping @Sendable (Result<HTTPResponse, TransportError>) -> Void) -> any TransportTask {
-        let handle = RequestHandle(request, completion: completion)
+        let handle = ExchangeHandle(request, userData: userData, completion: completion)
         let function = function
         let userData = userData
         BlockingWorkers.shared.run {
-            // The transport's hold on the request; sheaf_request_respond or _fail releases it.
-            let pointer = OpaquePointer(Unmanaged.passRetained(handle).toOpaque())
-            function(pointer, UnsafeMutableRawPointer(bitPattern: userData))
+            // The transport's hold on the exchange; sheaf_exchange_respond or _fail releases it.
+            let exchange = OpaquePointer(Unmanaged.passRetained(handle).toOpaque())
+            function(exchange, userData.pointer)
         }
-        return CancelRequest(handle: handle)
+        return CancelExchange(handle: handle)
     }
 
-    struct CancelRequest: TransportTask {
-        let handle: RequestHandle
+    struct CancelExchange: TransportTask {
+        let handle: ExchangeHandle
         func cancel() { handle.cancel() }
+    }
+}
+
+/// An embedder's `user_data` and its destroy function, called once when the last holder lets go.
+final class CUserData: @unchecked Sendable {
+    // Safe: immutable; the embedder vouches for the pointer across threads.
+    private let bits: UInt
+    private let destroy: sheaf_destroy_fn?
+
+    init(_ pointer: UnsafeMutableRawPointer?, destroy: sheaf_destroy_fn?) {
+        bits = UInt(bitPattern: pointer)
+        self.destroy = destroy
+    }
+
+    var pointer: UnsafeMutableRawPointer? { UnsafeMutableRawPointer(bitPattern: bits) }
+
+    deinit {
+        destroy?(pointer)
     }
 }
 
 // MARK: - Exports
 
 @c @implementation
-public func sheaf_request_method(_ request: OpaquePointer?) -> UnsafePointer<CChar>! {
-    RequestHandle.from(request).map { UnsafePointer($0.method.pointer) }
+public func sheaf_exchange_method(_ exchange: OpaquePointer?) -> UnsafePointer<CChar>! {
+    ExchangeHandle.from(exchange).map { UnsafePointer($0.method.pointer) }
 }
 
 @c @implementation
-public func sheaf_request_url(_ request: OpaquePointer?) -> UnsafePointer<CChar>! {
-    RequestHandle.from(request).map { UnsafePointer($0.url.pointer) }
+public func sheaf_exchange_url(_ exchange: OpaquePointer?) -> UnsafePointer<CChar>! {
+    ExchangeHandle.from(exchange).map { UnsafePointer($0.url.pointer) }
 }
 
 @c @implementation
-public func sheaf_request_header_count(_ request: OpaquePointer?) -> Int {
-    RequestHandle.from(request)?.headers.count ?? 0
+public func sheaf_exchange_header_count(_ exchange: OpaquePointer?) -> Int {
+    ExchangeHandle.from(exchange)?.headers.count ?? 0
 }
 
 @c @implementation
-public func sheaf_request_header(_ request: OpaquePointer?, _ index: Int,
+public func sheaf_exchange_header(_ exchange: OpaquePointer?, _ index: Int,
                                  _ outName: UnsafeMutablePointer<UnsafePointer<CChar>?>?,
                                  _ outValue: UnsafeMutablePointer<UnsafePointer<CChar>?>?) -> sheaf_result {
-    guard let handle = RequestHandle.from(request), index >= 0, index < handle.headers.count else {
+    guard let handle = ExchangeHandle.from(exchange), index >= 0, index < handle.headers.count else {
         return SHEAF_E_INVALID_ARGUMENT
     }
     outName?.pointee = UnsafePointer(handle.headers[index].name.pointer)
@@ -108,33 +131,33 @@ public func sheaf_request_header(_ request: OpaquePointer?, _ index: Int,
 }
 
 @c @implementation
-public func sheaf_request_body(_ request: OpaquePointer?, _ outLength: UnsafeMutablePointer<Int>?) -> UnsafePointer<CChar>! {
+public func sheaf_exchange_body(_ exchange: OpaquePointer?, _ outLength: UnsafeMutablePointer<Int>?) -> UnsafePointer<CChar>! {
     outLength?.pointee = 0
-    guard let handle = RequestHandle.from(request), !handle.body.isEmpty else { return nil }
+    guard let handle = ExchangeHandle.from(exchange), !handle.body.isEmpty else { return nil }
     outLength?.pointee = handle.body.count
     // The array is immutable for the handle's life, so its storage address is stable.
     return handle.body.withUnsafeBufferPointer { UnsafeRawPointer($0.baseAddress!).assumingMemoryBound(to: CChar.self) }
 }
 
 @c @implementation
-public func sheaf_request_timeout_ms(_ request: OpaquePointer?) -> Int64 {
-    Int64(RequestHandle.from(request)?.timeoutMilliseconds ?? 0)
+public func sheaf_exchange_timeout_ms(_ exchange: OpaquePointer?) -> Int64 {
+    Int64(ExchangeHandle.from(exchange)?.timeoutMilliseconds ?? 0)
 }
 
 @c @implementation
-public func sheaf_request_max_body_bytes(_ request: OpaquePointer?) -> Int64 {
-    Int64(RequestHandle.from(request)?.maxBodyBytes ?? 0)
+public func sheaf_exchange_max_body_bytes(_ exchange: OpaquePointer?) -> Int64 {
+    Int64(ExchangeHandle.from(exchange)?.maxBodyBytes ?? 0)
 }
 
 @c @implementation
-public func sheaf_request_is_cancelled(_ request: OpaquePointer?) -> Int32 {
-    RequestHandle.from(request)?.isCancelled == true ? 1 : 0
+public func sheaf_exchange_is_cancelled(_ exchange: OpaquePointer?) -> Int32 {
+    ExchangeHandle.from(exchange)?.isCancelled == true ? 1 : 0
 }
 
 @c @implementation
-public func sheaf_request_add_response_header(_ request: OpaquePointer?, _ name: UnsafePointer<CChar>?,
+public func sheaf_exchange_add_response_header(_ exchange: OpaquePointer?, _ name: UnsafePointer<CChar>?,
                                               _ value: UnsafePointer<CChar>?) -> sheaf_result {
-    guard let handle = RequestHandle.from(request), let name = CString.read(name), let value = CString.read(value) else {
+    guard let handle = ExchangeHandle.from(exchange), let name = CString.read(name), let value = CString.read(value) else {
         return SHEAF_E_INVALID_ARGUMENT
     }
     handle.addResponseHeader(HTTPHeader(name: name, value: value))
@@ -142,22 +165,22 @@ public func sheaf_request_add_response_header(_ request: OpaquePointer?, _ name:
 }
 
 @c @implementation
-public func sheaf_request_respond(_ request: OpaquePointer?, _ status: Int32,
+public func sheaf_exchange_respond(_ exchange: OpaquePointer?, _ status: Int32,
                                   _ body: UnsafePointer<CChar>?, _ bodyLength: Int) -> sheaf_result {
-    guard let request, let handle = RequestHandle.from(request), (100...999).contains(status),
+    guard let exchange, let handle = ExchangeHandle.from(exchange), (100...999).contains(status),
           bodyLength >= 0, body != nil || bodyLength == 0 else {
         return SHEAF_E_INVALID_ARGUMENT
     }
     let bytes = body.map { Array(UnsafeRawBufferPointer(start: $0, count: bodyLength)) } ?? []
     handle.respond(status: Int(status), body: bytes)
-    RequestHandle.release(request)
+    ExchangeHandle.release(exchange)
     return SHEAF_OK
 }
 
 @c @implementation
-public func sheaf_request_fail(_ request: OpaquePointer?, _ kind: sheaf_transport_error,
+public func sheaf_exchange_fail(_ exchange: OpaquePointer?, _ kind: sheaf_transport_error,
                                _ message: UnsafePointer<CChar>?) -> sheaf_result {
-    guard let request, let handle = RequestHandle.from(request) else { return SHEAF_E_INVALID_ARGUMENT }
+    guard let exchange, let handle = ExchangeHandle.from(exchange) else { return SHEAF_E_INVALID_ARGUMENT }
     let mapped: TransportError.Kind = switch kind {
     case SHEAF_TRANSPORT_TIMEOUT: .timeout
     case SHEAF_TRANSPORT_CONNECT: .connect
@@ -167,6 +190,6 @@ public func sheaf_request_fail(_ request: OpaquePointer?, _ kind: sheaf_transpor
     default: .other
     }
     handle.fail(TransportError(mapped, CString.read(message) ?? ""))
-    RequestHandle.release(request)
+    ExchangeHandle.release(exchange)
     return SHEAF_OK
 }

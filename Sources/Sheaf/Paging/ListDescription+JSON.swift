@@ -1,0 +1,68 @@
+/// A description as a JSON object: how C, Python and the command line see what a list reads and
+/// what detection decided (the form is in sheaf.h, at sheaf_list_description).
+extension ListDescription {
+    /// - Parameters:
+    ///   - resolution: what detection decided, once the first page is in; nil before.
+    ///   - plan: the walk chosen, once known.
+    ///   - summary: a sentence to add (presets).
+    package func json(resolution: Detector.Resolution?, plan: String?, summary: String? = nil) -> [UInt8] {
+        var out = "{\"paging\":{\"kind\":\(JSONText.quote(paging.kindName)),\"param\":\(JSONText.quote(paging.parameter))"
+        out += ",\"first\":\(paging.first ?? 0),\"size_param\":\(JSONText.quote(paging.size?.parameter))"
+        out += ",\"size\":\(paging.size?.value.map(String.init) ?? "null"),\"detected\":\(resolution?.pagingDetected ?? false)}"
+        out += ",\"signals\":{"
+        out += Signal.allCases.map { signal in
+            let source = self.source(of: signal)
+            let value = source == .none ? "null"
+                : "{\"source\":\(JSONText.quote(source.kindName)),\"where\":\(JSONText.quote(source.whereText))"
+                  + ",\"detected\":\(resolution?.detected.contains(signal) ?? false)}"
+            return "\(JSONText.quote(signal.rawValue)):\(value)"
+        }.joined(separator: ",")
+        out += "},\"plan\":\(JSONText.quote(plan)),\"preset\":\(JSONText.quote(preset))"
+        if let summary { out += ",\"summary\":\(JSONText.quote(summary))" }
+        out += "}"
+        return Array(out.utf8)
+    }
+}
+
+extension Preset {
+    /// What the preset pins, in the description's JSON form, with its summary.
+    public var descriptionJSON: [UInt8] {
+        applied(to: ListDescription(path: "")).json(resolution: nil, plan: nil, summary: summary)
+    }
+}
+
+extension Paging {
+    var kindName: String {
+        switch self {
+        case .detect: "detect"
+        case .single: "single"
+        case .next: "next"
+        case .pageNumber: "page_number"
+        case .offset: "offset"
+        case .cursor: "cursor"
+        }
+    }
+}
+
+/// Writing JSON text.
+enum JSONText {
+    /// `text` as a JSON string literal, or `null`.
+    static func quote(_ text: String?) -> String {
+        guard let text else { return "null" }
+        var out = "\""
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "\"": out += "\\\""
+            case "\\": out += "\\\\"
+            case "\n": out += "\\n"
+            case "\r": out += "\\r"
+            case "\t": out += "\\t"
+            case _ where scalar.value < 0x20:
+                let hex = String(scalar.value, radix: 16)
+                out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+            default: out.unicodeScalars.append(scalar)
+            }
+        }
+        return out + "\""
+    }
+}
