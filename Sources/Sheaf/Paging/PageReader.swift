@@ -93,8 +93,13 @@ struct PageReader: Sendable {
     /// The next page's URL: from the next signal, or the cursor made into the paging parameter.
     private func nextURL(_ context: Context, lastItem: Range<Int>?) throws(SheafError) -> String? {
         if next != .none, let text = try context.text(.next, next, lastItem: nil, allowsNumber: paging.parameter != nil) {
-            if let number = Int(text), let parameter = paging.parameter {
-                // A header (or field) holding a page number, as GitLab's X-Next-Page.
+            if let number = Int(text) {
+                // A header (or field) holding a page number, as GitLab's X-Next-Page ("page" is
+                // GitLab's parameter, for when detection has not named one yet).
+                guard let parameter = paging.parameter ?? (next == .header("X-Next-Page") ? "page" : nil) else {
+                    throw SheafError(.badPage, "\(context.url): the next page at \(describe(next)) is a number, but no page parameter is known",
+                                     url: context.url, hint: "--paging page:NAME")
+                }
                 return URLText.settingQuery(context.url, parameter, to: String(number))
             }
             if case .link = next { return text } // resolved by the Link reader
