@@ -18,6 +18,8 @@ private func planner(paging: Paging = pageNumbers, hasNext: Bool = true, window:
     PagePlanner(firstURL: first, paging: paging, pagesSignalTheEnd: hasNext, window: window, maxPages: maxPages)
 }
 
+private func makePlanner(window: Int = 4) -> PagePlanner { planner(window: window) }
+
 /// A planner for `?page=N` from 1, without a page size, a next signal or a total.
 private func numberWalker(window: Int) -> PagePlanner {
     planner(paging: .pageNumber(.init(parameter: "page", first: 1)),
@@ -521,5 +523,68 @@ final class PagePlannerTests: XCTestCase {
         _ = planner.start()
         _ = planner.pageArrived(0, page(3, total: 3))
         XCTAssertEqual(planner.stop(), [])
+    }
+
+    // MARK: Offsets, page counts and end flags
+
+    func testOffsetsStepByThePageSizeTheServerServed() {
+        var planner = planner(paging: .offset(.init(parameter: "offset", first: 0)), first: "\(base)?limit=25&offset=0")
+        _ = planner.start()
+        let actions = planner.pageArrived(0, page(10, total: 35))
+        XCTAssertEqual(actions.fetches, [1: "\(base)?limit=25&offset=10", 2: "\(base)?limit=25&offset=20",
+                                         3: "\(base)?limit=25&offset=30"])
+        XCTAssertEqual(planner.expectedPages, 4)
+    }
+
+    func testAPageCountWithoutATotalPlansThePagesInParallel() {
+        var planner = planner(window: 8)
+        _ = planner.start()
+        var first = page(100)
+        first.pageCount = 3
+        XCTAssertEqual(planner.pageArrived(0, first).fetches.keys.sorted(), [1, 2])
+        XCTAssertEqual(planner.mode, .parallel(pageCount: 3))
+        var linked = makePlanner(window: 8)
+        _ = linked.start()
+        var fromLast = page(100)
+        fromLast.lastPosition = 4 // Link rel="last" names page 4, numbers from 1
+        XCTAssertEqual(linked.pageArrived(0, fromLast).fetches.keys.sorted(), [1, 2, 3])
+    }
+
+    func testAHostileTotalIsAPageLimitFailureNotATrap() {
+        var planner = planner(maxPages: 10_000)
+        _ = planner.start()
+        let actions = planner.pageArrived(0, page(2, total: Int.max))
+        guard case .failed(_, let error)? = actions.ending else { return XCTFail("\(actions)") }
+        XCTAssertEqual(error.code, .pageLimit)
+        var counted = makePlanner()
+        _ = counted.start()
+        var hostile = page(2)
+        hostile.lastPosition = Int.max
+        guard case .failed(_, let error)? = counted.pageArrived(0, hostile).ending else { return XCTFail("no failure") }
+        XCTAssertEqual(error.code, .pageLimit)
+    }
+
+    func testHasMoreWithoutALinkKeepsASpeculativeWalkGoingAndFalseEndsIt() {
+        var planner = planner(paging: .pageNumber(.init(parameter: "page", first: 1)), window: 2, first: "\(base)?page=1")
+        _ = planner.start()
+        var more = page(10)
+        more.more = true
+        XCTAssertEqual(planner.pageArrived(0, more).fetches, [1: "\(base)?page=2", 2: "\(base)?page=3"])
+        XCTAssertEqual(planner.mode, .speculative)
+        var last = page(10)
+        last.more = false
+        let actions = planner.pageArrived(1, last)
+        XCTAssertTrue(actions.contains(.cancel([2])), "\(actions)")
+        XCTAssertEqual(actions.ending, .allPages(expectedTotal: nil, missingPages: []))
+    }
+
+    func testASequentialPageThatSaysMoreButNamesNoNextPageIsABadPage() {
+        var planner = planner(paging: .next, first: base)
+        _ = planner.start()
+        var more = page(10)
+        more.more = true
+        guard case .failed(let index, let error)? = planner.pageArrived(0, more).ending else { return XCTFail("no failure") }
+        XCTAssertEqual(index, 1)
+        XCTAssertEqual(error.code, .badPage)
     }
 }

@@ -168,6 +168,77 @@ final class PageReaderTests: XCTestCase {
         XCTAssertEqual(page.identities[3], IdentityKey(bytes: Array(#"{"k":[1]}"#.utf8)))
     }
 
+    // MARK: Signals from headers, Link, cursors and flags
+
+    private func reader(_ paging: Paging, _ signals: [Signal: SignalSource]) -> PageReader {
+        var description = ListDescription(path: "/v1/things")
+        description.paging = paging
+        description.signals = signals
+        return PageReader(description.pinningTheRest())
+    }
+
+    private func headers(_ pairs: (String, String)...) -> [HTTPHeader] {
+        pairs.map { HTTPHeader(name: $0.0, value: $0.1) }
+    }
+
+    func testTotalsAndPageCountsComeFromHeadersIncludingContentRange() throws {
+        let items = JSONPointer("")!
+        let plain = reader(.next, [.items: .body(items), .total: .header("x-total-count"), .pageCount: .header("X-Total-Pages")])
+        var page = try plain.read(Array("[1,2]".utf8), headers: headers(("X-Total-Count", " 57 "), ("X-Total-Pages", "29")), from: pageURL)
+        XCTAssertEqual(page.total, 57)
+        XCTAssertEqual(page.pageCount, 29)
+        let range = reader(.next, [.items: .body(items), .total: .header("Content-Range")])
+        page = try range.read(Array("[1,2]".utf8), headers: headers(("Content-Range", "items 0-1/573")), from: pageURL)
+        XCTAssertEqual(page.total, 573)
+        page = try range.read(Array("[1,2]".utf8), headers: headers(("Content-Range", "0-1/*")), from: pageURL)
+        XCTAssertNil(page.total, "an unknown length is no total")
+        assertBadPage(try plain.read(Array("[]".utf8), headers: headers(("X-Total-Count", "99999999999999999999")), from: pageURL),
+                      mentioning: "x-total-count", "a header total past Int's range")
+        assertBadPage(try plain.read(Array("[]".utf8), headers: headers(("X-Total-Count", "-3")), from: pageURL),
+                      mentioning: "x-total-count")
+    }
+
+    func testTheNextPageComesFromTheLinkHeaderOrAPageNumberHeader() throws {
+        let link = reader(.pageNumber(.init(parameter: "page", first: 1)), [.items: .body(JSONPointer("")!), .next: .link("next"),
+                                                                               .pageCount: .link("last")])
+        let page = try link.read(Array("[1]".utf8), headers: headers(("Link", #"</v1/things?page=2&per_page=2>; rel="next", </v1/things?page=7&per_page=2>; rel="last""#)),
+                                 from: pageURL)
+        XCTAssertEqual(page.next, "https://api.example.com/v1/things?page=2&per_page=2")
+        XCTAssertEqual(page.lastPosition, 7)
+        XCTAssertEqual(page.more, true)
+        let gitlab = reader(.pageNumber(.init(parameter: "page", first: 1)), [.items: .body(JSONPointer("")!), .next: .header("X-Next-Page")])
+        XCTAssertEqual(try gitlab.read(Array("[1]".utf8), headers: headers(("X-Next-Page", "2")), from: pageURL).next,
+                       "https://api.example.com/v1/things?page=2&per_page=2")
+        let last = try gitlab.read(Array("[1]".utf8), headers: headers(("X-Next-Page", "")), from: pageURL)
+        XCTAssertNil(last.next)
+        XCTAssertEqual(last.more, false, "an empty X-Next-Page is the end")
+    }
+
+    func testACursorIsSentBackInTheCursorParameterAndAnEmptyOneEndsTheList() throws {
+        let slack = reader(.cursor(parameter: "cursor", size: nil), [.items: .body(JSONPointer("/members")!),
+                                                                     .cursor: .body(JSONPointer("/response_metadata/next_cursor")!)])
+        var page = try read(slack, #"{"members":[1],"response_metadata":{"next_cursor":"dXNlcjo+"}}"#)
+        XCTAssertEqual(page.next, "https://api.example.com/v1/things?page=1&per_page=2&cursor=dXNlcjo%2B")
+        page = try read(slack, #"{"members":[1],"response_metadata":{"next_cursor":""}}"#)
+        XCTAssertNil(page.next)
+        XCTAssertEqual(page.more, false)
+        let stripe = reader(.cursor(parameter: "starting_after", size: nil),
+                            [.items: .body(JSONPointer("/data")!), .cursor: .lastItem(JSONPointer("/id")!), .hasMore: .body(JSONPointer("/has_more")!)])
+        page = try read(stripe, #"{"has_more":true,"data":[{"id":"a"},{"id":"it_2"}]}"#)
+        XCTAssertEqual(page.next, "https://api.example.com/v1/things?page=1&per_page=2&starting_after=it_2")
+        page = try read(stripe, #"{"has_more":false,"data":[{"id":"a"}]}"#)
+        XCTAssertNil(page.next, "has_more false ends the list whatever the last id")
+        XCTAssertEqual(page.more, false)
+        assertBadPage(try read(stripe, #"{"has_more":"yes","data":[]}"#), mentioning: "not a boolean")
+    }
+
+    func testIsLastEndsTheListAndFalseSaysThereIsMore() throws {
+        let jira = reader(.offset(.init(parameter: "startAt", first: 0)), [.items: .body(JSONPointer("/values")!), .isLast: .body(JSONPointer("/isLast")!)])
+        XCTAssertEqual(try read(jira, #"{"isLast":false,"values":[1]}"#).more, true)
+        XCTAssertEqual(try read(jira, #"{"isLast":true,"values":[1]}"#).more, false)
+        XCTAssertNil(try read(jira, #"{"values":[1]}"#).more)
+    }
+
     // MARK: Helpers
 
     private func assertBadPage(_ expression: @autoclosure () throws(SheafError) -> Page, mentioning words: String,
