@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Builds a libFuzzer target with the core's sources (AddressSanitizer on) and runs it for a
+# bounded time over its checked-in seed corpus; new inputs go to a scratch folder, never into
+# the corpus. A crash leaves its input in the build folder and fails the run.
+#
+# usage: Tests/fuzz/run.sh TARGET SECONDS [BUILD_DIR]     e.g. Tests/fuzz/run.sh detection 30
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/../.."
+target=$1
+seconds=$2
+build=${3:-build/fuzz}
+case "$target" in
+    detection) entry=Tests/fuzz/Detection.swift ;;
+    *) echo "run.sh: unknown target '$target'" >&2; exit 2 ;;
+esac
+mkdir -p "$build/$target-new"
+binary="$build/fuzz-$target"
+# shellcheck disable=SC2046
+swiftc -sanitize=fuzzer,address -parse-as-library -O -module-name SheafFuzz -package-name sheaf \
+    $(find Sources/Sheaf -name '*.swift' | sort) "$entry" -o "$binary" 2> "$build/$target-build.log" \
+    || { cat "$build/$target-build.log" >&2; exit 1; }
+"$binary" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -artifact_prefix="$build/$target-" \
+    "$build/$target-new" "Tests/fuzz/corpus/$target" 2>&1 | tail -n 5
