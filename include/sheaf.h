@@ -256,7 +256,7 @@ SHEAF_API sheaf_result sheaf_client_set_auth(sheaf_client *client, sheaf_auth ki
 typedef enum sheaf_option {
     SHEAF_OPT_WINDOW = 1,             /**< Pages in flight at once, 1..64; default 8. */
     SHEAF_OPT_MAX_PAGES = 2,          /**< Page cap per list, >= 1; default 10000. */
-    SHEAF_OPT_MAX_BODY_BYTES = 3,     /**< Body cap per response, 1..2^40; default 64 MiB. */
+    SHEAF_OPT_MAX_BODY_BYTES = 3,     /**< Body cap per response, 1..2^40 (1 TiB); default 64 MiB. */
     SHEAF_OPT_MAX_ATTEMPTS = 4,       /**< Attempts per request including the first, 1..100; default 4. */
     SHEAF_OPT_RETRY_BASE_MS = 5,      /**< Backoff base in ms, >= 0; default 100 (full jitter). */
     SHEAF_OPT_RETRY_MAX_MS = 6,       /**< Backoff and Retry-After cap in ms, >= 0; default 30000. */

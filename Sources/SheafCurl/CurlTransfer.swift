@@ -184,6 +184,9 @@ final class CurlTransfer: @unchecked Sendable {
 
     // MARK: - libcurl callbacks (event thread)
 
+    /// The most memory reserved on the strength of a Content-Length header alone.
+    static let reserveLimit: curl_off_t = 16 << 20
+
     private func receiveBody(_ data: UnsafeMutablePointer<CChar>?, length: Int) -> Int {
         guard length > 0, let data else { return 0 }
         if responseBody.count + length > request.maxBodyBytes {
@@ -195,7 +198,9 @@ final class CurlTransfer: @unchecked Sendable {
             var announced: curl_off_t = -1
             if let easy, scurl_easy_getinfo_off(easy, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &announced) == CURLE_OK,
                announced > 0 {
-                responseBody.reserveCapacity(Int(min(announced, curl_off_t(request.maxBodyBytes))))
+                // The server's Content-Length is a claim: reserve at most what a page plausibly
+                // needs up front and let a larger body grow as it really arrives.
+                responseBody.reserveCapacity(Int(min(announced, curl_off_t(request.maxBodyBytes), Self.reserveLimit)))
             }
         }
         responseBody.append(contentsOf: UnsafeRawBufferPointer(start: data, count: length))

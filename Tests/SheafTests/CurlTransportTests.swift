@@ -195,6 +195,16 @@ final class CurlTransportTests: XCTestCase {
         XCTAssertEqual(fits.body.count, 5000)
     }
 
+    func testAHugeContentLengthReservesNoMemoryUpFront() throws {
+        // It used to reserve min(Content-Length, body cap) at the first byte: with a large cap,
+        // a claimed 512 GiB body aborted the process. Now the body is cut short, a failure.
+        let response = "HTTP/1.1 200 OK\r\nContent-Length: \(1 << 39)\r\nConnection: close\r\n\r\n[1,2,3]"
+        let server = try CurlRawServer(response: response)
+        let result = try CurlResults.one(CurlTransport(), HTTPRequest(url: server.url("/"), maxBodyBytes: ClientConfiguration.bodyCapLimit))
+        guard case .failure(let error) = result else { return XCTFail("a body cut short must not be a response") }
+        XCTAssertNotEqual(error.kind, .tooLarge, "\(error)")
+    }
+
     func testHeaderInjectionIsRefusedWithoutQuotingTheValue() throws {
         let request = HTTPRequest(url: server.url("/anchor"),
                                   headers: [HTTPHeader(name: "Authorization", value: "Bearer tok\r\nX-Evil: 1")])

@@ -15,6 +15,9 @@ public struct ClientConfiguration: Sendable, Equatable {
     /// Redirects followed per request.
     public var maxRedirects = 10
 
+    /// The largest body cap accepted: 1 TiB.
+    public static let bodyCapLimit = 1 << 40
+
     public init() {}
 
     /// Checks every value's range; the error names the first one out of range.
@@ -24,7 +27,7 @@ public struct ClientConfiguration: Sendable, Equatable {
         }
         try check((1...64).contains(window), "the window must be between 1 and 64, not \(window)")
         try check(maxPages >= 1, "the page cap must be at least 1, not \(maxPages)")
-        try check(maxBodyBytes >= 1, "the body cap must be at least 1 byte, not \(maxBodyBytes)")
+        try check((1...Self.bodyCapLimit).contains(maxBodyBytes), "the body cap must be between 1 byte and 1 TiB, not \(maxBodyBytes)")
         try check((1...100).contains(retry.maxAttempts), "attempts must be between 1 and 100, not \(retry.maxAttempts)")
         try check(retry.baseDelayMilliseconds >= 0, "the retry base must not be negative")
         try check(retry.maxDelayMilliseconds >= 0, "the retry cap must not be negative")
