@@ -3,13 +3,16 @@ import Sheaf
 import SheafCurl
 import Synchronization
 
-/// The `sheaf_client` behind the opaque pointer: settings that later lists snapshot.
+/// The `sheaf_client` behind the opaque pointer: settings, and the one core client made of them
+/// (made again only after a setting changes), which lists started from now on use.
 final class ClientHandle: Sendable {
     private struct Settings {
         var configuration = ClientConfiguration()
         var transport: CFunctionTransport?
         var curl: CurlTransport?
         var bearerToken: String?
+        /// The core client of the current settings; nil after a change.
+        var client: SheafClient?
     }
 
     let baseURL: String
@@ -24,12 +27,24 @@ final class ClientHandle: Sendable {
     /// A client with the current settings, for one list; `transport`, when given, in place of
     /// the client's own.
     func makeClient(transport listTransport: CFunctionTransport? = nil) throws(SheafError) -> SheafClient {
-        let (configuration, transport, token) = settings.withLock { settings -> (ClientConfiguration, any Transport, String?) in
-            if let custom = listTransport ?? settings.transport { return (settings.configuration, custom, settings.bearerToken) }
-            if settings.curl == nil { settings.curl = CurlTransport() }
-            return (settings.configuration, settings.curl!, settings.bearerToken)
+        try settings.withLock { (settings) throws(SheafError) -> SheafClient in
+            if let listTransport {
+                return try SheafClient(baseURL: baseURL, bearerToken: settings.bearerToken, transport: listTransport,
+                                       configuration: settings.configuration)
+            }
+            if let client = settings.client { return client }
+            let transport: any Transport
+            if let custom = settings.transport {
+                transport = custom
+            } else {
+                if settings.curl == nil { settings.curl = CurlTransport() }
+                transport = settings.curl!
+            }
+            let client = try SheafClient(baseURL: baseURL, bearerToken: settings.bearerToken, transport: transport,
+                                         configuration: settings.configuration)
+            settings.client = client
+            return client
         }
-        return try SheafClient(baseURL: baseURL, bearerToken: token, transport: transport, configuration: configuration)
     }
 
     func setOption(_ option: sheaf_option, _ value: Int64) throws(SheafError) {
@@ -49,16 +64,23 @@ final class ClientHandle: Sendable {
             default: throw SheafError(.invalidArgument, "unknown option \(option.rawValue)")
             }
             settings.configuration = try configuration.validated()
+            settings.client = nil
         }
     }
 
     func setTransport(_ transport: CFunctionTransport?) {
-        settings.withLock { $0.transport = transport }
+        settings.withLock {
+            $0.transport = transport
+            $0.client = nil
+        }
     }
 
     func setBearerToken(_ token: String?) throws(SheafError) {
         try SheafClient.validate(baseURL: baseURL, bearerToken: token)
-        settings.withLock { $0.bearerToken = token }
+        settings.withLock {
+            $0.bearerToken = token
+            $0.client = nil
+        }
     }
 
     static func from(_ pointer: OpaquePointer?) -> ClientHandle? {

@@ -113,4 +113,30 @@ final class URLTextTests: XCTestCase {
     func testOriginDescribesItselfWithTheExplicitPort() {
         XCTAssertEqual(Origin("https://api.example.com/x")?.description, "https://api.example.com:443")
     }
+
+    func testAPortThatOverflowsOrIsOutOfRangeHasNoOrigin() {
+        XCTAssertNil(Origin("http://api.example.com:18446744073709551696/"), "2^64+80 is not port 80")
+        XCTAssertNil(Origin("http://api.example.com:99999/"))
+        XCTAssertNil(Origin("http://api.example.com:8a/"))
+        XCTAssertEqual(Origin("http://api.example.com:/x"), Origin("http://api.example.com:80/"))
+        XCTAssertEqual(Origin("http://u@api.example.com:8080/")?.port, 8080)
+        XCTAssertEqual(Origin("http://[::1]:8080/")?.port, 8080)
+        XCTAssertEqual(Origin("https://[::1]/")?.port, 443)
+    }
+
+    func testABaseURLWithAPasswordIsRefusedWithoutRepeatingIt() {
+        XCTAssertThrowsError(try SheafClient.validate(baseURL: "https://user:hunter2@api.example.com/", bearerToken: nil)) { error in
+            XCTAssertEqual((error as? SheafError)?.code, .invalidArgument)
+            XCTAssertFalse((error as? SheafError)?.message.contains("hunter2") ?? true)
+        }
+        XCTAssertThrowsError(try SheafClient.validate(baseURL: "http://api.example.com:18446744073709551696/", bearerToken: nil))
+    }
+
+    func testBracketedParameterNamesAreMatchedWhetherEscapedOrNot() {
+        XCTAssertEqual(URLText.settingQuery("https://a.example/x?page%5Bnumber%5D=2&q=1", "page[number]", to: "3"),
+                       "https://a.example/x?page%5Bnumber%5D=3&q=1")
+        XCTAssertEqual(URLText.settingQuery("https://a.example/x?page[number]=2", "page[number]", to: "3"),
+                       "https://a.example/x?page%5Bnumber%5D=3")
+        XCTAssertEqual(URLText.percentDecoded("a%5Bb%5d%zz%"), "a[b]%zz%")
+    }
 }

@@ -32,7 +32,11 @@ public final class SheafClient: Sendable {
 
     private static func checkedOrigin(baseURL: String, bearerToken: String?) throws(SheafError) -> Origin {
         guard let origin = Origin(baseURL), URLText.resolve(baseURL, against: baseURL) != nil else {
-            throw SheafError(.invalidArgument, "the base URL must be an absolute http or https URL")
+            throw SheafError(.invalidArgument, "the base URL must be an absolute http or https URL with a port of 0 to 65535")
+        }
+        if URLText.hasUserInfo(baseURL) {
+            // The URL is not repeated: it holds a password.
+            throw SheafError(.invalidArgument, "the base URL must not carry user:password; set credentials with sheaf_client_set_auth")
         }
         if let bearerToken, bearerToken.utf8.contains(where: { $0 < 0x20 || $0 == 0x7F }) {
             throw SheafError(.invalidArgument, "the bearer token contains control characters")

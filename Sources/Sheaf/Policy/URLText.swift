@@ -47,6 +47,12 @@ enum URLText {
         URLComponents(string: url)?.queryItems?.first { $0.name == name }?.value
     }
 
+    /// Whether `url` carries user information (user:password@).
+    static func hasUserInfo(_ url: String) -> Bool {
+        guard let components = URLComponents(string: url) else { return false }
+        return components.user != nil || components.password != nil
+    }
+
     /// Every query parameter of `url` as decoded (name, value) pairs, in order.
     static func queryPairs(_ url: String) -> [(String, String)] {
         (URLComponents(string: url)?.queryItems ?? []).map { ($0.name, $0.value ?? "") }
