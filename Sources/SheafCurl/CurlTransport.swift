@@ -47,6 +47,9 @@ public final class CurlTransport: Transport {
     ///
     /// If libcurl could not be initialised, the completion is called at once, on the calling
     /// thread, with a `TransportError.Kind.other` failure.
+    /// libcurl applies the timeouts (CURLOPT_TIMEOUT_MS, CURLOPT_CONNECTTIMEOUT_MS) itself.
+    public var enforcesTimeouts: Bool { true }
+
     public func send(_ request: HTTPRequest,
                      completion: @escaping @Sendable (Result<HTTPResponse, TransportError>) -> Void)
         -> any TransportTask {

@@ -161,4 +161,59 @@ final class RegressionTests: XCTestCase {
             XCTAssertEqual(child.terminationStatus, 0, "wrong result", file: file, line: line)
         }
     }
+
+    func testATransportThatNeverAnswersTimesOutInsteadOfHoldingTheListForever() throws {
+        let transport = ScriptedTransport()
+        transport.on(scriptedList) { _, _ in .never }
+        let client = try scriptedClient(transport) {
+            $0.timeoutMilliseconds = 50
+            $0.retry.maxAttempts = 2
+        }
+        let run = try client.makeList(linkedList())
+        let start = Date()
+        try run.start()
+        let result = outcome(of: run, within: 10)
+        XCTAssertEqual(result?.error?.code, .transport)
+        XCTAssertTrue(result?.error?.message.contains("no answer within 50 ms") == true, result?.error?.message ?? "")
+        XCTAssertEqual(transport.requests.count, 2, "the timeout is retried like any other")
+        XCTAssertEqual(transport.outstanding, 0, "the abandoned attempts were cancelled")
+        XCTAssertLessThan(Date().timeIntervalSince(start), 2 * 2 * (0.05 + Double(PageFetch.deadlineGraceMilliseconds) / 1000))
+    }
+
+    func testAnAnswerGivenInsideSendLeavesNoCycleKeepingTheRunAlive() throws {
+        // A task that holds the completion (as a C transport's exchange does), stored after its
+        // answer had come, tied the fetch and the run into a cycle; in 0.2.0 that needed an answer
+        // from another thread landing between two locks (1 run in 5,000). This pins the same-thread
+        // path; the fix (a task is kept only while its attempt is outstanding) covers both.
+        let transport = AnsweringInsideSend(body: FakeAnchorAPI.itemsJSON(Array(0..<3)))
+        weak var weakRun: ListRun?
+        do {
+            var description = ListDescription(path: "/v1/things")
+            description.paging = .single
+            let client = try SheafClient(baseURL: scriptedBase, transport: transport)
+            let run = try client.makeList(description)
+            weakRun = run
+            try run.start()
+            XCTAssertEqual(outcome(of: run), .complete)
+        }
+        let deadline = Date().addingTimeInterval(5)
+        while weakRun != nil, Date() < deadline { Thread.sleep(forTimeInterval: 0.01) }
+        XCTAssertNil(weakRun, "the run was freed")
+    }
+}
+
+/// Answers inside `send`, and hands back a task that holds the completion.
+private struct AnsweringInsideSend: Transport {
+    let body: String
+
+    struct HoldingTask: TransportTask {
+        let completion: @Sendable (Result<HTTPResponse, TransportError>) -> Void
+        func cancel() {}
+    }
+
+    func send(_ request: HTTPRequest,
+              completion: @escaping @Sendable (Result<HTTPResponse, TransportError>) -> Void) -> any TransportTask {
+        completion(.success(HTTPResponse(status: 200, body: Array(body.utf8))))
+        return HoldingTask(completion: completion)
+    }
 }

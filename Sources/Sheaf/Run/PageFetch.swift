@@ -10,12 +10,21 @@ final class PageFetch: Sendable {
     private struct State {
         var url: String
         var attempt = 0
+        /// Counts every attempt, redirects included: an answer or a deadline names the one it is
+        /// for, and only the current one counts.
+        var serial = 0
         var redirects = 0
         var task: (any TransportTask)?
+        /// The library's deadline for the attempt at a transport that keeps no time of its own.
+        var deadline: Deadline?
         var isDone = false
         /// Whether an attempt is at the transport, counted in `requests.inFlight`.
         var isOutstanding = false
     }
+
+    /// Past the request timeout, a transport gets this long to report the timeout itself before
+    /// the library gives up on the answer.
+    static let deadlineGraceMilliseconds = 1000
 
     private let client: SheafClient
     private let state: Mutex<State>
@@ -45,12 +54,13 @@ final class PageFetch: Sendable {
     }
 
     private func attempt() {
-        let url = state.withLock { state -> String? in
+        let next = state.withLock { state -> (url: String, serial: Int)? in
             guard !state.isDone else { return nil }
             state.attempt += 1
-            return state.url
+            state.serial += 1
+            return (state.url, state.serial)
         }
-        guard let url else { return }
+        guard let (url, serial) = next else { return }
         let request: HTTPRequest
         do {
             request = try client.request(for: url)
@@ -62,18 +72,48 @@ final class PageFetch: Sendable {
             requests.started()
         }
         let task = client.transport.send(request) { [self] result in
-            handle(result, url: url)
+            handle(result, url: url, serial: serial)
         }
+        // The answer may have come inside `send`: then the task is not kept (keeping it would
+        // tie the fetch, its completion and the exchange into a cycle nobody breaks).
         let abandoned = state.withLock { state -> Bool in
             if state.isDone { return true }
-            state.task = task
+            if state.serial == serial, state.isOutstanding { state.task = task }
             return false
         }
         if abandoned { task.cancel() }
+        // Every transport gets the request timeout: one that keeps no time of its own has it
+        // enforced here, so that a transport that never answers cannot hold the list forever.
+        if request.timeoutMilliseconds > 0, !client.transport.enforcesTimeouts {
+            let milliseconds = min(request.timeoutMilliseconds, Int(Int32.max)) + Self.deadlineGraceMilliseconds
+            let deadline = Deadline(after: milliseconds) { [weak self] in
+                self?.deadlinePassed(serial: serial, url: url, milliseconds: request.timeoutMilliseconds)
+            }
+            let keep = state.withLock { state -> Bool in
+                guard state.serial == serial, state.isOutstanding else { return false }
+                state.deadline = deadline
+                return true
+            }
+            if !keep { deadline.cancel() } // answered meanwhile
+        }
     }
 
-    private func handle(_ result: Result<HTTPResponse, TransportError>, url: String) {
+    /// The attempt `serial` has had no answer within its timeout: abandon it and count a timeout.
+    private func deadlinePassed(serial: Int, url: String, milliseconds: Int) {
+        let task = state.withLock { state -> (any TransportTask)?? in
+            guard !state.isDone, state.serial == serial, state.isOutstanding else { return nil }
+            defer { state.task = nil }
+            return .some(state.task)
+        }
+        guard let task else { return }
+        task?.cancel() // the transport may still answer: `handle` ignores it
+        handle(.failure(TransportError(.timeout, "no answer within \(milliseconds) ms")), url: url, serial: serial)
+    }
+
+    private func handle(_ result: Result<HTTPResponse, TransportError>, url: String, serial: Int) {
         let attempt = state.withLock { state -> Int? in
+            // An answer after the deadline, or for an attempt already replaced, is ignored.
+            guard state.serial == serial, state.isOutstanding else { return nil }
             state.task = nil
             settleOutstanding(&state)
             return state.isDone ? nil : state.attempt
@@ -128,10 +168,13 @@ final class PageFetch: Sendable {
         attempt()
     }
 
-    /// The attempt at the transport is over (answered or abandoned): count it once.
+    /// The attempt at the transport is over (answered or abandoned): count it once, and stop its
+    /// deadline.
     private func settleOutstanding(_ state: inout State) {
         if state.isOutstanding { requests.finished() }
         state.isOutstanding = false
+        state.deadline?.cancel()
+        state.deadline = nil
     }
 
     private func schedule(after milliseconds: Int) {
@@ -152,4 +195,21 @@ final class PageFetch: Sendable {
         // A server or transport may echo the credential back; it must not reach a message.
         if first { completion(result.mapError(client.redacting)) }
     }
+}
+
+/// A one-shot timer that can be stopped, and whose stopping releases it at once (an
+/// `asyncAfter` would keep every pending deadline of a long list until it fired).
+final class Deadline: @unchecked Sendable {
+    // Safe: the timer source is thread-safe; `timer` is never reassigned.
+    private let timer: any DispatchSourceTimer
+
+    /// Starts at once (libdispatch must never release a source that was not resumed).
+    init(after milliseconds: Int, _ body: @escaping @Sendable () -> Void) {
+        timer = DispatchSource.makeTimerSource(queue: .global())
+        timer.schedule(deadline: .now() + .milliseconds(milliseconds))
+        timer.setEventHandler(handler: body)
+        timer.resume()
+    }
+
+    func cancel() { timer.cancel() }
 }

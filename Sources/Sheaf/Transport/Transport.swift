@@ -8,6 +8,14 @@ public protocol Transport: Sendable {
     /// Starts one exchange and returns a handle that can abandon it.
     func send(_ request: HTTPRequest,
               completion: @escaping @Sendable (Result<HTTPResponse, TransportError>) -> Void) -> any TransportTask
+
+    /// Whether the transport itself fails a request after `HTTPRequest.timeoutMilliseconds`. When
+    /// it does not (the default), the core gives up on the answer a little after the timeout.
+    var enforcesTimeouts: Bool { get }
+}
+
+extension Transport {
+    public var enforcesTimeouts: Bool { false }
 }
 
 /// An exchange in progress.
