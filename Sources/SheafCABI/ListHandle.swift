@@ -51,18 +51,22 @@ final class ListHandle: Sendable {
     }
 
     /// Starts the run with `onSnapshot` (nil: no callback), or, `pulling`, with its snapshots
-    /// queued (a window of them at most) for sheaf_list_next.
+    /// queued for sheaf_list_next (the run holds back while a window of them wait).
     func start(keepingItems force: Bool = false, onSnapshot: (@Sendable (Snapshot) -> Bool)?,
                pulling: Bool = false) throws(SheafError) -> ListRun {
         let (run, pull) = try state.withLock { (state) throws(SheafError) -> (ListRun, SnapshotQueue<PulledSnapshot>?) in
             guard state.run == nil else { throw SheafError(.state, "a list runs once; create a new list to run it again") }
             let client = try client.makeClient(transport: state.transport)
-            let pull = pulling ? SnapshotQueue<PulledSnapshot>(capacity: client.configuration.window) : nil
-            // The C copy of a pulled snapshot is made here, on the run's delivery thread, not on
-            // the caller's thread that takes it.
-            let deliver = pull.map { queue in { @Sendable (snapshot: Snapshot) in queue.push(PulledSnapshot(snapshot)) } }
-                ?? onSnapshot
-            let run = try client.makeList(state.description, keepsItems: state.keepsItems || force, onSnapshot: deliver)
+            let keepsItems = state.keepsItems || force
+            let pull = pulling ? SnapshotQueue<PulledSnapshot>() : nil
+            // The C copy of a pulled snapshot is made on the run's delivery thread, not on the
+            // caller's thread that takes it.
+            let run: ListRun
+            if let pull {
+                run = try client.makePulledList(state.description, keepsItems: keepsItems, into: pull, PulledSnapshot.init)
+            } else {
+                run = try client.makeList(state.description, keepsItems: keepsItems, onSnapshot: onSnapshot)
+            }
             state.run = run
             state.pull = pull
             return (run, pull)

@@ -3,11 +3,11 @@ import XCTest
 @testable import Sheaf
 
 /// A run whose snapshots are pulled through a `SnapshotQueue`.
-private func pulledRun(_ transport: ScriptedTransport, capacity: Int = 4, window: Int = 4,
+private func pulledRun(_ transport: ScriptedTransport, window: Int = 4,
                        list: ListDescription = anchorList()) throws -> (ListRun, SnapshotQueue<Snapshot>) {
-    let queue = SnapshotQueue<Snapshot>(capacity: capacity)
+    let queue = SnapshotQueue<Snapshot>()
     let run = try scriptedClient(transport) { $0.window = window }
-        .makeList(list, keepsItems: false, onSnapshot: { queue.push($0) })
+        .makePulledList(list, keepsItems: false, into: queue, { $0 })
     try run.start()
     run.whenFinished { queue.finish() }
     return (run, queue)
@@ -51,10 +51,10 @@ final class SnapshotQueueTests: XCTestCase {
         let transport = ScriptedTransport()
         let api = FakeAnchorAPI(count: 10_000)
         transport.on(scriptedList) { request, _ in api.reply(request) }
-        let (run, queue) = try pulledRun(transport, capacity: 2, window: 2)
+        let (run, queue) = try pulledRun(transport, window: 2)
         Thread.sleep(forTimeInterval: 0.3)
-        // Two snapshots wait in the queue, one more in the blocked push, a window of snapshots
-        // queued for delivery, and each may have held a few pages: far from 1,000 pages.
+        // A window of snapshots wait untaken, a window of pages were in flight when the fetching
+        // was held back, and each may have held a few pages: far from 1,000 pages.
         let made = run.requestsMade
         XCTAssertLessThan(made, 40, "the fetching went on while nobody took the snapshots")
         Thread.sleep(forTimeInterval: 0.1)
@@ -81,5 +81,25 @@ final class SnapshotQueueTests: XCTestCase {
         }
         XCTAssertEqual(ids, Array(0..<20))
         XCTAssertEqual(outcome(of: run)?.error?.code, .http)
+    }
+
+    func testThreeHundredStalledPulledListsLeaveEveryOtherListRunning() throws {
+        // Each stalled pull used to park a libdispatch worker in its queue; at 256 the pool was
+        // exhausted and every other list of the process stopped.
+        let transport = ScriptedTransport()
+        let api = FakeAnchorAPI(count: 10_000)
+        transport.on(scriptedList) { request, _ in api.reply(request) }
+        let stalled = try (0..<300).map { _ in try pulledRun(transport, window: 2) }
+        let deadline = Date().addingTimeInterval(10)
+        // Every stalled list has delivered more snapshots than a window, nobody taking them.
+        while stalled.contains(where: { $0.0.requestsMade < 3 }), Date() < deadline { Thread.sleep(forTimeInterval: 0.01) }
+        XCTAssertFalse(stalled.contains { $0.0.requestsMade < 3 }, "each had page one and a window of pages answered")
+        let other = try scriptedClient(transport).makeList(anchorList())
+        try other.start()
+        XCTAssertEqual(outcome(of: other, within: 10), .complete)
+        for (run, queue) in stalled {
+            queue.close()
+            XCTAssertEqual(outcome(of: run, within: 5)?.error?.code, .stopped)
+        }
     }
 }

@@ -53,6 +53,15 @@ public final class SheafClient: Sendable {
         try ListRun(client: self, description: description, keepsItems: keepsItems, onSnapshot: onSnapshot)
     }
 
+    /// A run whose snapshots are pushed into `queue` and count against the window until taken.
+    package func makePulledList<Element>(_ description: ListDescription, keepsItems: Bool, into queue: SnapshotQueue<Element>,
+                                         _ prepare: @escaping @Sendable (Snapshot) -> Element) throws(SheafError) -> ListRun {
+        let run = try ListRun(client: self, description: description, keepsItems: keepsItems, acknowledgesSnapshots: true,
+                              onSnapshot: { queue.push(prepare($0)) })
+        queue.whenTaken({ [weak run] in run?.snapshotTaken() }, closed: { [weak run] in run?.stopTaking() })
+        return run
+    }
+
     /// Runs `description` to its end and returns every item as one JSON array. Blocks.
     /// - Returns: the items and the outcome; the items are those delivered even on failure.
     public func fetchAll(_ description: ListDescription) throws(SheafError) -> (json: [UInt8], outcome: ListOutcome) {

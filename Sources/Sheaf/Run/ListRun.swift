@@ -60,14 +60,17 @@ public final class ListRun: Sendable {
     /// on every read, so a long stream grew quadratically slow and finally overflowed the stack.
     private let onSnapshot: Mutex<SnapshotCallbackBox?>
     private let requests = RequestCounters()
+    /// Whether a delivered snapshot stays pending until `snapshotTaken` (a pulled run).
+    private let acknowledgesSnapshots: Bool
 
     /// Requests sent so far, retries and redirects included.
     public var requestsMade: Int { requests.requestsMade }
     /// Requests waiting for an answer now.
     public var requestsInFlight: Int { requests.inFlight }
 
-    init(client: SheafClient, description: ListDescription, keepsItems: Bool,
+    init(client: SheafClient, description: ListDescription, keepsItems: Bool, acknowledgesSnapshots: Bool = false,
          onSnapshot: (@Sendable (Snapshot) -> Bool)?) throws(SheafError) {
+        self.acknowledgesSnapshots = acknowledgesSnapshots
         try description.check()
         let firstURL = try client.firstURL(of: description)
         let configuration = client.configuration
@@ -320,9 +323,22 @@ public final class ListRun: Sendable {
         }
     }
 
-    private func deliver(_ snapshot: Snapshot) {
+    /// The caller of a pulled run stops taking snapshots: the run stops as when a callback asks to.
+    package func stopTaking() {
+        stop(SheafError(.stopped, "the snapshot callback asked to stop"), byCallback: true)
+    }
+
+    /// A pulled snapshot was taken by the caller: it no longer counts against the window.
+    package func snapshotTaken() {
+        releaseSnapshot { _ in }
+    }
+
+    /// Counts one snapshot as consumed (after `change`, under the lock) and starts the fetches
+    /// held back while the consumer was behind; returns whether the run is silenced.
+    @discardableResult
+    private func releaseSnapshot(_ change: (inout State) -> Void) -> Bool {
         let (silenced, released) = state.withLock { state -> (Bool, [PageFetch]) in
-            if !state.silenced { state.deliveredPrefixBytes = snapshot.delta.prefixBytes }
+            change(&state)
             state.queuedSnapshots -= 1
             var released: [PageFetch] = []
             if state.queuedSnapshots < client.configuration.window, state.ending == nil {
@@ -331,6 +347,22 @@ public final class ListRun: Sendable {
             return (state.silenced, released)
         }
         released.forEach { $0.start() }
+        return silenced
+    }
+
+    private func deliver(_ snapshot: Snapshot) {
+        let record = { (state: inout State) in
+            if !state.silenced { state.deliveredPrefixBytes = snapshot.delta.prefixBytes }
+        }
+        let silenced: Bool
+        if acknowledgesSnapshots {
+            silenced = state.withLock { state in
+                record(&state)
+                return state.silenced
+            }
+        } else {
+            silenced = releaseSnapshot(record)
+        }
         guard !silenced, let callback = onSnapshot.withLock({ $0 })?.callback else { return }
         let goOn = CallbackContext.run { callback(snapshot) }
         if !goOn { stop(SheafError(.stopped, "the snapshot callback asked to stop"), byCallback: true) }

@@ -4,12 +4,15 @@ import Synchronization
 /// A run's snapshots taken one at a time by the caller (a pull iterator) instead of a callback.
 ///
 /// `push` is called from the run's snapshot callback with the snapshot, or with what the caller
-/// will want of it prepared on the run's thread (`Element`): it holds at most `capacity` untaken
-/// and blocks while they are all there (the run then holds back its fetching, so memory stays
-/// bounded by the window). `next` takes them in order, waiting as long as the caller allows.
-/// Once the run has finished (`finish`) and everything was taken, `next` says `.end`.
-public final class SnapshotQueue<Element: Sendable>: Sendable {
-    public enum Next: Sendable {
+/// will want of it prepared on the run's thread (`Element`), and never blocks: a shared worker
+/// thread must never wait for a caller who may never come back (0.2.0 parked one per stalled
+/// list, and libdispatch's pool stopped every list at 256). The bound is the run's own: a run
+/// made with `acknowledgesSnapshots` counts a snapshot as pending until `next` hands it out
+/// (through the take handler, `ListRun.snapshotTaken`), and holds back its fetching while a window
+/// of them wait. `next` takes them in order, waiting as long as the caller allows. Once the run
+/// has finished (`finish`) and everything was taken, `next` says `.end`.
+package final class SnapshotQueue<Element: Sendable>: Sendable {
+    package enum Next: Sendable {
         case snapshot(Element)
         /// The run has finished and every snapshot was taken.
         case end
@@ -22,24 +25,28 @@ public final class SnapshotQueue<Element: Sendable>: Sendable {
         var snapshots: [Element] = []
         var finished = false
         var closed = false
+        var onTake: (@Sendable () -> Void)?
+        var onClose: (@Sendable () -> Void)?
     }
 
     private let state = Mutex(State())
     /// Counts what `next` may take: snapshots, and once finished, the end (kept signalled).
     private let ready = DispatchSemaphore(value: 0)
-    /// Counts free places. Starts at 0 and is raised to `capacity`: a semaphore released below
-    /// its initial value traps in libdispatch, and snapshots may be left untaken.
-    private let space = DispatchSemaphore(value: 0)
 
-    public init(capacity: Int) {
-        for _ in 0..<max(1, capacity) { space.signal() }
+    package init() {}
+
+    /// Calls `taken` each time `next` hands out a snapshot, and `closed` once when the caller
+    /// stops taking (set once, before the run starts).
+    package func whenTaken(_ taken: @escaping @Sendable () -> Void, closed: @escaping @Sendable () -> Void) {
+        state.withLock {
+            $0.onTake = taken
+            $0.onClose = closed
+        }
     }
 
-    /// Queues `snapshot`, waiting for a free place; false once the queue is closed (the run
-    /// then stops, as when a callback asks to).
-    public func push(_ snapshot: Element) -> Bool {
-        guard !state.withLock({ $0.closed }) else { return false }
-        space.wait()
+    /// Queues `snapshot` without waiting; false once the queue is closed (the run then stops, as
+    /// when a callback asks to).
+    package func push(_ snapshot: Element) -> Bool {
         let queued = state.withLock { state -> Bool in
             guard !state.closed else { return false }
             state.snapshots.append(snapshot)
@@ -50,7 +57,7 @@ public final class SnapshotQueue<Element: Sendable>: Sendable {
     }
 
     /// The run has finished: after the snapshots queued so far, `next` says `.end`.
-    public func finish() {
+    package func finish() {
         let first = state.withLock { state -> Bool in
             defer { state.finished = true }
             return !state.finished
@@ -59,30 +66,32 @@ public final class SnapshotQueue<Element: Sendable>: Sendable {
     }
 
     /// Takes the next snapshot, waiting at most `timeoutMilliseconds` (nil: as long as it takes).
-    public func next(timeoutMilliseconds: Int?) -> Next {
+    package func next(timeoutMilliseconds: Int?) -> Next {
         let timeout: DispatchTime = timeoutMilliseconds.map { .now() + .milliseconds(max(0, $0)) } ?? .distantFuture
         guard ready.wait(timeout: timeout) == .success else { return .pending }
-        let taken = state.withLock { state -> Element? in
-            state.snapshots.isEmpty ? nil : state.snapshots.removeFirst()
+        let (taken, onTake) = state.withLock { state -> (Element?, (@Sendable () -> Void)?) in
+            (state.snapshots.isEmpty ? nil : state.snapshots.removeFirst(), state.onTake)
         }
         guard let taken else {
             ready.signal() // the end stays visible to later calls
             return .end
         }
-        space.signal()
+        onTake?()
         return .snapshot(taken)
     }
 
-    /// The caller stops taking: a waiting or later `push` returns false, untaken snapshots are
-    /// dropped. Idempotent.
-    public func close() {
-        let first = state.withLock { state -> Bool in
+    /// The caller stops taking: a later `push` returns false, untaken snapshots are dropped.
+    /// Idempotent.
+    package func close() {
+        let onClose = state.withLock { state -> (@Sendable () -> Void)? in
             defer {
                 state.closed = true
                 state.snapshots.removeAll()
+                state.onTake = nil
+                state.onClose = nil
             }
-            return !state.closed
+            return state.closed ? nil : state.onClose
         }
-        if first { space.signal() } // wakes a push waiting for a place (the run has one producer)
+        onClose?()
     }
 }
