@@ -19,6 +19,7 @@ public final class SheafClient: Sendable {
         self.origin = try Self.checkedOrigin(baseURL: baseURL, bearerToken: bearerToken)
         self.baseURL = baseURL
         self.bearerToken = bearerToken
+        self.redactor = Redactor([bearerToken].compactMap { $0 })
         self.transport = transport
         self.configuration = try configuration.validated()
     }
@@ -71,14 +72,13 @@ public final class SheafClient: Sendable {
         return (run.prefixJSON(), outcome)
     }
 
-    /// `error` with every occurrence of the bearer token replaced by "<redacted>".
+    /// `error` with every credential removed, in any spelling (see `Redactor`).
     func redacting(_ error: SheafError) -> SheafError {
-        guard let bearerToken, !bearerToken.isEmpty else { return error }
-        var error = error
-        error.message = error.message.replacing(bearerToken, with: "<redacted>")
-        error.bodyExcerpt = error.bodyExcerpt?.replacing(bearerToken, with: "<redacted>")
-        return error
+        redactor.redact(error)
     }
+
+    /// The credentials to keep out of every message.
+    let redactor: Redactor
 
     /// The request for `url`, with the token only when `url` shares the base URL's origin.
     func request(for url: String) throws(SheafError) -> HTTPRequest {

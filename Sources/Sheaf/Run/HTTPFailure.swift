@@ -4,10 +4,14 @@ enum HTTPFailure {
 
     /// The error for `response`: the status, the server's own error fields when the body is JSON
     /// in one of the common error shapes, and a body excerpt.
-    static func error(for response: HTTPResponse, url: String, attempts: Int) -> SheafError {
-        let excerpt = String(decoding: response.body.prefix(excerptLimit), as: UTF8.self)
+    /// Credentials are removed (by `redactor`) before anything is cut to length.
+    static func error(for response: HTTPResponse, url: String, attempts: Int, redactor: Redactor) -> SheafError {
+        // A secret may straddle the cut: redact a little more than is kept, then cut.
+        let window = String(decoding: response.body.prefix(excerptLimit * 2), as: UTF8.self)
+        let excerpt = String(decoding: Array(redactor.redact(window).utf8).prefix(excerptLimit), as: UTF8.self)
+        let url = redactor.redact(url)
         var message = "\(url): HTTP \(response.status)"
-        let fields = serverErrorFields(response.body)
+        let fields = serverErrorFields(response.body, redactor)
         if !fields.isEmpty { message += " (" + fields.joined(separator: "; ") + ")" }
         if attempts > 1 { message += " after \(attempts) attempts" }
         return SheafError(.http, message, url: url, httpStatus: response.status, bodyExcerpt: excerpt,
@@ -19,7 +23,7 @@ enum HTTPFailure {
     private static let fieldNames = ["error", "error/message", "message", "detail", "detail/0/msg", "title",
                                      "reason", "errors/0/detail", "errors/0/message"]
 
-    private static func serverErrorFields(_ body: [UInt8]) -> [String] {
+    private static func serverErrorFields(_ body: [UInt8], _ redactor: Redactor) -> [String] {
         guard body.count <= 1 << 20 else { return [] }
         return body.withUnsafeBufferPointer { buffer in
             let scanner = JSONScanner(buffer)
@@ -28,7 +32,7 @@ enum HTTPFailure {
             return zip(fieldNames, targets).compactMap { name, target in
                 guard let range = target.range, buffer[range.lowerBound] == UInt8(ascii: "\""),
                       let text = try? scanner.decodeString(at: range.lowerBound), !text.isEmpty else { return nil }
-                return "\(name.replacing("/0/", with: "[0].").replacing("/", with: ".")): \(text.prefix(200))"
+                return "\(name.replacing("/0/", with: "[0].").replacing("/", with: ".")): \(redactor.redact(text).prefix(200))"
             }
         }
     }

@@ -275,7 +275,7 @@ public final class ListRun: Sendable {
                 // Never silently short: the last page must not signal more than was followed.
                 if let resolved = state.resolution?.description, resolved.paging != .single, let last = state.lastPage,
                    let error = Detector.unfollowed(last.page, resolved, itemCount: assembler.itemCount) {
-                    return .failed(client.redacting(error))
+                    return .failed(error)
                 }
                 return .complete
             }
@@ -309,7 +309,13 @@ public final class ListRun: Sendable {
     /// Decides the outcome (once) and queues the final step behind every queued snapshot.
     private func end(_ state: inout State, _ outcome: ListOutcome) {
         guard state.ending == nil else { return }
-        state.ending = outcome
+        // The one place every failure passes: a server, a next link or a redirect may have
+        // carried a credential into it.
+        if case .failed(let error) = outcome {
+            state.ending = .failed(client.redacting(error))
+        } else {
+            state.ending = outcome
+        }
         delivery.async { [self] in
             self.state.withLock { state in
                 if state.stoppedByCallback {

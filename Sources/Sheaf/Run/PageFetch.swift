@@ -146,14 +146,14 @@ final class PageFetch: Sendable {
             schedule(after: retry.delayMilliseconds(afterAttempt: attempt,
                                                     retryAfter: response.headers.first(named: "Retry-After")))
         default:
-            finish(.failure(HTTPFailure.error(for: response, url: url, attempts: attempt)))
+            finish(.failure(HTTPFailure.error(for: response, url: url, attempts: attempt, redactor: client.redactor)))
         }
     }
 
     private func follow(redirectFrom url: String, _ response: HTTPResponse) {
         guard let location = response.headers.first(named: "Location"),
               let target = URLText.resolve(location, against: url) else {
-            return finish(.failure(HTTPFailure.error(for: response, url: url, attempts: 1)))
+            return finish(.failure(HTTPFailure.error(for: response, url: url, attempts: 1, redactor: client.redactor)))
         }
         let allowed = state.withLock { state -> Bool in
             state.redirects += 1
@@ -192,8 +192,7 @@ final class PageFetch: Sendable {
             defer { state.isDone = true }
             return !state.isDone
         }
-        // A server or transport may echo the credential back; it must not reach a message.
-        if first { completion(result.mapError(client.redacting)) }
+        if first { completion(result) } // the run redacts its outcome (ListRun.end)
     }
 }
 
