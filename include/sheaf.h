@@ -101,7 +101,8 @@ typedef enum sheaf_result {
     SHEAF_E_INTERNAL = 16,         /**< A bug in Sheaf; the message says where. */
     SHEAF_PENDING = 17,            /**< sheaf_list_next: no snapshot yet within the timeout (not a failure). */
     SHEAF_E_NOT_FOLLOWED = 18,     /**< The last page signals more (a Link rel="next", has_more, a next field, a total above what arrived) that the description does not follow; the error names the signal and the option or preset that would. */
-    SHEAF_E_UNDETECTED = 19        /**< Detection could not decide the list's shape (no items array, or several candidates); the error names the candidates and the options that choose. */
+    SHEAF_E_UNDETECTED = 19,       /**< Detection could not decide the list's shape (no items array, or several candidates); the error names the candidates and the options that choose. */
+    SHEAF_E_REPEATED_PAGE = 20     /**< Two consecutive pages hold the same items byte for byte: the server ignores the paging parameter (or the description names the wrong one). */
 } sheaf_result;
 
 /** Static English text for a result code (unknown codes get a generic text). Never NULL; do not free. */

@@ -24,6 +24,7 @@ extension SheafError.Code {
         case .cancelled: SHEAF_E_CANCELLED
         case .notFollowed: SHEAF_E_NOT_FOLLOWED
         case .undetected: SHEAF_E_UNDETECTED
+        case .repeatedPage: SHEAF_E_REPEATED_PAGE
         default: SHEAF_E_INTERNAL
         }
     }
@@ -61,6 +62,7 @@ private let resultTexts: [OwnedCString] = [
     "no snapshot yet",
     "the last page signals more than the list's description follows",
     "the list's shape could not be detected",
+    "two consecutive pages hold the same items",
 ].map(OwnedCString.init)
 private let unknownResultText = OwnedCString("unknown result code")
 private let versionText = OwnedCString(SheafVersion.string)

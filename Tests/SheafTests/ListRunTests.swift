@@ -644,12 +644,13 @@ final class ListRunTests: XCTestCase {
     func testThePageCapStopsAnEndlessWalk() throws {
         let transport = ScriptedTransport()
         transport.otherwise { request, _ in
-            .json(#"{"items":[1],"next_page":"\#(request.url)x"}"#)
+            .json(#"{"items":[\#(request.url.count)],"next_page":"\#(request.url)x"}"#)
         }
         let (json, outcome) = try scriptedClient(transport) { $0.maxPages = 5 }.fetchAll(linkedList())
         XCTAssertEqual(outcome.error?.code, .pageLimit)
         XCTAssertEqual(transport.requests.count, 5)
-        XCTAssertEqual(String(decoding: json, as: UTF8.self), "[1,1,1,1,1]")
+        let length = scriptedList.count
+        XCTAssertEqual(String(decoding: json, as: UTF8.self), "[\(length),\(length + 1),\(length + 2),\(length + 3),\(length + 4)]")
     }
 
     func testANextLinkLoopFailsAsLoop() throws {

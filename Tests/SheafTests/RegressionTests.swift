@@ -200,6 +200,15 @@ final class RegressionTests: XCTestCase {
         while weakRun != nil, Date() < deadline { Thread.sleep(forTimeInterval: 0.01) }
         XCTAssertNil(weakRun, "the run was freed")
     }
+
+    func testAServerThatIgnoresThePageParameterFailsInsteadOfRepeatingPageOne() throws {
+        // With a total and no identity, page one served three times ended OK with 30 items.
+        let transport = ScriptedTransport()
+        transport.on(scriptedList) { _, _ in .json(#"{"items":\#(FakeAnchorAPI.itemsJSON(Array(0..<10))),"next_page":null,"total":30}"#) }
+        let (json, outcome) = try scriptedClient(transport).fetchAll(anchorList())
+        XCTAssertEqual(outcome.error?.code, .repeatedPage)
+        XCTAssertEqual(itemIDs(json), Array(0..<10), "page one is kept, its copies are not")
+    }
 }
 
 /// Answers inside `send`, and hands back a task that holds the completion.

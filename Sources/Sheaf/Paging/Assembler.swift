@@ -19,6 +19,11 @@ struct Assembler {
     private(set) var pageCount = 0
     /// Whether `maxItems` was reached (the prefix is then exactly that long).
     private(set) var reachedLimit = false
+    /// A page whose items repeat the page before it byte for byte (a server that ignores the
+    /// page parameter serves page one again and again); nothing from it or after it is added.
+    private(set) var repeatedPage: Int?
+    /// The digest of the last page added with items.
+    private var lastDigest: (index: Int, digest: Int)?
 
     init(keepsItems: Bool, maxItems: Int?, deduplicates: Bool) {
         self.keepsItems = keepsItems
@@ -28,12 +33,20 @@ struct Assembler {
 
     /// Adds page `index`; returns what the prefix gained, or nil when it did not advance.
     mutating func add(_ index: Int, _ page: Page) -> SnapshotDelta? {
-        guard !reachedLimit, index >= nextIndex else { return nil }
+        guard !reachedLimit, repeatedPage == nil, index >= nextIndex else { return nil }
         pending[index] = page
         var json: [UInt8] = [UInt8(ascii: "[")]
         var added = 0
         let firstPage = nextIndex
         while let page = pending.removeValue(forKey: nextIndex) {
+            if let digest = Self.digest(page) {
+                if let last = lastDigest, last.index == nextIndex - 1, last.digest == digest {
+                    repeatedPage = nextIndex
+                    pending.removeAll()
+                    break
+                }
+                lastDigest = (nextIndex, digest)
+            }
             nextIndex += 1
             pageCount += 1
             added += append(page, to: &json, first: added == 0)
@@ -45,6 +58,15 @@ struct Assembler {
         guard nextIndex > firstPage else { return nil }
         json.append(UInt8(ascii: "]"))
         return SnapshotDelta(json: json, items: added, totalItems: itemCount, pages: pageCount, prefixBytes: prefix.count)
+    }
+
+    /// A digest of the page's items as they are written, nil for a page without items.
+    private static func digest(_ page: Page) -> Int? {
+        guard let first = page.items.first, let last = page.items.last else { return nil }
+        var hasher = Hasher()
+        hasher.combine(page.items.count)
+        page.body.withUnsafeBytes { hasher.combine(bytes: UnsafeRawBufferPointer(rebasing: $0[first.lowerBound..<last.upperBound])) }
+        return hasher.finalize()
     }
 
     /// Drops the held pages after `index`: they turned out to lie past the end of the list.

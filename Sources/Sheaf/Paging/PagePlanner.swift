@@ -149,6 +149,10 @@ struct PagePlanner {
             if firstMissingError == nil { firstMissingError = error }
             return fillWindow()
         }
+        // A page past the end that could not be had changes nothing (but an empty one, or a 404).
+        if mode == .speculative, walksPageNumbers, let end = endIndex, index >= end, error.httpStatus != 404 {
+            return fillWindow()
+        }
         // Without a next signal, a 404 while walking page numbers is how some servers end a list.
         if mode == .speculative, walksPageNumbers, error.code == .http, error.httpStatus == 404 {
             return speculativePageArrived(index, .empty, notFound: error)
@@ -216,6 +220,15 @@ struct PagePlanner {
 
     /// Page `index` of a speculative plan arrived (or, walking page numbers, answered 404).
     private mutating func speculativePageArrived(_ index: Int, _ page: Page, notFound: SheafError? = nil) -> [Action] {
+        if walksPageNumbers, let end = endIndex, index >= end {
+            // A page past a short or empty last page, checked rather than abandoned, so that the
+            // outcome never depends on which arrived first: it must be empty too.
+            if !page.items.isEmpty {
+                return fail(index: end, SheafError(.badPage,
+                    "page \(index + 1) has items although page \(end) ended the list (short or empty)", url: page.url))
+            }
+            return fillWindow()
+        }
         if !page.items.isEmpty { lastPageWithItems = max(lastPageWithItems, index) }
         var isLast = true
         var handOver: String?    // a next link that leaves the numbered pages: the walk goes on from it
@@ -227,6 +240,10 @@ struct PagePlanner {
                     "page \(index + 1) is empty but page \(lastPageWithItems + 1) has items", url: page.next))
             }
             isLast = page.items.count < servedPageSize
+            if isLast, lastPageWithItems > index {
+                return fail(index: index + 1, SheafError(.badPage,
+                    "page \(index + 1) is short but page \(lastPageWithItems + 1) has items", url: page.url))
+            }
         } else if let next = page.next {
             let number = position(of: next)
             if let number, number == position(forIndex: index + 1) {
@@ -253,11 +270,14 @@ struct PagePlanner {
         return actions + (failure == nil ? fillWindow() : settleFailure())
     }
 
-    /// Page `index` is the last of the numbered pages: abandon and drop what lies after it.
+    /// Page `index` is the last of the numbered pages: drop what lies after it, and abandon the
+    /// pages in flight after it, unless the end was found by a short or empty page: those are
+    /// awaited and must be empty.
     private mutating func endSpeculation(after index: Int) -> [Action] {
         endIndex = index + 1
         continuation = nil
         if let failure, failure.index > index { self.failure = nil }
+        if walksPageNumbers { return [.discard(after: index)] }
         let later = inFlight.filter { $0 > index }.sorted()
         inFlight.subtract(later)
         return (later.isEmpty ? [] : [.cancel(later)]) + [.discard(after: index)]

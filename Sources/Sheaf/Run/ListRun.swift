@@ -250,6 +250,13 @@ public final class ListRun: Sendable {
                         toCancel += cancelAll(&state)
                         end(&state, .limitReached)
                     }
+                    if let repeated = state.assembler.repeatedPage {
+                        toCancel += cancelAll(&state)
+                        end(&state, .failed(SheafError(.repeatedPage,
+                            "page \(repeated + 1) repeats the items of page \(repeated) byte for byte: the server ignores the paging "
+                            + "parameter, or the list is described with the wrong one", url: state.lastPage?.page.url,
+                            hint: "check the paging parameter (--paging), or --paging single")))
+                    }
                 case .cancel(let indices):
                     toCancel += indices.compactMap { state.fetches.removeValue(forKey: $0)?.fetch }
                 case .discard(let index):

@@ -5,7 +5,7 @@ public struct SheafError: Error, Sendable, Equatable, CustomStringConvertible {
         enum Value: Sendable, Hashable {
             case invalidArgument, unsupported, state, reentrant, http, transport, badPage, incomplete,
                  loop, pageLimit, bodyTooLarge, crossOrigin, stopped, cancelled, `internal`,
-                 notFollowed, undetected
+                 notFollowed, undetected, repeatedPage
         }
         let value: Value
         init(_ value: Value) { self.value = value }
@@ -29,6 +29,8 @@ public struct SheafError: Error, Sendable, Equatable, CustomStringConvertible {
         public static let notFollowed = Code(.notFollowed)
         /// Detection could not decide the list's shape.
         public static let undetected = Code(.undetected)
+        /// Two consecutive pages hold the same items.
+        public static let repeatedPage = Code(.repeatedPage)
     }
 
     public var code: Code
