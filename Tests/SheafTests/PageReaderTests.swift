@@ -158,6 +158,15 @@ final class PageReaderTests: XCTestCase {
         XCTAssertNotEqual(page.identities[0], page.identities[1])
     }
 
+    func testLoneSurrogatesAndTheReplacementCharacterAreDifferentIdentities() throws {
+        // They all decoded to U+FFFD, and three different items collapsed into one.
+        let page = try read(bareArrayReader(identity: "/id"),
+                            #"[{"id":"\ud800"},{"id":"\udbff"},{"id":"\ufffd"},{"id":"\uD800"},{"id":"\u0061"},{"id":"a"}]"#)
+        XCTAssertEqual(Set(page.identities[0..<3]).count, 3)
+        XCTAssertEqual(page.identities[0], page.identities[3], "the same code unit, whatever the case of its hex")
+        XCTAssertEqual(page.identities[4], page.identities[5])
+    }
+
     func testAnItemWithoutTheIdentityHasNone() throws {
         let page = try read(bareArrayReader(identity: "/meta/id"),
                             #"[{"meta":{"id":7}},{"other":1},5,{"meta":{"id":{"k":[1]}}}]"#)

@@ -355,16 +355,20 @@ struct JSONScanner {
 
     /// Decodes the string starting at the quote `start` (already validated).
     func decodeString(at start: Int) throws(JSONSyntaxError) -> String {
+        String(decoding: try decodeUTF8(at: start, marksLoneSurrogates: false), as: UTF8.self)
+    }
+
+    /// The string starting at the quote `start` (already validated) as UTF-8 bytes. A lone
+    /// surrogate escape (`\ud800`) becomes U+FFFD, or, `marksLoneSurrogates`, the bytes
+    /// 0xFF, high, low, which valid UTF-8 never holds: then two strings differ exactly when their
+    /// JSON texts denote different sequences of code units (identities compare this way).
+    func decodeUTF8(at start: Int, marksLoneSurrogates: Bool) throws(JSONSyntaxError) -> [UInt8] {
         let end = try skipString(at: start)
         let inner = UnsafeBufferPointer(rebasing: bytes[(start + 1)..<(end - 1)])
-        if !inner.contains(UInt8(ascii: "\\")) { return String(decoding: inner, as: UTF8.self) }
-        var scalars = String.UnicodeScalarView()
+        if !inner.contains(UInt8(ascii: "\\")) { return Array(inner) }
         var utf8: [UInt8] = []
+        utf8.reserveCapacity(inner.count)
         var index = 0
-        func flush() {
-            scalars.append(contentsOf: String(decoding: utf8, as: UTF8.self).unicodeScalars)
-            utf8.removeAll(keepingCapacity: true)
-        }
         func hex4(_ at: Int) -> UInt32 {
             (0..<4).reduce(UInt32(0)) { $0 << 4 | UInt32(hexValue(inner[at + $1])!) }
         }
@@ -394,13 +398,17 @@ struct JSONScanner {
                         index += 6
                     }
                 }
-                flush()
-                scalars.append(Unicode.Scalar(value) ?? "\u{FFFD}")
+                if let scalar = Unicode.Scalar(value) {
+                    utf8 += String(Character(scalar)).utf8
+                } else if marksLoneSurrogates {
+                    utf8 += [0xFF, UInt8(value >> 8), UInt8(value & 0xFF)]
+                } else {
+                    utf8 += [0xEF, 0xBF, 0xBD] // U+FFFD
+                }
             default: utf8.append(escape)
             }
         }
-        flush()
-        return String(scalars)
+        return utf8
     }
 
     /// The non-negative integer at `range`, or nil when it is not one (or overflows).

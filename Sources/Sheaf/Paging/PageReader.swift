@@ -257,11 +257,13 @@ enum HeaderCount {
 }
 
 extension IdentityKey {
-    /// Strings compare by their decoded text (so "\u0061" equals "a"); other values by their bytes.
+    /// Strings compare by the code units they denote (so "\u0061" equals "a", and the lone
+    /// surrogates "\ud800" and "\udbff" differ from each other and from "\ufffd"); other values
+    /// by their bytes.
     init(_ scanner: JSONScanner, _ range: Range<Int>) {
         if scanner.bytes[range.lowerBound] == UInt8(ascii: "\""),
-           let text = try? scanner.decodeString(at: range.lowerBound) {
-            self.init(bytes: [UInt8(ascii: "s")] + Array(text.utf8))
+           let text = try? scanner.decodeUTF8(at: range.lowerBound, marksLoneSurrogates: true) {
+            self.init(bytes: [UInt8(ascii: "s")] + text)
         } else {
             self.init(bytes: Array(scanner.bytes[range]))
         }
