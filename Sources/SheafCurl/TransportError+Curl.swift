@@ -2,8 +2,14 @@ import CCurl
 import Sheaf
 
 extension TransportError.Kind {
-    /// The kind of failure a libcurl transfer result stands for.
-    init(curlCode code: CURLcode) {
+    /// The kind of failure a libcurl transfer result stands for. `detail` (the transfer's error
+    /// text) tells apart what one code covers: a receive error is transient, response headers
+    /// past libcurl's limit are not (the same answer would come again).
+    init(curlCode code: CURLcode, detail: String = "") {
+        if code == CURLE_RECV_ERROR, detail.contains("Too large response headers") {
+            self = .other
+            return
+        }
         switch code {
         case CURLE_OPERATION_TIMEDOUT:
             self = .timeout
@@ -33,6 +39,6 @@ extension TransportError {
     /// ever repeats request headers, so the message cannot leak a bearer token.
     init(curlCode code: CURLcode, detail: String) {
         let text = detail.isEmpty ? String(cString: curl_easy_strerror(code)) : detail
-        self.init(Kind(curlCode: code), "\(text) (curl error \(code.rawValue))")
+        self.init(Kind(curlCode: code, detail: detail), "\(text) (curl error \(code.rawValue))")
     }
 }

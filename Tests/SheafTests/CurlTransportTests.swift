@@ -205,6 +205,15 @@ final class CurlTransportTests: XCTestCase {
         XCTAssertNotEqual(error.kind, .tooLarge, "\(error)")
     }
 
+    func testResponseHeadersPastCurlsLimitAreNotATransientConnectionFailure() throws {
+        // They were reported as a connection failure, and retried 4 times (curl error 56, "Too
+        // large response headers", past libcurl's 300 KiB).
+        let many = (0..<3000).map { "X-Header-\($0): " + String(repeating: "y", count: 90) + "\r\n" }.joined()
+        let server = try CurlRawServer(response: "HTTP/1.1 200 OK\r\n\(many)Content-Length: 2\r\n\r\n[]")
+        let error = try CurlResults.failure(CurlTransport(), HTTPRequest(url: server.url("/")))
+        XCTAssertFalse(error.kind.isTransient, "\(error.kind): \(error)")
+    }
+
     func testHeaderInjectionIsRefusedWithoutQuotingTheValue() throws {
         let request = HTTPRequest(url: server.url("/anchor"),
                                   headers: [HTTPHeader(name: "Authorization", value: "Bearer tok\r\nX-Evil: 1")])
