@@ -338,7 +338,7 @@ typedef enum sheaf_signal {
     SHEAF_SIGNAL_PAGE_COUNT = 5,  /**< The number of pages. Sources: BODY, HEADER, LINK ("last": its page number or offset). */
     SHEAF_SIGNAL_HAS_MORE = 6,    /**< A boolean, true while more pages follow. Sources: BODY, HEADER. */
     SHEAF_SIGNAL_IS_LAST = 7,     /**< A boolean, true on the last page. Sources: BODY, HEADER. */
-    SHEAF_SIGNAL_IDENTITY = 8     /**< An item's identity for de-duplication (first occurrence wins). Sources: ITEM. */
+    SHEAF_SIGNAL_IDENTITY = 8     /**< An item's identity for de-duplication (first occurrence wins; a list that does not keep its items remembers the most recent 100,000 identities, so its memory stays bounded). Sources: ITEM. */
 } sheaf_signal;
 
 /** Where a signal is read. Append-only. */

@@ -224,4 +224,23 @@ final class AssemblerTests: XCTestCase {
         XCTAssertEqual(String(decoding: delta.json, as: UTF8.self), #"[{"a" : "\u00e9", "b":[1, 2]},"x"]"#)
         XCTAssertEqual(String(decoding: assembler.prefixJSON(), as: UTF8.self), #"[{"a" : "\u00e9", "b":[1, 2]},"x"]"#)
     }
+
+    func testAStreamRemembersARecentWindowOfIdentitiesNotTheWholeList() {
+        // A stream with an identity grew without bound (2 M items: 119 -> 231 MiB).
+        let limit = Assembler.streamingIdentityLimit
+        var streaming = Assembler(keepsItems: false, maxItems: nil, deduplicates: true)
+        var index = 0
+        for start in stride(from: 0, to: limit + 2_000, by: 1_000) {
+            _ = streaming.add(index, page(Array(start..<(start + 1_000))))
+            index += 1
+        }
+        // A duplicate of a recent item is dropped; one older than the window is not.
+        XCTAssertEqual(streaming.add(index, page([limit + 1_500, 5]))?.items, 1)
+        XCTAssertEqual(streaming.itemCount, limit + 2_000 + 1)
+        var keeping = Assembler(keepsItems: true, maxItems: nil, deduplicates: true)
+        for (position, start) in stride(from: 0, to: limit + 2_000, by: 1_000).enumerated() {
+            _ = keeping.add(position, page(Array(start..<(start + 1_000))))
+        }
+        XCTAssertEqual(keeping.add(index, page([5]))?.items, 0, "a list that keeps its items remembers every identity")
+    }
 }

@@ -12,6 +12,13 @@ struct Assembler {
     private var pending: [Int: Page] = [:]
     private var nextIndex = 0
     private var seen = Set<IdentityKey>()
+    /// When items are not kept, the identities in the order they were seen, oldest dropped past
+    /// `streamingIdentityLimit`: a stream's memory must not grow with the list.
+    private var recent: [IdentityKey] = []
+    private var oldest = 0
+    /// How many identities a list that does not keep its items remembers for de-duplication
+    /// (duplicates come from pages shifting while they are read, so they are near each other).
+    static let streamingIdentityLimit = 100_000
     private var prefix: [UInt8] = []
     /// Items in the prefix, after de-duplication.
     private(set) var itemCount = 0
@@ -83,7 +90,10 @@ struct Assembler {
                 reachedLimit = true
                 break
             }
-            if deduplicates, let identity = page.identities[position], !seen.insert(identity).inserted { continue }
+            if deduplicates, let identity = page.identities[position] {
+                guard seen.insert(identity).inserted else { continue }
+                if !keepsItems { remember(identity) }
+            }
             if needsComma { json.append(UInt8(ascii: ",")) }
             needsComma = true
             json.append(contentsOf: page.body[range])
@@ -96,6 +106,17 @@ struct Assembler {
         }
         if let maxItems, itemCount >= maxItems { reachedLimit = true }
         return added
+    }
+
+    /// Keeps the most recent identities only (a ring of `streamingIdentityLimit`).
+    private mutating func remember(_ identity: IdentityKey) {
+        if recent.count < Self.streamingIdentityLimit {
+            recent.append(identity)
+            return
+        }
+        seen.remove(recent[oldest])
+        recent[oldest] = identity
+        oldest = (oldest + 1) % recent.count
     }
 
     /// The first `bytes` bytes of the kept prefix (a snapshot's `prefixBytes`) as one JSON array.
