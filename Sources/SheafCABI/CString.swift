@@ -1,4 +1,5 @@
 import CSheafHeader
+import Sheaf
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -20,9 +21,20 @@ enum CString {
         strdup(text)
     }
 
-    /// A string from a C argument, or nil for NULL.
+    /// A string from a C argument, or nil for NULL; invalid UTF-8 repaired (for text a transport
+    /// relays from a server).
     static func read(_ pointer: UnsafePointer<CChar>?) -> String? {
         pointer.map { String(cString: $0) }
+    }
+
+    /// A caller's string argument, or nil for NULL. Invalid UTF-8 is refused, never repaired:
+    /// a token, path or query silently changed by U+FFFD would be sent as something else.
+    static func text(_ pointer: UnsafePointer<CChar>?, _ what: String) throws(SheafError) -> String? {
+        guard let pointer else { return nil }
+        guard let text = String(validatingCString: pointer) else {
+            throw SheafError(.invalidArgument, "\(what) is not valid UTF-8")
+        }
+        return text
     }
 }
 

@@ -95,8 +95,10 @@ public func sheaf_client_new(_ outClient: UnsafeMutablePointer<OpaquePointer?>?,
                              _ baseURL: UnsafePointer<CChar>?) -> sheaf_result {
     guard let outClient else { return failure(SheafError(.invalidArgument, "out_client must not be NULL")) }
     outClient.pointee = nil
-    guard let baseURL = CString.read(baseURL) else { return failure(SheafError(.invalidArgument, "the base URL must not be NULL")) }
     do {
+        guard let baseURL = try CString.text(baseURL, "the base URL") else {
+            throw SheafError(.invalidArgument, "the base URL must not be NULL")
+        }
         let handle = try ClientHandle(baseURL: baseURL)
         outClient.pointee = OpaquePointer(Unmanaged.passRetained(handle).toOpaque())
         return success()
@@ -132,7 +134,7 @@ public func sheaf_client_set_auth(_ client: OpaquePointer?, _ kind: sheaf_auth, 
         case SHEAF_AUTH_NONE:
             try handle.setBearerToken(nil)
         case SHEAF_AUTH_BEARER:
-            guard let token = CString.read(value), !token.isEmpty else {
+            guard let token = try CString.text(value, "the bearer token"), !token.isEmpty else {
                 throw SheafError(.invalidArgument, "a bearer token must be a non-empty string")
             }
             try handle.setBearerToken(token)

@@ -124,7 +124,7 @@ private func withList(_ list: OpaquePointer?, _ body: (ListHandle) throws(SheafE
 }
 
 private func pointer(_ text: UnsafePointer<CChar>?, _ what: String) throws(SheafError) -> JSONPointer {
-    guard let text = CString.read(text) else { throw SheafError(.invalidArgument, "\(what) must not be NULL") }
+    guard let text = try CString.text(text, what) else { throw SheafError(.invalidArgument, "\(what) must not be NULL") }
     guard let pointer = JSONPointer(text) else {
         throw SheafError(.invalidArgument, "\(what) \"\(text)\" is not a JSON pointer (RFC 6901: \"\" or \"/a/b\")")
     }
@@ -132,7 +132,7 @@ private func pointer(_ text: UnsafePointer<CChar>?, _ what: String) throws(Sheaf
 }
 
 private func required(_ text: UnsafePointer<CChar>?, _ what: String) throws(SheafError) -> String {
-    guard let text = CString.read(text), !text.isEmpty else { throw SheafError(.invalidArgument, "\(what) must be a non-empty string") }
+    guard let text = try CString.text(text, what), !text.isEmpty else { throw SheafError(.invalidArgument, "\(what) must be a non-empty string") }
     return text
 }
 
@@ -162,8 +162,14 @@ public func sheaf_list_new(_ outList: UnsafeMutablePointer<OpaquePointer?>?, _ c
     guard let outList else { return failure(SheafError(.invalidArgument, "out_list must not be NULL")) }
     outList.pointee = nil
     guard let clientHandle = ClientHandle.from(client) else { return failure(SheafError(.invalidArgument, "the client must not be NULL")) }
-    guard let path = CString.read(path) else {
-        return failure(SheafError(.invalidArgument, "the list path must not be NULL"))
+    let path: String
+    do {
+        guard let text = try CString.text(path, "the list path") else {
+            throw SheafError(.invalidArgument, "the list path must not be NULL")
+        }
+        path = text
+    } catch {
+        return failure(error)
     }
     let handle = ListHandle(client: clientHandle, path: path)
     outList.pointee = OpaquePointer(Unmanaged.passRetained(handle).toOpaque())
@@ -193,7 +199,7 @@ public func sheaf_list_add_query(_ list: OpaquePointer?, _ name: UnsafePointer<C
                                  _ value: UnsafePointer<CChar>?) -> sheaf_result {
     withList(list) { (handle) throws(SheafError) in
         let name = try required(name, "the query parameter name")
-        guard let value = CString.read(value) else { throw SheafError(.invalidArgument, "the query value must not be NULL") }
+        guard let value = try CString.text(value, "the query value") else { throw SheafError(.invalidArgument, "the query value must not be NULL") }
         try handle.describe { $0.query.append((name, value)) }
     }
 }
@@ -203,7 +209,7 @@ public func sheaf_list_set_paging(_ list: OpaquePointer?, _ kind: sheaf_paging, 
                                   _ first: Int64, _ sizeParam: UnsafePointer<CChar>?, _ size: Int64) -> sheaf_result {
     withList(list) { (handle) throws(SheafError) in
         var pageSize: Paging.PageSize?
-        if let sizeParam = CString.read(sizeParam) {
+        if let sizeParam = try CString.text(sizeParam, "the page size parameter") {
             guard !sizeParam.isEmpty, size >= 1, let value = Int(exactly: size) else {
                 throw SheafError(.invalidArgument, "a page size parameter needs a non-empty name and a size of 1 or more")
             }
