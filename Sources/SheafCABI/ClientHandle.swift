@@ -95,7 +95,7 @@ public func sheaf_client_new(_ outClient: UnsafeMutablePointer<OpaquePointer?>?,
                              _ baseURL: UnsafePointer<CChar>?) -> sheaf_result {
     guard let outClient else { return failure(SheafError(.invalidArgument, "out_client must not be NULL")) }
     outClient.pointee = nil
-    do {
+    do throws(SheafError) {
         guard let baseURL = try CString.text(baseURL, "the base URL") else {
             throw SheafError(.invalidArgument, "the base URL must not be NULL")
         }

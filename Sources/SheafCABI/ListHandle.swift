@@ -163,7 +163,7 @@ public func sheaf_list_new(_ outList: UnsafeMutablePointer<OpaquePointer?>?, _ c
     outList.pointee = nil
     guard let clientHandle = ClientHandle.from(client) else { return failure(SheafError(.invalidArgument, "the client must not be NULL")) }
     let path: String
-    do {
+    do throws(SheafError) {
         guard let text = try CString.text(path, "the list path") else {
             throw SheafError(.invalidArgument, "the list path must not be NULL")
         }
