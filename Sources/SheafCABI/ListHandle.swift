@@ -162,16 +162,16 @@ public func sheaf_list_new(_ outList: UnsafeMutablePointer<OpaquePointer?>?, _ c
     guard let outList else { return failure(SheafError(.invalidArgument, "out_list must not be NULL")) }
     outList.pointee = nil
     guard let clientHandle = ClientHandle.from(client) else { return failure(SheafError(.invalidArgument, "the client must not be NULL")) }
-    let path: String
+    let listPath: String
     do throws(SheafError) {
         guard let text = try CString.text(path, "the list path") else {
             throw SheafError(.invalidArgument, "the list path must not be NULL")
         }
-        path = text
+        listPath = text
     } catch {
         return failure(error)
     }
-    let handle = ListHandle(client: clientHandle, path: path)
+    let handle = ListHandle(client: clientHandle, path: listPath)
     outList.pointee = OpaquePointer(Unmanaged.passRetained(handle).toOpaque())
     return success()
 }
