@@ -602,4 +602,31 @@ final class PagePlannerTests: XCTestCase {
         XCTAssertEqual(index, 1)
         XCTAssertEqual(error.code, .badPage)
     }
+
+    func testNothingIsRequestedAfterA404InTheMiddleOfAListWithATotal() {
+        // 0.2.0 went on requesting every remaining page: 11-12 requests after the 404 of a
+        // 20-page list.
+        for laterPageHasItems in [false, true] {
+            var planner = planner(window: 4)
+            _ = planner.start()
+            _ = planner.pageArrived(0, page(10, total: 200)) // pages 1-4 in flight
+            var fetched = 0
+            fetched += planner.pageArrived(1, page(10)).fetches.count    // page 5 goes out
+            let afterNotFound = planner.pageFailed(2, httpError(404))
+            XCTAssertEqual(afterNotFound.fetches.count, 0, "nothing more after the 404")
+            fetched += planner.pageArrived(3, laterPageHasItems ? page(10) : page(0)).fetches.count
+            let last = planner.pageFailed(4, httpError(404)) + planner.pageFailed(5, httpError(404))
+            fetched += last.fetches.count
+            XCTAssertEqual(fetched, 1)
+            if laterPageHasItems {
+                guard case .failed(let index, let error)? = last.ending else { return XCTFail("\(last)") }
+                XCTAssertEqual(index, 2)
+                XCTAssertEqual(error.httpStatus, 404)
+            } else {
+                guard case .allPages(let total, let missing)? = last.ending else { return XCTFail("\(last)") }
+                XCTAssertEqual(total, 200)
+                XCTAssertEqual(missing, [2, 4, 5])
+            }
+        }
+    }
 }

@@ -142,8 +142,9 @@ struct PagePlanner {
     mutating func pageFailed(_ index: Int, _ error: SheafError) -> [Action] {
         guard !isFinished, inFlight.remove(index) != nil else { return [] }
         // A 404 for a page the total promised may mean the list is shorter than it said. Which
-        // it is shows once every page is in: 404s only at the tail are the real end (reported as
-        // incomplete, every item kept); a 404 before a page with items is a hole: a failure.
+        // it is shows once the pages in flight are in (nothing more is requested): 404s only at
+        // the tail are the real end (reported as incomplete, every item kept); a 404 before a
+        // page with items is a hole: a failure.
         if case .parallel = mode, index > 0, error.code == .http, error.httpStatus == 404, failure == nil {
             missingPages.append(index)
             if firstMissingError == nil { firstMissingError = error }
@@ -292,9 +293,12 @@ struct PagePlanner {
     private mutating func fillWindow() -> [Action] {
         switch mode {
         case .parallel(let pageCount):
-            let actions = launchNumberedPages(below: pageCount)
-            guard failure == nil, inFlight.isEmpty, nextIndex >= pageCount else { return actions }
-            if let next = pendingNextLink {
+            // After a 404 nothing past it is asked for: the pages already in flight tell whether
+            // it is a hole (a later page has items) or the real end, shorter than the total.
+            let limit = missingPages.min().map { min($0, pageCount) } ?? pageCount
+            let actions = launchNumberedPages(below: limit)
+            guard failure == nil, inFlight.isEmpty, nextIndex >= limit else { return actions }
+            if let next = pendingNextLink, missingPages.isEmpty {
                 // The last planned page still names a next page: the list grew; walk on.
                 pendingNextLink = nil
                 mode = .sequential
