@@ -123,6 +123,8 @@ typedef struct options {
     int page_size;
     long long max_pages;
     const char *identity;
+    const char *preset;       /* --preset NAME: the preset's shape instead of the options above */
+    int detect;               /* --detect 1: nothing described, everything detected */
     const char *transport;
     int keep;
     int pages;
@@ -134,7 +136,7 @@ static void usage(void) {
     fprintf(stderr,
             "usage: sheaf_bench fetch|stream|floor --base URL --path PATH [--expect N] [--window W]\n"
             "       [--items PTR] [--next PTR] [--total PTR] [--page-param NAME] [--first-page K]\n"
-            "       [--size-param NAME] [--page-size S] [--max-pages M] [--identity PTR]\n"
+            "       [--size-param NAME] [--page-size S] [--max-pages M] [--identity PTR] [--preset NAME] [--detect 0|1]\n"
             "       [--transport curl|blocking] [--keep 0|1] [--pages P] [--reps R] [--check 0|1]\n");
     exit(EXIT_USAGE);
 }
@@ -172,6 +174,8 @@ static options parse_options(int argc, char **argv) {
         else if (strcmp(name, "--page-size") == 0) o.page_size = (int)number(value, name, 1, 100000000);
         else if (strcmp(name, "--max-pages") == 0) o.max_pages = number(value, name, 1, INT64_MAX / 2);
         else if (strcmp(name, "--identity") == 0) o.identity = value;
+        else if (strcmp(name, "--preset") == 0) o.preset = value;
+        else if (strcmp(name, "--detect") == 0) o.detect = (int)number(value, name, 0, 1);
         else if (strcmp(name, "--transport") == 0) o.transport = value;
         else if (strcmp(name, "--keep") == 0) o.keep = (int)number(value, name, 0, 1);
         else if (strcmp(name, "--pages") == 0) o.pages = (int)number(value, name, 1, 10000000);
@@ -193,33 +197,66 @@ static options parse_options(int argc, char **argv) {
 
 /* ---- describing the list ------------------------------------------------------------------ */
 
+/* The message of the last failing call on this thread (static storage, for die()). */
+static const char *last_message(void) {
+    static char text[1024];
+    sheaf_error *error = sheaf_last_error();
+    snprintf(text, sizeof text, "%s", error ? error->message : "(no detail)");
+    sheaf_error_free(error);
+    return text;
+}
+
+/* The message of the list's outcome (static storage). */
+static const char *list_message(const sheaf_list *list) {
+    static char text[1024];
+    sheaf_error *error = sheaf_list_error(list);
+    snprintf(text, sizeof text, "%s", error ? error->message : "(no detail)");
+    sheaf_error_free(error);
+    return text;
+}
+
 static sheaf_client *make_client(const options *o, blocking_transport *transport) {
     sheaf_client *client = NULL;
-    sheaf_result result = sheaf_client_new(&client, o->base, NULL);
-    if (result != SHEAF_OK) die(EXIT_SETUP, "sheaf_client_new: %s", sheaf_result_str(result));
+    if (sheaf_client_new(&client, o->base) != SHEAF_OK) die(EXIT_SETUP, "sheaf_client_new: %s", last_message());
     if (sheaf_client_set_option(client, SHEAF_OPT_WINDOW, o->window) != SHEAF_OK)
-        die(EXIT_SETUP, "window: %s", sheaf_client_errmsg(client));
+        die(EXIT_SETUP, "window: %s", last_message());
     if (o->max_pages > 0 && sheaf_client_set_option(client, SHEAF_OPT_MAX_PAGES, o->max_pages) != SHEAF_OK)
-        die(EXIT_SETUP, "max pages: %s", sheaf_client_errmsg(client));
+        die(EXIT_SETUP, "max pages: %s", last_message());
     if (strcmp(o->transport, "blocking") == 0 &&
-        sheaf_client_set_transport(client, blocking_transport_get, transport) != SHEAF_OK)
-        die(EXIT_SETUP, "transport: %s", sheaf_client_errmsg(client));
+        sheaf_client_set_transport(client, blocking_transport_get, transport, NULL) != SHEAF_OK)
+        die(EXIT_SETUP, "transport: %s", last_message());
     return client;
 }
 
+/* Reads `signal` from the body at `pointer`; "" or NULL: the list has no such signal. */
+static int read_body(sheaf_list *list, sheaf_signal signal, const char *pointer) {
+    int present = pointer != NULL && (pointer[0] != '\0' || signal == SHEAF_SIGNAL_ITEMS);
+    return sheaf_list_set_signal(list, signal, present ? SHEAF_SOURCE_BODY : SHEAF_SOURCE_NONE, pointer) == SHEAF_OK;
+}
+
+/* The list as the options describe it: a preset, detection (--detect 1), or every part pinned
+ * (page numbers with --page-param, else next links; what is not given is absent). */
 static sheaf_list *make_list(const options *o, sheaf_client *client, int keep) {
     sheaf_list *list = NULL;
-    if (sheaf_list_new(&list, client, o->path) != SHEAF_OK)
-        die(EXIT_SETUP, "sheaf_list_new: %s", sheaf_client_errmsg(client));
-    int ok = sheaf_list_set_items(list, o->items) == SHEAF_OK;
-    if (ok && o->page_param != NULL)
-        ok = sheaf_list_set_page_number(list, o->page_param, o->first_page, o->size_param,
-                                        o->size_param ? o->page_size : 0) == SHEAF_OK;
-    if (ok && o->next[0] != '\0') ok = sheaf_list_set_next(list, SHEAF_NEXT_BODY_POINTER, o->next) == SHEAF_OK;
-    if (ok && o->total[0] != '\0') ok = sheaf_list_set_total(list, SHEAF_TOTAL_BODY_POINTER, o->total) == SHEAF_OK;
-    if (ok && o->identity != NULL) ok = sheaf_list_set_identity(list, o->identity) == SHEAF_OK;
+    if (sheaf_list_new(&list, client, o->path) != SHEAF_OK) die(EXIT_SETUP, "sheaf_list_new: %s", last_message());
+    int ok = 1;
+    if (o->preset != NULL) {
+        ok = sheaf_list_use_preset(list, o->preset) == SHEAF_OK;
+    } else if (!o->detect) {
+        ok = read_body(list, SHEAF_SIGNAL_ITEMS, o->items);
+        if (ok && o->page_param != NULL)
+            ok = sheaf_list_set_paging(list, SHEAF_PAGING_PAGE_NUMBER, o->page_param, o->first_page, o->size_param,
+                                       o->size_param ? o->page_size : 0) == SHEAF_OK;
+        else if (ok)
+            ok = sheaf_list_set_paging(list, SHEAF_PAGING_NEXT, NULL, 0, NULL, 0) == SHEAF_OK;
+        if (ok) ok = read_body(list, SHEAF_SIGNAL_NEXT, o->next) && read_body(list, SHEAF_SIGNAL_TOTAL, o->total);
+        for (int signal = SHEAF_SIGNAL_CURSOR; ok && signal <= SHEAF_SIGNAL_IS_LAST; signal++)
+            if (signal != SHEAF_SIGNAL_TOTAL) ok = read_body(list, (sheaf_signal)signal, NULL);
+    }
+    if (ok && o->identity != NULL)
+        ok = sheaf_list_set_signal(list, SHEAF_SIGNAL_IDENTITY, SHEAF_SOURCE_ITEM, o->identity) == SHEAF_OK;
     if (ok && !keep) ok = sheaf_list_set_keep_items(list, 0) == SHEAF_OK;
-    if (!ok) die(EXIT_SETUP, "describing the list: %s", sheaf_list_errmsg(list));
+    if (!ok) die(EXIT_SETUP, "describing the list: %s", last_message());
     return list;
 }
 
@@ -324,7 +361,7 @@ static int run_fetch(const options *o) {
     long rss = peak_rss_kb();
 
     if (result != SHEAF_OK) {
-        fprintf(stderr, "sheaf_bench: fetch_all: %s: %s\n", sheaf_result_str(result), sheaf_list_errmsg(list));
+        fprintf(stderr, "sheaf_bench: fetch_all: %s: %s\n", sheaf_result_str(result), list_message(list));
         describe_gaps(json, length);
         exit(EXIT_WRONG);
     }
@@ -380,14 +417,14 @@ static int run_stream(const options *o) {
     st.start = now_s();
     double cpu_start = cpu_s();
     sheaf_list *list = make_list(o, client, o->keep);
-    sheaf_result result = sheaf_list_start(list, on_snapshot, &st);
+    sheaf_result result = sheaf_list_start(list, on_snapshot, &st, NULL);
     if (result == SHEAF_OK) result = sheaf_list_wait(list);
     double seconds = now_s() - st.start, cpu_seconds = cpu_s() - cpu_start;
     long rss = peak_rss_kb();
 
     if (st.wrong != NULL) die(EXIT_WRONG, "stream: %s", st.wrong);
     if (result != SHEAF_OK) {
-        fprintf(stderr, "sheaf_bench: stream: %s: %s\n", sheaf_result_str(result), sheaf_list_errmsg(list));
+        fprintf(stderr, "sheaf_bench: stream: %s: %s\n", sheaf_result_str(result), list_message(list));
         exit(EXIT_WRONG);
     }
     if (st.next_id != o->expect) {
@@ -399,7 +436,7 @@ static int run_stream(const options *o) {
     if (o->keep) {
         char *json = NULL;
         if (sheaf_list_prefix(list, &json, &prefix_bytes) != SHEAF_OK)
-            die(EXIT_WRONG, "prefix: %s", sheaf_list_errmsg(list));
+            die(EXIT_WRONG, "prefix: %s", list_message(list));
         check_whole_list(json, prefix_bytes, o->expect);
         sheaf_free(json);
     }

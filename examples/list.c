@@ -1,11 +1,12 @@
 /*
  * list.c - fetch a paginated list with Sheaf, watch it grow, then print it.
  *
- *   usage: list BASE_URL [PATH]        e.g.  list http://127.0.0.1:8080 /anchor
+ *   usage: list BASE_URL [PATH [PRESET]]    e.g.  list http://127.0.0.1:8080 /anchor
  *
- * The list is described as the test server's /anchor endpoint serves it:
- *   {"items": [...], "next_page": "<url>" | null, "total": <n>}, pages ?page=1,2,... &per_page=50.
- * Progress goes to stderr (one line, rewritten), the whole list (one JSON array) to stdout.
+ * Without a preset the list is described by nothing: Sheaf detects from its first page where the
+ * items are, how the next page is found and how many there are. With one (github, stripe, ...;
+ * sheaf_preset_name lists them) the shape is pinned instead. Either way each item's "id"
+ * de-duplicates. Progress goes to stderr (one line, rewritten), the whole list (one JSON array) to stdout.
  * A bearer token, if the server needs one, comes from the SHEAF_TOKEN environment variable; the
  * window (pages in flight at once, 1-64, default 8) from SHEAF_WINDOW.
  */
@@ -26,14 +27,18 @@ static int print_progress(sheaf_list *list, const sheaf_snapshot *snapshot, void
     return 0;   /* non-zero would stop the list */
 }
 
-/* Describes the list: where the items, the next link, the total and each item's id are. */
-static sheaf_result describe_list(sheaf_list *list) {
+/* Prints the detail of the last failing call on this thread. */
+static void print_last_error(const char *what) {
+    sheaf_error *error = sheaf_last_error();
+    fprintf(stderr, "%s: %s\n", what, error ? error->message : "(no detail)");
+    sheaf_error_free(error);
+}
+
+/* Describes the list: a preset, if given; items de-duplicated by their "id". */
+static sheaf_result describe_list(sheaf_list *list, const char *preset) {
     sheaf_result result;
-    if ((result = sheaf_list_set_items(list, "/items")) != SHEAF_OK) return result;
-    if ((result = sheaf_list_set_page_number(list, "page", 1, "per_page", 50)) != SHEAF_OK) return result;
-    if ((result = sheaf_list_set_next(list, SHEAF_NEXT_BODY_POINTER, "/next_page")) != SHEAF_OK) return result;
-    if ((result = sheaf_list_set_total(list, SHEAF_TOTAL_BODY_POINTER, "/total")) != SHEAF_OK) return result;
-    return sheaf_list_set_identity(list, "/id");
+    if (preset != NULL && (result = sheaf_list_use_preset(list, preset)) != SHEAF_OK) return result;
+    return sheaf_list_set_signal(list, SHEAF_SIGNAL_IDENTITY, SHEAF_SOURCE_ITEM, "/id");
 }
 
 int main(int argc, char **argv) {
@@ -44,31 +49,30 @@ int main(int argc, char **argv) {
     sheaf_result result;
     int status = 1;
 
-    if (argc < 2 || argc > 3) {
-        fprintf(stderr, "usage: %s BASE_URL [PATH]\n", argv[0]);
+    if (argc < 2 || argc > 4) {
+        fprintf(stderr, "usage: %s BASE_URL [PATH [PRESET]]\n", argv[0]);
         return 2;
     }
     if (sheaf_version_number() != SHEAF_VERSION_NUMBER)
         fprintf(stderr, "warning: built against sheaf %s, running with %s\n", SHEAF_VERSION_STRING,
                 sheaf_version_string());
 
-    result = sheaf_client_new(&client, argv[1], getenv("SHEAF_TOKEN"));
-    if (result != SHEAF_OK) {
-        fprintf(stderr, "bad base URL %s: %s\n", argv[1], sheaf_result_str(result));
+    if (sheaf_client_new(&client, argv[1]) != SHEAF_OK) {
+        print_last_error(argv[1]);
         return 1;
+    }
+    if (getenv("SHEAF_TOKEN") != NULL && sheaf_client_set_auth(client, SHEAF_AUTH_BEARER, getenv("SHEAF_TOKEN")) != SHEAF_OK) {
+        print_last_error("SHEAF_TOKEN");
+        goto done;
     }
     if (getenv("SHEAF_WINDOW") != NULL &&
         sheaf_client_set_option(client, SHEAF_OPT_WINDOW, atoll(getenv("SHEAF_WINDOW"))) != SHEAF_OK) {
-        fprintf(stderr, "SHEAF_WINDOW: %s\n", sheaf_client_errmsg(client));
+        print_last_error("SHEAF_WINDOW");
         goto done;
     }
-    result = sheaf_list_new(&list, client, argc > 2 ? argv[2] : "/anchor");
-    if (result != SHEAF_OK) {
-        fprintf(stderr, "%s\n", sheaf_client_errmsg(client));
-        goto done;
-    }
-    if ((result = describe_list(list)) != SHEAF_OK) {
-        fprintf(stderr, "%s\n", sheaf_list_errmsg(list));
+    if (sheaf_list_new(&list, client, argc > 2 ? argv[2] : "/anchor") != SHEAF_OK ||
+        describe_list(list, argc > 3 ? argv[3] : NULL) != SHEAF_OK) {
+        print_last_error("describing the list");
         goto done;
     }
 
@@ -76,11 +80,15 @@ int main(int argc, char **argv) {
      * Run the list in the background and wait for it; print_progress sees every snapshot.
      * (sheaf_list_fetch_all does the same in one call, without a callback.)
      */
-    if ((result = sheaf_list_start(list, print_progress, NULL)) == SHEAF_OK)
+    if ((result = sheaf_list_start(list, print_progress, NULL, NULL)) == SHEAF_OK)
         result = sheaf_list_wait(list);
     fputc('\n', stderr);
-    if (result != SHEAF_OK && result != SHEAF_LIMIT_REACHED)
-        fprintf(stderr, "%s: %s\n", sheaf_result_str(result), sheaf_list_errmsg(list));
+    if (result != SHEAF_OK && result != SHEAF_LIMIT_REACHED) {
+        sheaf_error *error = sheaf_list_error(list);
+        fprintf(stderr, "%s: %s\n", sheaf_result_str(result), error ? error->message : "");
+        if (error != NULL && error->hint[0] != '\0') fprintf(stderr, "try: %s\n", error->hint);
+        sheaf_error_free(error);
+    }
 
     /* Whatever arrived, in order; after a failure, the items before it. */
     if (sheaf_list_prefix(list, &json, &length) == SHEAF_OK) {

@@ -299,9 +299,9 @@ SHEAF_API sheaf_result sheaf_list_new(sheaf_list **out_list, sheaf_client *clien
 SHEAF_API void sheaf_list_free(sheaf_list *list);
 
 /**
- * The error of the list's outcome (after sheaf_list_wait, sheaf_list_fetch_all or the end of a
- * pulled list) or, before that, of its last failed call; a new copy freed with
- * sheaf_error_free. NULL when there is none (the list succeeded or has not failed).
+ * The error of the list's outcome once it has ended in a failure (after sheaf_list_wait,
+ * sheaf_list_fetch_all or the end of a pulled list); before that, of its last call if that call
+ * failed. A new copy freed with sheaf_error_free; NULL when there is none.
  */
 SHEAF_API sheaf_error *sheaf_list_error(const sheaf_list *list);
 

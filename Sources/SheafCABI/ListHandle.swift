@@ -84,6 +84,13 @@ final class ListHandle: Sendable {
 
     var lastError: SheafError? { state.withLock { $0.lastError } }
 
+    /// A call succeeded: the error of an earlier call goes, unless it is the run's outcome.
+    func clearErrorBeforeTheOutcome() {
+        state.withLock { state in
+            if state.run?.outcome == nil { state.lastError = nil }
+        }
+    }
+
     /// The description as pinned (before a run) or as the run uses it.
     func descriptionJSON() -> [UInt8] {
         let (run, description) = state.withLock { ($0.run, $0.description) }
@@ -117,6 +124,7 @@ private func withList(_ list: OpaquePointer?, _ body: (ListHandle) throws(SheafE
     guard let handle = ListHandle.from(list) else { return failure(SheafError(.invalidArgument, "the list must not be NULL")) }
     do {
         try body(handle)
+        handle.clearErrorBeforeTheOutcome()
         return success()
     } catch {
         return failure(error, on: handle)

@@ -43,7 +43,7 @@ int main(void) {
         fprintf(stderr, "header %d, library %d\n", SHEAF_VERSION_NUMBER, sheaf_version_number());
         return 1;
     }
-    result = sheaf_client_new(&client, "http://127.0.0.1:9/", NULL);
+    result = sheaf_client_new(&client, "http://127.0.0.1:9/");
     if (result != SHEAF_OK || client == NULL) {
         fprintf(stderr, "sheaf_client_new: %s\n", sheaf_result_str(result));
         return 1;

@@ -19,12 +19,12 @@ static sheaf_transport_error transport_error_for(http_get_status status) {
     }
 }
 
-/* Counts a sheaf_request_* result that should have been SHEAF_OK. */
+/* Counts a sheaf_exchange_* result that should have been SHEAF_OK. */
 static void expect_ok(blocking_transport *transport, sheaf_result result) {
     if (result != SHEAF_OK) atomic_fetch_add(&transport->api_errors, 1);
 }
 
-void blocking_transport_get(sheaf_request *request, void *user_data) {
+void blocking_transport_get(sheaf_exchange *request, void *user_data) {
     blocking_transport *transport = user_data;
     int in_flight = atomic_fetch_add(&transport->in_flight, 1) + 1;
     int seen = atomic_load(&transport->max_in_flight);
@@ -32,35 +32,35 @@ void blocking_transport_get(sheaf_request *request, void *user_data) {
     int call = atomic_fetch_add(&transport->calls, 1) + 1;
     if (transport->inspect != NULL) transport->inspect(request, call, transport->inspect_data);
 
-    size_t header_count = sheaf_request_header_count(request);
+    size_t header_count = sheaf_exchange_header_count(request);
     const char **names = calloc(header_count + 1, sizeof *names);
     const char **values = calloc(header_count + 1, sizeof *values);
     if (names == NULL || values == NULL) {
         free(names);
         free(values);
         atomic_fetch_sub(&transport->in_flight, 1);
-        expect_ok(transport, sheaf_request_fail(request, SHEAF_TRANSPORT_OTHER, "out of memory"));
+        expect_ok(transport, sheaf_exchange_fail(request, SHEAF_TRANSPORT_OTHER, "out of memory"));
         return;
     }
     for (size_t i = 0; i < header_count; i++)
-        expect_ok(transport, sheaf_request_header(request, i, &names[i], &values[i]));
+        expect_ok(transport, sheaf_exchange_header(request, i, &names[i], &values[i]));
 
     http_response response;
     char error[512];
-    int64_t max_body = sheaf_request_max_body_bytes(request);
-    http_get_status status = http_get(sheaf_request_url(request), header_count, names, values,
-                                      (long)sheaf_request_timeout_ms(request),
+    int64_t max_body = sheaf_exchange_max_body_bytes(request);
+    http_get_status status = http_get(sheaf_exchange_url(request), header_count, names, values,
+                                      (long)sheaf_exchange_timeout_ms(request),
                                       max_body > 0 ? (size_t)max_body : 0, &response, error, sizeof error);
     free(names);
     free(values);
     atomic_fetch_sub(&transport->in_flight, 1);
     if (status == HTTP_GET_OK) {
         for (size_t i = 0; i < response.header_count; i++)
-            expect_ok(transport, sheaf_request_add_response_header(request, response.headers[i].name,
+            expect_ok(transport, sheaf_exchange_add_response_header(request, response.headers[i].name,
                                                                    response.headers[i].value));
-        expect_ok(transport, sheaf_request_respond(request, response.status, response.body, response.body_length));
+        expect_ok(transport, sheaf_exchange_respond(request, response.status, response.body, response.body_length));
         http_response_free(&response);
     } else {
-        expect_ok(transport, sheaf_request_fail(request, transport_error_for(status), error));
+        expect_ok(transport, sheaf_exchange_fail(request, transport_error_for(status), error));
     }
 }

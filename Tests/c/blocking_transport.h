@@ -14,10 +14,10 @@ typedef struct blocking_transport {
     atomic_int calls;          /* requests handed to the transport */
     atomic_int in_flight;      /* inside an exchange now */
     atomic_int max_in_flight;  /* the most at once */
-    atomic_int api_errors;     /* sheaf_request_* calls that did not return SHEAF_OK */
+    atomic_int api_errors;     /* sheaf_exchange_* calls that did not return SHEAF_OK */
     /* Optional: called with each request (call counts from 1) before the exchange, on the
        library's thread; the harness checks the request accessors there. */
-    void (*inspect)(sheaf_request *request, int call, void *inspect_data);
+    void (*inspect)(sheaf_exchange *request, int call, void *inspect_data);
     void *inspect_data;
 } blocking_transport;
 
@@ -25,6 +25,6 @@ typedef struct blocking_transport {
 void blocking_transport_init(blocking_transport *transport);
 
 /* The sheaf_transport_fn; `user_data` is the blocking_transport. */
-void blocking_transport_get(sheaf_request *request, void *user_data);
+void blocking_transport_get(sheaf_exchange *request, void *user_data);
 
 #endif

@@ -52,17 +52,26 @@ int check_result(int actual, int expected, const char *actual_text, const char *
     return check_result_with(actual, expected, NULL, actual_text, file, line);
 }
 
+/* The message of the last failing call on this thread, read right after the call it checks. */
+static int check_result_with_last_error(int actual, int expected, const char *actual_text, const char *file, int line) {
+    sheaf_error *error = sheaf_last_error();
+    int ok = check_result_with(actual, expected, error ? error->message : NULL, actual_text, file, line);
+    sheaf_error_free(error);
+    return ok;
+}
+
 int check_list_result(const sheaf_list *list, int actual, int expected, const char *actual_text,
                       const char *file, int line) {
+    (void)list;
     if (actual == expected) return 1;
-    return check_result_with(actual, expected, list ? sheaf_list_errmsg(list) : NULL, actual_text, file, line);
+    return check_result_with_last_error(actual, expected, actual_text, file, line);
 }
 
 int check_client_result(const sheaf_client *client, int actual, int expected, const char *actual_text,
                         const char *file, int line) {
+    (void)client;
     if (actual == expected) return 1;
-    return check_result_with(actual, expected, client ? sheaf_client_errmsg(client) : NULL, actual_text,
-                             file, line);
+    return check_result_with_last_error(actual, expected, actual_text, file, line);
 }
 
 long check_failures(void) {
@@ -88,6 +97,10 @@ const char *result_name(int result) {
     case SHEAF_E_STOPPED: return "SHEAF_E_STOPPED";
     case SHEAF_E_CANCELLED: return "SHEAF_E_CANCELLED";
     case SHEAF_E_INTERNAL: return "SHEAF_E_INTERNAL";
+    case SHEAF_PENDING: return "SHEAF_PENDING";
+    case SHEAF_E_NOT_FOLLOWED: return "SHEAF_E_NOT_FOLLOWED";
+    case SHEAF_E_UNDETECTED: return "SHEAF_E_UNDETECTED";
+    case SHEAF_E_REPEATED_PAGE: return "SHEAF_E_REPEATED_PAGE";
     }
     return "?";
 }
