@@ -3,9 +3,9 @@
     import sheaf
 
     with sheaf.Client("https://api.example.com", token) as client:
-        things = client.fetch_all("/v1/things", items="/items", next="/next_page",
-                                  total="/total", page_param="page", id="/id")
-        for snapshot in client.stream("/v1/things", shape="anchor"):
+        things = client.fetch_all("/v1/things")                 # detected from the first page
+        repos = client.fetch_all("/user/repos", preset="github", id="/id")
+        for snapshot in client.stream("/v1/things", items="/data", paging="offset:offset"):
             print(snapshot.item_count, "of", snapshot.expected_items)
 
 The work is done by libsheaf.so (a C library with a Swift core), loaded with ctypes from, in order:
@@ -16,13 +16,16 @@ from __future__ import annotations
 
 from . import _ffi
 from ._run import live_runs as _live_runs  # noqa: F401 - for tests
-from .client import SHAPES, Client, Query
+from .client import Client, Query
+from .description import Description, presets
 from .errors import (
     DecodingError,
+    DetectionError,
     Error,
     HTTPError,
     IncompleteError,
     InternalError,
+    NotFollowedError,
     PolicyError,
     Result,
     StoppedError,
@@ -34,7 +37,7 @@ from .stream import SnapshotStream
 from .transport import Transport
 
 #: The version of this package.
-__version__ = "0.2.0"
+__version__ = "0.3.0"
 
 #: The file libsheaf.so was loaded from.
 library_path: str = _ffi.library_path
@@ -51,13 +54,16 @@ __all__ = [
     "SnapshotStream",
     "Transport",
     "Query",
-    "SHAPES",
+    "Description",
+    "presets",
     "Result",
     "Error",
     "HTTPError",
     "TransportError",
     "DecodingError",
     "IncompleteError",
+    "NotFollowedError",
+    "DetectionError",
     "PolicyError",
     "StoppedError",
     "UsageError",

@@ -23,10 +23,14 @@ from ctypes import (
     c_void_p,
 )
 from pathlib import Path
-from typing import Any, Callable, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
-#: The major version of the C ABI this package was written for (SHEAF_VERSION_MAJOR).
+#: The version of the C ABI this package was written for (SHEAF_VERSION_MAJOR, _MINOR): before
+#: 1.0 a new minor version may break the ABI, so both must match.
 ABI_MAJOR = 0
+ABI_MINOR = 3
+#: SHEAF_ERROR_VERSION of the header this package mirrors.
+ERROR_VERSION = 1
 #: SHEAF_SNAPSHOT_VERSION of the header this package mirrors.
 SNAPSHOT_VERSION = 1
 
@@ -57,6 +61,9 @@ SHEAF_E_STOPPED = 14
 SHEAF_E_CANCELLED = 15
 SHEAF_E_INTERNAL = 16
 SHEAF_PENDING = 17
+SHEAF_E_NOT_FOLLOWED = 18
+SHEAF_E_UNDETECTED = 19
+SHEAF_E_REPEATED_PAGE = 20
 
 SHEAF_TRANSPORT_OTHER = 0
 SHEAF_TRANSPORT_TIMEOUT = 1
@@ -75,13 +82,32 @@ SHEAF_OPT_TIMEOUT_MS = 7
 SHEAF_OPT_CONNECT_TIMEOUT_MS = 8
 SHEAF_OPT_MAX_REDIRECTS = 9
 
-SHEAF_NEXT_NONE = 0
-SHEAF_NEXT_BODY_POINTER = 1
-SHEAF_NEXT_LINK_HEADER = 2
+SHEAF_AUTH_NONE = 0
+SHEAF_AUTH_BEARER = 1
 
-SHEAF_TOTAL_NONE = 0
-SHEAF_TOTAL_BODY_POINTER = 1
-SHEAF_TOTAL_HEADER = 2
+SHEAF_PAGING_DETECT = 0
+SHEAF_PAGING_SINGLE = 1
+SHEAF_PAGING_NEXT = 2
+SHEAF_PAGING_PAGE_NUMBER = 3
+SHEAF_PAGING_OFFSET = 4
+SHEAF_PAGING_CURSOR = 5
+
+SHEAF_SIGNAL_ITEMS = 1
+SHEAF_SIGNAL_NEXT = 2
+SHEAF_SIGNAL_CURSOR = 3
+SHEAF_SIGNAL_TOTAL = 4
+SHEAF_SIGNAL_PAGE_COUNT = 5
+SHEAF_SIGNAL_HAS_MORE = 6
+SHEAF_SIGNAL_IS_LAST = 7
+SHEAF_SIGNAL_IDENTITY = 8
+
+SHEAF_SOURCE_NONE = 0
+SHEAF_SOURCE_DETECT = 1
+SHEAF_SOURCE_BODY = 2
+SHEAF_SOURCE_HEADER = 3
+SHEAF_SOURCE_LINK = 4
+SHEAF_SOURCE_ITEM = 5
+SHEAF_SOURCE_LAST_ITEM = 6
 
 
 # ---- handles and structures -------------------------------------------------------------------
@@ -94,8 +120,8 @@ class ListHandle(c_void_p):
     """``sheaf_list *``"""
 
 
-class RequestHandle(c_void_p):
-    """``sheaf_request *``"""
+class ExchangeHandle(c_void_p):
+    """``sheaf_exchange *``"""
 
 
 class SnapshotStruct(Structure):
@@ -113,8 +139,26 @@ class SnapshotStruct(Structure):
     ]
 
 
-# typedef void (*sheaf_transport_fn)(sheaf_request *request, void *user_data);
-TRANSPORT_FN = CFUNCTYPE(None, RequestHandle, c_void_p)
+class ErrorStruct(Structure):
+    """``struct sheaf_error`` (SHEAF_ERROR_VERSION 1); read through a pointer, then freed."""
+
+    _fields_ = [
+        ("version", c_uint),            # unsigned int version;
+        ("code", c_int),                # sheaf_result code;
+        ("message", c_char_p),          # const char *message;
+        ("url", c_char_p),              # const char *url;
+        ("http_status", c_int),         # int http_status;
+        ("body", c_char_p),             # const char *body;
+        ("server_message", c_char_p),   # const char *server_message;
+        ("json_pointer", c_char_p),     # const char *json_pointer;
+        ("json_offset", c_int64),       # int64_t json_offset;
+        ("signal", c_char_p),           # const char *signal;
+        ("hint", c_char_p),             # const char *hint;
+    ]
+
+
+# typedef void (*sheaf_transport_fn)(sheaf_exchange *exchange, void *user_data);
+TRANSPORT_FN = CFUNCTYPE(None, ExchangeHandle, c_void_p)
 
 # typedef int (*sheaf_snapshot_fn)(sheaf_list *list, const sheaf_snapshot *snapshot, void *user_data);
 SNAPSHOT_FN = CFUNCTYPE(c_int, ListHandle, POINTER(SnapshotStruct), c_void_p)
@@ -177,7 +221,7 @@ def load_library(environ: Optional[Mapping[str, str]] = None,
 
 
 def version_problem(library: Any) -> Optional[str]:
-    """Why `library` does not fit this package (None when it does): it must be major ABI_MAJOR."""
+    """Why `library` does not fit this package (None when it does): it must be ABI_MAJOR.ABI_MINOR."""
     try:
         function = library.sheaf_version_number
     except AttributeError:
@@ -185,10 +229,10 @@ def version_problem(library: Any) -> Optional[str]:
     function.argtypes = []
     function.restype = c_int
     number = function()
-    if number < 0 or number // 10000 != ABI_MAJOR:
+    if number < 0 or number // 10000 != ABI_MAJOR or number // 100 % 100 != ABI_MINOR:
         major, minor, patch = number // 10000, number // 100 % 100, number % 100
         return (f"version {major}.{minor}.{patch} (sheaf_version_number {number}), "
-                f"but this package needs major version {ABI_MAJOR}")
+                f"but this package needs version {ABI_MAJOR}.{ABI_MINOR}.x")
     return None
 
 
@@ -214,89 +258,90 @@ def declare(library: Any) -> None:
     # void sheaf_free(void *pointer);
     fn("sheaf_free", None, [c_void_p])
 
-    # ---- Transport (request accessors; strings borrowed until the request is answered)
-    # const char *sheaf_request_method(const sheaf_request *request);
-    fn("sheaf_request_method", c_char_p, [RequestHandle])
-    # const char *sheaf_request_url(const sheaf_request *request);
-    fn("sheaf_request_url", c_char_p, [RequestHandle])
-    # size_t sheaf_request_header_count(const sheaf_request *request);
-    fn("sheaf_request_header_count", c_size_t, [RequestHandle])
-    # sheaf_result sheaf_request_header(const sheaf_request *request, size_t index,
-    #                                   const char **out_name, const char **out_value);
-    fn("sheaf_request_header", _sheaf_result, [RequestHandle, c_size_t, POINTER(c_char_p), POINTER(c_char_p)])
-    # const char *sheaf_request_body(const sheaf_request *request, size_t *out_length);
-    fn("sheaf_request_body", c_void_p, [RequestHandle, POINTER(c_size_t)])
-    # int64_t sheaf_request_timeout_ms(const sheaf_request *request);
-    fn("sheaf_request_timeout_ms", c_int64, [RequestHandle])
-    # int64_t sheaf_request_max_body_bytes(const sheaf_request *request);
-    fn("sheaf_request_max_body_bytes", c_int64, [RequestHandle])
-    # int sheaf_request_is_cancelled(const sheaf_request *request);
-    fn("sheaf_request_is_cancelled", c_int, [RequestHandle])
-    # sheaf_result sheaf_request_add_response_header(sheaf_request *request,
-    #                                                const char *name, const char *value);
-    fn("sheaf_request_add_response_header", _sheaf_result, [RequestHandle, c_char_p, c_char_p])
-    # sheaf_result sheaf_request_respond(sheaf_request *request, int status,
-    #                                    const char *body, size_t body_length);
-    fn("sheaf_request_respond", _sheaf_result, [RequestHandle, c_int, c_char_p, c_size_t])
-    # sheaf_result sheaf_request_fail(sheaf_request *request, sheaf_transport_error kind,
-    #                                 const char *message);
-    fn("sheaf_request_fail", _sheaf_result, [RequestHandle, c_int, c_char_p])
+    # ---- Errors
+    # sheaf_error *sheaf_last_error(void);   (owned: sheaf_error_free)
+    fn("sheaf_last_error", c_void_p, [])
+    # void sheaf_error_free(sheaf_error *error);
+    fn("sheaf_error_free", None, [c_void_p])
+
+    # ---- Transport (exchange accessors; strings borrowed until the exchange is answered)
+    # const char *sheaf_exchange_method(const sheaf_exchange *exchange);
+    fn("sheaf_exchange_method", c_char_p, [ExchangeHandle])
+    # const char *sheaf_exchange_url(const sheaf_exchange *exchange);
+    fn("sheaf_exchange_url", c_char_p, [ExchangeHandle])
+    # size_t sheaf_exchange_header_count(const sheaf_exchange *exchange);
+    fn("sheaf_exchange_header_count", c_size_t, [ExchangeHandle])
+    # sheaf_result sheaf_exchange_header(const sheaf_exchange *exchange, size_t index,
+    #                                    const char **out_name, const char **out_value);
+    fn("sheaf_exchange_header", _sheaf_result, [ExchangeHandle, c_size_t, POINTER(c_char_p), POINTER(c_char_p)])
+    # const char *sheaf_exchange_body(const sheaf_exchange *exchange, size_t *out_length);
+    fn("sheaf_exchange_body", c_void_p, [ExchangeHandle, POINTER(c_size_t)])
+    # int64_t sheaf_exchange_timeout_ms(const sheaf_exchange *exchange);
+    fn("sheaf_exchange_timeout_ms", c_int64, [ExchangeHandle])
+    # int64_t sheaf_exchange_max_body_bytes(const sheaf_exchange *exchange);
+    fn("sheaf_exchange_max_body_bytes", c_int64, [ExchangeHandle])
+    # int sheaf_exchange_is_cancelled(const sheaf_exchange *exchange);
+    fn("sheaf_exchange_is_cancelled", c_int, [ExchangeHandle])
+    # sheaf_result sheaf_exchange_add_response_header(sheaf_exchange *exchange,
+    #                                                 const char *name, const char *value);
+    fn("sheaf_exchange_add_response_header", _sheaf_result, [ExchangeHandle, c_char_p, c_char_p])
+    # sheaf_result sheaf_exchange_respond(sheaf_exchange *exchange, int status,
+    #                                     const char *body, size_t body_length);
+    fn("sheaf_exchange_respond", _sheaf_result, [ExchangeHandle, c_int, c_char_p, c_size_t])
+    # sheaf_result sheaf_exchange_fail(sheaf_exchange *exchange, sheaf_transport_error kind,
+    #                                  const char *message);
+    fn("sheaf_exchange_fail", _sheaf_result, [ExchangeHandle, c_int, c_char_p])
 
     # ---- Client
-    # sheaf_result sheaf_client_new(sheaf_client **out_client, const char *base_url,
-    #                               const char *bearer_token);
-    fn("sheaf_client_new", _sheaf_result, [POINTER(ClientHandle), c_char_p, c_char_p])
+    # sheaf_result sheaf_client_new(sheaf_client **out_client, const char *base_url);
+    fn("sheaf_client_new", _sheaf_result, [POINTER(ClientHandle), c_char_p])
     # void sheaf_client_free(sheaf_client *client);
     fn("sheaf_client_free", None, [ClientHandle])
-    # const char *sheaf_client_errmsg(const sheaf_client *client);   (borrowed)
-    fn("sheaf_client_errmsg", c_char_p, [ClientHandle])
+    # sheaf_result sheaf_client_set_auth(sheaf_client *client, sheaf_auth kind, const char *value);
+    fn("sheaf_client_set_auth", _sheaf_result, [ClientHandle, c_int, c_char_p])
     # sheaf_result sheaf_client_set_option(sheaf_client *client, sheaf_option option, int64_t value);
     fn("sheaf_client_set_option", _sheaf_result, [ClientHandle, c_int, c_int64])
-    # sheaf_result sheaf_client_set_transport(sheaf_client *client,
-    #                                         sheaf_transport_fn transport, void *user_data);
-    fn("sheaf_client_set_transport", _sheaf_result, [ClientHandle, TRANSPORT_FN, c_void_p])
+    # sheaf_result sheaf_client_set_transport(sheaf_client *client, sheaf_transport_fn transport,
+    #                                         void *user_data, sheaf_destroy_fn destroy);
+    fn("sheaf_client_set_transport", _sheaf_result, [ClientHandle, TRANSPORT_FN, c_void_p, c_void_p])
 
     # ---- Describing a list
     # sheaf_result sheaf_list_new(sheaf_list **out_list, sheaf_client *client, const char *path);
     fn("sheaf_list_new", _sheaf_result, [POINTER(ListHandle), ClientHandle, c_char_p])
     # void sheaf_list_free(sheaf_list *list);
     fn("sheaf_list_free", None, [ListHandle])
-    # const char *sheaf_list_errmsg(const sheaf_list *list);   (borrowed)
-    fn("sheaf_list_errmsg", c_char_p, [ListHandle])
-    # int sheaf_list_http_status(const sheaf_list *list);
-    fn("sheaf_list_http_status", c_int, [ListHandle])
-    # const char *sheaf_list_http_body(const sheaf_list *list);   (borrowed)
-    fn("sheaf_list_http_body", c_char_p, [ListHandle])
+    # sheaf_error *sheaf_list_error(const sheaf_list *list);   (owned: sheaf_error_free)
+    fn("sheaf_list_error", c_void_p, [ListHandle])
     # sheaf_result sheaf_list_add_query(sheaf_list *list, const char *name, const char *value);
     fn("sheaf_list_add_query", _sheaf_result, [ListHandle, c_char_p, c_char_p])
-    # sheaf_result sheaf_list_set_items(sheaf_list *list, const char *json_pointer);
-    fn("sheaf_list_set_items", _sheaf_result, [ListHandle, c_char_p])
-    # sheaf_result sheaf_list_set_page_number(sheaf_list *list, const char *page_param,
-    #                                         int first_page, const char *size_param, int page_size);
-    fn("sheaf_list_set_page_number", _sheaf_result, [ListHandle, c_char_p, c_int, c_char_p, c_int])
-    # sheaf_result sheaf_list_set_offset_limit(sheaf_list *list, const char *offset_param,
-    #                                          const char *limit_param, int limit);
-    fn("sheaf_list_set_offset_limit", _sheaf_result, [ListHandle, c_char_p, c_char_p, c_int])
-    # sheaf_result sheaf_list_set_cursor(sheaf_list *list, const char *cursor_param);
-    fn("sheaf_list_set_cursor", _sheaf_result, [ListHandle, c_char_p])
-    # sheaf_result sheaf_list_set_next(sheaf_list *list, sheaf_next_source source,
-    #                                  const char *json_pointer);
-    fn("sheaf_list_set_next", _sheaf_result, [ListHandle, c_int, c_char_p])
-    # sheaf_result sheaf_list_set_total(sheaf_list *list, sheaf_total_source source,
-    #                                   const char *location);
-    fn("sheaf_list_set_total", _sheaf_result, [ListHandle, c_int, c_char_p])
-    # sheaf_result sheaf_list_set_identity(sheaf_list *list, const char *json_pointer);
-    fn("sheaf_list_set_identity", _sheaf_result, [ListHandle, c_char_p])
+    # sheaf_result sheaf_list_set_paging(sheaf_list *list, sheaf_paging paging, const char *param,
+    #                                    int64_t first, const char *size_param, int64_t size);
+    fn("sheaf_list_set_paging", _sheaf_result, [ListHandle, c_int, c_char_p, c_int64, c_char_p, c_int64])
+    # sheaf_result sheaf_list_set_signal(sheaf_list *list, sheaf_signal signal, sheaf_source source,
+    #                                    const char *where);
+    fn("sheaf_list_set_signal", _sheaf_result, [ListHandle, c_int, c_int, c_char_p])
+    # size_t sheaf_preset_count(void);
+    fn("sheaf_preset_count", c_size_t, [])
+    # const char *sheaf_preset_name(size_t index);   (static)
+    fn("sheaf_preset_name", c_char_p, [c_size_t])
+    # sheaf_result sheaf_preset_description(const char *name, char **out_json, size_t *out_length);
+    fn("sheaf_preset_description", _sheaf_result, [c_char_p, POINTER(c_void_p), POINTER(c_size_t)])
+    # sheaf_result sheaf_list_use_preset(sheaf_list *list, const char *name);
+    fn("sheaf_list_use_preset", _sheaf_result, [ListHandle, c_char_p])
+    # sheaf_result sheaf_list_description(sheaf_list *list, char **out_json, size_t *out_length);
+    fn("sheaf_list_description", _sheaf_result, [ListHandle, POINTER(c_void_p), POINTER(c_size_t)])
+    # sheaf_result sheaf_list_set_transport(sheaf_list *list, sheaf_transport_fn transport,
+    #                                       void *user_data, sheaf_destroy_fn destroy);
+    fn("sheaf_list_set_transport", _sheaf_result, [ListHandle, TRANSPORT_FN, c_void_p, c_void_p])
     # sheaf_result sheaf_list_set_max_items(sheaf_list *list, int64_t max_items);
     fn("sheaf_list_set_max_items", _sheaf_result, [ListHandle, c_int64])
     # sheaf_result sheaf_list_set_keep_items(sheaf_list *list, int keep);
     fn("sheaf_list_set_keep_items", _sheaf_result, [ListHandle, c_int])
-    # sheaf_result sheaf_list_set_transport(sheaf_list *list, sheaf_transport_fn transport, void *user_data);
-    fn("sheaf_list_set_transport", _sheaf_result, [ListHandle, TRANSPORT_FN, c_void_p])
 
     # ---- Running a list
-    # sheaf_result sheaf_list_start(sheaf_list *list, sheaf_snapshot_fn on_snapshot, void *user_data);
-    fn("sheaf_list_start", _sheaf_result, [ListHandle, SNAPSHOT_FN, c_void_p])
+    # sheaf_result sheaf_list_start(sheaf_list *list, sheaf_snapshot_fn on_snapshot, void *user_data,
+    #                              sheaf_destroy_fn destroy);
+    fn("sheaf_list_start", _sheaf_result, [ListHandle, SNAPSHOT_FN, c_void_p, c_void_p])
     # sheaf_result sheaf_list_start_pull(sheaf_list *list);
     fn("sheaf_list_start_pull", _sheaf_result, [ListHandle])
     # sheaf_result sheaf_list_next(sheaf_list *list, int64_t timeout_ms, const sheaf_snapshot **out_snapshot);
@@ -323,29 +368,48 @@ def declare(library: Any) -> None:
 #: (start, wait, prefix, fetch_all) are checked by the caller, which also needs the items and the
 #: HTTP detail; the request functions run inside the transport bridge, which must never raise.
 _CHECKED = (
-    "sheaf_client_set_option", "sheaf_client_set_transport",
-    "sheaf_list_new", "sheaf_list_add_query", "sheaf_list_set_items", "sheaf_list_set_page_number",
-    "sheaf_list_set_offset_limit", "sheaf_list_set_cursor", "sheaf_list_set_next",
-    "sheaf_list_set_total", "sheaf_list_set_identity", "sheaf_list_set_max_items",
-    "sheaf_list_set_keep_items", "sheaf_list_set_transport", "sheaf_list_cancel",
+    "sheaf_client_new", "sheaf_client_set_auth", "sheaf_client_set_option", "sheaf_client_set_transport",
+    "sheaf_list_new", "sheaf_list_add_query", "sheaf_list_set_paging", "sheaf_list_set_signal",
+    "sheaf_list_use_preset", "sheaf_list_description", "sheaf_preset_description",
+    "sheaf_list_set_max_items", "sheaf_list_set_keep_items", "sheaf_list_set_transport", "sheaf_list_cancel",
 )
 
 
 def _errcheck(result: int, function: Any, arguments: Tuple[Any, ...]) -> int:
-    """Raises the Error subclass for a failing result, with the message of the handle involved."""
+    """Raises the Error subclass for a failing result, with the detail of this thread's last error
+    (the call just made, on this thread)."""
     if result in (SHEAF_OK, SHEAF_LIMIT_REACHED):
         return result
-    message = ""
-    for argument in arguments:  # the first handle among the arguments holds the message
-        if isinstance(argument, ListHandle):
-            message = decode(lib.sheaf_list_errmsg(argument))
-            break
-        if isinstance(argument, ClientHandle):
-            message = decode(lib.sheaf_client_errmsg(argument))
-            break
     from .errors import error_for  # errors imports this module for the code names
 
-    raise error_for(result, message)
+    raise error_for(result, **last_error_detail())
+
+
+def error_detail(pointer: Optional[int]) -> Dict[str, Any]:
+    """The fields of a ``sheaf_error *`` the library handed over, as keyword arguments of
+    ``error_for`` (empty for NULL); frees it."""
+    if not pointer:
+        return {}
+    try:
+        error = ctypes.cast(pointer, POINTER(ErrorStruct)).contents
+        detail: Dict[str, Any] = {"message": decode(error.message), "url": decode(error.url),
+                                  "status": error.http_status, "body": decode(error.body),
+                                  "server_message": decode(error.server_message),
+                                  "json_pointer": decode(error.json_pointer), "json_offset": error.json_offset,
+                                  "signal": decode(error.signal), "hint": decode(error.hint)}
+        return detail
+    finally:
+        lib.sheaf_error_free(pointer)
+
+
+def last_error_detail() -> Dict[str, Any]:
+    """``error_detail`` of ``sheaf_last_error()``: the last failing call on this thread."""
+    return error_detail(lib.sheaf_last_error())
+
+
+def list_error_detail(handle: ListHandle) -> Dict[str, Any]:
+    """``error_detail`` of ``sheaf_list_error(handle)``: the list's outcome."""
+    return error_detail(lib.sheaf_list_error(handle))
 
 
 # ---- small helpers ----------------------------------------------------------------------------

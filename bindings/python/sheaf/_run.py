@@ -70,12 +70,10 @@ class ListRun:
         self.started = False
         self.cancel_requested = False
         self.outcome = _ffi.SHEAF_OK
-        self.message = ""
-        self.http_status = 0
-        self.http_body = ""
+        self.detail: Dict[str, Any] = {}       # the fields of the outcome's error
         self._pulled = POINTER(_ffi.SnapshotStruct)()   # where sheaf_list_next puts its answer
         if self.transport is not None:   # the list's own transport, with this run as user_data
-            lib.sheaf_list_set_transport(handle, _TRANSPORT_BRIDGE, self.token)
+            lib.sheaf_list_set_transport(handle, _TRANSPORT_BRIDGE, self.token, None)
 
     # ---- running ----------------------------------------------------------------------------
 
@@ -89,7 +87,7 @@ class ListRun:
             _runs[self.token] = self
         result = lib.sheaf_list_start_pull(self.handle)
         if result != _ffi.SHEAF_OK:
-            raise error_for(result, _ffi.decode(lib.sheaf_list_errmsg(self.handle)))
+            raise error_for(result, **_ffi.last_error_detail())
         with self.lock:
             self.started = True
             if self.cancel_requested:   # cancel() came before the start
@@ -104,7 +102,7 @@ class ListRun:
             if result == _ffi.SHEAF_PENDING:
                 continue
             if result != _ffi.SHEAF_OK:
-                raise error_for(result, _ffi.decode(lib.sheaf_list_errmsg(self.handle)))
+                raise error_for(result, **_ffi.last_error_detail())
             if not pointer:
                 self._read_outcome()
                 return None
@@ -137,10 +135,7 @@ class ListRun:
     def _read_outcome(self) -> None:
         handle = self.handle
         self.outcome = lib.sheaf_list_wait(handle)   # at once: every snapshot was taken
-        # Read the detail now: the list's messages are valid until its next call.
-        self.message = _ffi.decode(lib.sheaf_list_errmsg(handle))
-        self.http_status = lib.sheaf_list_http_status(handle)
-        self.http_body = _ffi.decode(lib.sheaf_list_http_body(handle))
+        self.detail = _ffi.list_error_detail(handle) if self.outcome not in (_ffi.SHEAF_OK, _ffi.SHEAF_LIMIT_REACHED) else {}
 
     def cancel(self) -> None:
         """Asks the running list to stop (any thread, any time; a no-op once it is freed)."""
@@ -168,8 +163,7 @@ class ListRun:
             self.error = None  # no cycle through the traceback's frames
             raise error
         if self.outcome not in (_ffi.SHEAF_OK, _ffi.SHEAF_LIMIT_REACHED):
-            raise error_for(self.outcome, self.message, items=items,
-                            status=self.http_status, body=self.http_body)
+            raise error_for(self.outcome, items=items, **self.detail)
 
     def close(self) -> None:
         """Stops the list if it runs and frees it (the library lets go of the snapshots not
@@ -192,8 +186,8 @@ def _items(snapshot: _ffi.SnapshotStruct) -> List[Any]:
 
 # ---- the C callback ---------------------------------------------------------------------------
 
-def _on_request(request: _ffi.RequestHandle, user_data: Optional[int]) -> None:
-    serve(_lookup(user_data), request)
+def _on_request(exchange: _ffi.ExchangeHandle, user_data: Optional[int]) -> None:
+    serve(_lookup(user_data), exchange)
 
 
 _TRANSPORT_BRIDGE = _ffi.TRANSPORT_FN(_on_request)

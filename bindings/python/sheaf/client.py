@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ctypes
 import math
 import threading
 from ctypes import byref
@@ -11,24 +12,13 @@ from . import _ffi
 from ._closing import Closing
 from ._ffi import lib
 from ._run import ListRun
-from .errors import Error, Result, UsageError, error_for
+from .description import Description
+from .errors import Error, Result, UsageError
 from .stream import SnapshotStream
 from .transport import Transport
 
 #: Query parameters: a mapping (a list or tuple value repeats the parameter) or (name, value) pairs.
 Query = Union[Mapping[str, Any], Sequence[Tuple[str, Any]]]
-
-#: Presets for ``shape=``: the list options of two common response shapes. Explicit options win.
-#: ``size_param`` is sent only when ``page_size`` is given.
-SHAPES: Dict[str, Dict[str, str]] = {
-    # {"items": [...], "next_page": url|null, "total": n}, ?page=N&per_page=S
-    "anchor": {"items": "/items", "next": "/next_page", "total": "/total",
-               "page_param": "page", "size_param": "per_page"},
-    # Django REST framework: {"count": n, "next": url|null, "previous": ..., "results": [...]}
-    "drf": {"items": "/results", "next": "/next", "total": "/count",
-            "page_param": "page", "size_param": "page_size"},
-}
-
 
 class Client(Closing):
     """A client of one paginated REST API: its base URL, bearer token, transport and policies.
@@ -72,12 +62,11 @@ class Client(Closing):
         self.base_url = base_url
         self.transport = transport
         handle = _ffi.ClientHandle()
-        result = lib.sheaf_client_new(byref(handle), _ffi.encode(base_url), _ffi.encode(token))
-        if result != _ffi.SHEAF_OK:
-            # No client exists to hold a message; the token is deliberately not repeated.
-            raise error_for(result, f"cannot create a client for {base_url!r}: {_ffi.result_text(result)}")
+        lib.sheaf_client_new(byref(handle), _ffi.encode(base_url))
         self._handle = handle
         try:
+            if token is not None:
+                lib.sheaf_client_set_auth(handle, _ffi.SHEAF_AUTH_BEARER, _ffi.encode(token))
             options = (
                 (_ffi.SHEAF_OPT_WINDOW, "concurrency", _whole(concurrency, "concurrency")),
                 (_ffi.SHEAF_OPT_MAX_PAGES, "max_pages", _whole(max_pages, "max_pages")),
@@ -121,40 +110,29 @@ class Client(Closing):
 
     # ---- lists ------------------------------------------------------------------------------
 
-    def fetch_all(self, path: str, *, items: Optional[str] = None, next: Optional[str] = None,
-                  total: Optional[str] = None, id: Optional[str] = None, page_param: Optional[str] = None,
-                  first_page: int = 1, size_param: Optional[str] = None, page_size: Optional[int] = None,
-                  query: Optional[Query] = None, max_items: Optional[int] = None,
-                  shape: Optional[str] = None) -> List[Any]:
-        """Fetches every item of the list at `path`, in order, de-duplicated by `id`.
+    def fetch_all(self, path: str, description: Optional[Description] = None, *, query: Optional[Query] = None,
+                  max_items: Optional[int] = None, **parts: Any) -> List[Any]:
+        """Fetches every item of the list at `path`, in order, de-duplicated by ``id``.
 
         Args:
             path: the list's path (resolved against the base URL; may carry a query).
-            items: JSON pointer (RFC 6901) to the items array in each page; None or "" when the
-                body itself is the array.
-            next: JSON pointer to the next page's URL (absolute or relative; null at the end).
-            total: JSON pointer to the total item count.
-            id: JSON pointer, inside each item, to the identity that de-duplicates items.
-            page_param: query parameter addressing page k directly (e.g. "page"); with `total`,
-                pages are fetched concurrently.
-            first_page: number of the first page (0 or 1, usually).
-            size_param: query parameter carrying `page_size` (sent only when page_size is given).
-            page_size: page size to ask for.
+            description: how the list paginates (:class:`sheaf.Description`); None, and no
+                `parts`, leaves everything to detection from the first page.
             query: extra query parameters for every page request.
             max_items: stop after this many items (None or 0: no limit); not a failure.
-            shape: "anchor" or "drf": preset values for the options above (see ``SHAPES``);
-                options given explicitly win.
+            **parts: fields of :class:`sheaf.Description` (``preset="github"``,
+                ``items="/data"``, ``paging="offset:offset"``, ``total="header:X-Total-Count"``,
+                ``id="/id"``...), replacing those of `description`.
 
         Returns:
             Every item, decoded from JSON.
 
         Raises:
             Error: a subclass for the failure, whose ``items`` holds the items delivered before
-                it; or the exception a Python transport raised, with its traceback.
+                it (:class:`NotFollowedError` when the last page signals more than the
+                description follows); or the exception a Python transport raised.
         """
-        run = self._new_run(path, dict(items=items, next=next, total=total, id=id, page_param=page_param,
-                                       first_page=first_page, size_param=size_param, page_size=page_size,
-                                       query=query, max_items=max_items, shape=shape))
+        run = self._new_run(path, description, parts, query, max_items)
         delivered: List[Any] = []
         try:
             run.start()
@@ -168,14 +146,11 @@ class Client(Closing):
         run.raise_outcome(delivered)
         return delivered
 
-    def stream(self, path: str, *, items: Optional[str] = None, next: Optional[str] = None,
-               total: Optional[str] = None, id: Optional[str] = None, page_param: Optional[str] = None,
-               first_page: int = 1, size_param: Optional[str] = None, page_size: Optional[int] = None,
-               query: Optional[Query] = None, max_items: Optional[int] = None,
-               shape: Optional[str] = None) -> SnapshotStream:
+    def stream(self, path: str, description: Optional[Description] = None, *, query: Optional[Query] = None,
+               max_items: Optional[int] = None, **parts: Any) -> SnapshotStream:
         """Streams the list at `path` as snapshots: growing, ordered prefixes, one delta each.
 
-        Takes the same options as :meth:`fetch_all` (checked now: a bad option raises
+        Takes the same arguments as :meth:`fetch_all` (checked now: a bad option raises
         UsageError here). The list starts at the first ``next()``; the items are not kept.
 
         Returns:
@@ -183,22 +158,50 @@ class Client(Closing):
             or leaving its ``with`` block stops the list and cancels what is in flight; at the
             end the failure, if any, is raised as in :meth:`fetch_all` (``items`` then empty).
         """
-        run = self._new_run(path, dict(items=items, next=next, total=total, id=id, page_param=page_param,
-                                       first_page=first_page, size_param=size_param, page_size=page_size,
-                                       query=query, max_items=max_items, shape=shape))
-        return SnapshotStream(run)
+        return SnapshotStream(self._new_run(path, description, parts, query, max_items))
 
-    def _new_run(self, path: str, options: Dict[str, Any]) -> ListRun:
+    def explain(self, path: str, description: Optional[Description] = None, *, query: Optional[Query] = None,
+                **parts: Any) -> Description:
+        """What the library makes of the list at `path` from its first page: every part, detected
+        or given, and the plan (``.plan``: "parallel", "speculative", "sequential" or "single";
+        ``.detected``: the parts detection decided). Fetches the first page only (a few more
+        requests may already be on their way when it returns; they are cancelled).
+
+        Raises:
+            Error: as :meth:`fetch_all`, when the first page fails or detection cannot decide.
+        """
+        run = self._new_run(path, description, parts, query, None)
+        try:
+            run.start()
+            run.next_items()   # the first snapshot, or the end: the description is resolved
+            pointer, length = ctypes.c_void_p(), ctypes.c_size_t()
+            lib.sheaf_list_description(run.handle, byref(pointer), byref(length))
+            explained = Description.from_json(_ffi.take_string(pointer, length.value))
+        finally:
+            run.close()
+        if run.outcome not in (_ffi.SHEAF_OK, _ffi.SHEAF_LIMIT_REACHED, _ffi.SHEAF_E_STOPPED, _ffi.SHEAF_E_CANCELLED):
+            run.raise_outcome([])
+        return explained
+
+    def _new_run(self, path: str, description: Optional[Description], parts: Dict[str, Any],
+                 query: Optional[Query], max_items: Optional[int]) -> ListRun:
         handle_of_client = self._handle
         if handle_of_client is None:
             raise UsageError(Result.STATE, "the client is closed")
         if not isinstance(path, str):
             raise UsageError(Result.INVALID_ARGUMENT, f"path must be a str, not {type(path).__name__}")
+        if description is not None and not isinstance(description, Description):
+            raise UsageError(Result.INVALID_ARGUMENT, "description must be a sheaf.Description")
+        described = (description or Description()).merged(parts)
         handle = _ffi.ListHandle()
         lib.sheaf_list_new(byref(handle), handle_of_client, _ffi.encode(path))
         run = ListRun(handle, self)
         try:
-            _describe(handle, **options)
+            for key, value in _query_pairs(query):
+                lib.sheaf_list_add_query(handle, _ffi.encode(key), _ffi.encode(value))
+            described.apply(handle)
+            if max_items is not None:
+                lib.sheaf_list_set_max_items(handle, _whole(max_items, "max_items"))
             lib.sheaf_list_set_keep_items(handle, 0)   # the items are kept, if at all, in Python
         except BaseException:
             run.close()
@@ -207,45 +210,6 @@ class Client(Closing):
 
 
 # ---- describing a list ------------------------------------------------------------------------
-
-def _describe(handle: _ffi.ListHandle, *, items: Optional[str], next: Optional[str], total: Optional[str],
-              id: Optional[str], page_param: Optional[str], first_page: int, size_param: Optional[str],
-              page_size: Optional[int], query: Optional[Query], max_items: Optional[int],
-              shape: Optional[str]) -> None:
-    """Applies the list options to a new C list (each setter raises UsageError on a bad value)."""
-    if shape is not None:
-        preset = SHAPES.get(shape)
-        if preset is None:
-            raise UsageError(Result.INVALID_ARGUMENT,
-                             f"unknown shape {shape!r}; known shapes: {', '.join(sorted(SHAPES))}")
-        items = preset["items"] if items is None else items
-        next = preset["next"] if next is None else next
-        total = preset["total"] if total is None else total
-        page_param = preset["page_param"] if page_param is None else page_param
-        if size_param is None and page_size is not None:
-            size_param = preset["size_param"]
-    for name, value in (("items", items), ("next", next), ("total", total), ("id", id),
-                        ("page_param", page_param), ("size_param", size_param)):
-        if value is not None and not isinstance(value, str):
-            raise UsageError(Result.INVALID_ARGUMENT, f"{name} must be a str, not {type(value).__name__}")
-    for key, value in _query_pairs(query):
-        lib.sheaf_list_add_query(handle, _ffi.encode(key), _ffi.encode(value))
-    lib.sheaf_list_set_items(handle, _ffi.encode(items or ""))
-    if page_param is not None:
-        lib.sheaf_list_set_page_number(handle, _ffi.encode(page_param), _whole(first_page, "first_page", 32),
-                                       _ffi.encode(size_param),
-                                       0 if page_size is None else _whole(page_size, "page_size", 32))
-    elif size_param is not None or page_size is not None:
-        raise UsageError(Result.INVALID_ARGUMENT, "size_param and page_size need page_param")
-    if next is not None:
-        lib.sheaf_list_set_next(handle, _ffi.SHEAF_NEXT_BODY_POINTER, _ffi.encode(next))
-    if total is not None:
-        lib.sheaf_list_set_total(handle, _ffi.SHEAF_TOTAL_BODY_POINTER, _ffi.encode(total))
-    if id is not None:
-        lib.sheaf_list_set_identity(handle, _ffi.encode(id))
-    if max_items is not None:
-        lib.sheaf_list_set_max_items(handle, _whole(max_items, "max_items"))
-
 
 def _query_pairs(query: Optional[Query]) -> List[Tuple[str, str]]:
     """Every query parameter as (name, value) text; a list or tuple value repeats the name."""
@@ -290,4 +254,4 @@ def _milliseconds(seconds: Optional[float], name: str) -> int:
     return math.ceil(seconds * 1000) if seconds > 0 else int(seconds * 1000)
 
 
-__all__ = ["Client", "Query", "SHAPES"]
+__all__ = ["Client", "Query"]

@@ -11,7 +11,12 @@ class                         result codes
 :class:`TransportError`       SHEAF_E_TRANSPORT: timeout, connect, DNS, TLS (after retries)
 :class:`DecodingError`        SHEAF_E_BAD_PAGE, SHEAF_E_BODY_TOO_LARGE
 :class:`IncompleteError`      SHEAF_E_INCOMPLETE (a :class:`DecodingError`, see there)
-:class:`PolicyError`          SHEAF_E_CROSS_ORIGIN, SHEAF_E_LOOP, SHEAF_E_PAGE_LIMIT
+:class:`NotFollowedError`     SHEAF_E_NOT_FOLLOWED (a :class:`DecodingError`): the last page
+                              signals more than the description follows; ``signal``, ``hint``
+:class:`DetectionError`       SHEAF_E_UNDETECTED (a :class:`DecodingError`): the list's shape
+                              could not be detected; ``hint`` names the options that choose
+:class:`PolicyError`          SHEAF_E_CROSS_ORIGIN, SHEAF_E_LOOP, SHEAF_E_PAGE_LIMIT,
+                              SHEAF_E_REPEATED_PAGE
 :class:`StoppedError`         SHEAF_E_STOPPED, SHEAF_E_CANCELLED
 :class:`UsageError`           SHEAF_E_INVALID_ARGUMENT, SHEAF_E_UNSUPPORTED, SHEAF_E_STATE,
                               SHEAF_E_REENTRANT (also a :class:`ValueError`)
@@ -47,6 +52,10 @@ class Result(enum.IntEnum):
     STOPPED = _ffi.SHEAF_E_STOPPED
     CANCELLED = _ffi.SHEAF_E_CANCELLED
     INTERNAL = _ffi.SHEAF_E_INTERNAL
+    PENDING = _ffi.SHEAF_PENDING
+    NOT_FOLLOWED = _ffi.SHEAF_E_NOT_FOLLOWED
+    UNDETECTED = _ffi.SHEAF_E_UNDETECTED
+    REPEATED_PAGE = _ffi.SHEAF_E_REPEATED_PAGE
 
     @property
     def is_success(self) -> bool:
@@ -62,13 +71,20 @@ class Error(Exception):
         message: the library's message (URL, status, JSON location...); never contains the token.
         items: for a failed list, the items delivered before the failure, in order (a list); empty
             for a stream, whose items were already yielded, and for failures outside a list run.
+        url: the URL concerned, or "".
+        server_message: the server's own error text (its "error", "message", "detail"... fields).
+        json_pointer, json_offset: for a bad page, where in the page ("" and -1 otherwise).
+        signal: for :class:`NotFollowedError`, the signal of more that was not followed.
+        hint: the option or preset that would help, or "".
     """
 
     code: int
     message: str
     items: List[Any]
 
-    def __init__(self, code: int, message: str = "", *, items: Optional[List[Any]] = None) -> None:
+    def __init__(self, code: int, message: str = "", *, items: Optional[List[Any]] = None, url: str = "",
+                 server_message: str = "", json_pointer: str = "", json_offset: int = -1, signal: str = "",
+                 hint: str = "") -> None:
         try:
             code = Result(code)
         except ValueError:
@@ -76,6 +92,12 @@ class Error(Exception):
         self.code = code
         self.message = message or _ffi.result_text(int(code))
         self.items = [] if items is None else items
+        self.url = url
+        self.server_message = server_message
+        self.json_pointer = json_pointer
+        self.json_offset = json_offset
+        self.signal = signal
+        self.hint = hint
         super().__init__(self.message)
 
     def __str__(self) -> str:
@@ -101,9 +123,8 @@ class HTTPError(Error):
     status: int
     body: str
 
-    def __init__(self, code: int, message: str = "", *, items: Optional[List[Any]] = None,
-                 status: int = 0, body: str = "") -> None:
-        super().__init__(code, message, items=items)
+    def __init__(self, code: int, message: str = "", *, status: int = 0, body: str = "", **detail: Any) -> None:
+        super().__init__(code, message, **detail)
         self.status = status
         self.body = body
 
@@ -125,6 +146,18 @@ class IncompleteError(DecodingError):
     caller catching "the server's data is wrong" wants both. ``items`` holds every item that did
     arrive.
     """
+
+
+class NotFollowedError(DecodingError):
+    """The last page signals more items (a ``Link rel="next"``, ``has_more``, a next field, a
+    cursor, a total above what arrived) that the list's description does not follow: the list
+    would have been silently short. ``signal`` names what was seen, ``hint`` the option or preset
+    that follows it; ``items`` holds what arrived."""
+
+
+class DetectionError(DecodingError):
+    """Detection could not decide the list's shape from its first page (no items array, several
+    candidates, or a total with no way to address pages); ``hint`` names the options that choose."""
 
 
 class PolicyError(Error):
@@ -159,6 +192,9 @@ ERROR_CLASSES: Dict[int, Type[Error]] = {
     Result.LOOP: PolicyError,
     Result.PAGE_LIMIT: PolicyError,
     Result.CROSS_ORIGIN: PolicyError,
+    Result.REPEATED_PAGE: PolicyError,
+    Result.NOT_FOLLOWED: NotFollowedError,
+    Result.UNDETECTED: DetectionError,
     Result.STOPPED: StoppedError,
     Result.CANCELLED: StoppedError,
     Result.INTERNAL: InternalError,
@@ -172,16 +208,16 @@ def _rebuild(cls: Type[Error], code: int, message: str, items: List[Any], state:
     return error
 
 
-def error_for(code: int, message: str = "", *, items: Optional[List[Any]] = None,
-              status: int = 0, body: str = "") -> Error:
-    """The exception for a failing result code (unknown codes get the base class)."""
+def error_for(code: int, message: str = "", *, status: int = 0, body: str = "", **detail: Any) -> Error:
+    """The exception for a failing result code (unknown codes get the base class); `detail` are
+    the fields of the library's error (see ``_ffi.error_detail``) and ``items``."""
     cls = ERROR_CLASSES.get(code, Error)
     if cls is HTTPError:
-        return HTTPError(code, message, items=items, status=status, body=body)
-    return cls(code, message, items=items)
+        return HTTPError(code, message, status=status, body=body, **detail)
+    return cls(code, message, **detail)
 
 
 __all__ = [
     "Result", "Error", "HTTPError", "TransportError", "DecodingError", "IncompleteError",
-    "PolicyError", "StoppedError", "UsageError", "InternalError", "ERROR_CLASSES", "error_for",
+    "NotFollowedError", "DetectionError", "PolicyError", "StoppedError", "UsageError", "InternalError", "ERROR_CLASSES", "error_for",
 ]

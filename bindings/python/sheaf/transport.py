@@ -69,7 +69,7 @@ TRANSPORT_FAILURES: Sequence[Tuple[type, int]] = (
 _MESSAGE_LIMIT = 512
 
 
-def serve(run: Optional["ListRun"], request: _ffi.RequestHandle) -> None:
+def serve(run: Optional["ListRun"], request: _ffi.ExchangeHandle) -> None:
     """Performs `request` with the run's Python transport and answers it exactly once.
 
     Never raises: it runs inside a ctypes callback, where an exception would only be printed.
@@ -78,11 +78,11 @@ def serve(run: Optional["ListRun"], request: _ffi.RequestHandle) -> None:
     try:
         if run is None or run.transport is None:
             answered = True
-            lib.sheaf_request_fail(request, _ffi.SHEAF_TRANSPORT_OTHER,
+            lib.sheaf_exchange_fail(request, _ffi.SHEAF_TRANSPORT_OTHER,
                                    b"no Python transport is registered for this request (its list has ended)")
             return
         method, url, headers, body = _read_request(request)
-        max_body = lib.sheaf_request_max_body_bytes(request)
+        max_body = lib.sheaf_exchange_max_body_bytes(request)
         try:
             status, response_headers, response_body = run.transport(method, url, headers, body)
             status, header_pairs, response_body = _check_response(status, response_headers, response_body)
@@ -94,38 +94,41 @@ def serve(run: Optional["ListRun"], request: _ffi.RequestHandle) -> None:
                 run.fail_with(error)
                 kind = _ffi.SHEAF_TRANSPORT_OTHER
             answered = True
-            lib.sheaf_request_fail(request, kind, _message(error))
+            lib.sheaf_exchange_fail(request, kind, _message(error))
             return
         if max_body > 0 and len(response_body) > max_body:
             answered = True
-            lib.sheaf_request_fail(request, _ffi.SHEAF_TRANSPORT_TOO_LARGE,
+            lib.sheaf_exchange_fail(request, _ffi.SHEAF_TRANSPORT_TOO_LARGE,
                                    b"the response body exceeds the body cap")
             return
         for name, value in header_pairs:
-            lib.sheaf_request_add_response_header(request, name, value)
+            lib.sheaf_exchange_add_response_header(request, name, value)
+        if lib.sheaf_exchange_respond(request, status, response_body, len(response_body)) != _ffi.SHEAF_OK:
+            # Refused (a status outside 100..999): the exchange still waits for its one answer.
+            lib.sheaf_exchange_fail(request, _ffi.SHEAF_TRANSPORT_OTHER,
+                                    f"the transport returned HTTP status {status}, outside 100..999".encode())
         answered = True
-        lib.sheaf_request_respond(request, status, response_body, len(response_body))
     except BaseException as error:  # noqa: B902 - reading the request or answering failed
         if run is not None:
             run.fail_with(error)
         if not answered:
             try:
-                lib.sheaf_request_fail(request, _ffi.SHEAF_TRANSPORT_OTHER, _message(error))
+                lib.sheaf_exchange_fail(request, _ffi.SHEAF_TRANSPORT_OTHER, _message(error))
             except BaseException:  # noqa: B902 - nothing more can be done from a callback
                 pass
 
 
-def _read_request(request: _ffi.RequestHandle) -> Tuple[str, str, List[Tuple[str, str]], bytes]:
-    method = _ffi.decode(lib.sheaf_request_method(request))
-    url = _ffi.decode(lib.sheaf_request_url(request))
+def _read_request(request: _ffi.ExchangeHandle) -> Tuple[str, str, List[Tuple[str, str]], bytes]:
+    method = _ffi.decode(lib.sheaf_exchange_method(request))
+    url = _ffi.decode(lib.sheaf_exchange_url(request))
     headers: List[Tuple[str, str]] = []
-    for index in range(lib.sheaf_request_header_count(request)):
+    for index in range(lib.sheaf_exchange_header_count(request)):
         name, value = c_char_p(), c_char_p()
-        if lib.sheaf_request_header(request, index, byref(name), byref(value)) == _ffi.SHEAF_OK:
+        if lib.sheaf_exchange_header(request, index, byref(name), byref(value)) == _ffi.SHEAF_OK:
             # Header bytes are latin-1 on the wire; this round-trips every byte.
             headers.append(((name.value or b"").decode("latin-1"), (value.value or b"").decode("latin-1")))
     length = c_size_t(0)
-    pointer = lib.sheaf_request_body(request, byref(length))
+    pointer = lib.sheaf_exchange_body(request, byref(length))
     body = ctypes.string_at(pointer, length.value) if pointer and length.value else b""
     return method, url, headers, body
 
