@@ -32,15 +32,6 @@ EXIT_NETWORK = 4
 EXIT_BAD_PAGE = 5
 EXIT_INTERRUPTED = 130
 
-# --shape presets: the list options they fill in. Explicit flags override them.
-SHAPES = {
-    "anchor": {"items": "/items", "next": "/next_page", "total": "/total",
-               "page_param": "page", "size_param": "per_page"},
-    "drf": {"items": "/results", "next": "/next", "total": "/count",
-            "page_param": "page", "size_param": "page_size"},
-    "array": {"items": "", "page_param": "page", "size_param": "per_page"},
-}
-
 EXIT_STATUS_TEXT = """\
 exit status:
   0    the whole list was written (or --max-items items of it)
@@ -51,8 +42,11 @@ exit status:
        (the token is missing, wrong or expired: --token / SHEAF_TOKEN), 404, 500
   4    network failure: connection refused, DNS, TLS, timeout (after retries)
   5    bad page: a page is not JSON or the items / next / total are not where the options say;
-       the items disagree with the server's total; a next link loops, leaves the URL's origin,
-       or the walk exceeds --max-pages; a body exceeds the size cap
+       the items disagree with the server's total; the last page signals more than the list's
+       description follows (never silently short: the message says which flag follows it);
+       detection could not decide the list's shape (the message names the flags that choose);
+       a next link loops, leaves the URL's origin, or the walk exceeds --max-pages; pages
+       repeat; a body exceeds the size cap
   130  interrupted (Ctrl-C); the list is cancelled
   On a failure, the items that arrived before it have already been written (with --format
   json the array is still closed, so the output stays valid JSON); one line
@@ -60,62 +54,66 @@ exit status:
 
 GET_EPILOG = """\
 describing a list:
-  A list endpoint returns its items in pages. Sheaf needs to know where the items are in a page,
-  how page k is asked for, and where the next link and the total are. Locations are JSON
-  pointers (RFC 6901): "/items", "/data/results"; "" means the body itself is the array.
+  Nothing, usually: Sheaf reads the first page and detects where the items are (the body array,
+  or the one array under "results", "items", "data", "value", "_embedded", ...), how the next
+  page is found (a next link in the body, the Link header, X-Next-Page, a cursor such as
+  Slack's next_cursor or Google's nextPageToken, Stripe's has_more), how many items there are
+  (a total in the body, X-Total-Count, X-Total, Content-Range) and whether page k can be asked
+  for directly (a next link that differs from its request in one page or offset parameter):
+  then pages go out --concurrency at a time. --explain prints what it detected as the flags
+  that pin it.
 
-    --items PTR         the array of items in each page (default "": the body is the array)
-    --next PTR          the next page's URL, absolute or relative; null or missing at the end
-    --total PTR         the total number of items, as the server reports it
-    --id PTR            an identity inside each item ("/id"); repeated items are dropped, the
-                        first one wins (pages that shift while they are read repeat items)
-    --page-param NAME   page k is asked for as ?NAME=k, counting from --first-page (default 1)
+    sheaf get 'https://api.example.com/v1/things'
+    sheaf get 'https://api.example.com/v1/things' --explain
+
+  A list never ends silently short: if its last page still signals more than the description
+  follows (a Link rel="next", has_more, a next field, a total above what arrived), the command
+  fails (exit 5) naming the flag that would follow it.
+
+  Second, a preset pins the shape of a known API ('sheaf presets' lists them):
+
+    sheaf get 'https://api.github.com/repos/OWNER/REPO/issues' --preset github --page-size 100
+    sheaf get 'https://api.stripe.com/v1/charges' --preset stripe --id /id
+
+  Third, any part can be pinned (the rest is still detected). A signal SRC is a JSON pointer
+  ("/items", "/data/results"; "" for a body that is the array), header:NAME, link:REL,
+  last-item:/POINTER (in the page's last item), or none (the list has no such signal):
+
+    --paging KIND       detect (default), single (one response), next (follow the next signal),
+                        page:NAME (page k is ?NAME=first+k), offset:NAME (?NAME=first+k*served),
+                        cursor:NAME (?NAME=<the page's cursor>); --page-param NAME = page:NAME
+    --first N           the first page number (default 1) or offset (default 0)
     --size-param NAME   with --page-size N: ask for N items per page as ?NAME=N (servers may
                         send fewer; Sheaf plans with the size the server actually returned)
-    --shape anchor|drf|array
-                        fill in the options above for a common shape (below); explicit flags
-                        override it
-
-  With --page-param, the pages are fetched --concurrency at a time and written in order as they
-  complete: with --total the first page tells Sheaf how many there are; without it, pages are
-  asked for ahead and the first that says it is the last (no next link, or without --next a page
-  shorter than the first, empty or 404) ends the list. With only --next the links are walked one
-  page at a time, with a loop guard and a page cap (--max-pages).
-  Items are written as they arrive: one compact JSON value per line (--format jsonl, the
-  default) or one JSON array (--format json). The URL's own query parameters are kept on every
-  page. A bearer token comes from --token or, better (other users cannot see it in the process
-  list), from the SHEAF_TOKEN environment variable; it is sent only to the URL's own origin.
+    --items SRC         the array of items
+    --next SRC          the next page: a URL (absolute or relative), or a page number in a header
+    --cursor SRC        the cursor sent back with --paging cursor:NAME
+    --total SRC         the total number of items
+    --page-count SRC    the number of pages (link:last reads the last page's number)
+    --has-more SRC      a boolean, true while more pages follow
+    --is-last SRC       a boolean, true on the last page
+    --id PTR            an identity inside each item; repeated items are dropped, the first
+                        one wins (pages that shift while they are read repeat items)
 
 examples:
-  1. Pages like {"items": [...], "next_page": "https://.../things?page=2", "total": 1234},
-     asked for with ?page=N&per_page=S:
+  1. GitHub-style: a bare array, Link: <...&page=2>; rel="next", <...&page=34>; rel="last":
+
+       sheaf get 'https://api.example.com/v1/things'            (detected)
+
+  2. Pages like {"items": [...], "next_page": "...?page=2", "total": 1234}, asked for with
+     ?page=N&per_page=S, pinned:
 
        sheaf get 'https://api.example.com/v1/things' --items /items --next /next_page \\
-           --total /total --page-param page --size-param per_page --page-size 100 --id /id
+           --total /total --paging page:page --first 1 --size-param per_page --page-size 100
 
-     or, the same with the preset:   sheaf get URL --shape anchor --page-size 100 --id /id
+  3. Offsets with a total in a header:
 
-  2. Django REST framework: {"count": 1234, "next": "...?page=2", "previous": null,
-     "results": [...]}, asked for with ?page=N&page_size=S:
+       sheaf get 'https://api.example.com/v1/things?limit=100' --paging offset:offset \\
+           --total header:X-Total-Count
 
-       sheaf get 'https://api.example.com/v1/things/' --items /results --next /next \\
-           --total /count --page-param page --size-param page_size --page-size 100
+  4. The first 500 items, as one JSON array in a file, with a token, no progress line:
 
-     or:   sheaf get URL --shape drf --page-size 100
-
-  3. Each page is a bare JSON array, asked for with ?page=N (0-based here); there is no total,
-     so pages are read a window ahead until one comes back empty or shorter than the first:
-
-       sheaf get 'https://api.example.com/v1/things?sort=id' --page-param page --first-page 0
-
-  4. Only a next link (a cursor API): {"data": [...], "links": {"next": "/v1/things?after=X"}}
-
-       sheaf get 'https://api.example.com/v1/things' --items /data --next /links/next
-
-  5. The first 500 items, as one JSON array in a file, with a token, no progress line:
-
-       SHEAF_TOKEN=... sheaf get URL --shape anchor --max-items 500 --format json \\
-           -o things.json --quiet
+       SHEAF_TOKEN=... sheaf get URL --max-items 500 --format json -o things.json --quiet
 
   On a terminal a progress line on stderr shows the items and pages so far (of the expected
   totals, when known), the requests in flight, the rate and an ETA. It is left out when stderr
@@ -183,30 +181,28 @@ def build_parser() -> argparse.ArgumentParser:
                       help=f"bearer token, sent only to URL's origin (default: ${TOKEN_ENV}, "
                            "which keeps it out of the process list)")
 
-    shape = get.add_argument_group("pagination (see 'describing a list' below)")
-    shape.add_argument("--shape", choices=sorted(SHAPES),
-                       help="preset for a common shape: anchor = --items /items --next /next_page "
-                            "--total /total --page-param page --size-param per_page; drf = "
-                            "--items /results --next /next --total /count --page-param page "
-                            "--size-param page_size; array = --page-param page --size-param "
-                            "per_page (the size parameters only with --page-size)")
-    shape.add_argument("--items", metavar="PTR",
-                       help='JSON pointer to the array of items in a page (default "": the '
-                            "body is the array)")
-    shape.add_argument("--next", metavar="PTR",
-                       help="JSON pointer to the next page's URL (null at the end)")
-    shape.add_argument("--total", metavar="PTR",
-                       help="JSON pointer to the total item count")
+    shape = get.add_argument_group("pagination (detected when not given: see 'describing a list' below)")
+    shape.add_argument("--explain", action="store_true",
+                       help="fetch the first page only and print what was detected, as the flags "
+                            "that pin it, and the plan")
+    shape.add_argument("--preset", metavar="NAME",
+                       help="the shape of a known API (sheaf presets lists them)")
+    shape.add_argument("--paging", metavar="KIND",
+                       help="detect, single, next, page:NAME, offset:NAME or cursor:NAME")
+    shape.add_argument("--page-param", metavar="NAME", help="the same as --paging page:NAME")
+    shape.add_argument("--first", "--first-page", dest="first", metavar="N", type=_non_negative,
+                       help="the first page number or offset")
+    shape.add_argument("--size-param", metavar="NAME",
+                       help="query parameter carrying the page size (e.g. per_page, limit)")
+    shape.add_argument("--page-size", metavar="N", type=_positive,
+                       help="items per page to ask for (with --size-param, or a preset that names one)")
+    for flag, what in (("--items", "the array of items"), ("--next", "the next page"),
+                       ("--cursor", "the cursor (with --paging cursor:NAME)"), ("--total", "the total item count"),
+                       ("--page-count", "the number of pages"), ("--has-more", "true while more pages follow"),
+                       ("--is-last", "true on the last page")):
+        shape.add_argument(flag, metavar="SRC", help=what + ": /POINTER, header:NAME, link:REL, last-item:/POINTER or none")
     shape.add_argument("--id", metavar="PTR",
                        help="JSON pointer to each item's identity; repeats are dropped")
-    shape.add_argument("--page-param", metavar="NAME",
-                       help="query parameter carrying the page number (e.g. page)")
-    shape.add_argument("--first-page", metavar="N", type=_non_negative,
-                       help="number of the first page (default 1)")
-    shape.add_argument("--size-param", metavar="NAME",
-                       help="query parameter carrying the page size (e.g. per_page, page_size)")
-    shape.add_argument("--page-size", metavar="N", type=_positive,
-                       help="items per page to ask for (with --size-param or --shape)")
 
     limits = get.add_argument_group("fetching")
     limits.add_argument("--concurrency", metavar="N", type=_positive,
@@ -229,6 +225,10 @@ def build_parser() -> argparse.ArgumentParser:
     output.add_argument("--quiet", "-q", action="store_true",
                         help="no progress line (errors are still reported)")
     get.set_defaults(handler=_get, subparser=get)
+
+    presets = commands.add_parser("presets", help="list the presets (known APIs' shapes)",
+                                  description="List the presets: each pins the shape of a known API's lists.")
+    presets.set_defaults(handler=_presets, subparser=presets)
     return parser
 
 
@@ -298,31 +298,25 @@ def _split_url(parser: argparse.ArgumentParser, url: str):
 
 
 def _list_options(parser: argparse.ArgumentParser, args: argparse.Namespace) -> dict:
-    preset = dict(SHAPES.get(args.shape or "", {}))
-    explicit = {name: getattr(args, name) for name in
-                ("items", "next", "total", "id", "page_param", "size_param")}
+    """The description's parts and the other list options given on the command line."""
+    paging = args.paging
+    if args.page_param is not None:
+        if paging is not None:
+            parser.error("--page-param and --paging are the same option: give one")
+        paging = "page:" + args.page_param
+    options = {"preset": args.preset, "paging": paging, "first": args.first, "size_param": args.size_param,
+               "page_size": args.page_size, "items": args.items, "next": args.next, "cursor": args.cursor,
+               "total": args.total, "page_count": args.page_count, "has_more": args.has_more,
+               "is_last": args.is_last, "id": args.id}
     if args.size_param is not None and args.page_size is None:
         parser.error("--size-param needs --page-size")
-    if args.page_size is not None and args.size_param is None and "size_param" not in preset:
-        parser.error("--page-size needs --size-param (the query parameter that carries it) "
-                     "or --shape")
-    if args.page_size is None:
-        preset.pop("size_param", None)  # the server's default page size
-    options = {**preset, **{k: v for k, v in explicit.items() if v is not None}}
-    if options.get("page_param") is None:
-        for flag, value in (("--first-page", args.first_page), ("--size-param", args.size_param),
-                            ("--page-size", args.page_size)):
-            if value is not None:
-                parser.error(f"{flag} needs --page-param (or --shape)")
-        options.pop("size_param", None)
-    if args.first_page is not None:
-        options["first_page"] = args.first_page
-    if options.get("size_param") is not None:
-        options["page_size"] = args.page_size
+    if args.first is not None and paging is None and args.preset is None:
+        parser.error("--first needs --paging (or --page-param, or a preset)")
+    if args.page_size is not None and args.size_param is None and args.preset is None:
+        parser.error("--page-size needs --size-param (the query parameter that carries it) or a preset")
     if args.max_items is not None:
         options["max_items"] = args.max_items
-    options.setdefault("items", "")
-    return options
+    return {name: value for name, value in options.items() if value is not None}
 
 
 def _client_options(args: argparse.Namespace) -> dict:
@@ -366,10 +360,12 @@ def _error_message(api, error: BaseException, token: Optional[str]) -> str:
             message += " (the server refused the token: check --token / $%s)" % TOKEN_ENV
         else:
             message += " (no token was given: use --token or $%s)" % TOKEN_ENV
+    elif getattr(error, "hint", ""):
+        message += f" (try: {error.hint})"
     elif (getattr(error, "code", None) == getattr(getattr(api, "Result", None), "BAD_PAGE", -1)
           and "not valid JSON" not in message):
         # The page is JSON, but the items / next / total are not where the options say.
-        message += " (check --items / --next / --total, or --shape)"
+        message += " (check --items / --next / --total, or try --explain)"
     return _one_line(message, token)
 
 
@@ -401,20 +397,55 @@ def _error(text: str) -> None:
         pass
 
 
-def _get(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
-    base, path = _split_url(parser, args.url)
-    list_options = _list_options(parser, args)
-    client_options = _client_options(args)
-    token = args.token if args.token is not None else os.environ.get(TOKEN_ENV)
-    token = token or None
-
+def _load_api(token: Optional[str]):
+    """The sheaf package, or None (the reason printed) when the library cannot be loaded."""
     try:
         import sheaf as api
         api.Client  # the library loads here at the latest
+        return api
     except (ImportError, OSError, AttributeError) as e:
         _error(f"cannot load the Sheaf library: {_one_line(str(e), token)} "
                "(set SHEAF_LIBRARY_PATH to libsheaf.so.0)")
+        return None
+
+
+def _presets(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+    api = _load_api(None)
+    if api is None:
         return EXIT_FAILURE
+    known = api.presets()
+    width = max(map(len, known), default=0)
+    for name, (summary, description) in known.items():
+        sys.stdout.write(f"{name:<{width}}  {summary}\n{'':<{width}}  {' '.join(description.flags())}\n")
+    return EXIT_OK
+
+
+def _explain(api, args: argparse.Namespace, base: str, path: str, token: Optional[str],
+             list_options: dict, client_options: dict) -> int:
+    list_options = {name: value for name, value in list_options.items() if name != "max_items"}
+    try:
+        with api.Client(base, token, **client_options) as client:
+            explained = client.explain(path, **list_options)
+    except api.Error as e:
+        _error(_error_message(api, e, token))
+        return _exit_status(api, e)
+    sys.stdout.write(explained.command_line(args.url) + "\n")
+    detected = ", ".join(explained.detected) or "nothing"
+    sys.stdout.write(f"plan: {explained.plan or 'unknown'}; detected: {detected}\n")
+    return EXIT_OK
+
+
+def _get(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+    base, path = _split_url(parser, args.url)
+    client_options = _client_options(args)
+    token = args.token if args.token is not None else os.environ.get(TOKEN_ENV)
+    token = token or None
+    api = _load_api(token)
+    if api is None:
+        return EXIT_FAILURE
+    list_options = _list_options(parser, args)
+    if args.explain:
+        return _explain(api, args, base, path, token, list_options, client_options)
 
     if args.output:
         try:

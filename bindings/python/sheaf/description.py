@@ -6,8 +6,8 @@ of a known API (``sheaf.presets()`` lists them, from the library). The same spel
 
 Paging (``paging=``): ``"detect"`` (the default), ``"single"`` (one response), ``"next"`` (follow
 the next signal page by page), ``"page:NAME"`` (page k is ``?NAME=first+k``), ``"offset:NAME"``
-(``?NAME=first+k*served``), ``"cursor:NAME"`` (``?NAME=<cursor>``), with ``first``,
-``size_param`` and ``page_size``.
+(``?NAME=first+k*served``), ``"cursor:NAME"`` (``?NAME=<cursor>``), with ``first`` (default 1 for
+page numbers, 0 for offsets), ``size_param`` and ``page_size``.
 
 A signal (``items``, ``next``, ``cursor``, ``total``, ``page_count``, ``has_more``, ``is_last``):
 ``"/pointer"`` (a JSON pointer into the body; ``""`` for a body that is the array),
@@ -85,14 +85,30 @@ class Description:
                 raise UsageError(Result.INVALID_ARGUMENT, f"{name} must be a str, not {type(value).__name__}")
         if self.preset is not None:
             lib.sheaf_list_use_preset(handle, _ffi.encode(self.preset))
-        kind, param = _paging(self.paging)
+        paging, first, size_param = self.paging, self.first, self.size_param
+        if size_param is not None and self.page_size is None:
+            raise UsageError(Result.INVALID_ARGUMENT, "size_param needs page_size")
+        if self.page_size is not None and size_param is None and self.preset is None:
+            raise UsageError(Result.INVALID_ARGUMENT, "page_size needs size_param, or a preset that names one")
+        if self.preset is not None and paging is None and (first is not None or self.page_size is not None):
+            # A size or a first page with a preset: the preset's paging, with them (a preset
+            # names its size parameter).
+            known = presets().get(self.preset)
+            if known is None:
+                raise UsageError(Result.INVALID_ARGUMENT, f"unknown preset {self.preset!r}")
+            paging = known[1].paging
+            first = first if first is not None else known[1].first
+            size_param = size_param or known[1].size_param
+            if self.page_size is not None and size_param is None:
+                raise UsageError(Result.INVALID_ARGUMENT, f"the preset {self.preset} names no size parameter")
+        kind, param = _paging(paging)
         if kind is not None:
             size = _whole(self.page_size, "page_size") if self.page_size is not None else 0
-            if self.size_param is not None and self.page_size is None:
-                raise UsageError(Result.INVALID_ARGUMENT, "size_param needs page_size")
-            lib.sheaf_list_set_paging(handle, kind, _ffi.encode(param), _whole(self.first or 0, "first"),
-                                      _ffi.encode(self.size_param if self.page_size is not None else None), size)
-        elif self.first is not None or self.size_param is not None:
+            if first is None:
+                first = 1 if kind == _ffi.SHEAF_PAGING_PAGE_NUMBER else 0
+            lib.sheaf_list_set_paging(handle, kind, _ffi.encode(param), _whole(first, "first"), _ffi.encode(size_param),
+                                      size)
+        elif first is not None or size_param is not None:
             raise UsageError(Result.INVALID_ARGUMENT, "first and size_param go with paging")
         for name, signal in SIGNALS:
             value = getattr(self, name)

@@ -30,7 +30,7 @@ sys.path.insert(0, str(REPO / "Tests" / "server"))
 from api_server import start_server  # noqa: E402
 
 TOKEN = "tok-Secret-7f3a9c1d"
-OPTIONS = ["--token", "--shape", "--items", "--next", "--total", "--id", "--page-param",
+OPTIONS = ["--token", "--preset", "--paging", "--explain", "--cursor", "--page-count", "--has-more", "--is-last", "--items", "--next", "--total", "--id", "--page-param",
            "--first-page", "--size-param", "--page-size", "--concurrency", "--max-items",
            "--max-pages", "--timeout", "--max-attempts", "--format", "--output", "-o", "--quiet",
            "--help"]
@@ -105,7 +105,7 @@ def test_jsonl_with_explicit_flags_equals_the_list(api):
 
 
 def test_the_concurrent_plan_is_used(api, server):
-    r = run_cli(f"{api}/anchor?n=400&latency_ms=30", "--shape", "anchor", "--page-size", "20",
+    r = run_cli(f"{api}/anchor?n=400&latency_ms=30", "--preset", "anchor", "--page-size", "20",
                 "--concurrency", "6")
     assert r.returncode == 0, r.stderr
     assert lines(r.stdout) == expected(400)
@@ -115,15 +115,15 @@ def test_the_concurrent_plan_is_used(api, server):
 
 
 @pytest.mark.parametrize("path, args, n", [
-    ("/anchor?n=321", ["--shape", "anchor", "--page-size", "25"], 321),
-    ("/anchor?n=120", ["--shape", "anchor"], 120),                       # the server's page size
-    ("/drf?n=321", ["--shape", "drf", "--page-size", "25"], 321),
+    ("/anchor?n=321", ["--preset", "anchor", "--page-size", "25"], 321),
+    ("/anchor?n=120", ["--preset", "anchor"], 120),                       # the server's page size
+    ("/drf?n=321", ["--preset", "drf-page", "--page-size", "25"], 321),
     ("/drf?n=321", ["--items", "/results", "--next", "/next", "--total", "/count",
                     "--page-param", "page", "--size-param", "page_size", "--page-size", "40"], 321),
     # the preset, overridden by explicit flags
-    ("/drf?n=99", ["--shape", "anchor", "--items", "/results", "--next", "/next",
+    ("/drf?n=99", ["--preset", "anchor", "--items", "/results", "--next", "/next",
                    "--total", "/count", "--size-param", "page_size", "--page-size", "10"], 99),
-    ("/array?n=130", ["--shape", "array", "--page-size", "20"], 130),
+    ("/array?n=130", ["--items", "", "--paging", "page:page", "--size-param", "per_page", "--page-size", "20"], 130),
     ("/array?n=130&per_page=20", ["--page-param", "page"], 130),
     ("/anchor?n=230", ["--items", "/items", "--next", "/next_page"], 230),  # next links only
 ])
@@ -145,45 +145,45 @@ def test_the_urls_query_is_kept_on_every_page(api, server):
 
 def test_identity_drops_repeats(api):
     url = f"{api}/anchor?n=100&per_page=10&dup=1"
-    with_id = run_cli(url, "--items", "/items", "--next", "/next_page", "--id", "/id")
+    with_id = run_cli(url, "--items", "/items", "--next", "/next_page", "--total", "none", "--id", "/id")
     assert with_id.returncode == 0, with_id.stderr
     assert lines(with_id.stdout) == expected(100)
-    without = run_cli(url, "--items", "/items", "--next", "/next_page")
+    without = run_cli(url, "--items", "/items", "--next", "/next_page", "--total", "none")
     assert without.returncode == 0, without.stderr
     assert len(lines(without.stdout)) == 109
 
 
 def test_json_format_is_one_array(api):
-    r = run_cli(f"{api}/anchor?n=157", "--shape", "anchor", "--page-size", "20", "--format", "json")
+    r = run_cli(f"{api}/anchor?n=157", "--preset", "anchor", "--page-size", "20", "--format", "json")
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout) == expected(157)
-    empty = run_cli(f"{api}/anchor?n=0", "--shape", "anchor", "--format", "json")
+    empty = run_cli(f"{api}/anchor?n=0", "--preset", "anchor", "--format", "json")
     assert empty.returncode == 0, empty.stderr
     assert json.loads(empty.stdout) == []
 
 
 def test_output_file(api, tmp_path):
     target = tmp_path / "things.json"
-    r = run_cli(f"{api}/drf?n=75", "--shape", "drf", "--page-size", "10", "--format", "json",
+    r = run_cli(f"{api}/drf?n=75", "--preset", "drf-page", "--page-size", "10", "--format", "json",
                 "-o", str(target))
     assert r.returncode == 0, r.stderr
     assert r.stdout == b""
     assert json.loads(target.read_text()) == expected(75)
     jsonl = tmp_path / "things.jsonl"
-    r = run_cli(f"{api}/drf?n=75", "--shape", "drf", "--output", str(jsonl))
+    r = run_cli(f"{api}/drf?n=75", "--preset", "drf-page", "--output", str(jsonl))
     assert r.returncode == 0, r.stderr
     assert lines(jsonl.read_bytes()) == expected(75)
 
 
 def test_output_file_that_cannot_be_written(api, tmp_path):
-    r = run_cli(f"{api}/anchor?n=5", "--shape", "anchor", "-o", str(tmp_path / "no" / "such.json"))
+    r = run_cli(f"{api}/anchor?n=5", "--preset", "anchor", "-o", str(tmp_path / "no" / "such.json"))
     assert r.returncode == 1
     assert "no" in error_line(r)
 
 
 @pytest.mark.parametrize("fmt", ["jsonl", "json"])
 def test_max_items(api, fmt):
-    r = run_cli(f"{api}/anchor?n=1000", "--shape", "anchor", "--page-size", "20",
+    r = run_cli(f"{api}/anchor?n=1000", "--preset", "anchor", "--page-size", "20",
                 "--max-items", "30", "--format", fmt)
     assert r.returncode == 0, r.stderr
     items = lines(r.stdout) if fmt == "jsonl" else json.loads(r.stdout)
@@ -203,7 +203,7 @@ def test_http_401_is_exit_3(api):
 
 
 def test_http_500_after_retries_is_exit_3(api, server):
-    r = run_cli(f"{api}/anchor?n=100&fail=1:9:500", "--shape", "anchor", "--max-attempts", "2")
+    r = run_cli(f"{api}/anchor?n=100&fail=1:9:500", "--preset", "anchor", "--max-attempts", "2")
     assert r.returncode == 3
     assert "500" in error_line(r)
     assert server.state.snapshot()["requests"] == 2        # --max-attempts reached the client
@@ -223,7 +223,7 @@ def test_http_failure_later_keeps_the_items_before_it(api):
 
 
 def test_closed_port_is_exit_4(api):
-    r = run_cli(f"http://127.0.0.1:{closed_port()}/anchor", "--shape", "anchor",
+    r = run_cli(f"http://127.0.0.1:{closed_port()}/anchor", "--preset", "anchor",
                 "--max-attempts", "1", "--timeout", "5")
     assert r.returncode == 4
     error_line(r)
@@ -232,7 +232,7 @@ def test_closed_port_is_exit_4(api):
 
 def test_timeout_is_exit_4(api):
     started = time.monotonic()
-    r = run_cli(f"{api}/anchor?n=10&latency_ms=3000", "--shape", "anchor", "--timeout", "0.3",
+    r = run_cli(f"{api}/anchor?n=10&latency_ms=3000", "--preset", "anchor", "--timeout", "0.3",
                 "--max-attempts", "1")
     assert r.returncode == 4
     error_line(r)
@@ -240,13 +240,13 @@ def test_timeout_is_exit_4(api):
 
 
 def test_timeout_zero_means_no_limit(api):
-    r = run_cli(f"{api}/anchor?n=10&latency_ms=300", "--shape", "anchor", "--timeout", "0")
+    r = run_cli(f"{api}/anchor?n=10&latency_ms=300", "--preset", "anchor", "--timeout", "0")
     assert r.returncode == 0, r.stderr
     assert lines(r.stdout) == expected(10)
 
 
 def test_garbage_page_is_exit_5(api):
-    r = run_cli(f"{api}/anchor?n=100&garbage=2", "--shape", "anchor", "--page-size", "20")
+    r = run_cli(f"{api}/anchor?n=100&garbage=2", "--preset", "anchor", "--page-size", "20")
     assert r.returncode == 5
     error_line(r)
     items = lines(r.stdout)
@@ -255,7 +255,7 @@ def test_garbage_page_is_exit_5(api):
 
 
 def test_garbage_first_page_is_exit_5(api):
-    r = run_cli(f"{api}/anchor?n=100&garbage=1", "--shape", "anchor")
+    r = run_cli(f"{api}/anchor?n=100&garbage=1", "--preset", "anchor")
     assert r.returncode == 5
     error_line(r)
     assert r.stdout == b""
@@ -269,14 +269,14 @@ def test_wrong_items_pointer_is_exit_5(api):
 
 def test_loop_is_exit_5(api):
     r = run_cli(f"{api}/anchor?n=200&per_page=10&loop=1", "--items", "/items",
-                "--next", "/next_page")
+                "--next", "/next_page", "--paging", "next")
     assert r.returncode == 5
     assert "loop" in error_line(r).lower()
     assert lines(r.stdout) == expected(30)                  # pages 1-3, then the repeat
 
 
 def test_short_list_is_exit_5(api):
-    r = run_cli(f"{api}/anchor?n=100&short=30", "--shape", "anchor", "--page-size", "20")
+    r = run_cli(f"{api}/anchor?n=100&short=30", "--preset", "anchor", "--page-size", "20")
     assert r.returncode == 5
     error_line(r)
     items = lines(r.stdout)
@@ -308,7 +308,8 @@ def test_cross_origin_next_link_is_exit_5_and_gets_no_token(api, server):
     ["not a url"],
     ["http://127.0.0.1:1/x", "--page-size", "10"],       # no --size-param
     ["http://127.0.0.1:1/x", "--size-param", "per_page"],  # no --page-size
-    ["http://127.0.0.1:1/x", "--first-page", "0"],       # no --page-param
+    ["http://127.0.0.1:1/x", "--first-page", "0"],       # no --paging
+    ["http://127.0.0.1:1/x", "--paging", "page:page", "--page-param", "page"],   # the same option twice
     ["http://127.0.0.1:1/x", "--concurrency", "0"],
     ["http://127.0.0.1:1/x", "--format", "xml"],
     ["http://127.0.0.1:1/x", "--timeout", "soon"],
@@ -334,7 +335,7 @@ def test_options_the_library_refuses_are_exit_2(api, args):
 # ---- the token -------------------------------------------------------------------------------
 
 def test_token_from_the_environment_is_sent(api, server):
-    r = run_cli(f"{api}/anchor?n=120", "--shape", "anchor", "--page-size", "20",
+    r = run_cli(f"{api}/anchor?n=120", "--preset", "anchor", "--page-size", "20",
                 env=cli_env(SHEAF_TOKEN=TOKEN))
     assert r.returncode == 0, r.stderr
     assert lines(r.stdout) == expected(120)
@@ -344,14 +345,14 @@ def test_token_from_the_environment_is_sent(api, server):
 
 
 def test_token_flag_wins_over_the_environment(api, server):
-    r = run_cli(f"{api}/anchor?n=10", "--shape", "anchor", "--token", "flag-token",
+    r = run_cli(f"{api}/anchor?n=10", "--preset", "anchor", "--token", "flag-token",
                 env=cli_env(SHEAF_TOKEN=TOKEN))
     assert r.returncode == 0, r.stderr
     assert {e["authorization"] for e in server.state.snapshot()["log"]} == {"Bearer flag-token"}
 
 
 def test_no_token_sends_no_authorization(api, server):
-    r = run_cli(f"{api}/anchor?n=10", "--shape", "anchor")
+    r = run_cli(f"{api}/anchor?n=10", "--preset", "anchor")
     assert r.returncode == 0, r.stderr
     assert {e["authorization"] for e in server.state.snapshot()["log"]} == {None}
 
@@ -359,8 +360,8 @@ def test_no_token_sends_no_authorization(api, server):
 @pytest.mark.parametrize("path, args, status", [
     ("/status?code=401", [], 3),
     ("/status?code=403", [], 3),
-    ("/anchor?n=50&garbage=1", ["--shape", "anchor"], 5),
-    ("/anchor?n=50&per_page=10&loop=1", ["--items", "/items", "--next", "/next_page"], 5),
+    ("/anchor?n=50&garbage=1", ["--preset", "anchor"], 5),
+    ("/anchor?n=50&per_page=10&loop=1", ["--items", "/items", "--next", "/next_page", "--paging", "next"], 5),
 ])
 def test_token_never_appears_in_errors(api, path, args, status):
     for how in ("env", "flag"):
@@ -438,7 +439,7 @@ def test_items_and_progress_on_the_same_terminal_do_not_mix(api):
     master, slave = pty.openpty()
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 200, 0, 0))
     proc = subprocess.Popen(command(f"{api}/anchor?n=300&per_page=10&latency_ms=20",
-                                    "--shape", "anchor", "--concurrency", "3"),
+                                    "--preset", "anchor", "--concurrency", "3"),
                             stdout=slave, stderr=slave, stdin=subprocess.DEVNULL,
                             env=cli_env(), cwd=REPO)
     os.close(slave)
@@ -460,7 +461,7 @@ def test_items_and_progress_on_the_same_terminal_do_not_mix(api):
 
 
 def test_no_progress_line_when_stderr_is_not_a_terminal(api):
-    r = run_cli(f"{api}/anchor?n=1000&latency_ms=20", "--shape", "anchor", "--page-size", "20")
+    r = run_cli(f"{api}/anchor?n=1000&latency_ms=20", "--preset", "anchor", "--page-size", "20")
     assert r.returncode == 0, r.stderr
     assert lines(r.stdout) == expected(1000)
     assert r.stderr == b""
@@ -468,7 +469,7 @@ def test_no_progress_line_when_stderr_is_not_a_terminal(api):
 
 def test_progress_line_on_a_terminal(api):
     status, out, term = run_with_terminal_stderr(
-        f"{api}/anchor?n=2000&latency_ms=30", "--shape", "anchor", "--page-size", "50",
+        f"{api}/anchor?n=2000&latency_ms=30", "--preset", "anchor", "--page-size", "50",
         "--concurrency", "4")
     assert status == 0, term
     assert lines(out) == expected(2000)
@@ -484,7 +485,7 @@ def test_progress_line_on_a_terminal(api):
 
 def test_progress_line_shows_eta_while_running(api):
     status, out, term = run_with_terminal_stderr(
-        f"{api}/anchor?n=1000&latency_ms=150", "--shape", "anchor", "--page-size", "50",
+        f"{api}/anchor?n=1000&latency_ms=150", "--preset", "anchor", "--page-size", "50",
         "--concurrency", "2")
     assert status == 0, term
     text = term.decode("utf-8", "replace")
@@ -492,7 +493,7 @@ def test_progress_line_shows_eta_while_running(api):
 
 
 def test_progress_line_fits_a_narrow_terminal(api):
-    status, out, term = run_with_terminal_stderr(f"{api}/anchor?n=100", "--shape", "anchor",
+    status, out, term = run_with_terminal_stderr(f"{api}/anchor?n=100", "--preset", "anchor",
                                                  columns=30)
     assert status == 0, term
     for piece in term.decode().replace("\r\n", "\n").replace("\r\x1b[K", "\n").split("\n"):
@@ -500,7 +501,7 @@ def test_progress_line_fits_a_narrow_terminal(api):
 
 
 def test_quiet_means_no_progress_line_on_a_terminal(api):
-    status, out, term = run_with_terminal_stderr(f"{api}/anchor?n=300", "--shape", "anchor",
+    status, out, term = run_with_terminal_stderr(f"{api}/anchor?n=300", "--preset", "anchor",
                                                  "--quiet")
     assert status == 0, term
     assert lines(out) == expected(300)
@@ -562,9 +563,9 @@ def test_help_mentions_every_option_and_the_shapes():
     text = r.stdout.decode()
     for option in OPTIONS:
         assert option in text, option
-    for word in ("SHEAF_TOKEN", "next_page", "per_page", "page_size", '"results"', '"count"',
-                 '"total"', "bare JSON array", "anchor", "drf", "401", "403", "exit status",
-                 "130"):
+    for word in ("SHEAF_TOKEN", "next_page", "per_page", '"results"', "X-Total-Count", "Link",
+                 "bare array", "sheaf presets", "github", "stripe", "never ends silently short",
+                 "401", "403", "exit status", "130"):
         assert word in text, word
     for code in ("0 ", "1 ", "2 ", "3 ", "4 ", "5 "):
         assert f"\n  {code}" in text, code

@@ -7,7 +7,7 @@ import pytest
 import sheaf
 from conftest import TOKEN, expected_items, stats, walk
 
-ANCHOR = dict(items="/items", next="/next_page", total="/total", page_param="page",
+ANCHOR = dict(items="/items", next="/next_page", total="/total", paging="page:page",
               size_param="per_page", page_size=50, id="/id")
 
 
@@ -31,7 +31,7 @@ def test_pages_are_fetched_concurrently_in_the_window(api):
 
 @pytest.mark.parametrize("path, options", [
     ("/anchor?n=1010&nototal=1&latency_ms=30", dict(ANCHOR, total=None)),                  # next links
-    ("/array?n=1010&latency_ms=30", dict(page_param="page", size_param="per_page", page_size=50)),  # nothing
+    ("/array?n=1010&latency_ms=30", dict(paging="page:page", size_param="per_page", page_size=50)),  # nothing
 ])
 def test_page_numbers_without_a_total_are_fetched_concurrently_too(api, path, options):
     with sheaf.Client(api.base_url, concurrency=4) as client:
@@ -46,15 +46,15 @@ def test_page_numbers_without_a_total_are_fetched_concurrently_too(api, path, op
 def test_a_drf_list_arrives_whole(api):
     with sheaf.Client(api.base_url) as client:
         items = client.fetch_all("/drf?n=1000", items="/results", next="/next", total="/count",
-                                 page_param="page", size_param="page_size", page_size=50)
+                                 paging="page:page", size_param="page_size", page_size=50)
     assert items == walk(api, "/drf?n=1000&page_size=50", "results", "next")
     assert items == expected_items(1000)
 
 
 def test_shape_presets_fill_in_the_options_of_a_known_shape(api):
     with sheaf.Client(api.base_url) as client:
-        assert client.fetch_all("/drf?n=230", shape="drf", page_size=20) == expected_items(230)
-        assert client.fetch_all("/anchor?n=230", shape="anchor") == expected_items(230)
+        assert client.fetch_all("/drf?n=230", preset="drf-page", page_size=20) == expected_items(230)
+        assert client.fetch_all("/anchor?n=230", preset="anchor") == expected_items(230)
     # Without page_size the preset's size parameter is not sent.
     assert all("per_page" not in entry["path"] for entry in stats(api)["log"] if "/anchor" in entry["path"])
 
@@ -125,6 +125,6 @@ def test_the_token_is_never_in_the_clients_repr(api):
 
 
 def test_versions_are_reported():
-    assert sheaf.__version__ == "0.2.0"
-    assert sheaf.library_version() == "0.2.0"
-    assert sheaf.library_path.endswith(tuple(["libsheaf.so.0", "libsheaf.so.0.2.0", "libsheaf.so"]))
+    assert sheaf.__version__ == "0.3.0"
+    assert sheaf.library_version() == "0.3.0"
+    assert sheaf.library_path.endswith(tuple(["libsheaf.so.0", "libsheaf.so.0.3.0", "libsheaf.so"]))

@@ -18,7 +18,7 @@ import sheaf
 from api_server import start_server
 server, _ = start_server(port=0)
 client = sheaf.Client(server.base_url)
-ANCHOR = dict(items="/items", next="/next_page", total="/total", page_param="page",
+ANCHOR = dict(items="/items", next="/next_page", total="/total", paging="page:page",
               size_param="per_page", page_size=10)
 """
 

@@ -10,7 +10,7 @@ import tracemalloc
 import sheaf
 from conftest import expected_items
 
-ANCHOR = dict(items="/items", next="/next_page", total="/total", page_param="page",
+ANCHOR = dict(items="/items", next="/next_page", total="/total", paging="page:page",
               size_param="per_page", page_size=10, id="/id")
 
 

@@ -15,7 +15,7 @@ import pytest
 import sheaf
 from conftest import TOKEN, expected_items, stats
 
-ANCHOR = dict(items="/items", next="/next_page", total="/total", page_param="page",
+ANCHOR = dict(items="/items", next="/next_page", total="/total", paging="page:page",
               size_param="per_page", page_size=50, id="/id")
 
 
