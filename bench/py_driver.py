@@ -194,11 +194,11 @@ def python_transport(base: str):
 
 
 def sheaf_options(args) -> dict:
-    options = {"items": "/items", "next": "/next_page"}
-    if args.total:
-        options["total"] = "/total"
+    """The list pinned as the C driver pins it: what is not given is absent, not detected."""
+    options = {"items": "/items", "next": "/next_page", "total": "/total" if args.total else "none",
+               "cursor": "none", "page_count": "none", "has_more": "none", "is_last": "none", "paging": "next"}
     if args.addressing == "page":
-        options.update(page_param="page", first_page=1, size_param="per_page", page_size=args.page_size)
+        options.update(paging="page:page", first=1, size_param="per_page", page_size=args.page_size)
     return options
 
 

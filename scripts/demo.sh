@@ -43,11 +43,11 @@ echo "Demo API at $base (loopback): $pages pages x $per_page items, $latency_ms 
 echo "Pages look like {\"items\": [...], \"next_page\": \"...?page=2\", \"total\": $((pages * per_page))}."
 echo
 echo "1. Sheaf, 8 pages in flight:"
-echo "   \$ sheaf get '$url' --shape anchor --page-size $per_page --id /id -o $out/sheaf.jsonl"
+echo "   \$ sheaf get '$url' --id /id -o $out/sheaf.jsonl      (no pagination flags: detected)"
 [[ -t 2 ]] || echo "   (stderr is not a terminal, so there is no live progress line)"
 start=$(date +%s.%N)
 PYTHONPATH=bindings/python SHEAF_LIBRARY_PATH=build/lib/libsheaf.so.0 \
-    python3 -m sheaf get "$url" --shape anchor --page-size "$per_page" --id /id \
+    python3 -m sheaf get "$url" --id /id \
     -o "$out/sheaf.jsonl" 3>&-
 end=$(date +%s.%N)
 
