@@ -896,6 +896,63 @@ static void a_list_of_its_own_transport_sends_through_it_alone(void) {
     sheaf_client_free(client);
 }
 
+/* Every convention of Tests/server/conventions.py, detected and through its preset. */
+static void every_convention_arrives_whole_detected_and_by_preset(void) {
+    static const struct { const char *name, *query, *preset; } conventions[] = {
+        { "github", "", "github" }, { "gitlab", "", "gitlab" }, { "json-server", "&_page=1", "json-server" },
+        { "drf-limit", "", "drf-limit" }, { "drf-cursor", "", "drf-cursor" }, { "jsonapi", "", "jsonapi" },
+        { "odata", "&$count=true", "odata" }, { "hal", "", "hal" }, { "stripe", "", "stripe" },
+        { "slack", "&limit=40", "slack" }, { "google", "&pageSize=40", "google" },
+        { "zendesk", "&page[size]=40", "zendesk" }, { "fastapi-page", "", "fastapi-page" },
+        { "fastapi-limit-offset", "", "fastapi-limit-offset" }, { "content-range", "&offset=0", "content-range" },
+        { "jira", "", "jira" },
+    };
+    const int n = 237;
+    sheaf_client *client = client_for(&g_server, NULL);
+    if (client == NULL) return;
+    for (size_t i = 0; i < sizeof conventions / sizeof conventions[0]; i++) {
+        for (int by_preset = 0; by_preset <= 1; by_preset++) {
+            char path[256];
+            snprintf(path, sizeof path, "/conv/%s?n=%d%s", conventions[i].name, n, conventions[i].query);
+            sheaf_list *list = NULL;
+            json_t *items = NULL;
+            if (!CHECK_CLIENT_RESULT(client, sheaf_list_new(&list, client, path), SHEAF_OK)) continue;
+            if (by_preset) CHECK_LIST_RESULT(list, sheaf_list_use_preset(list, conventions[i].preset), SHEAF_OK);
+            int ok = CHECK_LIST_RESULT(list, fetch_all(list, &items), SHEAF_OK);
+            ok = CHECK_ITEMS(items, 0, n) && ok;
+            if (!ok) fprintf(stderr, "    for %s (%s)\n", conventions[i].name, by_preset ? "preset" : "detected");
+            json_decref(items);
+            sheaf_list_free(list);
+        }
+    }
+    sheaf_client_free(client);
+}
+
+/* The last page signals more than the description follows: the list fails, its items kept. */
+static void a_signal_of_more_that_is_not_followed_fails_the_list(void) {
+    sheaf_client *client = client_for(&g_server, NULL);
+    sheaf_list *list = NULL;
+    json_t *items = NULL;
+    if (client != NULL && CHECK_CLIENT_RESULT(client, sheaf_list_new(&list, client, "/conv/github?n=95&per_page=30"), SHEAF_OK)) {
+        read_body(list, SHEAF_SIGNAL_ITEMS, "");
+        CHECK_LIST_RESULT(list, sheaf_list_set_paging(list, SHEAF_PAGING_NEXT, NULL, 0, NULL, 0), SHEAF_OK);
+        read_body(list, SHEAF_SIGNAL_NEXT, NULL);
+        read_body(list, SHEAF_SIGNAL_PAGE_COUNT, NULL);
+        CHECK_LIST_RESULT(list, fetch_all(list, &items), SHEAF_E_NOT_FOLLOWED);
+        CHECK_ITEMS(items, 0, 30);
+        sheaf_error *error = sheaf_list_error(list);
+        if (CHECK(error != NULL)) {
+            CHECK_INT(error->code, SHEAF_E_NOT_FOLLOWED);
+            CHECK_STR(error->signal, "Link rel=\"next\"");
+            CHECK_STR(error->hint, "--next link:next");
+        }
+        sheaf_error_free(error);
+    }
+    json_decref(items);
+    sheaf_list_free(list);
+    sheaf_client_free(client);
+}
+
 static void a_drf_style_list_arrives_whole(void) {
     char path[128];
     sheaf_client *client = client_for(&g_server, NULL);
@@ -1331,6 +1388,8 @@ static const test_case tests[] = {
     TEST(page_numbers_without_a_total_still_fill_the_window, 0),
     TEST(a_blocking_transport_still_fills_the_window, 1),
     TEST(a_list_of_its_own_transport_sends_through_it_alone, 1),
+    TEST(every_convention_arrives_whole_detected_and_by_preset, 0),
+    TEST(a_signal_of_more_that_is_not_followed_fails_the_list, 1),
     TEST(a_drf_style_list_arrives_whole, 1),
     TEST(a_bare_array_list_arrives_whole, 1),
     TEST(a_server_that_caps_the_page_size_still_gives_the_whole_list, 0),

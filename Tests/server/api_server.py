@@ -32,6 +32,10 @@ Endpoints:
         extra: loop=1 endless=1 nototal=1 nonext=1 dup=1 next_base=URL
   GET /drf?page=N&page_size=S     {"count":n,"next":url|null,"previous":url|null,"results":[...]}
   GET /array?page=N&per_page=S    [...]
+  GET /conv/<name>                the pagination of public APIs: github, gitlab, json-server,
+                                  drf-limit, drf-cursor, jsonapi, odata, hal, stripe, slack,
+                                  google, zendesk, fastapi-page, fastapi-limit-offset,
+                                  content-range, jira, elastic (conventions.py documents each)
   GET /redirect?to=URL[&code=302] redirect (no latency)
   GET /status?code=S[&retry_after=X]   {"error":"status","status":S}
   GET /_stats                     {"requests":..,"max_in_flight":..,"in_flight":..,"log":[..]}
@@ -491,6 +495,12 @@ ROUTES = {
     "/redirect": Handler.redirect,
     "/status": Handler.status,
 }
+
+# The public APIs' conventions, at /conv/<name> (see conventions.py).
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import conventions  # noqa: E402
+
+conventions.register(ROUTES)
 
 
 # ---- server ------------------------------------------------------------------------------------

@@ -122,8 +122,10 @@ package enum Detector {
             return .cursor(parameter: cursorParameter, size: nil)
         }
         if page.more == false { return .next }
+        // An approximate total (Elasticsearch's "gte") is no count, but it does promise more.
         let moreKnown = page.total.map { $0 > page.items.count } ?? false
             || page.pageCount.map { $0 > 1 } ?? false || page.more == true
+            || document.count("/hits/total/value").map { $0 > page.items.count } ?? false
         guard moreKnown else { return .next }
         // More is promised, and no page names the next: the addressing must come from the request
         // or from the body's echo of it.
@@ -208,7 +210,7 @@ package enum Detector {
                         return
                     }
                 }
-                if let pointer = totalPointers.first(where: { (document.count($0) ?? 0) > itemCount }) {
+                if let pointer = (totalPointers + ["/hits/total/value"]).first(where: { (document.count($0) ?? 0) > itemCount }) {
                     seen = ("a total of \(document.count(pointer)!) at \"\(pointer)\" (\(itemCount) items arrived)",
                             "--total \(pointer) and a way to address pages")
                 }

@@ -39,7 +39,8 @@ def test_snapshots_are_growing_prefixes_that_add_up_to_the_whole_list(api):
 
 def test_a_list_without_a_total_reports_unknown_expectations(api):
     with sheaf.Client(api.base_url) as client:
-        snapshots = list(client.stream("/anchor?n=120&per_page=50", items="/items", next="/next_page", total="none"))
+        snapshots = list(client.stream("/anchor?n=120&per_page=50", items="/items", next="/next_page", total="none",
+                                       paging="next"))
     assert [len(s.items) for s in snapshots] == [50, 50, 20]
     assert all(s.expected_items is None and s.fraction_done is None for s in snapshots)
 

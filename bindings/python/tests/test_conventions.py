@@ -1,0 +1,89 @@
+"""Every convention of Tests/server/conventions.py, detected and through its preset: the whole
+list in order, in parallel where page k can be addressed; and a real case of each signal that
+ends a list NOT_FOLLOWED when the description does not follow it."""
+
+from __future__ import annotations
+
+import pytest
+from conftest import expected_items, stats
+
+import sheaf
+
+N = 237
+
+#: name -> (the path's query beyond n, the preset or None, whether pages are addressable)
+CONVENTIONS = {
+    "github": ("", "github", True),
+    "gitlab": ("", "gitlab", True),
+    "json-server": ("&_page=1", "json-server", True),
+    "drf-limit": ("", "drf-limit", True),
+    "drf-cursor": ("", "drf-cursor", False),
+    "jsonapi": ("", "jsonapi", True),
+    "odata": ("&$count=true", "odata", True),
+    "hal": ("", "hal", True),
+    "stripe": ("", "stripe", False),
+    "slack": ("&limit=40", "slack", False),
+    "google": ("&pageSize=40", "google", False),
+    "zendesk": ("&page[size]=40", "zendesk", False),
+    "fastapi-page": ("", "fastapi-page", True),
+    "fastapi-limit-offset": ("", "fastapi-limit-offset", True),
+    "content-range": ("&offset=0", "content-range", True),
+    "jira": ("", "jira", True),
+    "elastic": ("&from=0", None, True),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CONVENTIONS))
+@pytest.mark.parametrize("how", ["detected", "preset"])
+def test_each_convention_arrives_whole_and_in_order(api, name, how):
+    query, preset, addressable = CONVENTIONS[name]
+    if how == "preset" and preset is None:
+        pytest.skip("no preset: Elasticsearch is detected only")
+    path = f"/conv/{name}?n={N}&latency_ms=20{query}"
+    with sheaf.Client(api.base_url, concurrency=4) as client:
+        items = client.fetch_all(path, preset=preset if how == "preset" else None)
+    if name == "elastic":
+        items = [hit["_source"] for hit in items]   # Elasticsearch wraps each document
+    assert items == expected_items(N), name
+    seen = stats(api)
+    if addressable:
+        assert seen["max_in_flight"] > 1, f"{name}: pages are addressable but went one at a time"
+    else:
+        assert seen["max_in_flight"] == 1, f"{name}: a cursor walk is sequential"
+
+
+@pytest.mark.parametrize("name", ["github", "drf-limit", "hal", "jsonapi"])
+def test_detection_explains_an_addressable_plan(api, name):
+    query, _, _ = CONVENTIONS[name]
+    with sheaf.Client(api.base_url) as client:
+        explained = client.explain(f"/conv/{name}?n={N}{query}")
+    assert explained.plan == "parallel", (name, explained)
+    assert "paging" in explained.detected
+
+
+@pytest.mark.parametrize("name, parts, signal", [
+    ("github", {"items": "", "paging": "next", "next": "none", "page_count": "none"}, 'Link rel="next"'),
+    ("stripe", {"items": "/data", "paging": "next", "next": "none", "has_more": "none", "cursor": "none"},
+     '"has_more": true'),
+    ("drf-limit", {"items": "/results", "paging": "next", "next": "none", "total": "none"}, "/next"),
+    ("slack", {"items": "/members", "paging": "next", "cursor": "none", "next": "none"}, "next_cursor"),
+    ("content-range", {"items": "", "paging": "next", "total": "none"}, "Content-Range"),
+    ("jira", {"items": "/values", "paging": "next", "is_last": "none", "total": "none"}, '"isLast": false'),
+])
+def test_a_signal_of_more_that_is_not_followed_ends_the_list_not_followed(api, name, parts, signal):
+    query, _, _ = CONVENTIONS[name]
+    with sheaf.Client(api.base_url) as client:
+        with pytest.raises(sheaf.NotFollowedError) as raised:
+            client.fetch_all(f"/conv/{name}?n={N}{query}&per_page=100", **parts)
+    error = raised.value
+    assert signal in error.signal, error.signal
+    assert error.hint
+    assert error.items and error.items == expected_items(len(error.items))
+
+
+def test_an_approximate_total_is_not_taken_for_a_count(api):
+    # Elasticsearch past 10,000 says "relation": "gte": the list is walked to its end instead.
+    with sheaf.Client(api.base_url) as client:
+        explained = client.explain("/conv/elastic?n=12000&from=0&size=1000")
+    assert explained.total == "none"
+    assert explained.plan == "speculative"
