@@ -9,6 +9,9 @@ Modes:
   threadpool        the baseline: page 1, then pages 2..P (P from the total) with a
                     ThreadPoolExecutor of --window threads, one keep-alive session per thread
   sheaf-fetch       sheaf.Client(...).fetch_all(...)
+  sheaf-cli         `python3 -m sheaf get URL -o FILE` with no pagination flags at all (detected),
+                    timed as a whole command; its start-up (the same command on an empty list)
+                    is timed too and subtracted: seconds = whole - start-up
   sheaf-stream      for snapshot in sheaf.Client(...).stream(...): consume snapshot.items
                     (also reported: the CPU time of the consuming thread, of json.loads as the
                     binding calls it to decode each delta, and of freeing each delta's objects)
@@ -285,8 +288,32 @@ def run_sheaf_stream(args) -> dict:
     return out
 
 
+def run_sheaf_cli(args) -> dict:
+    import subprocess
+    import tempfile
+
+    def command(path: str, out: str) -> float:
+        argv = [sys.executable, "-m", "sheaf", "get", args.base + path, "--quiet", "-o", out,
+                "--concurrency", str(args.window)]
+        start = time.perf_counter()
+        finished = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, timeout=600)
+        seconds = time.perf_counter() - start
+        if finished.returncode != 0:
+            wrong(f"sheaf get exited {finished.returncode}: {finished.stderr.decode(errors='replace')[-300:]}")
+        return seconds
+
+    with tempfile.TemporaryDirectory() as folder:
+        startup = command("/anchor?n=0", os.path.join(folder, "empty.jsonl"))
+        whole = command(args.path, os.path.join(folder, "list.jsonl"))
+        with open(os.path.join(folder, "list.jsonl")) as f:
+            items = [json.loads(line) for line in f]
+    check_items(items, args.expect)
+    return {"seconds": whole - startup, "cli_seconds": whole, "startup_seconds": startup, "peak_rss_kb": 0}
+
+
 MODES = {
     "requests-serial": run_requests_serial,
+    "sheaf-cli": run_sheaf_cli,
     "threadpool": run_threadpool,
     "sheaf-fetch": run_sheaf_fetch,
     "sheaf-stream": run_sheaf_stream,
@@ -301,7 +328,7 @@ def main(argv=None) -> int:
     p.add_argument("--expect", type=int, required=True)
     p.add_argument("--window", type=int, default=8)
     p.add_argument("--page-size", type=int, default=50)
-    p.add_argument("--addressing", choices=("page", "next"), default="page")
+    p.add_argument("--addressing", choices=("page", "next", "detect"), default="page")
     p.add_argument("--total", type=int, choices=(0, 1), default=1)
     p.add_argument("--transport", choices=("curl", "python"), default="curl")
     p.add_argument("--max-pages", type=int, default=100000)

@@ -45,7 +45,7 @@ SMALL_PAGES, SMALL_PER_PAGE = 2000, 5   # P7's per-snapshot cost with next to no
 RUN_TIMEOUT_S = 300            # one measured run
 SLOW_RUNS = 3                  # runs of a 10 s scenario (serial walks) at most
 
-ALL_IDS = ["P1", "P2", "P3", "P4", "P5", "P6", "P7", "M1", "M2", "M3"]
+ALL_IDS = ["P1", "P1D", "P2", "P3", "P4", "P4C", "P5", "P6", "P7", "P11", "M1", "M2", "M3"]
 
 
 # ---- the server ----------------------------------------------------------------------------------
@@ -283,7 +283,8 @@ class Bench:
     # -- argv builders --
 
     def c_spec(self, key: str, mode: str, lst: "ListDef", runs: int, *, window: int = 8,
-               transport: str = "curl", keep: int = 0, warmup: int = 0, timeout: float = RUN_TIMEOUT_S) -> Spec:
+               transport: str = "curl", keep: int = 0, warmup: int = 0, timeout: float = RUN_TIMEOUT_S,
+               extra: Sequence[str] = ()) -> Spec:
         argv = [self.driver, mode, "--base", self.server.base, "--path", lst.path, "--expect", str(lst.n),
                 "--window", str(window), "--transport", transport, "--keep", str(keep),
                 "--max-pages", str(max(lst.pages + 10, 10000))]
@@ -292,6 +293,7 @@ class Bench:
                      "--page-size", str(lst.per_page)]
         if not lst.total:
             argv += ["--total", ""]
+        argv += list(extra)
         return Spec(key, argv, runs, warmup, env=self.c_env, timeout=timeout)
 
     def py_spec(self, key: str, mode: str, lst: "ListDef", runs: int, *, window: int = 8,
@@ -319,7 +321,7 @@ class ListDef:
     path: str          # path and query, without page / per_page (Sheaf and the drivers add them)
     pages: int
     per_page: int
-    addressing: str = "page"   # "page": page numbers; "next": next links only
+    addressing: str = "page"   # "page": page numbers; "next": next links only; "detect": nothing said
     total: bool = True
 
     @property
@@ -465,6 +467,62 @@ class Scenarios:
         rows += self.baseline_rows("P1", m, [("requests, serial walk", "requests serial P1"),
                                              ("ThreadPoolExecutor W=8 + requests", "threadpool P1 W=8")])
         return rows
+
+    # -- P1d: the same list described by items / next / total / id only, or not at all --
+    def P1D(self) -> List[Row]:
+        b = self.b
+        detect = ListDef(self.p1.path, N_PAGES, PER_PAGE, addressing="detect")
+        seed = ["--detect", "1", "--items", "/items", "--next", "/next_page", "--total", "/total", "--identity", "/id"]
+        specs = [b.c_spec("C fetch P1d described", "fetch", detect, self.runs, extra=seed),
+                 b.c_spec("C fetch P1d undescribed", "fetch", detect, self.runs, extra=["--detect", "1"])]
+        if self.python_rows:
+            specs.append(b.py_spec("CLI P1d undescribed", "sheaf-cli", detect, self.slow_runs))
+        b.measure(*specs)
+        floor = self.floor_window(8, self.p1)
+        rows = [self.window_row("P1d", "P1 described by items/next/total/id only (paging inferred), C", 
+                                b.results["C fetch P1d described"], floor, 1.10, 8),
+                self.window_row("P1d", "P1 not described at all (detected), C", b.results["C fetch P1d undescribed"],
+                                floor, 1.10, 8)]
+        if self.python_rows:
+            m = b.results["CLI P1d undescribed"]
+            label = "P1 with `sheaf get URL`, no flags (the CLI's start-up subtracted)"
+            rows.append(self.window_row("P1d", label, m, floor, 1.10, 8))
+            if m.runs:
+                b.notes.append(f"P1d's CLI row: the whole command took {statistics.median(m.values('cli_seconds')):.3f} s, "
+                               f"of which start-up (the same command on an empty list) "
+                               f"{statistics.median(m.values('startup_seconds')):.3f} s")
+        return rows
+
+    # -- P11: other conventions, detected, at L --
+    def P11(self) -> List[Row]:
+        b = self.b
+        n = N_PAGES * PER_PAGE
+        lists = [("Link rel=\"last\" (GitHub: a bare array, no total)", f"/conv/github?n={n}&per_page={PER_PAGE}&latency_ms={L_MS}"),
+                 ("offset/limit with a total (DRF LimitOffsetPagination)", f"/conv/drf-limit?n={n}&limit={PER_PAGE}&latency_ms={L_MS}"),
+                 ("a total in a header (json-server: X-Total-Count, Link)", f"/conv/json-server?n={n}&_page=1&_limit={PER_PAGE}&latency_ms={L_MS}")]
+        specs = [b.c_spec(f"C fetch P11 {label}", "fetch", ListDef(path, N_PAGES, PER_PAGE, addressing="detect"),
+                          self.runs, extra=["--detect", "1"]) for label, path in lists]
+        b.measure(*specs)
+        floor = self.floor_window(8, self.p1)
+        return [self.window_row("P11", f"{label}, N={N_PAGES}x{PER_PAGE}, L={L_MS} ms, detected, W=8",
+                                b.results[f"C fetch P11 {label}"], floor, 1.10, 8) for label, _ in lists]
+
+    # -- P4c: a cursor list (Slack), detected: inherently serial --
+    def P4C(self) -> List[Row]:
+        b = self.b
+        pages = self.p4.pages
+        lst = ListDef(f"/conv/slack?n={pages * PER_PAGE}&limit={PER_PAGE}&latency_ms={L_MS}", pages, PER_PAGE,
+                      addressing="detect", total=False)
+        b.measure(b.c_spec("C fetch P4c", "fetch", lst, self.slow_runs, extra=["--detect", "1"]))
+        m = b.results["C fetch P4c"]
+        floor = pages * L_MS / 1000.0
+        label = f"N={pages}x{PER_PAGE}, a cursor (Slack's next_cursor), detected, L={L_MS} ms"
+        target = "<= 1.05x floor (N x L)"
+        if m.error or not m.runs:
+            return [failed_row("P4c", label, m, target)]
+        ratio = m.median() / floor
+        return [fill_counts(Row("P4c", label, sheaf=secs(m.median()), floor=secs(floor), ratio=f"{ratio:.3f}x",
+                                target=target, met=yes(ratio <= 1.05)), m)]
 
     # -- P2 --
     def P2(self) -> List[Row]:

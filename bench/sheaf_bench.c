@@ -124,7 +124,9 @@ typedef struct options {
     long long max_pages;
     const char *identity;
     const char *preset;       /* --preset NAME: the preset's shape instead of the options above */
-    int detect;               /* --detect 1: nothing described, everything detected */
+    int detect;               /* --detect 1: only the signals given as flags are pinned; the rest, paging
+                                 included, is detected */
+    unsigned given;           /* which of --items, --next, --total were given (bits 1, 2, 4) */
     const char *transport;
     int keep;
     int pages;
@@ -165,9 +167,9 @@ static options parse_options(int argc, char **argv) {
         else if (strcmp(name, "--path") == 0) o.path = value;
         else if (strcmp(name, "--expect") == 0) o.expect = number(value, name, 0, INT64_MAX / 2);
         else if (strcmp(name, "--window") == 0) o.window = (int)number(value, name, 1, 64);
-        else if (strcmp(name, "--items") == 0) o.items = value;
-        else if (strcmp(name, "--next") == 0) o.next = value;
-        else if (strcmp(name, "--total") == 0) o.total = value;
+        else if (strcmp(name, "--items") == 0) { o.items = value; o.given |= 1; }
+        else if (strcmp(name, "--next") == 0) { o.next = value; o.given |= 2; }
+        else if (strcmp(name, "--total") == 0) { o.total = value; o.given |= 4; }
         else if (strcmp(name, "--page-param") == 0) o.page_param = value;
         else if (strcmp(name, "--first-page") == 0) o.first_page = (int)number(value, name, 0, 1000000);
         else if (strcmp(name, "--size-param") == 0) o.size_param = value;
@@ -242,7 +244,11 @@ static sheaf_list *make_list(const options *o, sheaf_client *client, int keep) {
     int ok = 1;
     if (o->preset != NULL) {
         ok = sheaf_list_use_preset(list, o->preset) == SHEAF_OK;
-    } else if (!o->detect) {
+    } else if (o->detect) {
+        if (o->given & 1) ok = read_body(list, SHEAF_SIGNAL_ITEMS, o->items);
+        if (ok && (o->given & 2)) ok = read_body(list, SHEAF_SIGNAL_NEXT, o->next);
+        if (ok && (o->given & 4)) ok = read_body(list, SHEAF_SIGNAL_TOTAL, o->total);
+    } else {
         ok = read_body(list, SHEAF_SIGNAL_ITEMS, o->items);
         if (ok && o->page_param != NULL)
             ok = sheaf_list_set_paging(list, SHEAF_PAGING_PAGE_NUMBER, o->page_param, o->first_page, o->size_param,

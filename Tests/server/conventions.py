@@ -8,8 +8,8 @@ the request are kept in them.
 
 | path | addressing | next / end | total | defaults |
 |---|---|---|---|---|
-| /conv/github | page, per_page | Link rel=next/last/first/prev (link=standard, relative, split, unquoted) | - (rel=last) | 30, max 100 |
-| /conv/gitlab | page, per_page | X-Next-Page ("" at the end), Link | X-Total, X-Total-Pages (nototal=1: none, as GitLab past 10,000) | 20, max 100 |
+| /conv/github | page, per_page | Link rel=next/last/first/prev (link=standard, relative, split, unquoted, none) | - (rel=last) | 30, max 100 |
+| /conv/gitlab | page, per_page | X-Next-Page ("" at the end), Link (link=none: no Link) | X-Total, X-Total-Pages (nototal=1: none, as GitLab past 10,000) | 20, max 100 |
 | /conv/json-server | _page, _limit | Link | X-Total-Count | 10; no _page: everything |
 | /conv/drf-limit | limit, offset | "next" | "count" | 50, max 100 |
 | /conv/drf-cursor | cursor (opaque) | "next" | - | page_size 50 |
@@ -81,6 +81,8 @@ class Page:
 
 
 def _link(entries: List[Tuple[str, str]], style: str) -> List[Tuple[str, str]]:
+    if style == "none":
+        return []
     if style == "split":
         return [("Link", f'<{url}>; rel="{rel}"') for url, rel in entries]
     if style == "unquoted":
@@ -124,7 +126,7 @@ def gitlab(p: Page) -> None:
                ("X-Prev-Page", str(page - 1) if page > 1 else "")]
     if not nototal:
         headers += [("X-Total", str(p.n)), ("X-Total-Pages", str(last))]
-    headers += _numbered_links(p, "page", page, last, with_last=not nototal)
+    headers += _numbered_links(p, "page", page, last, style=p.q.text("link", "standard"), with_last=not nototal)
     p.send(_items(min(start, p.real_n), min(start + size, p.real_n)), headers)
 
 

@@ -69,16 +69,36 @@ def test_detection_explains_an_addressable_plan(api, name):
     ("slack", {"items": "/members", "paging": "next", "cursor": "none", "next": "none"}, "next_cursor"),
     ("content-range", {"items": "", "paging": "next", "total": "none"}, "Content-Range"),
     ("jira", {"items": "/values", "paging": "next", "is_last": "none", "total": "none"}, '"isLast": false'),
+    ("fastapi-page", {"items": "/items", "paging": "next", "total": "none", "page_count": "none"}, "a total of"),
+    ("gitlab", {"items": "", "paging": "next", "next": "none", "total": "none", "page_count": "none"}, "X-Next-Page"),
 ])
 def test_a_signal_of_more_that_is_not_followed_ends_the_list_not_followed(api, name, parts, signal):
     query, _, _ = CONVENTIONS[name]
     with sheaf.Client(api.base_url) as client:
         with pytest.raises(sheaf.NotFollowedError) as raised:
-            client.fetch_all(f"/conv/{name}?n={N}{query}&per_page=100", **parts)
+            # GitLab without its Link header, to see X-Next-Page alone.
+            client.fetch_all(f"/conv/{name}?n={N}{query}" + ("&link=none" if name == "gitlab" else ""), **parts)
     error = raised.value
     assert signal in error.signal, error.signal
     assert error.hint
     assert error.items and error.items == expected_items(len(error.items))
+
+
+@pytest.mark.parametrize("name", sorted(CONVENTIONS))
+@pytest.mark.parametrize("how", ["detected", "preset"])
+def test_each_convention_through_the_command_line(api, name, how):
+    from test_cli import lines, run_cli
+
+    query, preset, _ = CONVENTIONS[name]
+    if how == "preset" and preset is None:
+        pytest.skip("no preset: Elasticsearch is detected only")
+    args = ["--preset", preset] if how == "preset" else []
+    r = run_cli(f"{api.base_url}/conv/{name}?n={N}{query}", *args)
+    assert r.returncode == 0, r.stderr
+    items = lines(r.stdout)
+    if name == "elastic":
+        items = [hit["_source"] for hit in items]
+    assert items == expected_items(N)
 
 
 def test_an_approximate_total_is_not_taken_for_a_count(api):
