@@ -17,7 +17,8 @@ def test_an_undescribed_list_is_detected_and_fetched_whole_in_parallel(api):
     with sheaf.Client(api.base_url, concurrency=8) as client:
         assert client.fetch_all("/anchor?n=1000&per_page=20&latency_ms=10") == expected_items(1000)
     seen = stats(api)
-    assert seen["requests"] == 50
+    # Counted by path: a request an earlier test cancelled may still reach the server.
+    assert sum(entry["path"].startswith("/anchor?n=1000&per_page=20") for entry in seen["log"]) == 50
     assert seen["max_in_flight"] == 8
 
 
