@@ -308,6 +308,7 @@ def run_sheaf_cli(args) -> dict:
         with open(os.path.join(folder, "list.jsonl")) as f:
             items = [json.loads(line) for line in f]
     check_items(items, args.expect)
+    # Peak RSS is not measured (another process): reported as 0, shown as "-".
     return {"seconds": whole - startup, "cli_seconds": whole, "startup_seconds": startup, "peak_rss_kb": 0}
 
 

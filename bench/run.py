@@ -375,7 +375,7 @@ def fill_counts(row: Row, m: Measured) -> Row:
         row.met = f"NO ({len(m.wrong)} wrong)"
     row.requests = m.span("server_requests")
     row.in_flight = m.span("server_max_in_flight")
-    row.rss = f"{m.rss_mb():.1f}"
+    row.rss = f"{m.rss_mb():.1f}" if any(m.values("peak_rss_kb")) else "-"   # the CLI row has none
     return row
 
 

@@ -119,53 +119,27 @@ final class PageFetch: Sendable {
             return state.isDone ? nil : state.attempt
         }
         guard let attempt else { return }
+        let redirects = state.withLock { $0.redirects }
         let retry = client.configuration.retry
-        let response: HTTPResponse
-        switch result {
-        case .failure(let error):
-            if error.kind == .tooLarge {
-                return finish(.failure(bodyTooLarge(url)))
+        let decision = AnswerPolicy(client.configuration, redactor: client.redactor)
+            .decide(result, url: url, attempt: attempt, redirects: redirects) { attempt, retryAfter in
+                retry.delayMilliseconds(afterAttempt: attempt, retryAfter: retryAfter)
             }
-            if error.kind.isTransient, attempt < retry.maxAttempts {
-                return schedule(after: retry.delayMilliseconds(afterAttempt: attempt, retryAfter: nil))
-            }
-            let tries = attempt > 1 ? " after \(attempt) attempts" : ""
-            return finish(.failure(SheafError(.transport, "\(url): \(error)\(tries)", url: url)))
-        case .success(let value):
-            response = value
-        }
-        if response.body.count > client.configuration.maxBodyBytes {
-            return finish(.failure(bodyTooLarge(url)))
-        }
-        switch response.status {
-        case 200...299:
+        switch decision {
+        case .deliver(let response):
             finish(.success((url, response)))
-        case 301, 302, 303, 307, 308:
-            follow(redirectFrom: url, response)
-        case let status where RetryPolicy.isTransient(status: status) && attempt < retry.maxAttempts:
-            schedule(after: retry.delayMilliseconds(afterAttempt: attempt,
-                                                    retryAfter: response.headers.first(named: "Retry-After")))
-        default:
-            finish(.failure(HTTPFailure.error(for: response, url: url, attempts: attempt, redactor: client.redactor)))
+        case .retry(let milliseconds):
+            schedule(after: milliseconds)
+        case .redirect(let target):
+            state.withLock { state in
+                state.redirects += 1
+                state.url = target
+                state.attempt = 0
+            }
+            self.attempt()
+        case .fail(let error):
+            finish(.failure(error))
         }
-    }
-
-    private func follow(redirectFrom url: String, _ response: HTTPResponse) {
-        guard let location = response.headers.first(named: "Location"),
-              let target = URLText.resolve(location, against: url) else {
-            return finish(.failure(HTTPFailure.error(for: response, url: url, attempts: 1, redactor: client.redactor)))
-        }
-        let allowed = state.withLock { state -> Bool in
-            state.redirects += 1
-            state.url = target
-            state.attempt = 0
-            return state.redirects <= client.configuration.maxRedirects
-        }
-        guard allowed else {
-            return finish(.failure(SheafError(.http, "\(url): more than \(client.configuration.maxRedirects) redirects",
-                                              url: url, httpStatus: response.status)))
-        }
-        attempt()
     }
 
     /// The attempt at the transport is over (answered or abandoned): count it once, and stop its
@@ -183,9 +157,6 @@ final class PageFetch: Sendable {
         }
     }
 
-    private func bodyTooLarge(_ url: String) -> SheafError {
-        SheafError(.bodyTooLarge, "\(url): the response body exceeds the cap of \(client.configuration.maxBodyBytes) bytes", url: url)
-    }
 
     private func finish(_ result: Result<(url: String, response: HTTPResponse), SheafError>) {
         let first = state.withLock { state -> Bool in

@@ -1,0 +1,80 @@
+/// What a fetch does with one answer of the transport: deliver it, try again, follow a
+/// redirect, or fail. Pure (the clock and the randomness of the backoff come in as values), so
+/// every rule is tested by the decisions it returns, without threads or I/O; `PageFetch` only
+/// carries them out.
+struct AnswerPolicy: Sendable {
+    let retry: RetryPolicy
+    let maxBodyBytes: Int
+    let maxRedirects: Int
+    let redactor: Redactor
+
+    enum Decision: Equatable {
+        /// A 2xx answer within the body cap: the page.
+        case deliver(HTTPResponse)
+        /// A transient failure with attempts left: try again after this wait.
+        case retry(afterMilliseconds: Int)
+        /// A redirect within the redirect cap: the same request to this URL (the origin rules are
+        /// checked when it is sent).
+        case redirect(to: String)
+        case fail(SheafError)
+
+        static func == (lhs: Decision, rhs: Decision) -> Bool {
+            switch (lhs, rhs) {
+            case (.deliver(let a), .deliver(let b)): a.status == b.status && a.body == b.body
+            case (.retry(let a), .retry(let b)): a == b
+            case (.redirect(let a), .redirect(let b)): a == b
+            case (.fail(let a), .fail(let b)): a == b
+            default: false
+            }
+        }
+    }
+
+    init(_ configuration: ClientConfiguration, redactor: Redactor) {
+        retry = configuration.retry
+        maxBodyBytes = configuration.maxBodyBytes
+        maxRedirects = configuration.maxRedirects
+        self.redactor = redactor
+    }
+
+    /// - Parameters:
+    ///   - attempt: the attempts made at `url` so far, this one included (from 1).
+    ///   - redirects: the redirects followed before reaching `url`.
+    ///   - delay: the backoff's wait for a retry after `attempt` attempts, given a Retry-After
+    ///     value (`RetryPolicy.delayMilliseconds` in use; a fixed function in tests).
+    func decide(_ result: Result<HTTPResponse, TransportError>, url: String, attempt: Int, redirects: Int,
+                delay: (_ attempt: Int, _ retryAfter: String?) -> Int) -> Decision {
+        let response: HTTPResponse
+        switch result {
+        case .failure(let error):
+            if error.kind == .tooLarge { return .fail(bodyTooLarge(url)) }
+            if error.kind.isTransient, attempt < retry.maxAttempts { return .retry(afterMilliseconds: delay(attempt, nil)) }
+            let tries = attempt > 1 ? " after \(attempt) attempts" : ""
+            return .fail(SheafError(.transport, "\(url): \(error)\(tries)", url: url))
+        case .success(let value):
+            response = value
+        }
+        if response.body.count > maxBodyBytes { return .fail(bodyTooLarge(url)) }
+        switch response.status {
+        case 200...299:
+            return .deliver(response)
+        case 301, 302, 303, 307, 308:
+            guard let location = response.headers.first(named: "Location"),
+                  let target = URLText.resolve(location, against: url) else {
+                return .fail(HTTPFailure.error(for: response, url: url, attempts: 1, redactor: redactor))
+            }
+            guard redirects < maxRedirects else {
+                return .fail(SheafError(.http, "\(url): more than \(maxRedirects) redirects", url: url,
+                                        httpStatus: response.status))
+            }
+            return .redirect(to: target)
+        case let status where RetryPolicy.isTransient(status: status) && attempt < retry.maxAttempts:
+            return .retry(afterMilliseconds: delay(attempt, response.headers.first(named: "Retry-After")))
+        default:
+            return .fail(HTTPFailure.error(for: response, url: url, attempts: attempt, redactor: redactor))
+        }
+    }
+
+    private func bodyTooLarge(_ url: String) -> SheafError {
+        SheafError(.bodyTooLarge, "\(url): the response body exceeds the cap of \(maxBodyBytes) bytes", url: url)
+    }
+}
