@@ -139,4 +139,14 @@ final class URLTextTests: XCTestCase {
                        "https://a.example/x?page%5Bnumber%5D=3")
         XCTAssertEqual(URLText.percentDecoded("a%5Bb%5d%zz%"), "a[b]%zz%")
     }
+
+    func testALinkMixingEscapedAndRawBracketsKeepsItsParameterNames() {
+        // The escaped "%5B" became "%255B" when the raw "[" made URL(string:) escape everything.
+        let link = "https://a.example/x?n=1&page%5Bsize%5D=40&page[after]=NDA"
+        let resolved = URLText.resolve(link, against: "https://a.example/x?n=1")
+        XCTAssertEqual(resolved, "https://a.example/x?n=1&page%5Bsize%5D=40&page%5Bafter%5D=NDA")
+        XCTAssertEqual(URLText.queryValue(resolved!, "page[size]"), "40")
+        XCTAssertEqual(URLText.resolve("/y?q=a b|c", against: "http://[::1]:8080/x"), "http://[::1]:8080/y?q=a%20b%7Cc")
+        XCTAssertEqual(URLText.escapingInvalid("https://a.example/plain?x=1"), "https://a.example/plain?x=1")
+    }
 }

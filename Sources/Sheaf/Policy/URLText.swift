@@ -4,12 +4,48 @@ import FoundationEssentials
 enum URLText {
     /// `reference` resolved against `base` (RFC 3986), as an absolute http(s) URL string.
     static func resolve(_ reference: String, against base: String) -> String? {
-        guard let baseURL = URL(string: base),
-              let url = URL(string: reference, relativeTo: baseURL)?.absoluteURL,
+        guard let baseURL = URL(string: escapingInvalid(base)),
+              let url = URL(string: escapingInvalid(reference), relativeTo: baseURL)?.absoluteURL,
               let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https",
               url.host?.isEmpty == false
         else { return nil }
         return url.absoluteString
+    }
+
+    /// `url` with every byte a URL may not hold after its authority (`[` and `]` in a query, a
+    /// space, non-ASCII...) percent-encoded, and every existing %XX escape kept. Servers write
+    /// links like `?page%5Bsize%5D=40&page[after]=X`; handed such a string, URL(string:) escaped
+    /// the whole of it, `%` included, and the link's parameters changed names.
+    static func escapingInvalid(_ url: String) -> String {
+        let bytes = Array(url.utf8)
+        var start = 0
+        if let schemeEnd = url.firstRange(of: "://") {
+            start = url.utf8.distance(from: url.utf8.startIndex, to: schemeEnd.upperBound.samePosition(in: url.utf8)!)
+            while start < bytes.count, ![UInt8(ascii: "/"), UInt8(ascii: "?"), UInt8(ascii: "#")].contains(bytes[start]) {
+                start += 1
+            }
+        }
+        guard bytes[start...].contains(where: { !isAllowedInURL($0) }) else { return url }
+        var out = Array(bytes[..<start])
+        let hex = Array("0123456789ABCDEF".utf8)
+        for byte in bytes[start...] {
+            if isAllowedInURL(byte) {
+                out.append(byte)
+            } else {
+                out += [UInt8(ascii: "%"), hex[Int(byte >> 4)], hex[Int(byte & 15)]]
+            }
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    /// RFC 3986's unreserved and reserved characters but `[` and `]`, and `%`.
+    private static func isAllowedInURL(_ byte: UInt8) -> Bool {
+        switch byte {
+        case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"):
+            return true
+        default:
+            return Array("-._~!$&'()*+,;=:@/?#%".utf8).contains(byte)
+        }
     }
 
     /// `url` with the query parameter `name` set to `value` (replacing every existing

@@ -11,6 +11,11 @@ import sheaf
 
 N = 237
 
+#: The page size each endpoint serves with the queries below.
+PAGE_SIZES = {"github": 30, "gitlab": 20, "json-server": 10, "drf-limit": 50, "drf-cursor": 50, "jsonapi": 20,
+              "odata": 50, "hal": 20, "stripe": 10, "slack": 40, "google": 40, "zendesk": 40, "fastapi-page": 50,
+              "fastapi-limit-offset": 50, "content-range": 25, "jira": 50, "elastic": 10}
+
 #: name -> (the path's query beyond n, the preset or None, whether pages are addressable)
 CONVENTIONS = {
     "github": ("", "github", True),
@@ -46,6 +51,10 @@ def test_each_convention_arrives_whole_and_in_order(api, name, how):
         items = [hit["_source"] for hit in items]   # Elasticsearch wraps each document
     assert items == expected_items(N), name
     seen = stats(api)
+    pages = -(-N // PAGE_SIZES[name])
+    mine = sum(entry["path"].startswith(f"/conv/{name}?") for entry in seen["log"])
+    # The end is found without asking for more than the speculative window past it.
+    assert pages <= mine <= pages + 4, (name, mine, pages)
     if addressable:
         assert seen["max_in_flight"] > 1, f"{name}: pages are addressable but went one at a time"
     else:
