@@ -426,8 +426,9 @@ struct JSONScanner {
     }
 }
 
+/// The value of a hexadecimal digit (JSON's \u escapes, URLs' %XX), nil for any other byte.
 @inline(__always)
-private func hexValue(_ byte: UInt8) -> UInt8? {
+func hexValue(_ byte: UInt8) -> UInt8? {
     switch byte {
     case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
     case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10

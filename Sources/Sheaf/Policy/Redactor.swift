@@ -54,14 +54,14 @@ struct Redactor: Sendable {
             if byte == wanted {
                 position += 1
             } else if byte == UInt8(ascii: "%"), position + 2 < bytes.count,
-                      let high = hex(bytes[position + 1]), let low = hex(bytes[position + 2]), high << 4 | low == wanted {
+                      let high = hexValue(bytes[position + 1]), let low = hexValue(bytes[position + 2]), high << 4 | low == wanted {
                 position += 3
             } else if byte == UInt8(ascii: "\\"), position + 1 < bytes.count, bytes[position + 1] == wanted,
                       wanted == UInt8(ascii: "/") || wanted == UInt8(ascii: "\\") || wanted == UInt8(ascii: "\"") {
                 position += 2
             } else if byte == UInt8(ascii: "\\"), wanted < 0x80, position + 5 < bytes.count, bytes[position + 1] == UInt8(ascii: "u"),
-                      let a = hex(bytes[position + 2]), let b = hex(bytes[position + 3]),
-                      let c = hex(bytes[position + 4]), let d = hex(bytes[position + 5]),
+                      let a = hexValue(bytes[position + 2]), let b = hexValue(bytes[position + 3]),
+                      let c = hexValue(bytes[position + 4]), let d = hexValue(bytes[position + 5]),
                       (UInt16(a) << 12 | UInt16(b) << 8 | UInt16(c) << 4 | UInt16(d)) == UInt16(wanted) {
                 position += 6
             } else {
@@ -69,14 +69,5 @@ struct Redactor: Sendable {
             }
         }
         return position
-    }
-
-    private func hex(_ byte: UInt8) -> UInt8? {
-        switch byte {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
-        default: nil
-        }
     }
 }

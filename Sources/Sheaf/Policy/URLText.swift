@@ -27,15 +27,20 @@ enum URLText {
         }
         guard bytes[start...].contains(where: { !isAllowedInURL($0) }) else { return url }
         var out = Array(bytes[..<start])
-        let hex = Array("0123456789ABCDEF".utf8)
         for byte in bytes[start...] {
             if isAllowedInURL(byte) {
                 out.append(byte)
             } else {
-                out += [UInt8(ascii: "%"), hex[Int(byte >> 4)], hex[Int(byte & 15)]]
+                out += percentEscape(byte)
             }
         }
         return String(decoding: out, as: UTF8.self)
+    }
+
+    /// `%XX` for `byte`.
+    private static func percentEscape(_ byte: UInt8) -> [UInt8] {
+        let hex = Array("0123456789ABCDEF".utf8)
+        return [UInt8(ascii: "%"), hex[Int(byte >> 4)], hex[Int(byte & 15)]]
     }
 
     /// RFC 3986's unreserved and reserved characters but `[` and `]`, and `%`.
@@ -110,7 +115,7 @@ enum URLText {
         var i = 0
         while i < bytes.count {
             if bytes[i] == UInt8(ascii: "%"), i + 2 < bytes.count,
-               let high = hexDigit(bytes[i + 1]), let low = hexDigit(bytes[i + 2]) {
+               let high = hexValue(bytes[i + 1]), let low = hexValue(bytes[i + 2]) {
                 out.append(high << 4 | low)
                 i += 3
             } else {
@@ -119,15 +124,6 @@ enum URLText {
             }
         }
         return String(decoding: out, as: UTF8.self)
-    }
-
-    private static func hexDigit(_ byte: UInt8) -> UInt8? {
-        switch byte {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
-        default: nil
-        }
     }
 
     /// Percent-encodes everything but RFC 3986 unreserved characters.
@@ -140,8 +136,7 @@ enum URLText {
                  UInt8(ascii: "_"), UInt8(ascii: "~"):
                 encoded.unicodeScalars.append(Unicode.Scalar(byte))
             default:
-                let hex = Array("0123456789ABCDEF".utf8)
-                encoded += "%" + String(decoding: [hex[Int(byte >> 4)], hex[Int(byte & 15)]], as: UTF8.self)
+                encoded += String(decoding: percentEscape(byte), as: UTF8.self)
             }
         }
         return encoded
