@@ -898,14 +898,16 @@ static void a_list_of_its_own_transport_sends_through_it_alone(void) {
 
 /* Every convention of Tests/server/conventions.py, detected and through its preset. */
 static void every_convention_arrives_whole_detected_and_by_preset(void) {
-    static const struct { const char *name, *query, *preset; } conventions[] = {
-        { "github", "", "github" }, { "gitlab", "", "gitlab" }, { "json-server", "&_page=1", "json-server" },
-        { "drf-limit", "", "drf-limit" }, { "drf-cursor", "", "drf-cursor" }, { "jsonapi", "", "jsonapi" },
-        { "odata", "&$count=true", "odata" }, { "hal", "", "hal" }, { "stripe", "", "stripe" },
-        { "slack", "&limit=40", "slack" }, { "google", "&pageSize=40", "google" },
-        { "zendesk", "&page[size]=40", "zendesk" }, { "fastapi-page", "", "fastapi-page" },
-        { "fastapi-limit-offset", "", "fastapi-limit-offset" }, { "content-range", "&offset=0", "content-range" },
-        { "jira", "", "jira" },
+    static const struct { const char *path, *query, *preset; } conventions[] = {
+        { "/conv/github", "", "github" }, { "/conv/gitlab", "", "gitlab" },
+        { "/conv/json-server", "&_page=1", "json-server" }, { "/conv/drf-limit", "", "drf-limit" },
+        { "/conv/drf-cursor", "", "drf-cursor" }, { "/conv/jsonapi", "", "jsonapi" },
+        { "/conv/odata", "&$count=true", "odata" }, { "/conv/hal", "", "hal" }, { "/conv/stripe", "", "stripe" },
+        { "/conv/slack", "&limit=40", "slack" }, { "/conv/google", "&pageSize=40", "google" },
+        { "/conv/zendesk", "&page[size]=40", "zendesk" }, { "/conv/fastapi-page", "", "fastapi-page" },
+        { "/conv/fastapi-limit-offset", "", "fastapi-limit-offset" },
+        { "/conv/content-range", "&offset=0", "content-range" }, { "/conv/jira", "", "jira" },
+        { "/drf", "", "drf-page" }, { "/anchor", "", "anchor" },
     };
     const int n = 237;
     sheaf_client *client = client_for(&g_server, NULL);
@@ -913,14 +915,14 @@ static void every_convention_arrives_whole_detected_and_by_preset(void) {
     for (size_t i = 0; i < sizeof conventions / sizeof conventions[0]; i++) {
         for (int by_preset = 0; by_preset <= 1; by_preset++) {
             char path[256];
-            snprintf(path, sizeof path, "/conv/%s?n=%d%s", conventions[i].name, n, conventions[i].query);
+            snprintf(path, sizeof path, "%s?n=%d%s", conventions[i].path, n, conventions[i].query);
             sheaf_list *list = NULL;
             json_t *items = NULL;
             if (!CHECK_CLIENT_RESULT(client, sheaf_list_new(&list, client, path), SHEAF_OK)) continue;
             if (by_preset) CHECK_LIST_RESULT(list, sheaf_list_use_preset(list, conventions[i].preset), SHEAF_OK);
             int ok = CHECK_LIST_RESULT(list, fetch_all(list, &items), SHEAF_OK);
             ok = CHECK_ITEMS(items, 0, n) && ok;
-            if (!ok) fprintf(stderr, "    for %s (%s)\n", conventions[i].name, by_preset ? "preset" : "detected");
+            if (!ok) fprintf(stderr, "    for %s (%s)\n", conventions[i].path, by_preset ? "preset" : "detected");
             json_decref(items);
             sheaf_list_free(list);
         }

@@ -14,7 +14,7 @@ N = 237
 #: The page size each endpoint serves with the queries below.
 PAGE_SIZES = {"github": 30, "gitlab": 20, "json-server": 10, "drf-limit": 50, "drf-cursor": 50, "jsonapi": 20,
               "odata": 50, "hal": 20, "stripe": 10, "slack": 40, "google": 40, "zendesk": 40, "fastapi-page": 50,
-              "fastapi-limit-offset": 50, "content-range": 25, "jira": 50, "elastic": 10}
+              "fastapi-limit-offset": 50, "content-range": 25, "jira": 50, "elastic": 10, "drf": 50, "anchor": 50}
 
 #: name -> (the path's query beyond n, the preset or None, whether pages are addressable)
 CONVENTIONS = {
@@ -35,7 +35,14 @@ CONVENTIONS = {
     "content-range": ("&offset=0", "content-range", True),
     "jira": ("", "jira", True),
     "elastic": ("&from=0", None, True),
+    # The older endpoints of api_server.py, at /drf and /anchor.
+    "drf": ("", "drf-page", True),
+    "anchor": ("", "anchor", True),
 }
+
+
+def path_of(name: str) -> str:
+    return f"/{name}" if name in ("drf", "anchor") else f"/conv/{name}"
 
 
 @pytest.mark.parametrize("name", sorted(CONVENTIONS))
@@ -44,7 +51,7 @@ def test_each_convention_arrives_whole_and_in_order(api, name, how):
     query, preset, addressable = CONVENTIONS[name]
     if how == "preset" and preset is None:
         pytest.skip("no preset: Elasticsearch is detected only")
-    path = f"/conv/{name}?n={N}&latency_ms=20{query}"
+    path = f"{path_of(name)}?n={N}&latency_ms=20{query}"
     with sheaf.Client(api.base_url, concurrency=4) as client:
         items = client.fetch_all(path, preset=preset if how == "preset" else None)
     if name == "elastic":
@@ -52,7 +59,7 @@ def test_each_convention_arrives_whole_and_in_order(api, name, how):
     assert items == expected_items(N), name
     seen = stats(api)
     pages = -(-N // PAGE_SIZES[name])
-    mine = sum(entry["path"].startswith(f"/conv/{name}?") for entry in seen["log"])
+    mine = sum(entry["path"].startswith(f"{path_of(name)}?") for entry in seen["log"])
     # The end is found without asking for more than the speculative window past it.
     assert pages <= mine <= pages + 4, (name, mine, pages)
     if addressable:
@@ -102,7 +109,7 @@ def test_each_convention_through_the_command_line(api, name, how):
     if how == "preset" and preset is None:
         pytest.skip("no preset: Elasticsearch is detected only")
     args = ["--preset", preset] if how == "preset" else []
-    r = run_cli(f"{api.base_url}/conv/{name}?n={N}{query}", *args)
+    r = run_cli(f"{api.base_url}{path_of(name)}?n={N}{query}", *args)
     assert r.returncode == 0, r.stderr
     items = lines(r.stdout)
     if name == "elastic":
