@@ -341,15 +341,18 @@ public final class ListRun: Sendable {
         stop(SheafError(.stopped, "the snapshot callback asked to stop"), byCallback: true)
     }
 
-    /// A pulled snapshot was taken by the caller: it no longer counts against the window.
+    /// A pulled snapshot was taken by the caller: it no longer counts against the window. The
+    /// fetches it releases start on a library thread, not on the caller's (a language runtime's
+    /// thread that takes snapshots should spend nothing on them).
     package func snapshotTaken() {
-        releaseSnapshot { _ in }
+        releaseSnapshot(startingOn: .global()) { _ in }
     }
 
     /// Counts one snapshot as consumed (after `change`, under the lock) and starts the fetches
-    /// held back while the consumer was behind; returns whether the run is silenced.
+    /// held back while the consumer was behind (here, or on `queue`); returns whether the run is
+    /// silenced.
     @discardableResult
-    private func releaseSnapshot(_ change: (inout State) -> Void) -> Bool {
+    private func releaseSnapshot(startingOn queue: DispatchQueue? = nil, _ change: (inout State) -> Void) -> Bool {
         let (silenced, released) = state.withLock { state -> (Bool, [PageFetch]) in
             change(&state)
             state.queuedSnapshots -= 1
@@ -359,7 +362,11 @@ public final class ListRun: Sendable {
             }
             return (state.silenced, released)
         }
-        released.forEach { $0.start() }
+        if let queue, !released.isEmpty {
+            queue.async { released.forEach { $0.start() } }
+        } else {
+            released.forEach { $0.start() }
+        }
         return silenced
     }
 
