@@ -383,8 +383,9 @@ SHEAF_API sheaf_result sheaf_list_use_preset(sheaf_list *list, const char *name)
  * The list's description as a JSON object: before the first page, what is pinned (detected parts
  * as "detect"); once the first page has been read, what the run uses, detected parts resolved
  * and marked, and the plan chosen ("parallel", "speculative", "sequential", "single"). Keys:
- * "paging" {"kind", "param", "first", "size_param", "size"}, "signals" {name: {"source",
- * "where", "detected"} or null}, "plan", "window". On success *out_json is freed with sheaf_free.
+ * "paging" {"kind", "param", "first", "size_param", "size", "detected"}, "signals" {name:
+ * {"source", "where", "detected"} or null}, "plan", "preset". On success *out_json is freed with
+ * sheaf_free.
  * Non-blocking; callable from the list's snapshot callback.
  */
 SHEAF_API sheaf_result sheaf_list_description(sheaf_list *list, char **out_json, size_t *out_length);
