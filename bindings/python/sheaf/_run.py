@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import atexit
 import ctypes
+import decimal
 import itertools
 import json
 import threading
@@ -181,7 +182,18 @@ class ListRun:
 
 def _items(snapshot: _ffi.SnapshotStruct) -> List[Any]:
     raw = ctypes.string_at(snapshot.delta_json, snapshot.delta_length) if snapshot.delta_length else b"[]"
-    return json.loads(raw)
+    try:
+        return json.loads(raw)
+    except ValueError as error:
+        # A valid page may hold an integer past Python's limit on int-string conversion (4,300
+        # digits): decoded through Decimal, which that limit does not apply to.
+        if "integer string conversion" not in str(error) and "Exceeds the limit" not in str(error):
+            raise
+        return json.loads(raw, parse_int=_big_int)
+
+
+def _big_int(text: str) -> int:
+    return int(decimal.Decimal(text))
 
 
 # ---- the C callback ---------------------------------------------------------------------------

@@ -13,7 +13,7 @@ import json
 import os
 import signal
 import sys
-from typing import Any, BinaryIO, Iterable, List, Optional, Sequence
+from typing import Any, BinaryIO, Iterable, List, Optional, Sequence, Tuple
 from urllib.parse import urlsplit
 
 from ._progress import Progress
@@ -150,8 +150,34 @@ _positive = _int_at_least(1, "a positive integer")
 _non_negative = _int_at_least(0, "a non-negative integer")
 
 
+class _Parser(argparse.ArgumentParser):
+    """An ArgumentParser whose error messages never repeat a secret: a mistyped flag
+    (``--tokn T``) made argparse print its value in "unrecognized arguments"."""
+
+    secrets: Tuple[str, ...] = ()
+
+    def error(self, message: str):  # type: ignore[override]
+        for secret in sorted(_Parser.secrets, key=len, reverse=True):
+            message = message.replace(secret, "***")
+        super().error(message)
+
+
+def _probable_secrets(argv: Sequence[str]) -> Tuple[str, ...]:
+    """The values of the arguments whose names look like a credential (--token, --tokn, --api-key,
+    --password=...), and $SHEAF_TOKEN: what an error message must not repeat."""
+    words = ("tok", "key", "pass", "secret", "auth")
+    found = [os.environ.get(TOKEN_ENV, "")]
+    for index, argument in enumerate(argv):
+        if not argument.startswith("-"):
+            continue
+        name, equals, value = argument.lstrip("-").partition("=")
+        if any(word in name.lower() for word in words):
+            found.append(value if equals else (argv[index + 1] if index + 1 < len(argv) else ""))
+    return tuple(secret for secret in found if len(secret) >= 3)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog=PROG,
         description="Fetch a whole paginated REST list, pages in parallel where the API allows,\n"
                     "and write its items in order as they arrive.",
@@ -164,7 +190,7 @@ def build_parser() -> argparse.ArgumentParser:
         version = None
     if isinstance(version, str):
         parser.add_argument("--version", action="version", version=f"%(prog)s {version}")
-    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     commands.required = True
 
     get = commands.add_parser(
@@ -520,6 +546,7 @@ def _get(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
+    _Parser.secrets = _probable_secrets(list(sys.argv[1:] if argv is None else argv))
     parser = build_parser()
     args = parser.parse_args(argv)
     _install_sigint()

@@ -579,3 +579,12 @@ def test_no_command_is_a_usage_error():
                        cwd=REPO, timeout=60)
     assert r.returncode == 2
     assert b"usage:" in r.stderr
+
+
+def test_a_mistyped_token_flag_does_not_echo_the_token():
+    # argparse's "unrecognized arguments: --tokn SECRET" printed the token.
+    r = run_cli("http://127.0.0.1:1/x", "--tokn", "s3cret-mistyped-value")
+    assert r.returncode == 2
+    assert b"s3cret-mistyped-value" not in r.stderr and b"--tokn" in r.stderr
+    r = run_cli("http://127.0.0.1:1/x", "--api-key=s3cret-mistyped-value")
+    assert r.returncode == 2 and b"s3cret-mistyped-value" not in r.stderr

@@ -128,3 +128,15 @@ def test_versions_are_reported():
     assert sheaf.__version__ == "0.3.0"
     assert sheaf.library_version() == "0.3.0"
     assert sheaf.library_path.endswith(tuple(["libsheaf.so.0", "libsheaf.so.0.3.0", "libsheaf.so"]))
+
+
+def test_an_integer_past_pythons_digit_limit_is_decoded_not_an_error(api):
+    # A valid page with a 5,000-digit integer raised a bare ValueError (Python's int-string limit).
+    big = "7" * 5000
+
+    def transport(method, url, headers, body):
+        return 200, [("Content-Type", "application/json")], f'[{{"id": {big}}}, {{"id": 2}}]'.encode()
+
+    with sheaf.Client(api.base_url, transport=transport) as client:
+        items = client.fetch_all("/big", paging="single")
+    assert items[0]["id"] == int("7" * 1000) * 10 ** 4000 + int("7" * 4000) and items[1] == {"id": 2}
