@@ -4,6 +4,7 @@
 # the corpus. A crash leaves its input in the build folder and fails the run.
 #
 # usage: Tests/fuzz/run.sh TARGET SECONDS [BUILD_DIR]     e.g. Tests/fuzz/run.sh detection 30
+# targets: detection (Detection.swift), parsers (Parsers.swift)
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 target=$1
@@ -11,6 +12,7 @@ seconds=$2
 build=${3:-build/fuzz}
 case "$target" in
     detection) entry=Tests/fuzz/Detection.swift ;;
+    parsers) entry=Tests/fuzz/Parsers.swift ;;
     *) echo "run.sh: unknown target '$target'" >&2; exit 2 ;;
 esac
 mkdir -p "$build/$target-new"
