@@ -896,6 +896,47 @@ static void a_list_of_its_own_transport_sends_through_it_alone(void) {
     sheaf_client_free(client);
 }
 
+/* Destroy calls seen by the test below. */
+static atomic_int g_destroyed_transport, g_destroyed_snapshot;
+static void destroy_transport(void *user_data) { (void)user_data; atomic_fetch_add(&g_destroyed_transport, 1); }
+static void destroy_snapshot(void *user_data) { (void)user_data; atomic_fetch_add(&g_destroyed_snapshot, 1); }
+static int count_snapshot(sheaf_list *list, const sheaf_snapshot *snapshot, void *user_data) {
+    (void)list; (void)snapshot;
+    atomic_fetch_add((atomic_int *)user_data, 1);
+    return 0;
+}
+
+/* Each user_data is destroyed once, when nothing needs it any more: the snapshot callback's after
+ * the list ended, the transport's once the client and the lists that used it are freed. */
+static void destroy_functions_run_once_when_nothing_needs_the_user_data(void) {
+    blocking_transport transport;
+    blocking_transport_init(&transport);
+    atomic_int snapshots = 0;
+    atomic_store(&g_destroyed_transport, 0);
+    atomic_store(&g_destroyed_snapshot, 0);
+    sheaf_client *client = client_for(&g_server, NULL);
+    if (client == NULL) return;
+    CHECK_CLIENT_RESULT(client, sheaf_client_set_transport(client, blocking_transport_get, &transport, destroy_transport),
+                        SHEAF_OK);
+    sheaf_list *list = anchor_list(client, "/anchor?n=30", 10, ANCHOR_ALL);
+    if (list != NULL) {
+        CHECK_LIST_RESULT(list, sheaf_list_start(list, count_snapshot, &snapshots, destroy_snapshot), SHEAF_OK);
+        CHECK_LIST_RESULT(list, sheaf_list_wait(list), SHEAF_OK);
+        CHECK(atomic_load(&snapshots) >= 1);
+        for (int i = 0; i < 200 && atomic_load(&g_destroyed_snapshot) == 0; i++) sleep_ms(10);
+        CHECK_INT(atomic_load(&g_destroyed_snapshot), 1);   /* the list has ended: no more callbacks */
+        CHECK_INT(atomic_load(&g_destroyed_transport), 0);  /* the client still holds the transport */
+    }
+    sheaf_client_free(client);
+    CHECK_INT(atomic_load(&g_destroyed_transport), 0);      /* the list still holds it */
+    sheaf_list_free(list);
+    /* The library's threads let go of their last references just after: wait (bounded). */
+    for (int i = 0; i < 200 && atomic_load(&g_destroyed_transport) == 0; i++) sleep_ms(10);
+    CHECK_INT(atomic_load(&g_destroyed_transport), 1);
+    CHECK_INT(atomic_load(&g_destroyed_snapshot), 1);
+    CHECK_INT(atomic_load(&transport.calls), 3);
+}
+
 /* Every convention of Tests/server/conventions.py, detected and through its preset. */
 static void every_convention_arrives_whole_detected_and_by_preset(void) {
     static const struct { const char *path, *query, *preset; } conventions[] = {
@@ -1390,6 +1431,7 @@ static const test_case tests[] = {
     TEST(page_numbers_without_a_total_still_fill_the_window, 0),
     TEST(a_blocking_transport_still_fills_the_window, 1),
     TEST(a_list_of_its_own_transport_sends_through_it_alone, 1),
+    TEST(destroy_functions_run_once_when_nothing_needs_the_user_data, 1),
     TEST(every_convention_arrives_whole_detected_and_by_preset, 0),
     TEST(a_signal_of_more_that_is_not_followed_fails_the_list, 1),
     TEST(a_drf_style_list_arrives_whole, 1),
