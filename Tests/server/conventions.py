@@ -104,22 +104,30 @@ def _numbered_links(p: Page, param: str, page: int, last: int, first: int = 1, s
     return _link(entries, style)
 
 
+def _numbered(p: Page, param: str, size_name: str, default: int, maximum: int,
+              first: int = 1) -> Optional[Tuple[int, int, int, int]]:
+    """(page, size, start, last page) of a page-number request; None when fail= or garbage=
+    answered it already."""
+    page, size = p.q.integer(param, first, first), p.size(size_name, default, maximum)
+    if p.handler.injected(p.q, p.path, page - first + 1):
+        return None
+    return page, size, (page - first) * size, first + max(0, -(-p.n // size) - 1)
+
+
 def github(p: Page) -> None:
-    page, size = p.q.integer("page", 1, 1), p.size("per_page", 30, 100)
-    if p.handler.injected(p.q, p.path, page):
+    numbered = _numbered(p, "page", "per_page", 30, 100)
+    if numbered is None:
         return
-    start = (page - 1) * size
-    last = max(1, -(-p.n // size))
+    page, size, start, last = numbered
     headers = _numbered_links(p, "page", page, last, style=p.q.text("link", "standard"))
     p.send(_items(min(start, p.real_n), min(start + size, p.real_n)), headers)
 
 
 def gitlab(p: Page) -> None:
-    page, size = p.q.integer("page", 1, 1), p.size("per_page", 20, 100)
-    if p.handler.injected(p.q, p.path, page):
+    numbered = _numbered(p, "page", "per_page", 20, 100)
+    if numbered is None:
         return
-    start = (page - 1) * size
-    last = max(1, -(-p.n // size))
+    page, size, start, last = numbered
     nototal = p.q.flag("nototal")
     headers = [("X-Page", str(page)), ("X-Per-Page", str(size)),
                ("X-Next-Page", str(page + 1) if page < last else ""),
@@ -134,11 +142,10 @@ def json_server(p: Page) -> None:
     if not p.q.has("_page"):
         p.send(_items(0, p.real_n), [("X-Total-Count", str(p.n))])
         return
-    page, size = p.q.integer("_page", 1, 1), p.size("_limit", 10, 10_000)
-    if p.handler.injected(p.q, p.path, page):
+    numbered = _numbered(p, "_page", "_limit", 10, 10_000)
+    if numbered is None:
         return
-    start = (page - 1) * size
-    last = max(1, -(-p.n // size))
+    page, size, start, last = numbered
     headers = [("X-Total-Count", str(p.n))] + _numbered_links(p, "_page", page, last)
     p.send(_items(min(start, p.real_n), min(start + size, p.real_n)), headers)
 
@@ -170,11 +177,10 @@ def drf_cursor(p: Page) -> None:
 
 
 def jsonapi(p: Page) -> None:
-    page, size = p.q.integer("page[number]", 1, 1), p.size("page[size]", 20, 100)
-    if p.handler.injected(p.q, p.path, page):
+    numbered = _numbered(p, "page[number]", "page[size]", 20, 100)
+    if numbered is None:
         return
-    start = (page - 1) * size
-    last = max(1, -(-p.n // size))
+    page, size, start, last = numbered
     link = lambda number: p.with_params({"page[number]": number})  # noqa: E731
     p.send({"data": _items(min(start, p.real_n), min(start + size, p.real_n)),
             "links": {"self": link(page), "first": link(1), "last": link(last),
@@ -286,10 +292,10 @@ def zendesk(p: Page) -> None:
 
 
 def fastapi_page(p: Page) -> None:
-    page, size = p.q.integer("page", 1, 1), p.size("size", 50, 100)
-    if p.handler.injected(p.q, p.path, page):
+    numbered = _numbered(p, "page", "size", 50, 100)
+    if numbered is None:
         return
-    start = (page - 1) * size
+    page, size, start, _ = numbered
     p.send({"items": _items(min(start, p.real_n), min(start + size, p.real_n)), "total": p.n, "page": page,
             "size": size, "pages": -(-p.n // size)})
 
