@@ -490,6 +490,76 @@ static void null_handles_and_bad_arguments_are_rejected(void) {
     sheaf_free(NULL);
 }
 
+/* Every function of the header, handed NULL for each handle and out-parameter, answers
+ * SHEAF_E_INVALID_ARGUMENT (or a documented neutral value) without touching anything; started
+ * lists refuse their setters with SHEAF_E_STATE; absurd options are refused by value. */
+static void a_careless_caller_gets_a_result_code_never_a_crash(void) {
+    char *json = (char *)&json;
+    size_t length = 99;
+    const sheaf_snapshot *snapshot = (const sheaf_snapshot *)&snapshot;
+    const char *name = NULL, *value = NULL;
+    CHECK_RESULT(sheaf_client_set_auth(NULL, SHEAF_AUTH_BEARER, "t"), SHEAF_E_INVALID_ARGUMENT);
+    CHECK_RESULT(sheaf_client_set_option(NULL, SHEAF_OPT_WINDOW, 1), SHEAF_E_INVALID_ARGUMENT);
+    CHECK_RESULT(sheaf_client_set_transport(NULL, NULL, NULL, NULL), SHEAF_E_INVALID_ARGUMENT);
+    CHECK_RESULT(sheaf_list_add_query(NULL, "a", "b"), SHEAF_E_INVALID_ARGUMENT);
+    CHECK_RESULT(sheaf_list_set_paging(NULL, SHEAF_PAGING_NEXT, NULL, 0, NULL, 0), SHEAF_E_INVALID_ARGUMENT);
+    CHECK_RESULT(sheaf_list_use_preset(NULL, "github"), SHEAF_E_INVALID_ARGUMENT);
+    CHECK_RESULT(sheaf_list_description(NULL, &json, &length), SHEAF_E_INVALID_ARGUMENT);
+    CHECK_RESULT(sheaf_list_set_max_items(NULL, 1), SHEAF_E_INVALID_ARGUMENT);
+    CHECK_RESULT(sheaf_list_start_pull(NULL), SHEAF_E_INVALID_ARGUMENT);
+    CHECK_RESULT(sheaf_list_next(NULL, 0, &snapshot), SHEAF_E_INVALID_ARGUMENT);
+    CHECK_RESULT(sheaf_list_cancel(NULL), SHEAF_E_INVALID_ARGUMENT);
+    CHECK_RESULT(sheaf_preset_description(NULL, &json, &length), SHEAF_E_INVALID_ARGUMENT);
+    CHECK_RESULT(sheaf_preset_description("github", NULL, NULL), SHEAF_E_INVALID_ARGUMENT);
+    CHECK(sheaf_preset_name((size_t)-1) == NULL);
+    CHECK(sheaf_list_error(NULL) == NULL);
+    CHECK_INT(sheaf_list_requests_made(NULL), 0);
+    CHECK_INT(sheaf_list_requests_in_flight(NULL), 0);
+    CHECK(sheaf_exchange_method(NULL) == NULL && sheaf_exchange_url(NULL) == NULL);
+    CHECK_INT(sheaf_exchange_header_count(NULL), 0);
+    CHECK_RESULT(sheaf_exchange_header(NULL, 0, &name, &value), SHEAF_E_INVALID_ARGUMENT);
+    CHECK(sheaf_exchange_body(NULL, &length) == NULL && length == 0);
+    CHECK_INT(sheaf_exchange_timeout_ms(NULL), 0);
+    CHECK_INT(sheaf_exchange_max_body_bytes(NULL), 0);
+    CHECK_INT(sheaf_exchange_is_cancelled(NULL), 0);
+    CHECK_RESULT(sheaf_exchange_add_response_header(NULL, "a", "b"), SHEAF_E_INVALID_ARGUMENT);
+    CHECK_RESULT(sheaf_exchange_respond(NULL, 200, NULL, 0), SHEAF_E_INVALID_ARGUMENT);
+    CHECK_RESULT(sheaf_exchange_fail(NULL, SHEAF_TRANSPORT_OTHER, NULL), SHEAF_E_INVALID_ARGUMENT);
+
+    sheaf_client *client = client_for(&g_server, NULL);
+    if (client == NULL) return;
+    /* Absurd option values. */
+    const struct { sheaf_option option; int64_t value; } absurd[] = {
+        { SHEAF_OPT_WINDOW, -1 }, { SHEAF_OPT_WINDOW, INT64_MAX }, { SHEAF_OPT_MAX_PAGES, INT64_MIN },
+        { SHEAF_OPT_MAX_BODY_BYTES, 0 }, { SHEAF_OPT_MAX_BODY_BYTES, ((int64_t)1 << 40) + 1 },
+        { SHEAF_OPT_MAX_ATTEMPTS, -5 }, { SHEAF_OPT_RETRY_BASE_MS, -1 }, { SHEAF_OPT_TIMEOUT_MS, -1 },
+        { SHEAF_OPT_CONNECT_TIMEOUT_MS, INT64_MIN }, { SHEAF_OPT_MAX_REDIRECTS, 51 }, { (sheaf_option)0, 1 },
+    };
+    for (size_t i = 0; i < sizeof absurd / sizeof absurd[0]; i++)
+        if (!CHECK_CLIENT_RESULT(client, sheaf_client_set_option(client, absurd[i].option, absurd[i].value),
+                                 SHEAF_E_INVALID_ARGUMENT))
+            fprintf(stderr, "    option %d = %lld\n", (int)absurd[i].option, (long long)absurd[i].value);
+    /* Wrong call order: a started list refuses its setters, a second start, a pull on a pushed list. */
+    sheaf_list *list = standard_list(client, "");
+    if (list != NULL) {
+        CHECK_LIST_RESULT(list, sheaf_list_wait(list), SHEAF_E_STATE);           /* not started */
+        CHECK_LIST_RESULT(list, sheaf_list_next(list, 0, &snapshot), SHEAF_E_STATE);
+        CHECK(snapshot == NULL);
+        CHECK_LIST_RESULT(list, sheaf_list_start(list, NULL, NULL, NULL), SHEAF_OK);
+        CHECK_LIST_RESULT(list, sheaf_list_start_pull(list), SHEAF_E_STATE);
+        CHECK_LIST_RESULT(list, sheaf_list_set_paging(list, SHEAF_PAGING_NEXT, NULL, 0, NULL, 0), SHEAF_E_STATE);
+        CHECK_LIST_RESULT(list, sheaf_list_set_signal(list, SHEAF_SIGNAL_TOTAL, SHEAF_SOURCE_NONE, NULL), SHEAF_E_STATE);
+        CHECK_LIST_RESULT(list, sheaf_list_use_preset(list, "github"), SHEAF_E_STATE);
+        CHECK_LIST_RESULT(list, sheaf_list_add_query(list, "a", "b"), SHEAF_E_STATE);
+        CHECK_LIST_RESULT(list, sheaf_list_next(list, 0, &snapshot), SHEAF_E_STATE);
+        CHECK_LIST_RESULT(list, sheaf_list_wait(list), SHEAF_OK);
+        CHECK_LIST_RESULT(list, sheaf_list_cancel(list), SHEAF_OK);              /* after the end: a no-op */
+        CHECK_LIST_RESULT(list, sheaf_list_wait(list), SHEAF_OK);                /* the outcome again */
+    }
+    sheaf_list_free(list);
+    sheaf_client_free(client);
+}
+
 static void description_calls_refuse_what_cannot_run(void) {
     sheaf_client *client = client_for(&g_server, NULL);
     sheaf_list *list = NULL;
@@ -1417,6 +1487,7 @@ typedef struct test_case {
 static const test_case tests[] = {
     TEST(versions_agree_and_every_result_has_a_text, 1),
     TEST(null_handles_and_bad_arguments_are_rejected, 1),
+    TEST(a_careless_caller_gets_a_result_code_never_a_crash, 1),
     TEST(description_calls_refuse_what_cannot_run, 1),
     TEST(the_whole_list_arrives_in_order, 1),
     TEST(snapshots_grow_in_order_one_at_a_time, 1),
