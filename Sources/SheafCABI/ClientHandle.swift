@@ -1,7 +1,6 @@
 import CSheafHeader
 import Sheaf
 import SheafCurl
-import Synchronization
 
 /// The `sheaf_client` behind the opaque pointer: settings, and the one core client made of them
 /// (made again only after a setting changes), which lists started from now on use.
@@ -16,7 +15,7 @@ final class ClientHandle: Sendable {
     }
 
     let baseURL: String
-    private let settings = Mutex(Settings())
+    private let settings = Locked(Settings())
 
     init(baseURL: String) throws(SheafError) {
         self.baseURL = baseURL

@@ -1,6 +1,5 @@
 import CSheafHeader
 import Sheaf
-import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -12,7 +12,7 @@ final class ExchangeHandle: Sendable {
     let body: [UInt8]
     let timeoutMilliseconds: Int
     let maxBodyBytes: Int
-    private let responseHeaders = Mutex<[HTTPHeader]>([])
+    private let responseHeaders = Locked<[HTTPHeader]>([])
     private let cancelled = Atomic<Bool>(false)
     private let completion: @Sendable (Result<HTTPResponse, TransportError>) -> Void
     /// The transport's user data stays alive until the exchange is answered.

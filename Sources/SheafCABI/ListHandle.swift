@@ -1,6 +1,5 @@
 import CSheafHeader
 import Sheaf
-import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -23,11 +22,11 @@ final class ListHandle: Sendable {
     }
 
     let client: ClientHandle
-    private let state: Mutex<State>
+    private let state: Locked<State>
 
     init(client: ClientHandle, path: String) {
         self.client = client
-        state = Mutex(State(description: ListDescription(path: path)))
+        state = Locked(State(description: ListDescription(path: path)))
     }
 
     /// Changes what the list will run with; refused once it has started.

@@ -27,7 +27,7 @@ final class CurlEventLoop: @unchecked Sendable {
         case detach
     }
 
-    private let lock = CurlLock()
+    private let lock = Lock()
     private let multi: UnsafeMutableRawPointer?
     private let acceptEncoding: Bool
 

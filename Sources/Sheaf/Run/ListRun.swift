@@ -1,5 +1,4 @@
 import Dispatch
-import Synchronization
 
 /// How a list ended.
 public enum ListOutcome: Sendable, Equatable {
@@ -52,13 +51,13 @@ public final class ListRun: Sendable {
 
     private let client: SheafClient
     private let description: ListDescription
-    private let state: Mutex<State>
+    private let state: Locked<State>
     private let delivery = DispatchQueue(label: "sheaf.list.snapshots")
     private let done = DispatchGroup()
     /// The caller's callback, dropped at the end. Boxed in a class: a closure stored in a
-    /// `Mutex` and read back through `withLock` was re-wrapped in one more reabstraction thunk
+    /// `Synchronization.Mutex` and read back through `withLock` was re-wrapped in one more reabstraction thunk
     /// on every read, so a long stream grew quadratically slow and finally overflowed the stack.
-    private let onSnapshot: Mutex<SnapshotCallbackBox?>
+    private let onSnapshot: Locked<SnapshotCallbackBox?>
     private let requests = RequestCounters()
     /// Whether a delivered snapshot stays pending until `snapshotTaken` (a pulled run).
     private let acknowledgesSnapshots: Bool
@@ -85,8 +84,8 @@ public final class ListRun: Sendable {
         self.description = description
         var state = State(planner: planner, assembler: assembler)
         state.resolution = resolution
-        self.state = Mutex(state)
-        self.onSnapshot = Mutex(onSnapshot.map(SnapshotCallbackBox.init))
+        self.state = Locked(state)
+        self.onSnapshot = Locked(onSnapshot.map(SnapshotCallbackBox.init))
         delivery.setSpecific(key: Self.deliveryKey, value: ObjectIdentifier(self))
     }
 

@@ -1,4 +1,3 @@
-import Synchronization
 import Dispatch
 
 /// Fetches one page: attempts, transient-failure retries with backoff, redirects, and the
@@ -27,14 +26,14 @@ final class PageFetch: Sendable {
     static let deadlineGraceMilliseconds = 1000
 
     private let client: SheafClient
-    private let state: Mutex<State>
+    private let state: Locked<State>
     private let completion: Completion
     private let requests: RequestCounters
 
     init(client: SheafClient, url: String, requests: RequestCounters, completion: @escaping Completion) {
         self.client = client
         self.requests = requests
-        self.state = Mutex(State(url: url))
+        self.state = Locked(State(url: url))
         self.completion = completion
     }
 

@@ -1,5 +1,4 @@
 import Dispatch
-import Synchronization
 
 /// A run's snapshots taken one at a time by the caller (a pull iterator) instead of a callback.
 ///
@@ -29,7 +28,7 @@ package final class SnapshotQueue<Element: Sendable>: Sendable {
         var onClose: (@Sendable () -> Void)?
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
     /// Counts what `next` may take: snapshots, and once finished, the end (kept signalled).
     private let ready = DispatchSemaphore(value: 0)
 

@@ -3,7 +3,6 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
-import Synchronization
 
 /// Threads of the library's own for code that may block (foreign transports).
 ///
@@ -21,7 +20,7 @@ public final class BlockingWorkers: Sendable {
         var threads = 0
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
     private let signal = ConditionSignal()
     private let idleSeconds: Int
 

@@ -4,17 +4,20 @@ import Glibc
 import Musl
 #endif
 
-/// A pthread mutex paired with one condition variable.
+/// A pthread mutex paired with one condition variable: the one lock every part of Sheaf uses.
 ///
-/// `Synchronization.Mutex` has no condition variable, and the event loop's shutdown handshake
-/// needs one, so this small class wraps the pthread primitives instead.
-final class CurlLock: @unchecked Sendable {
+/// Why not `Synchronization.Mutex`: on Linux it is a futex that ThreadSanitizer does not model,
+/// so a TSan build reports every access made under it as a race and hides the real ones. pthread
+/// mutexes are what TSan intercepts, and uncontended they cost the same (measured with
+/// `bench/run.py`, see the README's Performance section). The condition variable serves the
+/// curl event loop's shutdown handshake.
+package final class Lock: @unchecked Sendable {
     // Safe to share: the mutex and condition live at fixed heap addresses for the whole lifetime
     // of the object and are only ever used through the pthread functions, which are thread-safe.
     private let mutex: UnsafeMutablePointer<pthread_mutex_t>
     private let condition: UnsafeMutablePointer<pthread_cond_t>
 
-    init() {
+    package init() {
         mutex = .allocate(capacity: 1)
         mutex.initialize(to: pthread_mutex_t())
         condition = .allocate(capacity: 1)
@@ -36,19 +39,38 @@ final class CurlLock: @unchecked Sendable {
 
     /// Runs `body` with the mutex held.
     @inline(__always)
-    func withLock<Result>(_ body: () throws -> Result) rethrows -> Result {
+    package func withLock<Result, Failure: Error>(_ body: () throws(Failure) -> Result) throws(Failure) -> Result {
         pthread_mutex_lock(mutex)
         defer { pthread_mutex_unlock(mutex) }
         return try body()
     }
 
     /// Blocks until the condition is signalled; call only with the mutex held (inside `withLock`).
-    func wait() {
+    package func wait() {
         pthread_cond_wait(condition, mutex)
     }
 
     /// Wakes every thread blocked in `wait`.
-    func broadcast() {
+    package func broadcast() {
         pthread_cond_broadcast(condition)
+    }
+}
+
+/// A value only reachable with its lock held: `Synchronization.Mutex`'s shape on a `Lock`.
+package final class Locked<State>: @unchecked Sendable {
+    // Safe to share: `state` is read and written only inside `lock.withLock`.
+    private let lock = Lock()
+    private var state: State
+
+    package init(_ state: State) {
+        self.state = state
+    }
+
+    /// Runs `body` with the lock held and the state lent to it for changing.
+    @inline(__always)
+    package func withLock<Result, Failure: Error>(
+        _ body: (inout State) throws(Failure) -> Result
+    ) throws(Failure) -> Result {
+        try lock.withLock { () throws(Failure) -> Result in try body(&state) }
     }
 }
