@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ctypes
 import gc
+import os
 import threading
 import tracemalloc
 
@@ -12,6 +13,12 @@ from conftest import expected_items
 
 ANCHOR = dict(items="/items", next="/next_page", total="/total", paging="page:page",
               size_param="per_page", page_size=10, id="/id")
+
+
+# Under a sanitizer (Tests/sanitizers/run.sh sets SHEAF_SANITIZER) freed memory is held in
+# quarantine and shadow memory grows with use, so RSS says nothing about leaks there: LeakSanitizer
+# and the C stress test check those builds instead; the object and thread counts still apply.
+RSS_MEANINGFUL = not os.environ.get("SHEAF_SANITIZER")
 
 
 def rss_bytes() -> int:
@@ -56,7 +63,7 @@ def test_two_hundred_lists_leave_no_python_or_native_growth(api):
         rss_after = rss_bytes()
     growth = sum(stat.size_diff for stat in after.compare_to(before, "filename"))
     assert growth < 256 * 1024, f"Python memory grew by {growth} bytes over 200 lists"
-    assert rss_after - rss_before < 16 * 1024 * 1024, f"RSS grew by {rss_after - rss_before} bytes"
+    assert not RSS_MEANINGFUL or rss_after - rss_before < 16 * 1024 * 1024, f"RSS grew by {rss_after - rss_before} bytes"
     assert callback_objects() == callbacks_before
     # The binding's own threads (one waiter per list) are all gone; the in-process test server's
     # connection threads come and go with curl's connection cache, so they are not counted.
@@ -103,4 +110,4 @@ def test_clients_made_and_dropped_in_a_loop_are_freed(api):
         client = sheaf.Client(api.base_url, "t")
         del client   # freed by __del__
     gc.collect()
-    assert rss_bytes() - rss_before < 8 * 1024 * 1024
+    assert not RSS_MEANINGFUL or rss_bytes() - rss_before < 8 * 1024 * 1024
