@@ -4,22 +4,28 @@
 # the corpus. A crash leaves its input in the build folder and fails the run.
 #
 # usage: Tests/fuzz/run.sh TARGET SECONDS [BUILD_DIR]     e.g. Tests/fuzz/run.sh detection 30
-# targets: detection (Detection.swift), parsers (Parsers.swift)
+# targets: detection (Detection.swift), parsers (Parsers.swift), differential (Differential.swift:
+# the JSON scanner against jansson, which it links)
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 target=$1
 seconds=$2
 build=${3:-build/fuzz}
+extra=()
 case "$target" in
     detection) entry=Tests/fuzz/Detection.swift ;;
     parsers) entry=Tests/fuzz/Parsers.swift ;;
+    differential) entry=Tests/fuzz/Differential.swift
+        # shellcheck disable=SC2207
+        extra=(-import-objc-header Tests/fuzz/Reference.h $(pkg-config --cflags-only-I jansson | sed 's/-I/-Xcc -I/g') -ljansson) ;;
     *) echo "run.sh: unknown target '$target'" >&2; exit 2 ;;
 esac
 mkdir -p "$build/$target-new"
 binary="$build/fuzz-$target"
 # shellcheck disable=SC2046
 swiftc -sanitize=fuzzer,address -parse-as-library -O -module-name SheafFuzz -package-name sheaf \
-    $(find Sources/Sheaf -name '*.swift' | sort) "$entry" -o "$binary" 2> "$build/$target-build.log" \
+    $(find Sources/Sheaf -name '*.swift' | sort) "$entry" "${extra[@]}" -o "$binary" 2> "$build/$target-build.log" \
     || { cat "$build/$target-build.log" >&2; exit 1; }
-"$binary" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -artifact_prefix="$build/$target-" \
+# libFuzzer prints the stack of a crash itself; Swift's backtracer would only delay it.
+SWIFT_BACKTRACE=enable=no "$binary" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -artifact_prefix="$build/$target-" \
     "$build/$target-new" "Tests/fuzz/corpus/$target" 2>&1 | tail -n 5
