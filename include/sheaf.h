@@ -58,9 +58,9 @@ extern "C" {
 /* ---- Versions --------------------------------------------------------------------------- */
 
 #define SHEAF_VERSION_MAJOR 0
-#define SHEAF_VERSION_MINOR 3
+#define SHEAF_VERSION_MINOR 4
 #define SHEAF_VERSION_PATCH 0
-#define SHEAF_VERSION_STRING "0.3.0"
+#define SHEAF_VERSION_STRING "0.4.0"
 /** MAJOR * 10000 + MINOR * 100 + PATCH, as sheaf_version_number() returns it. */
 #define SHEAF_VERSION_NUMBER (SHEAF_VERSION_MAJOR * 10000 + SHEAF_VERSION_MINOR * 100 + SHEAF_VERSION_PATCH)
 
@@ -155,6 +155,8 @@ SHEAF_API void sheaf_error_free(sheaf_error *error);
 typedef struct sheaf_client sheaf_client;
 /** One paginated list of one client: its description, then one run of it. */
 typedef struct sheaf_list sheaf_list;
+/** One single HTTP request of a client (any method, a body), then its response. */
+typedef struct sheaf_request sheaf_request;
 /** One HTTP exchange handed to a custom transport: a request to answer. Owned by the library. */
 typedef struct sheaf_exchange sheaf_exchange;
 
@@ -242,16 +244,64 @@ SHEAF_API void sheaf_client_free(sheaf_client *client);
 
 /** How a client authenticates. Append-only. */
 typedef enum sheaf_auth {
-    SHEAF_AUTH_NONE = 0,    /**< No credentials (the default). `value` is ignored. */
-    SHEAF_AUTH_BEARER = 1   /**< "Authorization: Bearer <value>". */
+    SHEAF_AUTH_NONE = 0,            /**< No credentials (the default). */
+    SHEAF_AUTH_BEARER = 1,          /**< "Authorization: Bearer <value>". */
+    SHEAF_AUTH_BASIC = 2,           /**< "Authorization: Basic base64(name:value)" (RFC 7617): `name` is the user (no ':'), `value` the password. */
+    SHEAF_AUTH_API_KEY_HEADER = 3,  /**< The header `name` set to `value`. */
+    SHEAF_AUTH_API_KEY_QUERY = 4    /**< The query parameter `name` set to `value`. */
 } sheaf_auth;
 
 /**
- * Sets the client's credentials (copied) for lists started from now on. Credentials go only to
- * the base URL's origin (scheme, host, port) and never appear in messages. A value with control
- * characters is refused with SHEAF_E_INVALID_ARGUMENT. Thread-safe.
+ * Sets the client's bearer token (SHEAF_AUTH_BEARER, `value` the token) or removes its
+ * credentials (SHEAF_AUTH_NONE, `value` ignored); the other kinds need a name and are set with
+ * sheaf_client_set_credential. Otherwise as sheaf_client_set_credential.
  */
 SHEAF_API sheaf_result sheaf_client_set_auth(sheaf_client *client, sheaf_auth kind, const char *value);
+
+/**
+ * Sets the client's credentials (copied; replacing any earlier ones) for lists and requests
+ * started from now on. `name` is the Basic user or the API key's header or parameter name (NULL
+ * for NONE and BEARER). Credentials go only to the base URL's origin (scheme, host, port) and
+ * never appear in messages (nor does a Basic password, or its base64 form). A name or value that
+ * cannot be sent (a header name that is not a token, control characters, a ':' in a Basic user,
+ * an empty token or key) is refused with SHEAF_E_INVALID_ARGUMENT. Thread-safe.
+ */
+SHEAF_API sheaf_result sheaf_client_set_credential(sheaf_client *client, sheaf_auth kind,
+                                                   const char *name, const char *value);
+
+/**
+ * Adds a header (copied) sent with every list page and request from now on; a list's or a
+ * request's header of the same name (case-insensitive) replaces it, as does a later call with
+ * the same name. Headers named Authorization, Proxy-Authorization or Cookie are not sent to
+ * another origin. A name that is not an HTTP token, or a value with CR, LF or another control
+ * character, is refused with SHEAF_E_INVALID_ARGUMENT.
+ */
+SHEAF_API sheaf_result sheaf_client_add_header(sheaf_client *client, const char *name, const char *value);
+
+/**
+ * Names a query parameter whose values are secret (copied): messages, error URLs and body
+ * excerpts show "<redacted>" in its place. Built in: api_key, apikey, api-key, key,
+ * access_token, refresh_token, id_token, token, auth, client_secret, secret, password, passwd,
+ * signature, sig, X-Amz-Signature, X-Amz-Security-Token, X-Amz-Credential, X-Goog-Signature,
+ * X-Goog-Credential (compared case-insensitively), and the API key's own parameter.
+ */
+SHEAF_API sheaf_result sheaf_client_add_secret_param(sheaf_client *client, const char *name);
+
+/** TLS settings of a client, each a path. Append-only. */
+typedef enum sheaf_tls_file {
+    SHEAF_TLS_CA_FILE = 1,      /**< A PEM bundle of the certificate authorities to trust instead of the system's (default: $SSL_CERT_FILE when set). */
+    SHEAF_TLS_CA_DIRECTORY = 2, /**< A directory of hashed PEM certificates to trust (default: $SSL_CERT_DIR when set). */
+    SHEAF_TLS_CERT = 3,         /**< The client certificate (PEM) for mutual TLS. */
+    SHEAF_TLS_KEY = 4           /**< The client certificate's private key (PEM). */
+} sheaf_tls_file;
+
+/**
+ * Sets a TLS file (the path is copied; NULL restores the default) for lists and requests
+ * started from now on. The file is read by the transport when it connects: a missing or invalid
+ * file fails those requests with SHEAF_E_TRANSPORT. SHEAF_OPT_TLS_INSECURE turns verification
+ * off instead. Custom transports receive no TLS settings: they apply their own.
+ */
+SHEAF_API sheaf_result sheaf_client_set_tls_file(sheaf_client *client, sheaf_tls_file which, const char *path);
 
 /** Integer options of a client. Append-only. Set before starting lists; running lists keep theirs. */
 typedef enum sheaf_option {
@@ -263,7 +313,9 @@ typedef enum sheaf_option {
     SHEAF_OPT_RETRY_MAX_MS = 6,       /**< Backoff and Retry-After cap in ms, >= 0; default 30000. */
     SHEAF_OPT_TIMEOUT_MS = 7,         /**< Whole-request timeout in ms, 0 = none; default 30000. */
     SHEAF_OPT_CONNECT_TIMEOUT_MS = 8, /**< Connect timeout in ms, 0 = transport default; default 10000. */
-    SHEAF_OPT_MAX_REDIRECTS = 9       /**< Redirects followed per request, 0..50; default 10. */
+    SHEAF_OPT_MAX_REDIRECTS = 9,      /**< Redirects followed per request, 0..50; default 10. */
+    SHEAF_OPT_CROSS_ORIGIN = 10,      /**< A next link, redirect or absolute path at another origin: 0 = refused with SHEAF_E_CROSS_ORIGIN (default), 1 = followed without credentials (never https to http). */
+    SHEAF_OPT_TLS_INSECURE = 11       /**< 1 = do not verify the server's certificate or host name (for tests against self-signed servers; never in production); default 0. */
 } sheaf_option;
 
 /**
@@ -285,9 +337,13 @@ SHEAF_API sheaf_result sheaf_client_set_transport(sheaf_client *client, sheaf_tr
 /* ---- Describing a list ------------------------------------------------------------------ */
 
 /**
- * Creates a list of `client` at `path` (resolved against the base URL by RFC 3986; may carry a
- * query; copied). Undescribed, the list is detected from its first page. The list keeps the
- * client alive. *out_list is freed with sheaf_list_free; NULL on failure.
+ * Creates a list of `client` at `path` (copied; may carry a query). An absolute http(s) URL is
+ * used as it is; any other path is joined to the base URL's path, with or without a leading "/"
+ * ("https://h/api" + "items" and + "/items" both give "https://h/api/items": a base URL is a
+ * prefix), "." and ".." segments resolved; the base URL's own query comes first. Next links a
+ * server sends are resolved against the page's URL (RFC 3986). Undescribed, the list is
+ * detected from its first page. The list keeps the client alive. *out_list is freed with
+ * sheaf_list_free; NULL on failure.
  */
 SHEAF_API sheaf_result sheaf_list_new(sheaf_list **out_list, sheaf_client *client, const char *path);
 
@@ -307,6 +363,12 @@ SHEAF_API sheaf_error *sheaf_list_error(const sheaf_list *list);
 
 /** Adds a query parameter to every page request (name and value are copied, then encoded). */
 SHEAF_API sheaf_result sheaf_list_add_query(sheaf_list *list, const char *name, const char *value);
+
+/**
+ * Adds a header (copied) to every page request, replacing the client's of the same name;
+ * checked as sheaf_client_add_header checks it.
+ */
+SHEAF_API sheaf_result sheaf_list_add_header(sheaf_list *list, const char *name, const char *value);
 
 /** How the pages of a list are reached. Append-only. */
 typedef enum sheaf_paging {
@@ -510,6 +572,127 @@ SHEAF_API sheaf_result sheaf_list_prefix(sheaf_list *list, char **out_json, size
  * otherwise it is set to "[]". *out_length may be NULL. From inside a callback: SHEAF_E_REENTRANT.
  */
 SHEAF_API sheaf_result sheaf_list_fetch_all(sheaf_list *list, char **out_json, size_t *out_length);
+
+/* ---- Single requests -------------------------------------------------------------------- */
+
+/**
+ * Creates a request of `client`: `method` (an HTTP token such as "GET", "POST", "PATCH"; copied)
+ * at `path` (copied; joined to the base URL as sheaf_list_new describes; may carry a query; NULL
+ * or "" is the base URL itself). The request goes through the client's headers, credentials,
+ * transport, timeouts and redirect rules. Transient failures (timeouts, connection failures,
+ * 429, 502, 503, 504) are retried for idempotent methods (GET, HEAD, PUT, DELETE, OPTIONS,
+ * TRACE), and for others only with sheaf_request_set_retry or an "Idempotency-Key" header.
+ * Redirects: 303 (and 301/302 after a POST) continue as a GET without the body; 307 and 308
+ * repeat the request. *out_request is freed with sheaf_request_free; NULL on failure.
+ */
+SHEAF_API sheaf_result sheaf_request_new(sheaf_request **out_request, sheaf_client *client,
+                                         const char *method, const char *path);
+
+/**
+ * Frees a request, cancelling it first if it is in flight: its completion callback does not run
+ * after this returns (unless called from inside it). Borrowed response pointers become invalid.
+ * NULL is a no-op.
+ */
+SHEAF_API void sheaf_request_free(sheaf_request *request);
+
+/**
+ * Appends one path segment (copied): every byte but letters, digits and "-._~" is
+ * percent-encoded, "/" and spaces included, so an id from elsewhere names exactly one resource
+ * ("a/b c" becomes "a%2Fb%20c").
+ */
+SHEAF_API sheaf_result sheaf_request_add_segment(sheaf_request *request, const char *segment);
+
+/** Appends a query parameter (copied; percent-encoded when sent). */
+SHEAF_API sheaf_result sheaf_request_add_query(sheaf_request *request, const char *name, const char *value);
+
+/**
+ * Adds a request header (copied), replacing the client's of the same name. A name that is not
+ * an HTTP token, or a value with CR, LF or another control character, is refused with
+ * SHEAF_E_INVALID_ARGUMENT.
+ */
+SHEAF_API sheaf_result sheaf_request_add_header(sheaf_request *request, const char *name, const char *value);
+
+/**
+ * Sets the body: `length` bytes at `data` (copied; may be NULL when length is 0) sent with
+ * "Content-Type: <content_type>" (e.g. "application/json"). Replaces any form fields. A GET or
+ * HEAD request refuses a body at send time with SHEAF_E_INVALID_ARGUMENT.
+ */
+SHEAF_API sheaf_result sheaf_request_set_body(sheaf_request *request, const char *content_type,
+                                              const void *data, size_t length);
+
+/**
+ * Appends a field (copied) to an application/x-www-form-urlencoded body; replaces a body set
+ * with sheaf_request_set_body.
+ */
+SHEAF_API sheaf_result sheaf_request_add_form(sheaf_request *request, const char *name, const char *value);
+
+/** retry != 0: retry transient failures even for a method that is not idempotent (POST, PATCH). */
+SHEAF_API sheaf_result sheaf_request_set_retry(sheaf_request *request, int retry);
+
+/**
+ * Called once when a started request has its outcome (`result` as sheaf_request_wait returns
+ * it), on a library thread. The response accessors may be used inside it; blocking Sheaf calls
+ * return SHEAF_E_REENTRANT.
+ */
+typedef void (*sheaf_request_done_fn)(sheaf_request *request, sheaf_result result, void *user_data);
+
+/**
+ * Sends the request without blocking. `on_done` (may be NULL) is called once with the outcome;
+ * `destroy` (may be NULL) is called with `user_data` after that, or when the request is freed
+ * without the callback having run. A request is sent once: starting it again is SHEAF_E_STATE.
+ */
+SHEAF_API sheaf_result sheaf_request_start(sheaf_request *request, sheaf_request_done_fn on_done,
+                                           void *user_data, sheaf_destroy_fn destroy);
+
+/**
+ * Blocks until the started request has its outcome and its callback has returned. Returns
+ * SHEAF_OK for a 2xx response; SHEAF_E_HTTP for any other final status (the response is still
+ * readable, and sheaf_request_error carries the server's error fields); SHEAF_E_TRANSPORT,
+ * SHEAF_E_BODY_TOO_LARGE, SHEAF_E_CROSS_ORIGIN, SHEAF_E_CANCELLED, ... when there is no
+ * response. From inside a Sheaf callback: SHEAF_E_REENTRANT.
+ */
+SHEAF_API sheaf_result sheaf_request_wait(sheaf_request *request);
+
+/** sheaf_request_start and sheaf_request_wait in one call. */
+SHEAF_API sheaf_result sheaf_request_send(sheaf_request *request);
+
+/** Abandons a started request: its outcome becomes SHEAF_E_CANCELLED unless already decided. */
+SHEAF_API sheaf_result sheaf_request_cancel(sheaf_request *request);
+
+/** The final HTTP status, or 0 while there is none (not finished, or no response). */
+SHEAF_API int sheaf_request_status(const sheaf_request *request);
+
+/**
+ * The URL that answered, after redirects (secret query values redacted); NULL while there is no
+ * response. Borrowed: valid until the request is freed.
+ */
+SHEAF_API const char *sheaf_request_url(const sheaf_request *request);
+
+/** How many response headers there are (0 while there is no response). */
+SHEAF_API size_t sheaf_request_header_count(const sheaf_request *request);
+
+/**
+ * Response header `index` (0-based), in the order received. Borrowed: valid until the request
+ * is freed. SHEAF_E_INVALID_ARGUMENT when `index` is out of range (outputs then untouched).
+ */
+SHEAF_API sheaf_result sheaf_request_header(const sheaf_request *request, size_t index,
+                                            const char **out_name, const char **out_value);
+
+/**
+ * The first response header named `name` (case-insensitive), or NULL. Borrowed: valid until the
+ * request is freed.
+ */
+SHEAF_API const char *sheaf_request_header_value(const sheaf_request *request, const char *name);
+
+/**
+ * The response body and its length (*out_length may be NULL). The bytes are followed by a NUL
+ * that is not counted, so a text body can be used as a C string. NULL (and 0) while there is no
+ * response. Borrowed: valid until the request is freed.
+ */
+SHEAF_API const char *sheaf_request_body(const sheaf_request *request, size_t *out_length);
+
+/** The error of the outcome, or of the last failed call on the request, as a new copy (sheaf_error_free); NULL when there is none. */
+SHEAF_API sheaf_error *sheaf_request_error(const sheaf_request *request);
 
 #ifdef __cplusplus
 }

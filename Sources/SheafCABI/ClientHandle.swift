@@ -5,11 +5,13 @@ import SheafCurl
 /// The `sheaf_client` behind the opaque pointer: settings, and the one core client made of them
 /// (made again only after a setting changes), which lists started from now on use.
 final class ClientHandle: Sendable {
-    private struct Settings {
+    struct Settings {
         var configuration = ClientConfiguration()
         var transport: CFunctionTransport?
         var curl: CurlTransport?
-        var bearerToken: String?
+        var credential: Credential?
+        var headers: [HTTPHeader] = []
+        var secretParameters: [String] = []
         /// The core client of the current settings; nil after a change.
         var client: SheafClient?
     }
@@ -20,30 +22,34 @@ final class ClientHandle: Sendable {
     init(baseURL: String) throws(SheafError) {
         self.baseURL = baseURL
         // Validates the base URL now rather than at the first list.
-        try SheafClient.validate(baseURL: baseURL, bearerToken: nil)
+        try SheafClient.validate(baseURL: baseURL)
     }
 
-    /// A client with the current settings, for one list; `transport`, when given, in place of
-    /// the client's own.
-    func makeClient(transport listTransport: CFunctionTransport? = nil) throws(SheafError) -> SheafClient {
+    /// A client with the current settings, for one list or request; `transport`, when given, in
+    /// place of the client's own, and `headers` replacing the client's of the same name.
+    func makeClient(transport listTransport: CFunctionTransport? = nil, headers extra: [HTTPHeader] = []) throws(SheafError) -> SheafClient {
         try settings.withLock { (settings) throws(SheafError) -> SheafClient in
-            if let listTransport {
-                return try SheafClient(baseURL: baseURL, bearerToken: settings.bearerToken, transport: listTransport,
-                                       configuration: settings.configuration)
+            func make(_ transport: any Transport) throws(SheafError) -> SheafClient {
+                let names = Set(extra.map { $0.name.lowercased() })
+                return try SheafClient(baseURL: baseURL, credential: settings.credential,
+                                headers: settings.headers.filter { !names.contains($0.name.lowercased()) } + extra,
+                                secretParameters: settings.secretParameters, transport: transport,
+                                configuration: settings.configuration)
             }
+            if let listTransport { return try make(listTransport) }
+            if !extra.isEmpty { return try make(defaultTransport(&settings)) }
             if let client = settings.client { return client }
-            let transport: any Transport
-            if let custom = settings.transport {
-                transport = custom
-            } else {
-                if settings.curl == nil { settings.curl = CurlTransport() }
-                transport = settings.curl!
-            }
-            let client = try SheafClient(baseURL: baseURL, bearerToken: settings.bearerToken, transport: transport,
-                                         configuration: settings.configuration)
+            let client = try make(defaultTransport(&settings))
             settings.client = client
             return client
         }
+    }
+
+    /// The client's transport: the custom one, or libcurl (made once).
+    private func defaultTransport(_ settings: inout Settings) -> any Transport {
+        if let custom = settings.transport { return custom }
+        if settings.curl == nil { settings.curl = CurlTransport() }
+        return settings.curl!
     }
 
     func setOption(_ option: sheaf_option, _ value: Int64) throws(SheafError) {
@@ -60,6 +66,12 @@ final class ClientHandle: Sendable {
             case SHEAF_OPT_TIMEOUT_MS: configuration.timeoutMilliseconds = value
             case SHEAF_OPT_CONNECT_TIMEOUT_MS: configuration.connectTimeoutMilliseconds = value
             case SHEAF_OPT_MAX_REDIRECTS: configuration.maxRedirects = value
+            case SHEAF_OPT_CROSS_ORIGIN:
+                guard value == 0 || value == 1 else { throw SheafError(.invalidArgument, "the cross-origin policy must be 0 or 1, not \(value)") }
+                configuration.crossOrigin = value == 1 ? .followWithoutCredentials : .refuse
+            case SHEAF_OPT_TLS_INSECURE:
+                guard value == 0 || value == 1 else { throw SheafError(.invalidArgument, "SHEAF_OPT_TLS_INSECURE must be 0 or 1, not \(value)") }
+                configuration.tls.insecure = value == 1
             default: throw SheafError(.invalidArgument, "unknown option \(option.rawValue)")
             }
             settings.configuration = try configuration.validated()
@@ -74,12 +86,17 @@ final class ClientHandle: Sendable {
         }
     }
 
-    func setBearerToken(_ token: String?) throws(SheafError) {
-        try SheafClient.validate(baseURL: baseURL, bearerToken: token)
-        settings.withLock {
-            $0.bearerToken = token
-            $0.client = nil
+    /// Changes a setting; the core client is made again for the lists and requests after it.
+    func change(_ body: (inout Settings) throws(SheafError) -> Void) throws(SheafError) {
+        try settings.withLock { (settings) throws(SheafError) in
+            try body(&settings)
+            settings.client = nil
         }
+    }
+
+    func setCredential(_ credential: Credential?) throws(SheafError) {
+        try SheafClient.validate(baseURL: baseURL, credential: credential)
+        try change { $0.credential = credential }
     }
 
     static func from(_ pointer: OpaquePointer?) -> ClientHandle? {
@@ -129,16 +146,75 @@ private func withClient(_ client: OpaquePointer?, _ body: (ClientHandle) throws(
 @c @implementation
 public func sheaf_client_set_auth(_ client: OpaquePointer?, _ kind: sheaf_auth, _ value: UnsafePointer<CChar>?) -> sheaf_result {
     withClient(client) { (handle) throws(SheafError) in
-        switch kind {
-        case SHEAF_AUTH_NONE:
-            try handle.setBearerToken(nil)
-        case SHEAF_AUTH_BEARER:
-            guard let token = try CString.text(value, "the bearer token"), !token.isEmpty else {
-                throw SheafError(.invalidArgument, "a bearer token must be a non-empty string")
+        guard kind == SHEAF_AUTH_NONE || kind == SHEAF_AUTH_BEARER else {
+            throw SheafError(.invalidArgument, "auth kind \(kind.rawValue) needs a name: use sheaf_client_set_credential")
+        }
+        try handle.setCredential(try credential(kind, name: nil, value: value))
+    }
+}
+
+@c @implementation
+public func sheaf_client_set_credential(_ client: OpaquePointer?, _ kind: sheaf_auth, _ name: UnsafePointer<CChar>?,
+                                        _ value: UnsafePointer<CChar>?) -> sheaf_result {
+    withClient(client) { (handle) throws(SheafError) in
+        try handle.setCredential(try credential(kind, name: name, value: value))
+    }
+}
+
+/// The credential of a C call (nil for SHEAF_AUTH_NONE).
+private func credential(_ kind: sheaf_auth, name: UnsafePointer<CChar>?, value: UnsafePointer<CChar>?) throws(SheafError) -> Credential? {
+    func text(_ pointer: UnsafePointer<CChar>?, _ what: String) throws(SheafError) -> String {
+        guard let text = try CString.text(pointer, what) else { throw SheafError(.invalidArgument, "\(what) must not be NULL") }
+        return text
+    }
+    switch kind {
+    case SHEAF_AUTH_NONE: return nil
+    case SHEAF_AUTH_BEARER: return .bearer(try text(value, "the bearer token"))
+    case SHEAF_AUTH_BASIC: return .basic(user: try text(name, "the Basic user name"), password: try text(value, "the password"))
+    case SHEAF_AUTH_API_KEY_HEADER: return .apiKeyHeader(name: try text(name, "the API key header name"), value: try text(value, "the API key"))
+    case SHEAF_AUTH_API_KEY_QUERY: return .apiKeyQuery(name: try text(name, "the API key parameter name"), value: try text(value, "the API key"))
+    default: throw SheafError(.invalidArgument, "unknown auth kind \(kind.rawValue)")
+    }
+}
+
+@c @implementation
+public func sheaf_client_add_header(_ client: OpaquePointer?, _ name: UnsafePointer<CChar>?,
+                                    _ value: UnsafePointer<CChar>?) -> sheaf_result {
+    withClient(client) { (handle) throws(SheafError) in
+        guard let name = try CString.text(name, "the header name"), let value = try CString.text(value, "the header value") else {
+            throw SheafError(.invalidArgument, "the header name and value must not be NULL")
+        }
+        let header = try HeaderRules.check(HTTPHeader(name: name, value: value))
+        try handle.change { settings in
+            settings.headers.removeAll { $0.name.lowercased() == name.lowercased() }
+            settings.headers.append(header)
+        }
+    }
+}
+
+@c @implementation
+public func sheaf_client_add_secret_param(_ client: OpaquePointer?, _ name: UnsafePointer<CChar>?) -> sheaf_result {
+    withClient(client) { (handle) throws(SheafError) in
+        guard let name = try CString.text(name, "the parameter name"), !name.isEmpty else {
+            throw SheafError(.invalidArgument, "the parameter name must be a non-empty string")
+        }
+        try handle.change { $0.secretParameters.append(name) }
+    }
+}
+
+@c @implementation
+public func sheaf_client_set_tls_file(_ client: OpaquePointer?, _ which: sheaf_tls_file, _ path: UnsafePointer<CChar>?) -> sheaf_result {
+    withClient(client) { (handle) throws(SheafError) in
+        let path = try CString.text(path, "the path")
+        if path?.isEmpty == true { throw SheafError(.invalidArgument, "the path must not be empty (NULL restores the default)") }
+        try handle.change { (settings) throws(SheafError) in
+            switch which {
+            case SHEAF_TLS_CA_FILE: settings.configuration.tls.caFile = path
+            case SHEAF_TLS_CA_DIRECTORY: settings.configuration.tls.caDirectory = path
+            case SHEAF_TLS_CERT: settings.configuration.tls.certificate = path
+            case SHEAF_TLS_KEY: settings.configuration.tls.privateKey = path
+            default: throw SheafError(.invalidArgument, "unknown TLS file \(which.rawValue)")
             }
-            try handle.setBearerToken(token)
-        default:
-            throw SheafError(.invalidArgument, "unknown auth kind \(kind.rawValue)")
         }
     }
 }

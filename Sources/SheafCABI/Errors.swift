@@ -33,10 +33,15 @@ enum LastError {
     }
 }
 
-/// Records a failure for this thread (and on `list`, when given) and returns its code.
-func failure(_ error: SheafError, on list: ListHandle? = nil) -> sheaf_result {
+/// A handle that keeps the error of its outcome or last failed call.
+protocol ErrorRecording {
+    func recordError(_ error: SheafError?)
+}
+
+/// Records a failure for this thread (and on `handle`, when given) and returns its code.
+func failure(_ error: SheafError, on handle: (any ErrorRecording)? = nil) -> sheaf_result {
     LastError.set(error)
-    list?.recordError(error)
+    handle?.recordError(error)
     return error.code.cResult
 }
 

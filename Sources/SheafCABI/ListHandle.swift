@@ -5,12 +5,14 @@ import Glibc
 #endif
 
 /// The `sheaf_list` behind the opaque pointer: a description being built, then one run of it.
-final class ListHandle: Sendable {
+final class ListHandle: Sendable, ErrorRecording {
     private struct State {
         var description: ListDescription
         var keepsItems = true
         /// The list's own transport, in place of the client's.
         var transport: CFunctionTransport?
+        /// Headers of every page request, replacing the client's of the same name.
+        var headers: [HTTPHeader] = []
         var run: ListRun?
         /// Set when the list was started for pulling (sheaf_list_start_pull).
         var pull: SnapshotQueue<PulledSnapshot>?
@@ -49,13 +51,21 @@ final class ListHandle: Sendable {
         try configure { $0.transport = transport }
     }
 
+    func addHeader(_ header: HTTPHeader) throws(SheafError) {
+        let header = try HeaderRules.check(header)
+        try configure { state in
+            state.headers.removeAll { $0.name.lowercased() == header.name.lowercased() }
+            state.headers.append(header)
+        }
+    }
+
     /// Starts the run with `onSnapshot` (nil: no callback), or, `pulling`, with its snapshots
     /// queued for sheaf_list_next (the run holds back while a window of them wait).
     func start(keepingItems force: Bool = false, onSnapshot: (@Sendable (Snapshot) -> Bool)?,
                pulling: Bool = false) throws(SheafError) -> ListRun {
         let (run, pull) = try state.withLock { (state) throws(SheafError) -> (ListRun, SnapshotQueue<PulledSnapshot>?) in
             guard state.run == nil else { throw SheafError(.state, "a list runs once; create a new list to run it again") }
-            let client = try client.makeClient(transport: state.transport)
+            let client = try client.makeClient(transport: state.transport, headers: state.headers)
             let keepsItems = state.keepsItems || force
             let pull = pulling ? SnapshotQueue<PulledSnapshot>() : nil
             // The C copy of a pulled snapshot is made on the run's delivery thread, not on the
@@ -208,6 +218,14 @@ public func sheaf_list_add_query(_ list: OpaquePointer?, _ name: UnsafePointer<C
         let name = try required(name, "the query parameter name")
         guard let value = try CString.text(value, "the query value") else { throw SheafError(.invalidArgument, "the query value must not be NULL") }
         try handle.describe { $0.query.append((name, value)) }
+    }
+}
+
+@c @implementation
+public func sheaf_list_add_header(_ list: OpaquePointer?, _ name: UnsafePointer<CChar>?,
+                                  _ value: UnsafePointer<CChar>?) -> sheaf_result {
+    withList(list) { (handle) throws(SheafError) in
+        try handle.addHeader(HTTPHeader(name: try required(name, "the header name"), value: try CString.text(value, "the header value") ?? ""))
     }
 }
 

@@ -1,5 +1,8 @@
 import CCurl
 import Sheaf
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// One request's record in the event loop, from the queue through libcurl to its completion.
 final class CurlTransfer: @unchecked Sendable {
@@ -92,6 +95,13 @@ final class CurlTransfer: @unchecked Sendable {
         if acceptEncoding {
             set("".withCString { scurl_easy_setopt_ptr(handle, CURLOPT_ACCEPT_ENCODING, $0) })
         }
+        for (option, path) in Self.tlsFiles(request.tls) {
+            set(path.withCString { scurl_easy_setopt_ptr(handle, option, $0) })  // copied
+        }
+        if request.tls.insecure {
+            set(scurl_easy_setopt_long(handle, CURLOPT_SSL_VERIFYPEER, 0))
+            set(scurl_easy_setopt_long(handle, CURLOPT_SSL_VERIFYHOST, 0))
+        }
         set(scurl_easy_setopt_write(handle) { data, size, count, user in
             Unmanaged<CurlTransfer>.fromOpaque(user!).takeUnretainedValue()
                 .receiveBody(data, length: size * count)
@@ -132,6 +142,18 @@ final class CurlTransfer: @unchecked Sendable {
     }
 
     /// Rejects what would corrupt the request line or smuggle header lines; never quotes values.
+    /// The TLS files to hand to libcurl: the client's, else the OpenSSL convention's
+    /// $SSL_CERT_FILE and $SSL_CERT_DIR (which libcurl's built-in CA path would otherwise ignore).
+    private static func tlsFiles(_ tls: TLSSettings) -> [(CURLoption, String)] {
+        func environment(_ name: String) -> String? {
+            getenv(name).map { String(cString: $0) }.flatMap { $0.isEmpty ? nil : $0 }
+        }
+        let caFile = tls.caFile ?? (tls.caDirectory == nil ? environment("SSL_CERT_FILE") : nil)
+        let caDirectory = tls.caDirectory ?? (tls.caFile == nil ? environment("SSL_CERT_DIR") : nil)
+        return [(CURLOPT_CAINFO, caFile), (CURLOPT_CAPATH, caDirectory), (CURLOPT_SSLCERT, tls.certificate),
+                (CURLOPT_SSLKEY, tls.privateKey)].compactMap { option, path in path.map { (option, $0) } }
+    }
+
     private func validate() -> TransportError? {
         func clean(_ text: String) -> Bool {
             !text.utf8.contains { $0 == 0x0D || $0 == 0x0A || $0 == 0 }

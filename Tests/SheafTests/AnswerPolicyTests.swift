@@ -67,9 +67,9 @@ final class AnswerPolicyTests: XCTestCase {
 
     func testRedirectsAreFollowedUpToTheCapAndNeedALocation() {
         XCTAssertEqual(decide(policy(), answer(302, [("Location", "/v2/things?page=2")])),
-                       .redirect(to: "https://api.example.com/v2/things?page=2"))
+                       .redirect(to: "https://api.example.com/v2/things?page=2", method: "GET"))
         XCTAssertEqual(decide(policy(), answer(308, [("Location", "https://other.example/x")]), redirects: 1),
-                       .redirect(to: "https://other.example/x"), "the origin is checked when the request is built")
+                       .redirect(to: "https://other.example/x", method: "GET"), "the origin is checked when the request is built")
         let tooMany = decide(policy(maxRedirects: 2), answer(301, [("Location", "/x")]), redirects: 2).error
         XCTAssertEqual(tooMany?.code, .http)
         XCTAssertTrue(tooMany?.message.contains("more than 2 redirects") == true)

@@ -177,7 +177,7 @@ final class RegressionTests: XCTestCase {
         XCTAssertTrue(result?.error?.message.contains("no answer within 50 ms") == true, result?.error?.message ?? "")
         XCTAssertEqual(transport.requests.count, 2, "the timeout is retried like any other")
         XCTAssertEqual(transport.outstanding, 0, "the abandoned attempts were cancelled")
-        XCTAssertLessThan(Date().timeIntervalSince(start), 2 * 2 * (0.05 + Double(PageFetch.deadlineGraceMilliseconds) / 1000))
+        XCTAssertLessThan(Date().timeIntervalSince(start), 2 * 2 * (0.05 + Double(Fetch.deadlineGraceMilliseconds) / 1000))
     }
 
     func testAnAnswerGivenInsideSendLeavesNoCycleKeepingTheRunAlive() throws {

@@ -125,11 +125,11 @@ final class URLTextTests: XCTestCase {
     }
 
     func testABaseURLWithAPasswordIsRefusedWithoutRepeatingIt() {
-        XCTAssertThrowsError(try SheafClient.validate(baseURL: "https://user:hunter2@api.example.com/", bearerToken: nil)) { error in
+        XCTAssertThrowsError(try SheafClient.validate(baseURL: "https://user:hunter2@api.example.com/")) { error in
             XCTAssertEqual((error as? SheafError)?.code, .invalidArgument)
             XCTAssertFalse((error as? SheafError)?.message.contains("hunter2") ?? true)
         }
-        XCTAssertThrowsError(try SheafClient.validate(baseURL: "http://api.example.com:18446744073709551696/", bearerToken: nil))
+        XCTAssertThrowsError(try SheafClient.validate(baseURL: "http://api.example.com:18446744073709551696/"))
     }
 
     func testBracketedParameterNamesAreMatchedWhetherEscapedOrNot() {

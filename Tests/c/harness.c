@@ -1477,6 +1477,365 @@ static void blocking_calls_inside_callbacks_are_refused(void) {
 
 /* ---- the runner ----------------------------------------------------------------------------- */
 
+/* ---- single requests ----------------------------------------------------------------------- */
+
+/* Sends `request`, expecting `expected`; returns the echoed JSON body (NULL when none). */
+static json_t *send_and_decode(sheaf_request *request, int expected) {
+    int result = sheaf_request_send(request);
+    if (!CHECK_RESULT(result, expected)) {
+        sheaf_error *error = sheaf_request_error(request);
+        if (error) fprintf(stderr, "    request error: %s\n", error->message);
+        sheaf_error_free(error);
+    }
+    size_t length = 0;
+    const char *body = sheaf_request_body(request, &length);
+    if (body == NULL) return NULL;
+    CHECK(body[length] == '\0');
+    return json_loadb(body, length, JSON_ALLOW_NUL, NULL);
+}
+
+/* The first value of the echoed request header `name` (lower case), or NULL. */
+static const char *echoed_header(const json_t *echo, const char *name) {
+    return json_string_value(json_array_get(json_object_get(json_object_get(echo, "headers"), name), 0));
+}
+
+static void requests_send_every_method_path_query_and_body_kind(void) {
+    sheaf_client *client = client_for(&g_server, NULL);
+    CHECK_CLIENT_RESULT(client, sheaf_client_add_header(client, "X-Client", "default"), SHEAF_OK);
+    CHECK_CLIENT_RESULT(client, sheaf_client_add_header(client, "X-Replaced", "client"), SHEAF_OK);
+    const char *methods[] = { "GET", "PUT", "DELETE", "OPTIONS", "POST", "PATCH" };
+    for (size_t i = 0; i < sizeof methods / sizeof methods[0]; i++) {
+        sheaf_request *request = NULL;
+        CHECK_RESULT(sheaf_request_new(&request, client, methods[i], "/req/echo"), SHEAF_OK);
+        CHECK_RESULT(sheaf_request_add_segment(request, "a/b c"), SHEAF_OK);
+        CHECK_RESULT(sheaf_request_add_query(request, "q", "x&y=z"), SHEAF_OK);
+        CHECK_RESULT(sheaf_request_add_header(request, "X-Replaced", "request"), SHEAF_OK);
+        json_t *echo = send_and_decode(request, SHEAF_OK);
+        CHECK_INT(sheaf_request_status(request), 200);
+        CHECK_STR(json_string_value(json_object_get(echo, "method")), methods[i]);
+        CHECK_STR(json_string_value(json_object_get(echo, "path")), "/req/echo/a%2Fb%20c");
+        json_t *pair = json_array_get(json_object_get(echo, "query"), 0);
+        CHECK_STR(json_string_value(json_array_get(pair, 1)), "x&y=z");
+        CHECK_STR(echoed_header(echo, "x-client"), "default");
+        CHECK_STR(echoed_header(echo, "x-replaced"), "request");
+        CHECK(json_array_size(json_object_get(json_object_get(echo, "headers"), "x-replaced")) == 1);
+        CHECK_STR(sheaf_request_header_value(request, "x-echo-method"), methods[i]);
+        json_decref(echo);
+        sheaf_request_free(request);
+    }
+
+    /* HEAD: a status and headers, no body. */
+    sheaf_request *head = NULL;
+    CHECK_RESULT(sheaf_request_new(&head, client, "HEAD", "req/echo"), SHEAF_OK);
+    CHECK_RESULT(sheaf_request_send(head), SHEAF_OK);
+    size_t length = 99;
+    CHECK(sheaf_request_body(head, &length) != NULL && length == 0);
+    CHECK_STR(sheaf_request_header_value(head, "X-Echo-Method"), "HEAD");
+    sheaf_request_free(head);
+
+    /* A JSON body, a form body and raw bytes with a NUL in them. */
+    sheaf_request *post = NULL;
+    CHECK_RESULT(sheaf_request_new(&post, client, "POST", "/req/echo"), SHEAF_OK);
+    const char *json = "{\"name\":\"sheaf\",\"n\":3}";
+    CHECK_RESULT(sheaf_request_set_body(post, "application/json", json, strlen(json)), SHEAF_OK);
+    json_t *echo = send_and_decode(post, SHEAF_OK);
+    CHECK_STR(json_string_value(json_object_get(json_object_get(echo, "json"), "name")), "sheaf");
+    CHECK_STR(json_string_value(json_object_get(echo, "content_type")), "application/json");
+    json_decref(echo);
+    sheaf_request_free(post);
+
+    sheaf_request *form = NULL;
+    CHECK_RESULT(sheaf_request_new(&form, client, "PUT", "/req/echo"), SHEAF_OK);
+    CHECK_RESULT(sheaf_request_add_form(form, "name", "a b&c=d"), SHEAF_OK);
+    CHECK_RESULT(sheaf_request_add_form(form, "caf\xc3\xa9", "\xe2\x82\xac"), SHEAF_OK);
+    echo = send_and_decode(form, SHEAF_OK);
+    json_t *fields = json_object_get(echo, "form");
+    CHECK_STR(json_string_value(json_array_get(json_object_get(fields, "name"), 0)), "a b&c=d");
+    CHECK_STR(json_string_value(json_array_get(json_object_get(fields, "caf\xc3\xa9"), 0)), "\xe2\x82\xac");
+    json_decref(echo);
+    sheaf_request_free(form);
+
+    sheaf_request *raw = NULL;
+    CHECK_RESULT(sheaf_request_new(&raw, client, "PATCH", "/req/echo"), SHEAF_OK);
+    CHECK_RESULT(sheaf_request_set_body(raw, "application/octet-stream", "a\0b", 3), SHEAF_OK);
+    echo = send_and_decode(raw, SHEAF_OK);
+    CHECK_INT(json_integer_value(json_object_get(echo, "body_length")), 3);
+    json_decref(echo);
+    sheaf_request_free(raw);
+    sheaf_client_free(client);
+}
+
+static void a_base_url_is_a_prefix_of_every_path(void) {
+    char base[128];
+    snprintf(base, sizeof base, "%s/req", g_server.base_url);
+    sheaf_client *client = NULL;
+    CHECK_RESULT(sheaf_client_new(&client, base), SHEAF_OK);
+    const char *paths[] = { "echo/x", "/echo/x", "./echo/x" };
+    for (size_t i = 0; i < sizeof paths / sizeof paths[0]; i++) {
+        sheaf_request *request = NULL;
+        CHECK_RESULT(sheaf_request_new(&request, client, "GET", paths[i]), SHEAF_OK);
+        json_t *echo = send_and_decode(request, SHEAF_OK);
+        CHECK_STR(json_string_value(json_object_get(echo, "path")), "/req/echo/x");
+        json_decref(echo);
+        sheaf_request_free(request);
+    }
+    sheaf_client_free(client);
+}
+
+static void request_errors_carry_the_servers_own_fields(void) {
+    static const struct { const char *shape; int status; const char *wanted; } cases[] = {
+        { "plain", 400, "invalid_cursor" },
+        { "reason", 401, "token expired" },
+        { "drf", 403, "You do not have permission" },
+        { "fastapi", 422, "body.name: Field required" },
+        { "stripe", 400, "Missing required param: amount." },
+        { "stripe", 400, "parameter_missing" },
+        { "google", 404, "Requested entity was not found." },
+        { "github", 401, "Bad credentials" },
+        { "jsonapi", 422, "First name must contain at least two characters." },
+        { "problem", 403, "Your current balance is 30, but that costs 50." },
+        { "problem", 403, "You do not have enough credit." },
+        { "odata", 400, "Invalid $top value." },
+    };
+    sheaf_client *client = client_for(&g_server, NULL);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char path[64];
+        snprintf(path, sizeof path, "/req/error/%s", cases[i].shape);
+        sheaf_request *request = NULL;
+        CHECK_RESULT(sheaf_request_new(&request, client, "GET", path), SHEAF_OK);
+        CHECK_RESULT(sheaf_request_send(request), SHEAF_E_HTTP);
+        CHECK_INT(sheaf_request_status(request), cases[i].status);
+        size_t length = 0;
+        CHECK(sheaf_request_body(request, &length) != NULL && length > 0);   /* the response stays readable */
+        sheaf_error *error = sheaf_request_error(request);
+        if (CHECK(error != NULL)) {
+            CHECK_INT(error->http_status, cases[i].status);
+            if (!CHECK(strstr(error->server_message, cases[i].wanted) != NULL))
+                fprintf(stderr, "    %s: server_message \"%s\"\n", cases[i].shape, error->server_message);
+            CHECK(strstr(error->message, cases[i].wanted) != NULL);
+        }
+        sheaf_error_free(error);
+        sheaf_request_free(request);
+    }
+    sheaf_client_free(client);
+}
+
+/* Sends `method` to /req/flaky (one 503 first) under a fresh key; returns the result. */
+static int send_flaky(sheaf_client *client, const char *method, const char *key, int opt_in, const char *idempotency_key) {
+    char path[96];
+    snprintf(path, sizeof path, "/req/flaky?fails=1&key=%s", key);
+    sheaf_request *request = NULL;
+    CHECK_RESULT(sheaf_request_new(&request, client, method, path), SHEAF_OK);
+    if (opt_in) CHECK_RESULT(sheaf_request_set_retry(request, 1), SHEAF_OK);
+    if (idempotency_key) CHECK_RESULT(sheaf_request_add_header(request, "Idempotency-Key", idempotency_key), SHEAF_OK);
+    int result = sheaf_request_send(request);
+    sheaf_request_free(request);
+    return result;
+}
+
+static void requests_retry_only_what_is_safe_to_repeat(void) {
+    sheaf_client *client = client_for(&g_server, NULL);
+    CHECK_RESULT(sheaf_client_set_option(client, SHEAF_OPT_RETRY_BASE_MS, 1), SHEAF_OK);
+    char key[64];
+    snprintf(key, sizeof key, "get-%lld", now_ms());
+    CHECK_RESULT(send_flaky(client, "GET", key, 0, NULL), SHEAF_OK);
+    snprintf(key, sizeof key, "put-%lld", now_ms());
+    CHECK_RESULT(send_flaky(client, "PUT", key, 0, NULL), SHEAF_OK);
+    snprintf(key, sizeof key, "post-%lld", now_ms());
+    CHECK_RESULT(send_flaky(client, "POST", key, 0, NULL), SHEAF_E_HTTP);   /* may have taken effect: not repeated */
+    snprintf(key, sizeof key, "patch-%lld", now_ms());
+    CHECK_RESULT(send_flaky(client, "PATCH", key, 0, NULL), SHEAF_E_HTTP);
+    snprintf(key, sizeof key, "post-opt-%lld", now_ms());
+    CHECK_RESULT(send_flaky(client, "POST", key, 1, NULL), SHEAF_OK);
+    snprintf(key, sizeof key, "post-key-%lld", now_ms());
+    CHECK_RESULT(send_flaky(client, "POST", key, 0, "7c1b"), SHEAF_OK);
+    sheaf_client_free(client);
+}
+
+static void redirects_turn_a_post_into_a_get_only_where_http_says_so(void) {
+    static const struct { int code; const char *method; int keeps_body; } cases[] = {
+        { 303, "GET", 0 }, { 302, "GET", 0 }, { 301, "GET", 0 }, { 307, "POST", 1 }, { 308, "POST", 1 },
+    };
+    sheaf_client *client = client_for(&g_server, NULL);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char path[96];
+        snprintf(path, sizeof path, "/req/redirect?code=%d&to=/req/echo/after", cases[i].code);
+        sheaf_request *request = NULL;
+        CHECK_RESULT(sheaf_request_new(&request, client, "POST", path), SHEAF_OK);
+        CHECK_RESULT(sheaf_request_set_body(request, "text/plain", "hello", 5), SHEAF_OK);
+        json_t *echo = send_and_decode(request, SHEAF_OK);
+        CHECK_STR(json_string_value(json_object_get(echo, "method")), cases[i].method);
+        CHECK_INT(json_integer_value(json_object_get(echo, "body_length")), cases[i].keeps_body ? 5 : 0);
+        CHECK(strstr(sheaf_request_url(request), "/req/echo/after") != NULL);
+        json_decref(echo);
+        sheaf_request_free(request);
+    }
+    sheaf_client_free(client);
+}
+
+static void requests_refuse_what_cannot_be_sent(void) {
+    sheaf_client *client = client_for(&g_server, NULL);
+    sheaf_request *request = NULL;
+    CHECK_RESULT(sheaf_request_new(&request, client, "GE T", "/req/echo"), SHEAF_E_INVALID_ARGUMENT);
+    CHECK(request == NULL);
+    CHECK_RESULT(sheaf_request_new(&request, client, "", "/req/echo"), SHEAF_E_INVALID_ARGUMENT);
+    CHECK_RESULT(sheaf_request_new(&request, NULL, "GET", "/req/echo"), SHEAF_E_INVALID_ARGUMENT);
+    CHECK_RESULT(sheaf_request_new(NULL, client, "GET", "/req/echo"), SHEAF_E_INVALID_ARGUMENT);
+    CHECK_RESULT(sheaf_client_add_header(client, "X-Bad\nName", "v"), SHEAF_E_INVALID_ARGUMENT);
+    CHECK_RESULT(sheaf_client_add_header(client, "X-Injected", "v\r\nX-Evil: 1"), SHEAF_E_INVALID_ARGUMENT);
+
+    CHECK_RESULT(sheaf_request_new(&request, client, "GET", "/req/echo"), SHEAF_OK);
+    CHECK_RESULT(sheaf_request_add_header(request, "Bad Name", "v"), SHEAF_E_INVALID_ARGUMENT);
+    CHECK_RESULT(sheaf_request_add_header(request, "X-Injected", "a\nb"), SHEAF_E_INVALID_ARGUMENT);
+    CHECK_RESULT(sheaf_request_set_body(request, "text/plain\r\nX-Evil: 1", "x", 1), SHEAF_E_INVALID_ARGUMENT);
+    CHECK_RESULT(sheaf_request_set_body(request, "text/plain", NULL, 4), SHEAF_E_INVALID_ARGUMENT);
+    CHECK_RESULT(sheaf_request_set_body(request, "text/plain", "body", 4), SHEAF_OK);
+    CHECK_RESULT(sheaf_request_send(request), SHEAF_E_INVALID_ARGUMENT);   /* a body on GET */
+    sheaf_error *error = sheaf_request_error(request);
+    CHECK(error != NULL && strstr(error->message, "GET") != NULL);
+    sheaf_error_free(error);
+    CHECK_INT(sheaf_request_status(request), 0);
+    CHECK(sheaf_request_body(request, NULL) == NULL);
+    sheaf_request_free(request);
+
+    CHECK_RESULT(sheaf_request_new(&request, client, "GET", "/req/echo"), SHEAF_OK);
+    CHECK_RESULT(sheaf_request_wait(request), SHEAF_E_STATE);              /* not started */
+    CHECK_RESULT(sheaf_request_send(request), SHEAF_OK);
+    CHECK_RESULT(sheaf_request_send(request), SHEAF_E_STATE);              /* sent once */
+    CHECK_RESULT(sheaf_request_add_query(request, "a", "b"), SHEAF_E_STATE);
+    const char *name = NULL, *value = NULL;
+    CHECK_RESULT(sheaf_request_header(request, 9999, &name, &value), SHEAF_E_INVALID_ARGUMENT);
+    CHECK_RESULT(sheaf_request_header(request, 0, &name, &value), SHEAF_OK);
+    CHECK(name != NULL && value != NULL);
+    sheaf_request_free(request);
+    sheaf_request_free(NULL);
+    CHECK_INT(sheaf_request_status(NULL), 0);
+    CHECK(sheaf_request_body(NULL, NULL) == NULL);
+    sheaf_client_free(client);
+}
+
+static void every_credential_kind_goes_only_to_its_origin(void) {
+    char foreign[160];
+    snprintf(foreign, sizeof foreign, "%s/req/echo", g_other.base_url);
+    static const struct { sheaf_auth kind; const char *name, *value, *header, *expected; } cases[] = {
+        { SHEAF_AUTH_BEARER, NULL, "t0ken-1", "authorization", "Bearer t0ken-1" },
+        { SHEAF_AUTH_BASIC, "Aladdin", "open sesame", "authorization", "Basic QWxhZGRpbjpvcGVuIHNlc2FtZQ==" },
+        { SHEAF_AUTH_API_KEY_HEADER, "X-Api-Key", "k3y-header", "x-api-key", "k3y-header" },
+        { SHEAF_AUTH_API_KEY_QUERY, "api_key", "k3y-query", NULL, NULL },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        sheaf_client *client = client_for(&g_server, NULL);
+        CHECK_RESULT(sheaf_client_set_credential(client, cases[i].kind, cases[i].name, cases[i].value), SHEAF_OK);
+        sheaf_request *request = NULL;
+        CHECK_RESULT(sheaf_request_new(&request, client, "GET", "/req/echo"), SHEAF_OK);
+        json_t *echo = send_and_decode(request, SHEAF_OK);
+        if (cases[i].header) {
+            CHECK_STR(echoed_header(echo, cases[i].header), cases[i].expected);
+        } else {
+            json_t *pair = json_array_get(json_object_get(echo, "query"), 0);
+            CHECK_STR(json_string_value(json_array_get(pair, 0)), "api_key");
+            CHECK_STR(json_string_value(json_array_get(pair, 1)), "k3y-query");
+            CHECK(strstr(sheaf_request_url(request), "k3y-query") == NULL);   /* redacted */
+        }
+        json_decref(echo);
+        sheaf_request_free(request);
+
+        /* Another origin: refused by default, sent without any credential when allowed. */
+        CHECK_RESULT(sheaf_request_new(&request, client, "GET", foreign), SHEAF_OK);
+        CHECK_RESULT(sheaf_request_send(request), SHEAF_E_CROSS_ORIGIN);
+        sheaf_request_free(request);
+        CHECK_RESULT(sheaf_client_set_option(client, SHEAF_OPT_CROSS_ORIGIN, 1), SHEAF_OK);
+        CHECK_RESULT(sheaf_request_new(&request, client, "GET", foreign), SHEAF_OK);
+        CHECK_RESULT(sheaf_request_add_header(request, "Cookie", "session=1"), SHEAF_OK);
+        echo = send_and_decode(request, SHEAF_OK);
+        char *text = json_dumps(echo, 0);
+        CHECK(text != NULL && strstr(text, cases[i].value) == NULL);
+        CHECK(text != NULL && strstr(text, "session=1") == NULL);
+        CHECK(echoed_header(echo, "authorization") == NULL);
+        free(text);
+        json_decref(echo);
+        sheaf_request_free(request);
+
+        /* A failure's message never shows the credential, whatever the server echoes. */
+        char path[96];
+        snprintf(path, sizeof path, "/req/echo?status=400&token=s3cret-param");
+        CHECK_RESULT(sheaf_request_new(&request, client, "POST", path), SHEAF_OK);
+        CHECK_RESULT(sheaf_request_send(request), SHEAF_E_HTTP);
+        sheaf_error *error = sheaf_request_error(request);
+        if (CHECK(error != NULL)) {
+            CHECK(strstr(error->message, cases[i].value) == NULL && strstr(error->body, cases[i].value) == NULL);
+            CHECK(strstr(error->url, "s3cret-param") == NULL && strstr(error->message, "s3cret-param") == NULL);
+            CHECK(strstr(error->body, "s3cret-param") == NULL);
+        }
+        sheaf_error_free(error);
+        sheaf_request_free(request);
+        sheaf_client_free(client);
+    }
+    sheaf_client *client = client_for(&g_server, NULL);
+    CHECK_RESULT(sheaf_client_set_credential(client, SHEAF_AUTH_BASIC, "user:colon", "pw"), SHEAF_E_INVALID_ARGUMENT);
+    CHECK_RESULT(sheaf_client_set_credential(client, SHEAF_AUTH_API_KEY_HEADER, "Bad Header", "v"), SHEAF_E_INVALID_ARGUMENT);
+    CHECK_RESULT(sheaf_client_set_credential(client, SHEAF_AUTH_API_KEY_QUERY, "k", ""), SHEAF_E_INVALID_ARGUMENT);
+    CHECK_RESULT(sheaf_client_set_auth(client, SHEAF_AUTH_BASIC, "a:b"), SHEAF_E_INVALID_ARGUMENT);
+    CHECK_RESULT(sheaf_client_set_credential(client, (sheaf_auth)99, "a", "b"), SHEAF_E_INVALID_ARGUMENT);
+    sheaf_client_free(client);
+}
+
+typedef struct done_record {
+    atomic_int calls;
+    atomic_int destroyed;
+    atomic_int result;
+    atomic_int status;
+    atomic_int reentrant;
+} done_record;
+
+static void on_request_done(sheaf_request *request, sheaf_result result, void *user_data) {
+    done_record *record = user_data;
+    atomic_store(&record->result, result);
+    atomic_store(&record->status, sheaf_request_status(request));
+    atomic_store(&record->reentrant, sheaf_request_wait(request) == SHEAF_E_REENTRANT);
+    atomic_fetch_add(&record->calls, 1);
+}
+
+static void on_request_destroy(void *user_data) {
+    atomic_fetch_add(&((done_record *)user_data)->destroyed, 1);
+}
+
+static void a_started_request_calls_back_once_and_frees_its_user_data(void) {
+    sheaf_client *client = client_for(&g_server, NULL);
+    done_record record = { 0 };
+    sheaf_request *request = NULL;
+    CHECK_RESULT(sheaf_request_new(&request, client, "DELETE", "/req/echo?status=204"), SHEAF_OK);
+    CHECK_RESULT(sheaf_request_start(request, on_request_done, &record, on_request_destroy), SHEAF_OK);
+    CHECK_RESULT(sheaf_request_wait(request), SHEAF_OK);
+    CHECK_INT(atomic_load(&record.calls), 1);         /* wait returns after the callback */
+    CHECK_INT(atomic_load(&record.result), SHEAF_OK);
+    CHECK_INT(atomic_load(&record.status), 204);
+    CHECK_INT(atomic_load(&record.reentrant), 1);
+    CHECK_RESULT(sheaf_request_start(request, on_request_done, &record, on_request_destroy), SHEAF_E_STATE);
+    sheaf_request_free(request);
+    CHECK_INT(atomic_load(&record.destroyed), 2);     /* the refused start's user data too */
+
+    /* Freed while in flight: no callback after the free, the user data released once. */
+    done_record slow = { 0 };
+    CHECK_RESULT(sheaf_request_new(&request, client, "GET", "/anchor?latency_ms=3000"), SHEAF_OK);
+    CHECK_RESULT(sheaf_request_start(request, on_request_done, &slow, on_request_destroy), SHEAF_OK);
+    long long started = now_ms();
+    sheaf_request_free(request);
+    int calls_at_free = atomic_load(&slow.calls);
+    CHECK(now_ms() - started < 2000);
+    sleep_ms(50);
+    CHECK_INT(atomic_load(&slow.calls), calls_at_free);
+    CHECK_INT(atomic_load(&slow.destroyed), 1);
+
+    /* Cancelled: the outcome says so. */
+    CHECK_RESULT(sheaf_request_new(&request, client, "GET", "/anchor?latency_ms=3000"), SHEAF_OK);
+    CHECK_RESULT(sheaf_request_start(request, NULL, NULL, NULL), SHEAF_OK);
+    CHECK_RESULT(sheaf_request_cancel(request), SHEAF_OK);
+    CHECK_RESULT(sheaf_request_wait(request), SHEAF_E_CANCELLED);
+    sheaf_request_free(request);
+    sheaf_client_free(client);
+}
+
 typedef struct test_case {
     const char *name;
     void (*run)(void);
@@ -1485,6 +1844,14 @@ typedef struct test_case {
 
 #define TEST(function, quick) { #function, function, quick }
 static const test_case tests[] = {
+    TEST(requests_send_every_method_path_query_and_body_kind, 1),
+    TEST(a_base_url_is_a_prefix_of_every_path, 1),
+    TEST(request_errors_carry_the_servers_own_fields, 1),
+    TEST(requests_retry_only_what_is_safe_to_repeat, 1),
+    TEST(redirects_turn_a_post_into_a_get_only_where_http_says_so, 1),
+    TEST(requests_refuse_what_cannot_be_sent, 1),
+    TEST(every_credential_kind_goes_only_to_its_origin, 1),
+    TEST(a_started_request_calls_back_once_and_frees_its_user_data, 1),
     TEST(versions_agree_and_every_result_has_a_text, 1),
     TEST(null_handles_and_bad_arguments_are_rejected, 1),
     TEST(a_careless_caller_gets_a_result_code_never_a_crash, 1),

@@ -36,6 +36,8 @@ Endpoints:
                                   drf-limit, drf-cursor, jsonapi, odata, hal, stripe, slack,
                                   google, zendesk, fastapi-page, fastapi-limit-offset,
                                   content-range, jira, elastic (conventions.py documents each)
+  ANY /req/...                    single requests: echo, flaky, redirect, error shapes
+                                  (requests_api.py documents each)
   GET /redirect?to=URL[&code=302] redirect (no latency)
   GET /status?code=S[&retry_after=X]   {"error":"status","status":S}
   GET /_stats                     {"requests":..,"max_in_flight":..,"in_flight":..,"log":[..]}
@@ -298,15 +300,38 @@ class Handler(BaseHTTPRequestHandler):
         self.dispatch("GET")
 
     def do_POST(self) -> None:
-        self.discard_body()
         self.dispatch("POST")
 
+    def do_PUT(self) -> None:
+        self.dispatch("PUT")
+
+    def do_PATCH(self) -> None:
+        self.dispatch("PATCH")
+
+    def do_DELETE(self) -> None:
+        self.dispatch("DELETE")
+
+    def do_OPTIONS(self) -> None:
+        self.dispatch("OPTIONS")
+
     def do_HEAD(self) -> None:
-        self.send_json(405, {"error": "method not allowed"})
+        if urlsplit(self.path).path.startswith("/req/"):
+            self.dispatch("HEAD")
+        else:
+            self.send_json(405, {"error": "method not allowed"})
 
     def dispatch(self, method: str) -> None:
         split = urlsplit(self.path)
         path = split.path
+        if path.startswith("/req/"):
+            self.server.state.begin(self.path, self.headers.get("Authorization"))
+            self._in_flight = True
+            try:
+                requests_api.handle(self, method, path, split.query)
+            finally:
+                self._answered()
+            return
+        self.discard_body()
         if path.startswith("/_"):
             self.control(method, path)
             return
@@ -367,6 +392,7 @@ class Handler(BaseHTTPRequestHandler):
             self.send_json(200, self.server.state.snapshot())
         elif path == "/_reset":
             self.server.state.reset()
+            requests_api.reset()
             self.send_json(200, {"ok": True})
         else:
             self.send_json(404, {"error": "not found"})
@@ -499,6 +525,7 @@ ROUTES = {
 # The public APIs' conventions, at /conv/<name> (see conventions.py).
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import conventions  # noqa: E402
+import requests_api  # noqa: E402
 
 conventions.register(ROUTES)
 

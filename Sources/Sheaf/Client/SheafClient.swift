@@ -1,46 +1,62 @@
-/// A base URL with its credentials, transport and policies; runs lists.
+/// A base URL with its credentials, headers, transport and policies; runs lists and requests.
 public final class SheafClient: Sendable {
-    /// The absolute base URL list paths are resolved against.
+    /// The absolute base URL paths are joined to (see `url(forPath:query:)`).
     public let baseURL: String
-    /// Limits and policies applied to every list.
+    /// Limits and policies applied to every list and request.
     public let configuration: ClientConfiguration
     let transport: any Transport
     let origin: Origin
-    private let bearerToken: String?
+    private let credential: Credential?
+    /// Sent with every request (a request's header of the same name replaces one).
+    private let headers: [HTTPHeader]
 
     /// - Parameters:
-    ///   - baseURL: an absolute http or https URL.
-    ///   - bearerToken: sent as `Authorization: Bearer …`, only to the base URL's origin.
+    ///   - baseURL: an absolute http or https URL, without user:password.
+    ///   - credential: sent only to the base URL's origin.
+    ///   - headers: default headers of every request (checked: a name must be a token, a value
+    ///     has no CR, LF or other control character).
+    ///   - secretParameters: query parameters whose values messages hide, besides
+    ///     `Redactor.secretParameters`.
     ///   - transport: performs the HTTP exchanges.
-    /// - Throws: `.invalidArgument` for a base URL that is not absolute http(s), or a
-    ///   configuration out of range.
-    public init(baseURL: String, bearerToken: String? = nil, transport: any Transport,
+    /// - Throws: `.invalidArgument` for a base URL that is not absolute http(s), a credential or
+    ///   header that cannot be sent, or a configuration out of range.
+    public init(baseURL: String, credential: Credential? = nil, headers: [HTTPHeader] = [],
+                secretParameters: [String] = [], transport: any Transport,
                 configuration: ClientConfiguration = ClientConfiguration()) throws(SheafError) {
-        self.origin = try Self.checkedOrigin(baseURL: baseURL, bearerToken: bearerToken)
+        self.origin = try Self.checkedOrigin(baseURL: baseURL)
         self.baseURL = baseURL
-        self.bearerToken = bearerToken
-        self.redactor = Redactor([bearerToken].compactMap { $0 })
+        self.credential = try credential?.validated()
+        var checked: [HTTPHeader] = []
+        for header in headers { checked.append(try HeaderRules.check(header)) }
+        self.headers = checked
+        self.redactor = Redactor(credential?.secrets ?? [],
+                                 parameters: Redactor.secretParameters + secretParameters + [credential?.queryParameter].compactMap { $0 })
         self.transport = transport
         self.configuration = try configuration.validated()
     }
 
-    /// Checks a base URL and token as `init` does, without a transport.
-    /// - Throws: `.invalidArgument` for a base URL that is not absolute http(s), or a token with
-    ///   control characters.
-    public static func validate(baseURL: String, bearerToken: String?) throws(SheafError) {
-        _ = try checkedOrigin(baseURL: baseURL, bearerToken: bearerToken)
+    /// A client sending `Authorization: Bearer <bearerToken>` (when given) to its origin.
+    public convenience init(baseURL: String, bearerToken: String?, transport: any Transport,
+                            configuration: ClientConfiguration = ClientConfiguration()) throws(SheafError) {
+        try self.init(baseURL: baseURL, credential: bearerToken.map { .bearer($0) }, transport: transport,
+                      configuration: configuration)
     }
 
-    private static func checkedOrigin(baseURL: String, bearerToken: String?) throws(SheafError) -> Origin {
+    /// Checks a base URL and credential as `init` does, without a transport.
+    /// - Throws: `.invalidArgument` for a base URL that is not absolute http(s), or a credential
+    ///   that cannot be sent.
+    public static func validate(baseURL: String, credential: Credential? = nil) throws(SheafError) {
+        _ = try checkedOrigin(baseURL: baseURL)
+        _ = try credential?.validated()
+    }
+
+    private static func checkedOrigin(baseURL: String) throws(SheafError) -> Origin {
         guard let origin = Origin(baseURL), URLText.resolve(baseURL, against: baseURL) != nil else {
             throw SheafError(.invalidArgument, "the base URL must be an absolute http or https URL with a port of 0 to 65535")
         }
         if URLText.hasUserInfo(baseURL) {
             // The URL is not repeated: it holds a password.
             throw SheafError(.invalidArgument, "the base URL must not carry user:password; set credentials with sheaf_client_set_auth")
-        }
-        if let bearerToken, bearerToken.utf8.contains(where: { $0 < 0x20 || $0 == 0x7F }) {
-            throw SheafError(.invalidArgument, "the bearer token contains control characters")
         }
         return origin
     }
@@ -80,33 +96,84 @@ public final class SheafClient: Sendable {
     /// The credentials to keep out of every message.
     let redactor: Redactor
 
-    /// The request for `url`, with the token only when `url` shares the base URL's origin.
-    func request(for url: String) throws(SheafError) -> HTTPRequest {
+    /// The request for `url` made of `template`: the client's headers, the template's (which
+    /// replace any of the same name), and the credential when `url` shares the base URL's origin.
+    /// Elsewhere the cross-origin policy decides: refused (the default), or sent without the
+    /// credential and without any header that carries one; never from https down to http.
+    func request(for url: String, _ template: FetchTemplate = FetchTemplate()) throws(SheafError) -> HTTPRequest {
         guard let target = Origin(url) else {
             throw SheafError(.invalidArgument, "not an absolute http or https URL: \(url)", url: url)
         }
-        guard target == origin else {
-            // A later policy may follow such links without credentials; for now they are refused.
-            throw SheafError(.crossOrigin, "\(url) is outside the base URL's origin \(origin); refusing to follow it", url: url)
+        let sameOrigin = target == origin
+        if !sameOrigin {
+            guard configuration.crossOrigin == .followWithoutCredentials else {
+                throw SheafError(.crossOrigin, "\(url) is outside the base URL's origin \(origin); refusing to follow it",
+                                 url: url, hint: "SHEAF_OPT_CROSS_ORIGIN = 1 follows it without credentials")
+            }
+            guard !(origin.scheme == "https" && target.scheme == "http") else {
+                throw SheafError(.crossOrigin, "\(url) leaves https for http; refusing to follow it", url: url)
+            }
         }
         var headers = [HTTPHeader(name: "Accept", value: "application/json"),
                        HTTPHeader(name: "User-Agent", value: "sheaf/\(SheafVersion.string)")]
-        if let bearerToken { headers.append(HTTPHeader(name: "Authorization", value: "Bearer \(bearerToken)")) }
-        return HTTPRequest(url: url, headers: headers,
+        for header in self.headers + template.headers {
+            headers.removeAll { $0.name.lowercased() == header.name.lowercased() }
+            headers.append(header)
+        }
+        var url = url
+        if sameOrigin {
+            try credential?.apply(to: &headers, url: &url)
+        } else {
+            headers.removeAll { HeaderRules.credentialHeaders.contains($0.name.lowercased()) }
+        }
+        return HTTPRequest(method: template.method, url: url, headers: headers, body: template.body,
                            timeoutMilliseconds: configuration.timeoutMilliseconds,
                            connectTimeoutMilliseconds: configuration.connectTimeoutMilliseconds,
-                           maxBodyBytes: configuration.maxBodyBytes)
+                           maxBodyBytes: configuration.maxBodyBytes, tls: configuration.tls)
     }
 
-    /// The first page's URL: the path resolved against the base URL, plus the list's query and
-    /// its first-page parameters.
-    func firstURL(of description: ListDescription) throws(SheafError) -> String {
-        guard let resolved = URLText.resolve(description.path, against: baseURL) else {
-            throw SheafError(.invalidArgument, "the path \"\(description.path)\" does not resolve to an http(s) URL")
+    /// The URL of `path`: an absolute http(s) URL as it is; anything else joined to the base
+    /// URL's path, with or without a leading "/" (`https://h/api` + `items` and `/items` are
+    /// both `https://h/api/items`: to its users a base URL is a prefix), "." and ".." segments
+    /// resolved, then `query` appended (percent-encoded). The base URL's own query comes first.
+    public func url(forPath path: String, query: [(name: String, value: String)] = []) throws(SheafError) -> String {
+        var reference = path
+        var base = path
+        if !Self.isAbsolute(path) {
+            // Resolved against the base path as a directory, so "." and ".." work as in a file system.
+            let (basePath, baseQuery) = Self.splitQuery(baseURL)
+            let (ownPath, ownQuery) = Self.splitQuery(path)
+            let queries = [baseQuery, ownQuery].compactMap { $0 }.filter { !$0.isEmpty }
+            let query = queries.isEmpty ? "" : "?" + queries.joined(separator: "&")
+            let segments = ownPath.drop { $0 == "/" }
+            base = segments.isEmpty || basePath.hasSuffix("/") ? basePath : basePath + "/"
+            reference = segments.isEmpty ? base + query : segments + query
         }
-        guard var url = URLText.appendingQuery(resolved, description.query) else {
+        guard let resolved = URLText.resolve(reference, against: base) else {
+            throw SheafError(.invalidArgument, "the path \"\(path)\" does not make an http(s) URL with the base URL")
+        }
+        guard let url = URLText.appendingQuery(resolved, query) else {
             throw SheafError(.invalidArgument, "cannot add the query to \(resolved)")
         }
+        return url
+    }
+
+    private static func isAbsolute(_ path: String) -> Bool {
+        let lower = path.prefix(8).lowercased()
+        return lower.hasPrefix("http://") || lower.hasPrefix("https://")
+    }
+
+    /// `url` cut before its query (the fragment dropped), and the query.
+    private static func splitQuery(_ url: String) -> (String, String?) {
+        let withoutFragment = url.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false)[0]
+        guard let mark = withoutFragment.firstIndex(of: "?") else { return (String(withoutFragment), nil) }
+        return (String(withoutFragment[..<mark]), String(withoutFragment[withoutFragment.index(after: mark)...]))
+    }
+
+    /// The first page's URL: the path joined to the base URL, plus the list's query and its
+    /// first-page parameters.
+    func firstURL(of description: ListDescription) throws(SheafError) -> String {
+        var url = try self.url(forPath: description.path, query: description.query)
         // The paging parameters replace any of the same name in the path: never sent twice.
         var parameters: [(String, String)] = []
         if let parameter = description.paging.parameter, let first = description.paging.first {
@@ -126,7 +193,7 @@ public final class SheafClient: Sendable {
 /// The library's version.
 public enum SheafVersion {
     public static let major = 0
-    public static let minor = 3
+    public static let minor = 4
     public static let patch = 0
     public static let string = "\(major).\(minor).\(patch)"
     public static let number = major * 10_000 + minor * 100 + patch

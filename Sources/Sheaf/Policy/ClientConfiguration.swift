@@ -1,3 +1,12 @@
+/// What a client does with a URL outside its base URL's origin.
+public enum CrossOriginPolicy: Sendable, Equatable {
+    /// Fails with `.crossOrigin` (the default).
+    case refuse
+    /// Sends the request without the credential and without headers that carry one; never from
+    /// https down to http.
+    case followWithoutCredentials
+}
+
 /// Limits and policies of a client, applied to every list it runs.
 public struct ClientConfiguration: Sendable, Equatable {
     /// Pages in flight at once (1...64).
@@ -14,6 +23,10 @@ public struct ClientConfiguration: Sendable, Equatable {
     public var connectTimeoutMilliseconds = 10_000
     /// Redirects followed per request.
     public var maxRedirects = 10
+    /// What happens to a next link, redirect or absolute path at another origin.
+    public var crossOrigin = CrossOriginPolicy.refuse
+    /// Certificate authorities, client certificate, verification.
+    public var tls = TLSSettings()
 
     /// The largest body cap accepted: 1 TiB.
     public static let bodyCapLimit = 1 << 40

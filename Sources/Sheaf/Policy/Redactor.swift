@@ -2,20 +2,42 @@
 /// whole and in every spelling a server or URL may give them: as written, percent-encoded, or
 /// JSON-escaped (`\/`, `\u002B`). Compares bytes, never grapheme clusters (a secret followed by a
 /// combining mark is still found), and is applied before any truncation, so no prefix of a secret
-/// survives a cut.
+/// survives a cut. The values of secret query parameters (`?api_key=…`) go too, whatever they are.
 struct Redactor: Sendable {
     static let replacement = "<redacted>"
     private let secrets: [[UInt8]]
+    /// Lower-cased names of query parameters whose values are secret.
+    private let parameters: Set<[UInt8]>
 
-    init(_ secrets: [String]) {
+    /// Query parameters that carry secrets in the APIs Sheaf meets (OAuth, AWS and GCS signed
+    /// URLs, API keys); a client adds its own.
+    static let secretParameters = ["api_key", "apikey", "api-key", "key", "access_token", "refresh_token", "id_token",
+                                   "token", "auth", "client_secret", "secret", "password", "passwd", "signature", "sig",
+                                   "x-amz-signature", "x-amz-security-token", "x-amz-credential", "x-goog-signature",
+                                   "x-goog-credential"]
+
+    init(_ secrets: [String], parameters: [String] = Self.secretParameters) {
         // Longest first: a secret containing another is replaced whole.
         self.secrets = secrets.filter { !$0.isEmpty }.map { Array($0.utf8) }.sorted { $0.count > $1.count }
+        self.parameters = Set(parameters.map { Array($0.lowercased().utf8) })
     }
 
-    var isEmpty: Bool { secrets.isEmpty }
+    private init(secrets: [[UInt8]], parameters: Set<[UInt8]>) {
+        self.secrets = secrets.sorted { $0.count > $1.count }
+        self.parameters = parameters
+    }
+
+    /// This redactor, also hiding the values that `url` gives its secret parameters wherever
+    /// they appear (a server may echo them in a body, in any shape). Values shorter than 6 bytes
+    /// are left to the parameter rule: hiding every "42" would make messages useless.
+    func addingSecretValues(in url: String) -> Redactor {
+        let values = URLText.queryPairs(url)
+            .filter { parameters.contains(Array($0.0.lowercased().utf8)) && $0.1.utf8.count >= 6 }
+            .map { Array($0.1.utf8) }
+        return values.isEmpty ? self : Redactor(secrets: secrets + values, parameters: parameters)
+    }
 
     func redact(_ text: String) -> String {
-        guard !secrets.isEmpty else { return text }
         let bytes = Array(text.utf8)
         var out: [UInt8] = []
         out.reserveCapacity(bytes.count)
@@ -23,6 +45,11 @@ struct Redactor: Sendable {
         var changed = false
         while i < bytes.count {
             if let end = secrets.lazy.compactMap({ match($0, in: bytes, at: i) }).first {
+                out += Self.replacement.utf8
+                i = end
+                changed = true
+            } else if let (valueStart, end) = secretParameterValue(in: bytes, at: i) {
+                out += bytes[i..<valueStart]
                 out += Self.replacement.utf8
                 i = end
                 changed = true
@@ -34,8 +61,19 @@ struct Redactor: Sendable {
         return changed ? String(decoding: out, as: UTF8.self) : text
     }
 
+    /// At a `?` or `&` that starts a secret parameter with a value: where the value starts and
+    /// ends (at `&`, `#`, a quote, a bracket, a backslash or white space).
+    private func secretParameterValue(in bytes: [UInt8], at start: Int) -> (Int, Int)? {
+        guard !parameters.isEmpty, bytes[start] == UInt8(ascii: "?") || bytes[start] == UInt8(ascii: "&"),
+              let equals = bytes[(start + 1)...].prefix(64).firstIndex(of: UInt8(ascii: "=")) else { return nil }
+        let name = bytes[(start + 1)..<equals].map { $0 >= 0x41 && $0 <= 0x5A ? $0 | 0x20 : $0 }
+        guard parameters.contains(name) else { return nil }
+        let stops: Set<UInt8> = Set("&#\\\"'<>; \t\r\n)]}".utf8)
+        let end = bytes[(equals + 1)...].firstIndex { stops.contains($0) } ?? bytes.count
+        return end > equals + 1 ? (equals + 1, end) : nil
+    }
+
     func redact(_ error: SheafError) -> SheafError {
-        guard !secrets.isEmpty else { return error }
         var error = error
         error.message = redact(error.message)
         error.url = error.url.map(redact)

@@ -1,39 +1,46 @@
 /// What a fetch does with one answer of the transport: deliver it, try again, follow a
 /// redirect, or fail. Pure (the clock and the randomness of the backoff come in as values), so
-/// every rule is tested by the decisions it returns, without threads or I/O; `PageFetch` only
+/// every rule is tested by the decisions it returns, without threads or I/O; `Fetch` only
 /// carries them out.
 struct AnswerPolicy: Sendable {
     let retry: RetryPolicy
     let maxBodyBytes: Int
     let maxRedirects: Int
     let redactor: Redactor
+    /// Whether transient failures are retried (not for a POST without opt-in: it may have
+    /// taken effect).
+    let isRetriable: Bool
+    /// Whether a final answer outside 2xx is delivered rather than failed.
+    let deliversFailures: Bool
 
     enum Decision: Equatable {
         /// A 2xx answer within the body cap: the page.
         case deliver(HTTPResponse)
         /// A transient failure with attempts left: try again after this wait.
         case retry(afterMilliseconds: Int)
-        /// A redirect within the redirect cap: the same request to this URL (the origin rules are
-        /// checked when it is sent).
-        case redirect(to: String)
+        /// A redirect within the redirect cap: the request to this URL with this method (the
+        /// origin rules are checked when it is sent).
+        case redirect(to: String, method: String)
         case fail(SheafError)
 
         static func == (lhs: Decision, rhs: Decision) -> Bool {
             switch (lhs, rhs) {
             case (.deliver(let a), .deliver(let b)): a.status == b.status && a.body == b.body
             case (.retry(let a), .retry(let b)): a == b
-            case (.redirect(let a), .redirect(let b)): a == b
+            case (.redirect(let a, let m), .redirect(let b, let n)): a == b && m == n
             case (.fail(let a), .fail(let b)): a == b
             default: false
             }
         }
     }
 
-    init(_ configuration: ClientConfiguration, redactor: Redactor) {
+    init(_ configuration: ClientConfiguration, redactor: Redactor, template: FetchTemplate = FetchTemplate()) {
         retry = configuration.retry
         maxBodyBytes = configuration.maxBodyBytes
         maxRedirects = configuration.maxRedirects
         self.redactor = redactor
+        isRetriable = template.isRetriable
+        deliversFailures = template.deliversFailures
     }
 
     /// - Parameters:
@@ -41,13 +48,14 @@ struct AnswerPolicy: Sendable {
     ///   - redirects: the redirects followed before reaching `url`.
     ///   - delay: the backoff's wait for a retry after `attempt` attempts, given a Retry-After
     ///     value (`RetryPolicy.delayMilliseconds` in use; a fixed function in tests).
-    func decide(_ result: Result<HTTPResponse, TransportError>, url: String, attempt: Int, redirects: Int,
-                delay: (_ attempt: Int, _ retryAfter: String?) -> Int) -> Decision {
+    func decide(_ result: Result<HTTPResponse, TransportError>, url: String, method: String = "GET", attempt: Int,
+                redirects: Int, delay: (_ attempt: Int, _ retryAfter: String?) -> Int) -> Decision {
         let response: HTTPResponse
+        let mayRetry = isRetriable && attempt < retry.maxAttempts
         switch result {
         case .failure(let error):
             if error.kind == .tooLarge { return .fail(bodyTooLarge(url)) }
-            if error.kind.isTransient, attempt < retry.maxAttempts { return .retry(afterMilliseconds: delay(attempt, nil)) }
+            if error.kind.isTransient, mayRetry { return .retry(afterMilliseconds: delay(attempt, nil)) }
             let tries = attempt > 1 ? " after \(attempt) attempts" : ""
             return .fail(SheafError(.transport, "\(url): \(error)\(tries)", url: url))
         case .success(let value):
@@ -66,9 +74,15 @@ struct AnswerPolicy: Sendable {
                 return .fail(SheafError(.http, "\(url): more than \(maxRedirects) redirects", url: url,
                                         httpStatus: response.status))
             }
-            return .redirect(to: target)
-        case let status where RetryPolicy.isTransient(status: status) && attempt < retry.maxAttempts:
+            // RFC 9110 §15.4: 303 means "GET the result"; after 301 and 302 user agents turn a POST
+            // into a GET too. 307 and 308 repeat the request as it was.
+            let becomesGET = (response.status == 303 && method != "HEAD")
+                || ((response.status == 301 || response.status == 302) && method == "POST")
+            return .redirect(to: target, method: becomesGET ? "GET" : method)
+        case let status where RetryPolicy.isTransient(status: status) && mayRetry:
             return .retry(afterMilliseconds: delay(attempt, response.headers.first(named: "Retry-After")))
+        case _ where deliversFailures:
+            return .deliver(response)
         default:
             return .fail(HTTPFailure.error(for: response, url: url, attempts: attempt, redactor: redactor))
         }

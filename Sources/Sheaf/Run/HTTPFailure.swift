@@ -6,6 +6,7 @@ enum HTTPFailure {
     /// in one of the common error shapes, and a body excerpt.
     /// Credentials are removed (by `redactor`) before anything is cut to length.
     static func error(for response: HTTPResponse, url: String, attempts: Int, redactor: Redactor) -> SheafError {
+        let redactor = redactor.addingSecretValues(in: url)
         // A secret may straddle the cut: redact a little more than is kept, then cut.
         let window = String(decoding: response.body.prefix(excerptLimit * 2), as: UTF8.self)
         let excerpt = String(decoding: Array(redactor.redact(window).utf8).prefix(excerptLimit), as: UTF8.self)
@@ -18,22 +19,46 @@ enum HTTPFailure {
                           serverMessage: fields.isEmpty ? nil : fields.joined(separator: "; "))
     }
 
-    /// Where servers put their error text: plain fields, nested `error.message` (Stripe, Google),
-    /// JSON:API `errors[0].detail`, FastAPI / pydantic `detail[0].msg`.
-    private static let fieldNames = ["error", "error/message", "message", "detail", "detail/0/msg", "title",
-                                     "reason", "errors/0/detail", "errors/0/message"]
+    /// Where servers put their error text: plain fields (Slack's `error`, GitHub's `message`,
+    /// DRF's `detail`, `reason`), nested `error.message` and `error.code` (Stripe, Google,
+    /// OData), JSON:API `errors[].detail` / `title`, RFC 9457 problem details (`title`,
+    /// `detail`), FastAPI / pydantic `detail[].msg` with its `loc`.
+    private static let fieldNames = ["error", "error/message", "error/code", "message", "detail", "title", "reason"]
+        + (0..<3).flatMap { ["errors/\($0)/detail", "errors/\($0)/title", "errors/\($0)/message"] }
+
+    /// FastAPI lists up to this many validation errors in the message.
+    private static let listedValidationErrors = 3
 
     private static func serverErrorFields(_ body: [UInt8], _ redactor: Redactor) -> [String] {
         guard body.count <= 1 << 20 else { return [] }
         return body.withUnsafeBufferPointer { buffer in
             let scanner = JSONScanner(buffer)
             var targets = fieldNames.map { JSONScanner.Target(pointer: JSONPointer("/" + $0)!, collectsElements: false) }
-            guard (try? scanner.scanDocument(&targets)) != nil else { return [] }
-            return zip(fieldNames, targets).compactMap { name, target in
-                guard let range = target.range, buffer[range.lowerBound] == UInt8(ascii: "\""),
-                      let text = try? scanner.decodeString(at: range.lowerBound), !text.isEmpty else { return nil }
-                return "\(name.replacing("/0/", with: "[0].").replacing("/", with: ".")): \(redactor.redact(text).prefix(200))"
+            for index in 0..<listedValidationErrors {
+                targets.append(JSONScanner.Target(pointer: JSONPointer("/detail/\(index)/msg")!, collectsElements: false))
+                targets.append(JSONScanner.Target(pointer: JSONPointer("/detail/\(index)/loc")!, collectsElements: true))
             }
+            guard (try? scanner.scanDocument(&targets)) != nil else { return [] }
+            func text(_ range: Range<Int>?) -> String? {
+                guard let range else { return nil }
+                if buffer[range.lowerBound] == UInt8(ascii: "\"") {
+                    return (try? scanner.decodeString(at: range.lowerBound)).flatMap { $0.isEmpty ? nil : $0 }
+                }
+                return scanner.nonNegativeInteger(at: range).map(String.init)
+            }
+            var fields = zip(fieldNames, targets).compactMap { name, target -> String? in
+                guard let range = target.range, buffer[range.lowerBound] == UInt8(ascii: "\""), let value = text(range) else { return nil }
+                let label = name.replacing(/\/([0-9])\//) { "[\($0.1)]." }.replacing("/", with: ".")
+                return "\(label): \(redactor.redact(value).prefix(200))"
+            }
+            for index in 0..<listedValidationErrors {
+                let message = targets[fieldNames.count + 2 * index]
+                let location = targets[fieldNames.count + 2 * index + 1]
+                guard let value = text(message.range) else { continue }
+                let place = location.elements.compactMap { text($0) }.joined(separator: ".")
+                fields.append("\(place.isEmpty ? "detail[\(index)]" : place): \(redactor.redact(value).prefix(200))")
+            }
+            return fields
         }
     }
 }

@@ -28,7 +28,7 @@ public final class ListRun: Sendable {
         /// The fetch of each page in flight, with a serial number: a page whose fetch was
         /// abandoned may be fetched again (a speculative plan that ended early), and only the
         /// answer of the fetch still current counts.
-        var fetches: [Int: (serial: Int, fetch: PageFetch)] = [:]
+        var fetches: [Int: (serial: Int, fetch: Fetch)] = [:]
         var fetchSerial = 0
         var started = false
         /// Set once the outcome is decided; later events are ignored.
@@ -42,7 +42,7 @@ public final class ListRun: Sendable {
         /// Snapshots queued for the callback but not yet delivered.
         var queuedSnapshots = 0
         /// Fetches held back while the callback is behind (at most a window of snapshots queued).
-        var heldFetches: [PageFetch] = []
+        var heldFetches: [Fetch] = []
         /// The description with nothing left to detect, once known (at once when nothing is).
         var resolution: Detector.Resolution?
         /// The page with the highest index accepted so far: where the end of the list is checked.
@@ -196,8 +196,8 @@ public final class ListRun: Sendable {
     /// endings under one hold of the lock — so no other page's ending can slip in between a
     /// decision and its effect — and I/O outside it.
     private func perform(page: (index: Int, serial: Int, page: Page)?, _ decide: (inout State) -> [PagePlanner.Action]) {
-        var toStart: [PageFetch] = []
-        var toCancel: [PageFetch] = []
+        var toStart: [Fetch] = []
+        var toCancel: [Fetch] = []
         state.withLock { state in
             guard state.ending == nil else { return }
             if let page {
@@ -210,7 +210,7 @@ public final class ListRun: Sendable {
                     guard state.ending == nil else { continue }
                     state.fetchSerial += 1
                     let serial = state.fetchSerial
-                    let fetch = PageFetch(client: client, url: url, requests: requests) { [self] result in
+                    let fetch = Fetch(client: client, url: url, requests: requests) { [self] result in
                         switch result {
                         case .success(let value):
                             // Reading a page is CPU work: keep it off the transport's thread.
@@ -294,7 +294,7 @@ public final class ListRun: Sendable {
     }
 
     private func stop(_ error: SheafError, byCallback: Bool) {
-        let toCancel = state.withLock { state -> [PageFetch] in
+        let toCancel = state.withLock { state -> [Fetch] in
             state.silenced = true
             if byCallback { state.stoppedByCallback = true }
             guard state.started, state.ending == nil else { return [] }
@@ -305,7 +305,7 @@ public final class ListRun: Sendable {
         toCancel.forEach { $0.cancel() }
     }
 
-    private func cancelAll(_ state: inout State) -> [PageFetch] {
+    private func cancelAll(_ state: inout State) -> [Fetch] {
         _ = state.planner.stop()
         state.heldFetches.removeAll()
         defer { state.fetches.removeAll() }
@@ -352,10 +352,10 @@ public final class ListRun: Sendable {
     /// silenced.
     @discardableResult
     private func releaseSnapshot(startingOn queue: DispatchQueue? = nil, _ change: (inout State) -> Void) -> Bool {
-        let (silenced, released) = state.withLock { state -> (Bool, [PageFetch]) in
+        let (silenced, released) = state.withLock { state -> (Bool, [Fetch]) in
             change(&state)
             state.queuedSnapshots -= 1
-            var released: [PageFetch] = []
+            var released: [Fetch] = []
             if state.queuedSnapshots < client.configuration.window, state.ending == nil {
                 swap(&released, &state.heldFetches)
             }

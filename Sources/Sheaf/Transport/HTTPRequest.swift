@@ -14,10 +14,12 @@ public struct HTTPRequest: Sendable {
     public var connectTimeoutMilliseconds: Int
     /// A body longer than this fails with `TransportError.Kind.tooLarge`.
     public var maxBodyBytes: Int
+    /// How to verify the server and present the client (transports of their own may ignore it).
+    public var tls: TLSSettings
 
     public init(method: String = "GET", url: String, headers: [HTTPHeader] = [], body: [UInt8] = [],
                 timeoutMilliseconds: Int = 0, connectTimeoutMilliseconds: Int = 0,
-                maxBodyBytes: Int = 64 << 20) {
+                maxBodyBytes: Int = 64 << 20, tls: TLSSettings = TLSSettings()) {
         self.method = method
         self.url = url
         self.headers = headers
@@ -25,6 +27,30 @@ public struct HTTPRequest: Sendable {
         self.timeoutMilliseconds = timeoutMilliseconds
         self.connectTimeoutMilliseconds = connectTimeoutMilliseconds
         self.maxBodyBytes = maxBodyBytes
+        self.tls = tls
+    }
+}
+
+/// TLS files and verification of a client: nil paths mean the transport's defaults.
+public struct TLSSettings: Sendable, Equatable {
+    /// A PEM bundle of the certificate authorities to trust.
+    public var caFile: String?
+    /// A directory of hashed PEM certificates to trust.
+    public var caDirectory: String?
+    /// The client certificate (PEM) for mutual TLS.
+    public var certificate: String?
+    /// The client certificate's private key (PEM).
+    public var privateKey: String?
+    /// Skip verifying the server's certificate and host name (tests against self-signed servers).
+    public var insecure = false
+
+    public init(caFile: String? = nil, caDirectory: String? = nil, certificate: String? = nil,
+                privateKey: String? = nil, insecure: Bool = false) {
+        self.caFile = caFile
+        self.caDirectory = caDirectory
+        self.certificate = certificate
+        self.privateKey = privateKey
+        self.insecure = insecure
     }
 }
 

@@ -32,12 +32,13 @@ from .errors import (
     TransportError,
     UsageError,
 )
+from .request import ApiKey, Response
 from .snapshot import Snapshot
 from .stream import SnapshotStream
 from .transport import Transport
 
 #: The version of this package.
-__version__ = "0.3.0"
+__version__ = "0.4.0"
 
 #: The file libsheaf.so was loaded from.
 library_path: str = _ffi.library_path
@@ -50,6 +51,8 @@ def library_version() -> str:
 
 __all__ = [
     "Client",
+    "ApiKey",
+    "Response",
     "Snapshot",
     "SnapshotStream",
     "Transport",

@@ -28,7 +28,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 #: The version of the C ABI this package was written for (SHEAF_VERSION_MAJOR, _MINOR): before
 #: 1.0 a new minor version may break the ABI, so both must match.
 ABI_MAJOR = 0
-ABI_MINOR = 3
+ABI_MINOR = 4
 #: SHEAF_ERROR_VERSION of the header this package mirrors.
 ERROR_VERSION = 1
 #: SHEAF_SNAPSHOT_VERSION of the header this package mirrors.
@@ -81,9 +81,19 @@ SHEAF_OPT_RETRY_MAX_MS = 6
 SHEAF_OPT_TIMEOUT_MS = 7
 SHEAF_OPT_CONNECT_TIMEOUT_MS = 8
 SHEAF_OPT_MAX_REDIRECTS = 9
+SHEAF_OPT_CROSS_ORIGIN = 10
+SHEAF_OPT_TLS_INSECURE = 11
 
 SHEAF_AUTH_NONE = 0
 SHEAF_AUTH_BEARER = 1
+SHEAF_AUTH_BASIC = 2
+SHEAF_AUTH_API_KEY_HEADER = 3
+SHEAF_AUTH_API_KEY_QUERY = 4
+
+SHEAF_TLS_CA_FILE = 1
+SHEAF_TLS_CA_DIRECTORY = 2
+SHEAF_TLS_CERT = 3
+SHEAF_TLS_KEY = 4
 
 SHEAF_PAGING_DETECT = 0
 SHEAF_PAGING_SINGLE = 1
@@ -122,6 +132,10 @@ class ListHandle(c_void_p):
 
 class ExchangeHandle(c_void_p):
     """``sheaf_exchange *``"""
+
+
+class RequestHandle(c_void_p):
+    """``sheaf_request *``"""
 
 
 class SnapshotStruct(Structure):
@@ -164,6 +178,9 @@ TRANSPORT_FN = CFUNCTYPE(None, ExchangeHandle, c_void_p)
 SNAPSHOT_FN = CFUNCTYPE(c_int, ListHandle, POINTER(SnapshotStruct), c_void_p)
 
 _sheaf_result = c_int  # enum sheaf_result
+
+# typedef void (*sheaf_request_done_fn)(sheaf_request *request, sheaf_result result, void *user_data);
+REQUEST_DONE_FN = CFUNCTYPE(None, RequestHandle, _sheaf_result, c_void_p)
 
 
 # ---- finding the library ----------------------------------------------------------------------
@@ -299,6 +316,15 @@ def declare(library: Any) -> None:
     fn("sheaf_client_free", None, [ClientHandle])
     # sheaf_result sheaf_client_set_auth(sheaf_client *client, sheaf_auth kind, const char *value);
     fn("sheaf_client_set_auth", _sheaf_result, [ClientHandle, c_int, c_char_p])
+    # sheaf_result sheaf_client_set_credential(sheaf_client *client, sheaf_auth kind,
+    #                                          const char *name, const char *value);
+    fn("sheaf_client_set_credential", _sheaf_result, [ClientHandle, c_int, c_char_p, c_char_p])
+    # sheaf_result sheaf_client_add_header(sheaf_client *client, const char *name, const char *value);
+    fn("sheaf_client_add_header", _sheaf_result, [ClientHandle, c_char_p, c_char_p])
+    # sheaf_result sheaf_client_add_secret_param(sheaf_client *client, const char *name);
+    fn("sheaf_client_add_secret_param", _sheaf_result, [ClientHandle, c_char_p])
+    # sheaf_result sheaf_client_set_tls_file(sheaf_client *client, sheaf_tls_file which, const char *path);
+    fn("sheaf_client_set_tls_file", _sheaf_result, [ClientHandle, c_int, c_char_p])
     # sheaf_result sheaf_client_set_option(sheaf_client *client, sheaf_option option, int64_t value);
     fn("sheaf_client_set_option", _sheaf_result, [ClientHandle, c_int, c_int64])
     # sheaf_result sheaf_client_set_transport(sheaf_client *client, sheaf_transport_fn transport,
@@ -314,6 +340,8 @@ def declare(library: Any) -> None:
     fn("sheaf_list_error", c_void_p, [ListHandle])
     # sheaf_result sheaf_list_add_query(sheaf_list *list, const char *name, const char *value);
     fn("sheaf_list_add_query", _sheaf_result, [ListHandle, c_char_p, c_char_p])
+    # sheaf_result sheaf_list_add_header(sheaf_list *list, const char *name, const char *value);
+    fn("sheaf_list_add_header", _sheaf_result, [ListHandle, c_char_p, c_char_p])
     # sheaf_result sheaf_list_set_paging(sheaf_list *list, sheaf_paging paging, const char *param,
     #                                    int64_t first, const char *size_param, int64_t size);
     fn("sheaf_list_set_paging", _sheaf_result, [ListHandle, c_int, c_char_p, c_int64, c_char_p, c_int64])
@@ -359,6 +387,50 @@ def declare(library: Any) -> None:
     # sheaf_result sheaf_list_fetch_all(sheaf_list *list, char **out_json, size_t *out_length);
     fn("sheaf_list_fetch_all", _sheaf_result, [ListHandle, POINTER(c_void_p), POINTER(c_size_t)])
 
+    # ---- Single requests
+    # sheaf_result sheaf_request_new(sheaf_request **out_request, sheaf_client *client,
+    #                                const char *method, const char *path);
+    fn("sheaf_request_new", _sheaf_result, [POINTER(RequestHandle), ClientHandle, c_char_p, c_char_p])
+    # void sheaf_request_free(sheaf_request *request);
+    fn("sheaf_request_free", None, [RequestHandle])
+    # sheaf_result sheaf_request_add_segment(sheaf_request *request, const char *segment);
+    fn("sheaf_request_add_segment", _sheaf_result, [RequestHandle, c_char_p])
+    # sheaf_result sheaf_request_add_query(sheaf_request *request, const char *name, const char *value);
+    fn("sheaf_request_add_query", _sheaf_result, [RequestHandle, c_char_p, c_char_p])
+    # sheaf_result sheaf_request_add_header(sheaf_request *request, const char *name, const char *value);
+    fn("sheaf_request_add_header", _sheaf_result, [RequestHandle, c_char_p, c_char_p])
+    # sheaf_result sheaf_request_set_body(sheaf_request *request, const char *content_type,
+    #                                     const void *data, size_t length);
+    fn("sheaf_request_set_body", _sheaf_result, [RequestHandle, c_char_p, c_char_p, c_size_t])
+    # sheaf_result sheaf_request_add_form(sheaf_request *request, const char *name, const char *value);
+    fn("sheaf_request_add_form", _sheaf_result, [RequestHandle, c_char_p, c_char_p])
+    # sheaf_result sheaf_request_set_retry(sheaf_request *request, int retry);
+    fn("sheaf_request_set_retry", _sheaf_result, [RequestHandle, c_int])
+    # sheaf_result sheaf_request_start(sheaf_request *request, sheaf_request_done_fn on_done,
+    #                                  void *user_data, sheaf_destroy_fn destroy);
+    fn("sheaf_request_start", _sheaf_result, [RequestHandle, REQUEST_DONE_FN, c_void_p, c_void_p])
+    # sheaf_result sheaf_request_wait(sheaf_request *request);
+    fn("sheaf_request_wait", _sheaf_result, [RequestHandle])
+    # sheaf_result sheaf_request_send(sheaf_request *request);
+    fn("sheaf_request_send", _sheaf_result, [RequestHandle])
+    # sheaf_result sheaf_request_cancel(sheaf_request *request);
+    fn("sheaf_request_cancel", _sheaf_result, [RequestHandle])
+    # int sheaf_request_status(const sheaf_request *request);
+    fn("sheaf_request_status", c_int, [RequestHandle])
+    # const char *sheaf_request_url(const sheaf_request *request);   (borrowed)
+    fn("sheaf_request_url", c_char_p, [RequestHandle])
+    # size_t sheaf_request_header_count(const sheaf_request *request);
+    fn("sheaf_request_header_count", c_size_t, [RequestHandle])
+    # sheaf_result sheaf_request_header(const sheaf_request *request, size_t index,
+    #                                   const char **out_name, const char **out_value);
+    fn("sheaf_request_header", _sheaf_result, [RequestHandle, c_size_t, POINTER(c_char_p), POINTER(c_char_p)])
+    # const char *sheaf_request_header_value(const sheaf_request *request, const char *name);   (borrowed)
+    fn("sheaf_request_header_value", c_char_p, [RequestHandle, c_char_p])
+    # const char *sheaf_request_body(const sheaf_request *request, size_t *out_length);   (borrowed)
+    fn("sheaf_request_body", c_void_p, [RequestHandle, POINTER(c_size_t)])
+    # sheaf_error *sheaf_request_error(const sheaf_request *request);   (owned: sheaf_error_free)
+    fn("sheaf_request_error", c_void_p, [RequestHandle])
+
     # Results of the configuration calls become exceptions carrying the handle's message.
     for name in _CHECKED:
         getattr(library, name).errcheck = _errcheck
@@ -369,9 +441,14 @@ def declare(library: Any) -> None:
 #: HTTP detail; the request functions run inside the transport bridge, which must never raise.
 _CHECKED = (
     "sheaf_client_new", "sheaf_client_set_auth", "sheaf_client_set_option", "sheaf_client_set_transport",
+    "sheaf_client_set_credential", "sheaf_client_add_header", "sheaf_client_add_secret_param",
+    "sheaf_client_set_tls_file", "sheaf_list_add_header",
+    "sheaf_request_new", "sheaf_request_add_segment", "sheaf_request_add_query", "sheaf_request_add_header",
+    "sheaf_request_set_body", "sheaf_request_add_form", "sheaf_request_set_retry", "sheaf_request_start",
     "sheaf_list_new", "sheaf_list_add_query", "sheaf_list_set_paging", "sheaf_list_set_signal",
     "sheaf_list_use_preset", "sheaf_list_description", "sheaf_preset_description",
     "sheaf_list_set_max_items", "sheaf_list_set_keep_items", "sheaf_list_set_transport", "sheaf_list_cancel",
+    "sheaf_request_cancel",
 )
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ctypes
 import math
+import os
 import threading
 from ctypes import byref
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
@@ -14,6 +15,7 @@ from ._ffi import lib
 from ._run import ListRun
 from .description import Description
 from .errors import Error, Result, UsageError
+from .request import ApiKey, Headers, Response, header_pairs, send
 from .stream import SnapshotStream
 from .transport import Transport
 
@@ -21,12 +23,24 @@ from .transport import Transport
 Query = Union[Mapping[str, Any], Sequence[Tuple[str, Any]]]
 
 class Client(Closing):
-    """A client of one paginated REST API: its base URL, bearer token, transport and policies.
+    """A client of one REST API: its base URL, credentials, headers, transport and policies.
 
     Args:
-        base_url: absolute http(s) URL; list paths are resolved against it.
+        base_url: absolute http(s) URL, a prefix of every path: ``https://h/api`` + ``items``
+            or ``/items`` is ``https://h/api/items``; an absolute URL is used as it is.
         token: bearer token, sent as ``Authorization: Bearer <token>`` only to the base URL's
             origin (scheme, host, port); None sends no Authorization header.
+        auth: other credentials instead of `token`: ``(user, password)`` for Basic,
+            :class:`sheaf.ApiKey` for a key in a header or query parameter, or a str for a
+            bearer token. Like the token, sent only to the base URL's origin, never in messages.
+        headers: default headers of every request and list page.
+        verify: True (the system's CAs, or ``$SSL_CERT_FILE``), False (no verification: tests
+            against self-signed servers only), or the path of a CA bundle file or directory.
+        cert: a client certificate for mutual TLS: a PEM path holding both, or ``(cert, key)``.
+        follow_cross_origin: follow next links, redirects and absolute URLs to other origins
+            without credentials (never https to http), instead of failing with PolicyError.
+        secret_params: query parameters whose values messages hide, besides the built-in
+            ``api_key``, ``access_token``, ``token``, ``key``, ``signature``, ``sig``...
         concurrency: pages in flight at once, 1..64 (the window).
         max_pages: page cap per list; a longer walk fails with PolicyError.
         max_body_bytes: body cap per response; a larger body fails with DecodingError.
@@ -50,7 +64,9 @@ class Client(Closing):
                  max_pages: int = 10000, max_body_bytes: int = 64 << 20, max_attempts: int = 4,
                  retry_base: float = 0.1, retry_max: float = 30.0, timeout: Optional[float] = 30.0,
                  connect_timeout: Optional[float] = 10.0, max_redirects: int = 10,
-                 transport: Optional[Transport] = None) -> None:
+                 transport: Optional[Transport] = None, auth: Any = None, headers: Optional[Headers] = None,
+                 verify: Union[bool, str] = True, cert: Union[None, str, Tuple[str, str]] = None,
+                 follow_cross_origin: bool = False, secret_params: Sequence[str] = ()) -> None:
         self._handle: Optional[_ffi.ClientHandle] = None
         self._lock = threading.Lock()   # one close frees the handle, whichever thread calls it
         if not isinstance(base_url, str):
@@ -65,8 +81,14 @@ class Client(Closing):
         lib.sheaf_client_new(byref(handle), _ffi.encode(base_url))
         self._handle = handle
         try:
-            if token is not None:
-                lib.sheaf_client_set_auth(handle, _ffi.SHEAF_AUTH_BEARER, _ffi.encode(token))
+            if token is not None and auth is not None:
+                raise UsageError(Result.INVALID_ARGUMENT, "give token or auth, not both")
+            _set_auth(handle, token if auth is None else auth)
+            for name, value in header_pairs(headers):
+                lib.sheaf_client_add_header(handle, _ffi.encode(name), _ffi.encode(value))
+            for name in secret_params:
+                lib.sheaf_client_add_secret_param(handle, _ffi.encode(name))
+            _set_tls(handle, verify, cert)
             options = (
                 (_ffi.SHEAF_OPT_WINDOW, "concurrency", _whole(concurrency, "concurrency")),
                 (_ffi.SHEAF_OPT_MAX_PAGES, "max_pages", _whole(max_pages, "max_pages")),
@@ -78,6 +100,8 @@ class Client(Closing):
                 (_ffi.SHEAF_OPT_CONNECT_TIMEOUT_MS, "connect_timeout",
                  _milliseconds(connect_timeout, "connect_timeout")),
                 (_ffi.SHEAF_OPT_MAX_REDIRECTS, "max_redirects", _whole(max_redirects, "max_redirects")),
+                (_ffi.SHEAF_OPT_CROSS_ORIGIN, "follow_cross_origin", 1 if follow_cross_origin else 0),
+                (_ffi.SHEAF_OPT_TLS_INSECURE, "verify", 1 if verify is False else 0),
             )
             for option, name, value in options:
                 try:
@@ -108,17 +132,76 @@ class Client(Closing):
         state = "closed" if self.closed else "open"
         return f"<sheaf.Client {self.base_url!r} {state}>"  # never the token
 
+    # ---- single requests --------------------------------------------------------------------
+
+    def request(self, method: str, path: Union[str, Sequence[Any]] = "", *, params: Optional[Query] = None,
+                headers: Optional[Headers] = None, json: Any = None, data: Any = None,
+                content: Optional[bytes] = None, content_type: Optional[str] = None, retry: bool = False,
+                check: bool = True) -> Response:
+        """Sends one request and returns its response.
+
+        Args:
+            method: "GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS" or any token.
+            path: joined to the base URL (may carry a query), or a sequence of segments, each
+                percent-encoded whole (``("users", "a/b")`` is ``users/a%2Fb``).
+            params: query parameters, as for lists.
+            headers: request headers, replacing the client's of the same name.
+            json: a value sent as JSON (``Content-Type: application/json``).
+            data: form fields (a mapping or pairs) sent as application/x-www-form-urlencoded.
+            content: raw bytes, sent with `content_type` (default application/octet-stream).
+            retry: retry transient failures even for POST and PATCH (idempotent methods, and
+                requests with an ``Idempotency-Key`` header, are retried anyway).
+            check: raise HTTPError for a status outside 2xx (its ``response`` holds the answer);
+                False returns the response whatever its status.
+
+        Raises:
+            HTTPError: a failing status (with ``check``): ``status``, ``server_message`` (the
+                server's own error fields), ``body`` and ``response``.
+            TransportError, PolicyError, UsageError: no response (connection, TLS, timeout;
+                another origin; a malformed request).
+        """
+        handle = self._handle
+        if handle is None:
+            raise UsageError(Result.STATE, "the client is closed")
+        return send(handle, method, path, query=_query_pairs(params), headers=headers, json=json, data=data,
+                    content=content, content_type=content_type, retry=retry, check=check)
+
+    def get(self, path: Union[str, Sequence[Any]] = "", **options: Any) -> Response:
+        """:meth:`request` with GET."""
+        return self.request("GET", path, **options)
+
+    def head(self, path: Union[str, Sequence[Any]] = "", **options: Any) -> Response:
+        """:meth:`request` with HEAD."""
+        return self.request("HEAD", path, **options)
+
+    def post(self, path: Union[str, Sequence[Any]] = "", **options: Any) -> Response:
+        """:meth:`request` with POST."""
+        return self.request("POST", path, **options)
+
+    def put(self, path: Union[str, Sequence[Any]] = "", **options: Any) -> Response:
+        """:meth:`request` with PUT."""
+        return self.request("PUT", path, **options)
+
+    def patch(self, path: Union[str, Sequence[Any]] = "", **options: Any) -> Response:
+        """:meth:`request` with PATCH."""
+        return self.request("PATCH", path, **options)
+
+    def delete(self, path: Union[str, Sequence[Any]] = "", **options: Any) -> Response:
+        """:meth:`request` with DELETE."""
+        return self.request("DELETE", path, **options)
+
     # ---- lists ------------------------------------------------------------------------------
 
     def fetch_all(self, path: str, description: Optional[Description] = None, *, query: Optional[Query] = None,
-                  max_items: Optional[int] = None, **parts: Any) -> List[Any]:
+                  max_items: Optional[int] = None, headers: Optional[Headers] = None, **parts: Any) -> List[Any]:
         """Fetches every item of the list at `path`, in order, de-duplicated by ``id``.
 
         Args:
-            path: the list's path (resolved against the base URL; may carry a query).
+            path: the list's path (joined to the base URL, see Client; may carry a query).
             description: how the list paginates (:class:`sheaf.Description`); None, and no
                 `parts`, leaves everything to detection from the first page.
             query: extra query parameters for every page request.
+            headers: extra headers for every page request (replacing the client's of the same name).
             max_items: stop after this many items (None or 0: no limit); not a failure.
             **parts: fields of :class:`sheaf.Description` (``preset="github"``,
                 ``items="/data"``, ``paging="offset:offset"``, ``total="header:X-Total-Count"``,
@@ -132,7 +215,7 @@ class Client(Closing):
                 it (:class:`NotFollowedError` when the last page signals more than the
                 description follows); or the exception a Python transport raised.
         """
-        run = self._new_run(path, description, parts, query, max_items)
+        run = self._new_run(path, description, parts, query, max_items, headers)
         delivered: List[Any] = []
         try:
             run.start()
@@ -147,7 +230,7 @@ class Client(Closing):
         return delivered
 
     def stream(self, path: str, description: Optional[Description] = None, *, query: Optional[Query] = None,
-               max_items: Optional[int] = None, **parts: Any) -> SnapshotStream:
+               max_items: Optional[int] = None, headers: Optional[Headers] = None, **parts: Any) -> SnapshotStream:
         """Streams the list at `path` as snapshots: growing, ordered prefixes, one delta each.
 
         Takes the same arguments as :meth:`fetch_all` (checked now: a bad option raises
@@ -158,7 +241,7 @@ class Client(Closing):
             or leaving its ``with`` block stops the list and cancels what is in flight; at the
             end the failure, if any, is raised as in :meth:`fetch_all` (``items`` then empty).
         """
-        return SnapshotStream(self._new_run(path, description, parts, query, max_items))
+        return SnapshotStream(self._new_run(path, description, parts, query, max_items, headers))
 
     def explain(self, path: str, description: Optional[Description] = None, *, query: Optional[Query] = None,
                 **parts: Any) -> Description:
@@ -184,7 +267,7 @@ class Client(Closing):
         return explained
 
     def _new_run(self, path: str, description: Optional[Description], parts: Dict[str, Any],
-                 query: Optional[Query], max_items: Optional[int]) -> ListRun:
+                 query: Optional[Query], max_items: Optional[int], headers: Optional[Headers] = None) -> ListRun:
         handle_of_client = self._handle
         if handle_of_client is None:
             raise UsageError(Result.STATE, "the client is closed")
@@ -199,6 +282,8 @@ class Client(Closing):
         try:
             for key, value in _query_pairs(query):
                 lib.sheaf_list_add_query(handle, _ffi.encode(key), _ffi.encode(value))
+            for name, value in header_pairs(headers):
+                lib.sheaf_list_add_header(handle, _ffi.encode(name), _ffi.encode(value))
             described.apply(handle)
             if max_items is not None:
                 lib.sheaf_list_set_max_items(handle, _whole(max_items, "max_items"))
@@ -207,6 +292,39 @@ class Client(Closing):
             run.close()
             raise
         return run
+
+
+# ---- credentials and TLS -----------------------------------------------------------------------
+
+def _set_auth(handle: _ffi.ClientHandle, auth: Any) -> None:
+    """Sets the client's credential from ``token``/``auth`` (None: none)."""
+    if auth is None:
+        return
+    if isinstance(auth, str):
+        lib.sheaf_client_set_auth(handle, _ffi.SHEAF_AUTH_BEARER, _ffi.encode(auth))
+    elif isinstance(auth, ApiKey):
+        kind = _ffi.SHEAF_AUTH_API_KEY_HEADER if auth.where == "header" else _ffi.SHEAF_AUTH_API_KEY_QUERY
+        lib.sheaf_client_set_credential(handle, kind, _ffi.encode(auth.name), _ffi.encode(auth.value))
+    elif isinstance(auth, tuple) and len(auth) == 2 and all(isinstance(part, str) for part in auth):
+        lib.sheaf_client_set_credential(handle, _ffi.SHEAF_AUTH_BASIC, _ffi.encode(auth[0]), _ffi.encode(auth[1]))
+    else:
+        raise UsageError(Result.INVALID_ARGUMENT,
+                         "auth must be a bearer token (str), (user, password) or sheaf.ApiKey, "
+                         f"not {type(auth).__name__}")
+
+
+def _set_tls(handle: _ffi.ClientHandle, verify: Union[bool, str], cert: Union[None, str, Tuple[str, str]]) -> None:
+    if isinstance(verify, str):
+        which = _ffi.SHEAF_TLS_CA_DIRECTORY if os.path.isdir(verify) else _ffi.SHEAF_TLS_CA_FILE
+        lib.sheaf_client_set_tls_file(handle, which, _ffi.encode(verify))
+    elif not isinstance(verify, bool):
+        raise UsageError(Result.INVALID_ARGUMENT, f"verify must be True, False or a path, not {verify!r}")
+    if cert is None:
+        return
+    certificate, key = (cert, None) if isinstance(cert, str) else cert
+    lib.sheaf_client_set_tls_file(handle, _ffi.SHEAF_TLS_CERT, _ffi.encode(certificate))
+    if key is not None:
+        lib.sheaf_client_set_tls_file(handle, _ffi.SHEAF_TLS_KEY, _ffi.encode(key))
 
 
 # ---- describing a list ------------------------------------------------------------------------

@@ -126,6 +126,8 @@ class HTTPError(Error):
     def __init__(self, code: int, message: str = "", *, status: int = 0, body: str = "", **detail: Any) -> None:
         super().__init__(code, message, **detail)
         self.status = status
+        #: The response, for a single request (None for a list page).
+        self.response: Any = None
         self.body = body
 
 

@@ -14,6 +14,10 @@ import pytest
 import sheaf
 from sheaf import _ffi
 
+#: This package's ABI version as sheaf_version_number gives it (x.y.0), and the refusal text of others.
+CURRENT = _ffi.ABI_MAJOR * 10000 + _ffi.ABI_MINOR * 100
+NEEDS = f"needs version {_ffi.ABI_MAJOR}.{_ffi.ABI_MINOR}.x"
+
 PACKAGE = Path(sheaf.__file__).resolve().parent
 
 
@@ -35,12 +39,12 @@ class FakeLibrary:
 
 
 def test_a_library_of_another_major_version_is_refused():
-    assert _ffi.version_problem(FakeLibrary(301)) is None        # 0.3.1
+    assert _ffi.version_problem(FakeLibrary(CURRENT + 1)) is None      # 0.x.1
     problem = _ffi.version_problem(FakeLibrary(10203))           # 1.2.3
-    assert problem is not None and "1.2.3" in problem and "needs version 0.3.x" in problem
-    # Before 1.0 a minor version may break the ABI: 0.2.0 is refused too.
-    problem = _ffi.version_problem(FakeLibrary(200))
-    assert problem is not None and "0.2.0" in problem
+    assert problem is not None and "1.2.3" in problem and NEEDS in problem
+    # Before 1.0 a minor version may break the ABI: the previous minor version is refused too.
+    problem = _ffi.version_problem(FakeLibrary(CURRENT - 100))
+    assert problem is not None and f"0.{_ffi.ABI_MINOR - 1}.0" in problem
 
 
 def test_loading_reports_a_wrong_version_for_every_place_tried(monkeypatch):
@@ -49,7 +53,7 @@ def test_loading_reports_a_wrong_version_for_every_place_tried(monkeypatch):
         _ffi.load_library(environ, loader=lambda path: FakeLibrary(10000))
     message = str(raised.value)
     assert sheaf.library_path in message
-    assert "version 1.0.0" in message and "needs version 0.3.x" in message
+    assert "version 1.0.0" in message and NEEDS in message
 
 
 def test_a_file_that_is_not_a_library_is_reported(tmp_path):
@@ -63,7 +67,7 @@ def test_a_file_that_is_not_a_library_is_reported(tmp_path):
         if path == str(bogus):
             return _ffi.ctypes.CDLL(path)   # raises OSError
         loaded.append(path)
-        return FakeLibrary(300)
+        return FakeLibrary(CURRENT)
 
     library, path = _ffi.load_library(environ, loader=loader)
     assert path != str(bogus) and loaded == [path]
@@ -112,7 +116,7 @@ def test_a_real_library_of_another_major_version_fails_the_import(tmp_path):
     root = copy_of_the_package(tmp_path)
     result = run_python("import sheaf", root, str(fake))
     assert result.returncode != 0
-    assert f"{fake}: version 1.0.0" in result.stderr and "needs version 0.3.x" in result.stderr
+    assert f"{fake}: version 1.0.0" in result.stderr and NEEDS in result.stderr
 
 
 def test_every_function_of_the_header_is_declared_with_its_types():
@@ -127,7 +131,7 @@ def test_every_function_of_the_header_is_declared_with_its_types():
     for name in sorted(names):
         function = getattr(_ffi.lib, name)
         assert function.argtypes is not None, f"{name} has no argtypes"
-        if name not in ("sheaf_free", "sheaf_client_free", "sheaf_list_free", "sheaf_error_free"):
+        if name not in ("sheaf_free", "sheaf_client_free", "sheaf_list_free", "sheaf_error_free", "sheaf_request_free"):
             assert function.restype is not None, f"{name} has no restype"
     # ... and each under its C prototype, as a comment in _ffi.py.
     source = Path(_ffi.__file__).read_text()
@@ -139,12 +143,12 @@ def test_library_owned_strings_are_never_read_through_c_char_p():
     # c_char_p results are copied by ctypes and the original leaked: only borrowed or static
     # strings may use it; strings the caller frees come back through c_void_p out-parameters.
     borrowed = {"sheaf_version_string", "sheaf_result_str", "sheaf_exchange_method", "sheaf_exchange_url",
-                "sheaf_preset_name"}
+                "sheaf_preset_name", "sheaf_request_url", "sheaf_request_header_value"}
     import ctypes
 
     for name in ("sheaf_list_prefix", "sheaf_list_fetch_all", "sheaf_list_description"):
         assert getattr(_ffi.lib, name).argtypes[1] is ctypes.POINTER(ctypes.c_void_p)
-    for name in ("sheaf_last_error", "sheaf_list_error"):   # owned: read, then sheaf_error_free
+    for name in ("sheaf_last_error", "sheaf_list_error", "sheaf_request_error"):   # owned: read, then sheaf_error_free
         assert getattr(_ffi.lib, name).restype is ctypes.c_void_p
     declared = [n for n in vars(_ffi.lib) if n.startswith("sheaf_")]
     assert len(declared) >= 40

@@ -1,13 +1,36 @@
 import Dispatch
 
-/// Fetches one page: attempts, transient-failure retries with backoff, redirects, and the
-/// credential rule (the token goes only to the base URL's origin; any other origin is refused).
-final class PageFetch: Sendable {
-    /// What a fetch produced: the final URL and response, or why there is none.
-    typealias Completion = @Sendable (Result<(url: String, response: HTTPResponse), SheafError>) -> Void
+/// What one fetch sends besides its URL.
+struct FetchTemplate: Sendable {
+    var method = "GET"
+    /// Added to the client's headers (a header of the same name replaces the client's).
+    var headers: [HTTPHeader] = []
+    var body: [UInt8] = []
+    /// Whether transient failures are retried: idempotent methods, or the caller's opt-in.
+    var isRetriable = true
+    /// Whether a final answer outside 2xx is delivered (a single request, whose caller reads
+    /// it) rather than failed (a page).
+    var deliversFailures = false
+}
+
+/// What a fetch delivered: the final URL (after redirects), the answer, and the attempts made.
+struct Fetched: Sendable {
+    var url: String
+    var response: HTTPResponse
+    var attempts: Int
+}
+
+/// Fetches one URL: attempts, transient-failure retries with backoff, redirects, and the
+/// credential rule (credentials go only to the base URL's origin; see `SheafClient.request`).
+/// Pages and single requests both go through it.
+final class Fetch: Sendable {
+    /// What a fetch produced, or why there is none.
+    typealias Completion = @Sendable (Result<Fetched, SheafError>) -> Void
 
     private struct State {
         var url: String
+        /// The template as it stands after redirects (a 303 turns a POST into a GET).
+        var template: FetchTemplate
         var attempt = 0
         /// Counts every attempt, redirects included: an answer or a deadline names the one it is
         /// for, and only the current one counts.
@@ -30,10 +53,11 @@ final class PageFetch: Sendable {
     private let completion: Completion
     private let requests: RequestCounters
 
-    init(client: SheafClient, url: String, requests: RequestCounters, completion: @escaping Completion) {
+    init(client: SheafClient, url: String, template: FetchTemplate = FetchTemplate(), requests: RequestCounters,
+         completion: @escaping Completion) {
         self.client = client
         self.requests = requests
-        self.state = Locked(State(url: url))
+        self.state = Locked(State(url: url, template: template))
         self.completion = completion
     }
 
@@ -53,16 +77,16 @@ final class PageFetch: Sendable {
     }
 
     private func attempt() {
-        let next = state.withLock { state -> (url: String, serial: Int)? in
+        let next = state.withLock { state -> (url: String, template: FetchTemplate, serial: Int)? in
             guard !state.isDone else { return nil }
             state.attempt += 1
             state.serial += 1
-            return (state.url, state.serial)
+            return (state.url, state.template, state.serial)
         }
-        guard let (url, serial) = next else { return }
+        guard let (url, template, serial) = next else { return }
         let request: HTTPRequest
         do {
-            request = try client.request(for: url)
+            request = try client.request(for: url, template)
         } catch {
             return finish(.failure(error))
         }
@@ -110,30 +134,35 @@ final class PageFetch: Sendable {
     }
 
     private func handle(_ result: Result<HTTPResponse, TransportError>, url: String, serial: Int) {
-        let attempt = state.withLock { state -> Int? in
+        let current = state.withLock { state -> (attempt: Int, redirects: Int, template: FetchTemplate)? in
             // An answer after the deadline, or for an attempt already replaced, is ignored.
             guard state.serial == serial, state.isOutstanding else { return nil }
             state.task = nil
             settleOutstanding(&state)
-            return state.isDone ? nil : state.attempt
+            return state.isDone ? nil : (state.attempt, state.redirects, state.template)
         }
-        guard let attempt else { return }
-        let redirects = state.withLock { $0.redirects }
+        guard let (attempt, redirects, template) = current else { return }
         let retry = client.configuration.retry
-        let decision = AnswerPolicy(client.configuration, redactor: client.redactor)
-            .decide(result, url: url, attempt: attempt, redirects: redirects) { attempt, retryAfter in
+        let decision = AnswerPolicy(client.configuration, redactor: client.redactor, template: template)
+            .decide(result, url: url, method: template.method, attempt: attempt, redirects: redirects) { attempt, retryAfter in
                 retry.delayMilliseconds(afterAttempt: attempt, retryAfter: retryAfter)
             }
         switch decision {
         case .deliver(let response):
-            finish(.success((url, response)))
+            finish(.success(Fetched(url: url, response: response, attempts: attempt)))
         case .retry(let milliseconds):
             schedule(after: milliseconds)
-        case .redirect(let target):
+        case .redirect(let target, let method):
             state.withLock { state in
                 state.redirects += 1
                 state.url = target
                 state.attempt = 0
+                if method != state.template.method {
+                    // 303 (and 301/302 after a POST): the same resource fetched with GET, no body.
+                    state.template.method = method
+                    state.template.body = []
+                    state.template.headers.removeAll { ["content-type", "content-length"].contains($0.name.lowercased()) }
+                }
             }
             self.attempt()
         case .fail(let error):
@@ -157,7 +186,7 @@ final class PageFetch: Sendable {
     }
 
 
-    private func finish(_ result: Result<(url: String, response: HTTPResponse), SheafError>) {
+    private func finish(_ result: Result<Fetched, SheafError>) {
         let first = state.withLock { state -> Bool in
             defer { state.isDone = true }
             return !state.isDone

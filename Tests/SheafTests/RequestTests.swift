@@ -1,0 +1,165 @@
+import XCTest
+@testable import Sheaf
+
+/// A transport that records every request and answers with `answer`.
+private final class Recorder: Transport, @unchecked Sendable {
+    private let lock = Lock()
+    private var requests: [HTTPRequest] = []
+    private let answer: @Sendable (HTTPRequest) -> Result<HTTPResponse, TransportError>
+
+    init(_ answer: @escaping @Sendable (HTTPRequest) -> Result<HTTPResponse, TransportError> = { _ in
+        .success(HTTPResponse(status: 200, body: Array("{}".utf8)))
+    }) {
+        self.answer = answer
+    }
+
+    var sent: [HTTPRequest] { lock.withLock { requests } }
+
+    func send(_ request: HTTPRequest, completion: @escaping @Sendable (Result<HTTPResponse, TransportError>) -> Void) -> any TransportTask {
+        lock.withLock { requests.append(request) }
+        completion(answer(request))
+        return FinishedTransportTask()
+    }
+}
+
+final class RequestTests: XCTestCase {
+    func testABaseURLIsAPrefixOfEveryRelativePath() throws {
+        let client = try SheafClient(baseURL: "https://api.example.com/v2?tenant=7", transport: Recorder())
+        XCTAssertEqual(try client.url(forPath: "items"), "https://api.example.com/v2/items?tenant=7")
+        XCTAssertEqual(try client.url(forPath: "/items?a=1"), "https://api.example.com/v2/items?tenant=7&a=1")
+        XCTAssertEqual(try client.url(forPath: "", query: [("q", "a b")]), "https://api.example.com/v2?tenant=7&q=a%20b")
+        XCTAssertEqual(try client.url(forPath: "../v1/old"), "https://api.example.com/v1/old?tenant=7")
+        XCTAssertEqual(try client.url(forPath: "https://api.example.com/other"), "https://api.example.com/other")
+        let slash = try SheafClient(baseURL: "https://api.example.com/v2/", transport: Recorder())
+        XCTAssertEqual(try slash.url(forPath: "/items"), "https://api.example.com/v2/items")
+    }
+
+    func testASegmentIsEscapedWhole() {
+        var request = Request(path: "users")
+        request.appendSegment("a/b c?d")
+        request.appendSegment("repos")
+        XCTAssertEqual(request.path, "users/a%2Fb%20c%3Fd/repos")
+    }
+
+    func testEachCredentialIsSentOnlyToItsOriginAndHiddenInMessages() throws {
+        let cases: [(Credential, String?, String)] = [
+            (.bearer("tok-123456"), "Bearer tok-123456", "tok-123456"),
+            (.basic(user: "Aladdin", password: "open sesame"), "Basic QWxhZGRpbjpvcGVuIHNlc2FtZQ==", "open sesame"),
+            (.apiKeyHeader(name: "X-Key", value: "k-987654"), nil, "k-987654"),
+            (.apiKeyQuery(name: "appid", value: "q-555555"), nil, "q-555555"),
+        ]
+        for (credential, authorization, secret) in cases {
+            var configuration = ClientConfiguration()
+            configuration.crossOrigin = .followWithoutCredentials
+            let client = try SheafClient(baseURL: "https://api.example.com/", credential: credential,
+                                         headers: [HTTPHeader(name: "Cookie", value: "c=1")], transport: Recorder(),
+                                         configuration: configuration)
+            let own = try client.request(for: "https://api.example.com/x")
+            XCTAssertEqual(own.headers.first(named: "Authorization"), authorization)
+            XCTAssertTrue(own.url.contains(secret) || own.headers.contains { $0.value.contains(secret) || $0.value == authorization },
+                          "\(credential) is sent")
+            let foreign = try client.request(for: "https://cdn.example.net/x")
+            XCTAssertFalse(foreign.url.contains(secret))
+            XCTAssertNil(foreign.headers.first(named: "Authorization"))
+            XCTAssertNil(foreign.headers.first(named: "Cookie"))
+            XCTAssertFalse(foreign.headers.contains { $0.value.contains(secret) })
+            XCTAssertThrowsError(try client.request(for: "http://api.example.com/x"), "never https to http")
+            XCTAssertFalse(client.redactor.redact("see \(secret) and \(authorization ?? "")").contains(secret))
+        }
+        let refusing = try SheafClient(baseURL: "https://api.example.com/", credential: .bearer("t"), transport: Recorder())
+        XCTAssertThrowsError(try refusing.request(for: "https://cdn.example.net/x")) { error in
+            XCTAssertEqual((error as? SheafError)?.code, .crossOrigin)
+        }
+    }
+
+    func testCredentialsAndHeadersThatCannotBeSentAreRefused() {
+        let bad: [Credential] = [.bearer(""), .bearer("a\nb"), .basic(user: "a:b", password: "c"),
+                                 .apiKeyHeader(name: "X Key", value: "v"), .apiKeyQuery(name: "k", value: "")]
+        for credential in bad {
+            XCTAssertThrowsError(try SheafClient(baseURL: "https://a.example/", credential: credential, transport: Recorder()),
+                                 "\(credential)")
+        }
+        XCTAssertThrowsError(try SheafClient(baseURL: "https://a.example/", headers: [HTTPHeader(name: "X", value: "a\r\nb: c")],
+                                             transport: Recorder()))
+        for request in [Request(method: "GE T", path: "x"), {
+            var get = Request(path: "x")
+            get.body = .bytes([1], contentType: "application/octet-stream")
+            return get
+        }()] {
+            XCTAssertThrowsError(try request.validated())
+        }
+    }
+
+    func testSecretParametersAreHiddenInEverySpellingOfAURL() {
+        let redactor = Redactor([], parameters: Redactor.secretParameters + ["session"])
+        XCTAssertEqual(redactor.redact("GET https://a.example/x?API_KEY=abc&page=2: HTTP 401"),
+                       "GET https://a.example/x?API_KEY=<redacted>&page=2: HTTP 401")
+        XCTAssertEqual(redactor.redact(#"{"next":"/x?page=3&session=zz9\"}"#), #"{"next":"/x?page=3&session=<redacted>\"}"#)
+        XCTAssertEqual(redactor.redact("/x?monkey=1&key="), "/x?monkey=1&key=", "only whole names, and a value to hide")
+        let echoed = redactor.addingSecretValues(in: "https://a.example/x?token=t0k3n-value&n=123456")
+        XCTAssertEqual(echoed.redact(#"{"query":[["token","t0k3n-value"],["n","123456"]]}"#),
+                       #"{"query":[["token","<redacted>"],["n","123456"]]}"#)
+    }
+
+    func testOnlyIdempotentMethodsAreRetriedUnlessTheCallerSaysSo() throws {
+        let unavailable: Result<HTTPResponse, TransportError> = .success(HTTPResponse(status: 503))
+        let timeout: Result<HTTPResponse, TransportError> = .failure(TransportError(.timeout, "slow"))
+        func decision(_ request: Request, _ result: Result<HTTPResponse, TransportError>) -> AnswerPolicy.Decision {
+            let template = FetchTemplate(method: request.method, isRetriable: request.isRetriable, deliversFailures: true)
+            return AnswerPolicy(ClientConfiguration(), redactor: Redactor([]), template: template)
+                .decide(result, url: "https://a.example/x", method: request.method, attempt: 1, redirects: 0) { _, _ in 5 }
+        }
+        for method in ["GET", "HEAD", "PUT", "DELETE", "OPTIONS"] {
+            XCTAssertEqual(decision(Request(method: method, path: "x"), unavailable), .retry(afterMilliseconds: 5), method)
+        }
+        for method in ["POST", "PATCH"] {
+            XCTAssertEqual(decision(Request(method: method, path: "x"), unavailable), .deliver(HTTPResponse(status: 503)), method)
+            guard case .fail(let error) = decision(Request(method: method, path: "x"), timeout) else {
+                return XCTFail("\(method): a timeout is not retried")
+            }
+            XCTAssertEqual(error.code, .transport, method)
+            var optedIn = Request(method: method, path: "x")
+            optedIn.retriesUnsafeMethod = true
+            XCTAssertEqual(decision(optedIn, unavailable), .retry(afterMilliseconds: 5))
+            var keyed = Request(method: method, path: "x")
+            keyed.headers = [HTTPHeader(name: "idempotency-key", value: "k1")]
+            XCTAssertEqual(decision(keyed, timeout), .retry(afterMilliseconds: 5))
+        }
+    }
+
+    func testRedirectsChangeTheMethodOnlyWhereHTTPSaysSo() {
+        let policy = AnswerPolicy(ClientConfiguration(), redactor: Redactor([]))
+        func redirect(_ status: Int, _ method: String) -> AnswerPolicy.Decision {
+            policy.decide(.success(HTTPResponse(status: status, headers: [HTTPHeader(name: "Location", value: "/y")])),
+                          url: "https://a.example/x", method: method, attempt: 1, redirects: 0) { _, _ in 0 }
+        }
+        XCTAssertEqual(redirect(303, "POST"), .redirect(to: "https://a.example/y", method: "GET"))
+        XCTAssertEqual(redirect(303, "PUT"), .redirect(to: "https://a.example/y", method: "GET"))
+        XCTAssertEqual(redirect(303, "HEAD"), .redirect(to: "https://a.example/y", method: "HEAD"))
+        XCTAssertEqual(redirect(302, "POST"), .redirect(to: "https://a.example/y", method: "GET"))
+        XCTAssertEqual(redirect(302, "PUT"), .redirect(to: "https://a.example/y", method: "PUT"))
+        XCTAssertEqual(redirect(307, "POST"), .redirect(to: "https://a.example/y", method: "POST"))
+        XCTAssertEqual(redirect(308, "PATCH"), .redirect(to: "https://a.example/y", method: "PATCH"))
+    }
+
+    func testASentRequestCarriesItsBodyHeadersAndAnswer() throws {
+        let recorder = Recorder { _ in .success(HTTPResponse(status: 422, body: Array(#"{"detail":[{"loc":["body","n"],"msg":"bad"}]}"#.utf8))) }
+        let client = try SheafClient(baseURL: "https://a.example/api", headers: [HTTPHeader(name: "X-Default", value: "1")],
+                                     transport: recorder)
+        var request = Request(method: "POST", path: "forms")
+        request.body = .form([Request.FormField("a b", "c&d")])
+        request.headers = [HTTPHeader(name: "x-default", value: "2")]
+        let run = try client.makeRequest(request)
+        try run.start()
+        let (response, error) = try run.wait()
+        XCTAssertEqual(response?.status, 422)
+        XCTAssertEqual(error?.code, .http)
+        XCTAssertEqual(error?.serverMessage, "body.n: bad")
+        let sent = try XCTUnwrap(recorder.sent.first)
+        XCTAssertEqual(recorder.sent.count, 1, "a POST is not retried")
+        XCTAssertEqual(sent.url, "https://a.example/api/forms")
+        XCTAssertEqual(String(decoding: sent.body, as: UTF8.self), "a%20b=c%26d")
+        XCTAssertEqual(sent.headers.first(named: "Content-Type"), "application/x-www-form-urlencoded")
+        XCTAssertEqual(sent.headers.filter { $0.name.lowercased() == "x-default" }.map(\.value), ["2"])
+    }
+}

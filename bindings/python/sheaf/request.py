@@ -1,0 +1,179 @@
+"""Single requests: any method, a body, headers and query, through the client's policies."""
+
+from __future__ import annotations
+
+import ctypes
+import json as _json
+import threading
+from ctypes import byref
+from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
+
+from . import _ffi
+from ._ffi import lib
+from .errors import Error, HTTPError, Result, UsageError, error_for
+
+#: Headers: a mapping, or (name, value) pairs (a name may repeat).
+Headers = Union[Mapping[str, str], Sequence[Tuple[str, str]]]
+
+
+class ApiKey:
+    """An API key credential for :class:`sheaf.Client`'s ``auth=``: sent in the header `name`
+    (``where="header"``) or the query parameter `name` (``where="query"``), only to the base URL's
+    origin, and hidden in every message."""
+
+    def __init__(self, name: str, value: str, where: str = "header") -> None:
+        if where not in ("header", "query"):
+            raise UsageError(Result.INVALID_ARGUMENT, f'where must be "header" or "query", not {where!r}')
+        self.name, self.value, self.where = name, value, where
+
+    def __repr__(self) -> str:
+        return f"ApiKey({self.name!r}, <redacted>, where={self.where!r})"   # never the key
+
+
+class Response:
+    """The answer to a single request.
+
+    Attributes:
+        status: the HTTP status code.
+        headers: the response headers as (name, value) pairs, in the order received; see
+            :meth:`header` for a lookup by name.
+        content: the body as bytes.
+        url: the URL that answered, after redirects (secret query values redacted).
+    """
+
+    def __init__(self, status: int, headers: List[Tuple[str, str]], content: bytes, url: str) -> None:
+        self.status = status
+        self.headers = headers
+        self.content = content
+        self.url = url
+
+    @property
+    def ok(self) -> bool:
+        """True for a 2xx status."""
+        return 200 <= self.status < 300
+
+    @property
+    def text(self) -> str:
+        """The body decoded as UTF-8 (invalid bytes replaced)."""
+        return self.content.decode("utf-8", "replace")
+
+    def json(self) -> Any:
+        """The body decoded from JSON.
+
+        Raises:
+            ValueError: the body is not JSON.
+        """
+        return _json.loads(self.content)
+
+    def header(self, name: str, default: Optional[str] = None) -> Optional[str]:
+        """The first header named `name` (case-insensitive), or `default`."""
+        wanted = name.lower()
+        return next((value for key, value in self.headers if key.lower() == wanted), default)
+
+    def __repr__(self) -> str:
+        return f"<sheaf.Response {self.status} {len(self.content)} bytes>"
+
+
+def header_pairs(headers: Optional[Headers]) -> List[Tuple[str, str]]:
+    """Every header as (name, value) text."""
+    if headers is None:
+        return []
+    pairs = headers.items() if isinstance(headers, Mapping) else headers
+    out = []
+    for pair in pairs:
+        try:
+            name, value = pair
+        except (TypeError, ValueError):
+            raise UsageError(Result.INVALID_ARGUMENT,
+                             f"headers must be a mapping or (name, value) pairs, not {pair!r}") from None
+        if not isinstance(name, str) or not isinstance(value, str):
+            raise UsageError(Result.INVALID_ARGUMENT, f"a header's name and value must be str, not {pair!r}")
+        out.append((name, value))
+    return out
+
+
+def send(client_handle: _ffi.ClientHandle, method: str, path: Union[str, Sequence[Any]], *,
+         query: List[Tuple[str, str]], headers: Optional[Headers], json: Any, data: Any, content: Optional[bytes],
+         content_type: Optional[str], retry: bool, check: bool) -> Response:
+    """One request through the library; see :meth:`sheaf.Client.request`."""
+    if not isinstance(method, str):
+        raise UsageError(Result.INVALID_ARGUMENT, f"method must be a str, not {type(method).__name__}")
+    if isinstance(path, str):
+        base, segments = path, []
+    elif isinstance(path, (list, tuple)):
+        base, segments = "", [str(segment) for segment in path]
+    else:
+        raise UsageError(Result.INVALID_ARGUMENT, f"path must be a str or a sequence of segments, not {type(path).__name__}")
+    if sum(x is not None for x in (json, data, content)) > 1:
+        raise UsageError(Result.INVALID_ARGUMENT, "give at most one of json=, data= and content=")
+    handle = _ffi.RequestHandle()
+    lib.sheaf_request_new(byref(handle), client_handle, _ffi.encode(method.upper()), _ffi.encode(base))
+    try:
+        for segment in segments:
+            lib.sheaf_request_add_segment(handle, _ffi.encode(segment))
+        for name, value in query:
+            lib.sheaf_request_add_query(handle, _ffi.encode(name), _ffi.encode(value))
+        for name, value in header_pairs(headers):
+            lib.sheaf_request_add_header(handle, _ffi.encode(name), _ffi.encode(value))
+        if json is not None:
+            body = _json.dumps(json, separators=(",", ":"), ensure_ascii=False).encode()
+            lib.sheaf_request_set_body(handle, _ffi.encode(content_type or "application/json"), body, len(body))
+        elif data is not None:
+            fields = data.items() if isinstance(data, Mapping) else data
+            for name, value in fields:
+                for one in value if isinstance(value, (list, tuple)) else [value]:
+                    lib.sheaf_request_add_form(handle, _ffi.encode(str(name)), _ffi.encode(str(one)))
+        elif content is not None:
+            if isinstance(content, str):
+                content = content.encode()
+            if not isinstance(content, (bytes, bytearray, memoryview)):
+                raise UsageError(Result.INVALID_ARGUMENT, f"content must be bytes, not {type(content).__name__}")
+            raw = bytes(content)
+            lib.sheaf_request_set_body(handle, _ffi.encode(content_type or "application/octet-stream"), raw, len(raw))
+        if retry:
+            lib.sheaf_request_set_retry(handle, 1)
+        result = _run(handle)
+        response = _response(handle)
+        if result != _ffi.SHEAF_OK and (check or response is None):
+            error = error_for(result, **_ffi.error_detail(lib.sheaf_request_error(handle)))
+            if isinstance(error, HTTPError):
+                error.response = response
+            raise error
+        assert response is not None
+        return response
+    finally:
+        lib.sheaf_request_free(handle)
+
+
+def _run(handle: _ffi.RequestHandle) -> int:
+    """Starts the request and waits for it in slices, so Ctrl-C interrupts it (and cancels it)."""
+    done = threading.Event()
+    callback = _ffi.REQUEST_DONE_FN(lambda _request, _result, _user: done.set())
+    lib.sheaf_request_start(handle, callback, None, None)
+    try:
+        while not done.wait(0.1):   # bounded by the request's own timeouts
+            pass
+    except BaseException:
+        lib.sheaf_request_cancel(handle)
+        raise
+    finally:
+        result = lib.sheaf_request_wait(handle)   # the callback has returned: `callback` may go
+    return result
+
+
+def _response(handle: _ffi.RequestHandle) -> Optional[Response]:
+    status = lib.sheaf_request_status(handle)
+    if status == 0:
+        return None
+    headers = []
+    name, value = ctypes.c_char_p(), ctypes.c_char_p()
+    for index in range(lib.sheaf_request_header_count(handle)):
+        if lib.sheaf_request_header(handle, index, byref(name), byref(value)) == _ffi.SHEAF_OK:
+            headers.append((_ffi.decode(name.value), _ffi.decode(value.value)))
+    length = ctypes.c_size_t()
+    pointer = lib.sheaf_request_body(handle, byref(length))
+    content = ctypes.string_at(pointer, length.value) if pointer else b""
+    return Response(status, headers, content, _ffi.decode(lib.sheaf_request_url(handle)))
+
+
+__all__ = ["ApiKey", "Response", "Headers"]

@@ -1,0 +1,135 @@
+"""Single requests from Python: methods, bodies, headers, auth by origin, server errors, redaction."""
+
+from __future__ import annotations
+
+import base64
+
+import pytest
+
+import sheaf
+
+from conftest import stats
+
+
+def test_every_method_and_body_kind_reaches_the_server(api) -> None:
+    with sheaf.Client(api.base_url, headers={"X-Client": "c", "X-Both": "client"}) as client:
+        for method in ("GET", "PUT", "DELETE", "OPTIONS", "POST", "PATCH"):
+            response = client.request(method, "/req/echo", params={"q": "a&b"}, headers={"X-Both": "request"})
+            echo = response.json()
+            assert response.status == 200 and response.ok
+            assert echo["method"] == method
+            assert echo["query"] == [["q", "a&b"]]
+            assert echo["headers"]["x-client"] == ["c"] and echo["headers"]["x-both"] == ["request"]
+            assert response.header("x-echo-method") == method
+        assert client.head("/req/echo").content == b""
+        echo = client.post("/req/echo", json={"name": "café", "n": [1, 2]}).json()
+        assert echo["json"] == {"name": "café", "n": [1, 2]} and echo["content_type"] == "application/json"
+        echo = client.put("/req/echo", data={"a b": "c&d", "many": ["1", "2"]}).json()
+        assert echo["form"] == {"a b": ["c&d"], "many": ["1", "2"]}
+        echo = client.patch("/req/echo", content=b"\x00\xffraw", content_type="application/x-raw").json()
+        assert echo["body_length"] == 5 and echo["content_type"] == "application/x-raw"
+
+
+def test_segments_are_escaped_whole_and_the_base_url_is_a_prefix(api) -> None:
+    with sheaf.Client(api.base_url + "/req") as client:
+        assert client.get("echo/x").json()["path"] == "/req/echo/x"
+        assert client.get("/echo/x").json()["path"] == "/req/echo/x"
+        assert client.get(("echo", "a/b c", 7)).json()["path"] == "/req/echo/a%2Fb%20c/7"
+
+
+@pytest.mark.parametrize("shape, status, wanted", [
+    ("plain", 400, "invalid_cursor"),
+    ("drf", 403, "You do not have permission"),
+    ("fastapi", 422, "body.name: Field required"),
+    ("stripe", 400, "Missing required param: amount."),
+    ("jsonapi", 422, "First name must contain at least two characters."),
+    ("problem", 403, "Your current balance is 30"),
+    ("github", 401, "Bad credentials"),
+])
+def test_a_failing_status_raises_with_the_servers_own_words(api, shape, status, wanted) -> None:
+    with sheaf.Client(api.base_url) as client:
+        with pytest.raises(sheaf.HTTPError) as raised:
+            client.get(f"/req/error/{shape}")
+        error = raised.value
+        assert error.status == status and wanted in error.server_message and wanted in str(error)
+        assert error.response is not None and error.response.status == status and error.response.json()
+        unchecked = client.get(f"/req/error/{shape}", check=False)
+        assert unchecked.status == status and not unchecked.ok
+
+
+def test_post_is_retried_only_when_asked(api) -> None:
+    with sheaf.Client(api.base_url, retry_base=0.001) as client:
+        assert client.get("/req/flaky?fails=1&key=py-get").ok
+        with pytest.raises(sheaf.HTTPError) as raised:
+            client.post("/req/flaky?fails=1&key=py-post", json={})
+        assert raised.value.status == 503
+        assert client.post("/req/flaky?fails=1&key=py-post-retry", json={}, retry=True).ok
+        assert client.post("/req/flaky?fails=1&key=py-post-key", json={}, headers={"Idempotency-Key": "k"}).ok
+
+
+@pytest.mark.parametrize("auth, header, expected", [
+    ("t0ken-abc", "authorization", "Bearer t0ken-abc"),
+    (("Aladdin", "open sesame"), "authorization", "Basic " + base64.b64encode(b"Aladdin:open sesame").decode()),
+    (sheaf.ApiKey("X-Api-Key", "k3y-header-1"), "x-api-key", "k3y-header-1"),
+])
+def test_credentials_go_only_to_their_origin(api, other_api, auth, header, expected) -> None:
+    with sheaf.Client(api.base_url, auth=auth) as client:
+        assert client.get("/req/echo").json()["headers"][header] == [expected]
+        with pytest.raises(sheaf.PolicyError):
+            client.get(other_api.base_url + "/req/echo")
+    with sheaf.Client(api.base_url, auth=auth, follow_cross_origin=True) as client:
+        echo = client.get(other_api.base_url + "/req/echo").json()
+        assert header not in echo["headers"] or expected not in echo["headers"][header]
+        assert "authorization" not in echo["headers"]
+
+
+def test_an_api_key_in_the_query_is_sent_and_never_shown(api) -> None:
+    with sheaf.Client(api.base_url, auth=sheaf.ApiKey("appid", "q-secret-77", where="query")) as client:
+        response = client.get("/req/echo")
+        assert response.json()["query"] == [["appid", "q-secret-77"]]
+        assert "q-secret-77" not in response.url
+        with pytest.raises(sheaf.HTTPError) as raised:
+            client.get("/req/echo?status=401")
+        error = raised.value
+        for text in (str(error), error.url, error.body):
+            assert "q-secret-77" not in text
+
+
+def test_secret_query_parameters_are_hidden_in_messages(api) -> None:
+    with sheaf.Client(api.base_url, secret_params=["session"]) as client:
+        with pytest.raises(sheaf.HTTPError) as raised:
+            client.get("/req/echo?status=400&access_token=tok-aaaa-1111&session=sess-bbbb-2222&page=2")
+        error = raised.value
+        for text in (str(error), error.url, error.body):
+            assert "tok-aaaa-1111" not in text and "sess-bbbb-2222" not in text
+        assert "page=2" in error.url
+
+
+def test_bad_requests_are_refused_before_sending(api) -> None:
+    with sheaf.Client(api.base_url) as client:
+        for method, options in (("GE T", {}), ("GET", {"headers": {"X-Evil": "a\r\nb: c"}}),
+                                ("GET", {"headers": {"Bad Name": "v"}}), ("GET", {"json": {}}),
+                                ("POST", {"json": {}, "content": b"x"})):
+            with pytest.raises(sheaf.UsageError):
+                client.request(method, "/req/echo", **options)
+    with pytest.raises(sheaf.UsageError):
+        sheaf.Client(api.base_url, auth=("user:colon", "pw"))
+    with pytest.raises(sheaf.UsageError):
+        sheaf.Client(api.base_url, headers={"X": "a\nb"})
+    with pytest.raises(sheaf.UsageError):
+        sheaf.Client(api.base_url, token="a", auth="b")
+
+
+def test_a_ca_file_that_does_not_exist_fails_the_request_not_the_process(api) -> None:
+    # The file is read when a TLS connection is made; plain http never reads it.
+    with sheaf.Client("https://127.0.0.1:9/", verify="/nonexistent/ca.pem", timeout=5) as client:
+        with pytest.raises(sheaf.TransportError):
+            client.get("/x")
+
+
+def test_list_pages_carry_the_lists_headers(api) -> None:
+    with sheaf.Client(api.base_url, headers={"Authorization": "Bearer client"}) as client:
+        items = client.fetch_all("/anchor?n=30&per_page=10", headers={"Authorization": "Bearer list"})
+        assert len(items) == 30
+    log = stats(api)["log"]
+    assert len(log) == 3 and {entry["authorization"] for entry in log} == {"Bearer list"}
