@@ -26,6 +26,13 @@ enum HTTPFailure {
     private static let fieldNames = ["error", "error/message", "error/code", "message", "detail", "title", "reason"]
         + (0..<3).flatMap { ["errors/\($0)/detail", "errors/\($0)/title", "errors/\($0)/message"] }
 
+    /// A field's pointer as people write it in prose: `errors/0/detail` → `errors[0].detail`.
+    private static func label(_ pointer: String) -> String {
+        pointer.split(separator: "/").reduce(into: "") { label, part in
+            if part.allSatisfy({ $0.isASCII && $0.isNumber }) { label += "[\(part)]" } else { label += (label.isEmpty ? "" : ".") + part }
+        }
+    }
+
     /// FastAPI lists up to this many validation errors in the message.
     private static let listedValidationErrors = 3
 
@@ -48,8 +55,7 @@ enum HTTPFailure {
             }
             var fields = zip(fieldNames, targets).compactMap { name, target -> String? in
                 guard let range = target.range, buffer[range.lowerBound] == UInt8(ascii: "\""), let value = text(range) else { return nil }
-                let label = name.replacing(/\/([0-9])\//) { "[\($0.1)]." }.replacing("/", with: ".")
-                return "\(label): \(redactor.redact(value).prefix(200))"
+                return "\(label(name)): \(redactor.redact(value).prefix(200))"
             }
             for index in 0..<listedValidationErrors {
                 let message = targets[fieldNames.count + 2 * index]
