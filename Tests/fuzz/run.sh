@@ -23,7 +23,7 @@ esac
 mkdir -p "$build/$target-new"
 binary="$build/fuzz-$target"
 # shellcheck disable=SC2046
-swiftc -sanitize=fuzzer,address -parse-as-library -O -module-name SheafFuzz -package-name sheaf \
+swiftc -swift-version 6 -sanitize=fuzzer,address -parse-as-library -O -module-name SheafFuzz -package-name sheaf \
     $(find Sources/Sheaf -name '*.swift' | sort) "$entry" "${extra[@]}" -o "$binary" 2> "$build/$target-build.log" \
     || { cat "$build/$target-build.log" >&2; exit 1; }
 # libFuzzer prints the stack of a crash itself; Swift's backtracer would only delay it.
