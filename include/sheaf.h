@@ -102,7 +102,8 @@ typedef enum sheaf_result {
     SHEAF_PENDING = 17,            /**< sheaf_list_next: no snapshot yet within the timeout (not a failure). */
     SHEAF_E_NOT_FOLLOWED = 18,     /**< The last page signals more (a Link rel="next", has_more, a next field, a total above what arrived) that the description does not follow; the error names the signal and the option or preset that would. */
     SHEAF_E_UNDETECTED = 19,       /**< Detection could not decide the list's shape (no items array, or several candidates); the error names the candidates and the options that choose. */
-    SHEAF_E_REPEATED_PAGE = 20     /**< Two consecutive pages hold the same items byte for byte: the server ignores the paging parameter (or the description names the wrong one). */
+    SHEAF_E_REPEATED_PAGE = 20,    /**< Two consecutive pages hold the same items byte for byte: the server ignores the paging parameter (or the description names the wrong one). */
+    SHEAF_E_IO = 21                /**< A download's file could not be written: its folder cannot be created, it is not writable, or the disk is full. The destination is left as it was. */
 } sheaf_result;
 
 /** Static English text for a result code (unknown codes get a generic text). Never NULL; do not free. */
@@ -625,6 +626,26 @@ SHEAF_API sheaf_result sheaf_request_set_body(sheaf_request *request, const char
  * with sheaf_request_set_body.
  */
 SHEAF_API sheaf_result sheaf_request_add_form(sheaf_request *request, const char *name, const char *value);
+
+/**
+ * Makes the request a download into the file `path` (copied; NULL: the body stays in memory): a
+ * successful body is streamed to "<path>.part" (its folders created as needed), never held in
+ * memory, and renamed over `path` only once all of it has arrived; on any failure the part file
+ * is removed and `path` left as it was. A transfer that breaks is retried like any other, and
+ * resumes with "Range" when the server sent an ETag or Last-Modified and answers 206 for it.
+ * A failing status's body is kept in memory as usual (within SHEAF_OPT_MAX_BODY_BYTES), which
+ * does not limit the file. A destination that is a directory is refused at send time with
+ * SHEAF_E_INVALID_ARGUMENT; a folder or file that cannot be written, or a full disk, ends the
+ * request with SHEAF_E_IO. sheaf_request_body is then empty.
+ */
+SHEAF_API sheaf_result sheaf_request_set_output_file(sheaf_request *request, const char *path);
+
+/**
+ * A download's progress: the bytes written so far and the bytes expected (-1 while unknown).
+ * Thread-safe; may be called while the request runs (from another thread or a loop around
+ * short waits). Either out-parameter may be NULL.
+ */
+SHEAF_API sheaf_result sheaf_request_progress(const sheaf_request *request, int64_t *out_done, int64_t *out_expected);
 
 /** retry != 0: retry transient failures even for a method that is not idempotent (POST, PATCH). */
 SHEAF_API sheaf_result sheaf_request_set_retry(sheaf_request *request, int retry);

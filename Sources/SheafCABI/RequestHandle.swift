@@ -10,6 +10,8 @@ final class RequestHandle: Sendable, ErrorRecording {
     private struct State {
         var request: Request
         var formFields: [Request.FormField]?
+        /// A download's destination.
+        var output: String?
         var run: RequestRun?
         var response: CResponse?
         var result: sheaf_result?
@@ -41,12 +43,21 @@ final class RequestHandle: Sendable, ErrorRecording {
         }
     }
 
+    func setOutput(_ path: String?) throws(SheafError) {
+        try state.withLock { (state) throws(SheafError) in
+            guard state.run == nil else { throw SheafError(.state, "the request has already been sent") }
+            state.output = path
+        }
+    }
+
+    var progress: (done: Int64, expected: Int64) { state.withLock { $0.run }?.progress ?? (0, -1) }
+
     func start(_ callback: DoneCallback?) throws(SheafError) {
         let run = try state.withLock { (state) throws(SheafError) -> RequestRun in
             guard state.run == nil else { throw SheafError(.state, "a request is sent once; create a new request to send it again") }
             var request = state.request
             if let fields = state.formFields { request.body = .form(fields) }
-            let run = try client.makeClient().makeRequest(request)
+            let run = try client.makeClient().makeRequest(request, downloadingTo: state.output)
             state.run = run
             state.callback = callback
             return run
@@ -259,6 +270,27 @@ public func sheaf_request_add_form(_ request: OpaquePointer?, _ name: UnsafePoin
             request.body = nil
             form = (form ?? []) + [field]
         }
+        return SHEAF_OK
+    }
+}
+
+@c @implementation
+public func sheaf_request_set_output_file(_ request: OpaquePointer?, _ path: UnsafePointer<CChar>?) -> sheaf_result {
+    withRequest(request) { (handle) throws(SheafError) in
+        let path = try CString.text(path, "the path")
+        if path?.isEmpty == true { throw SheafError(.invalidArgument, "the output path must not be empty") }
+        try handle.setOutput(path)
+        return SHEAF_OK
+    }
+}
+
+@c @implementation
+public func sheaf_request_progress(_ request: OpaquePointer?, _ outDone: UnsafeMutablePointer<Int64>?,
+                                   _ outExpected: UnsafeMutablePointer<Int64>?) -> sheaf_result {
+    withRequest(request) { handle in
+        let (done, expected) = handle.progress
+        outDone?.pointee = done
+        outExpected?.pointee = expected
         return SHEAF_OK
     }
 }

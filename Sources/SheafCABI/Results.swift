@@ -25,6 +25,7 @@ extension SheafError.Code {
         case .notFollowed: SHEAF_E_NOT_FOLLOWED
         case .undetected: SHEAF_E_UNDETECTED
         case .repeatedPage: SHEAF_E_REPEATED_PAGE
+        case .io: SHEAF_E_IO
         default: SHEAF_E_INTERNAL
         }
     }
@@ -63,6 +64,7 @@ private let resultTexts: [OwnedCString] = [
     "the last page signals more than the list's description follows",
     "the list's shape could not be detected",
     "two consecutive pages hold the same items",
+    "a download's file could not be written",
 ].map(OwnedCString.init)
 private let unknownResultText = OwnedCString("unknown result code")
 private let versionText = OwnedCString(SheafVersion.string)

@@ -39,6 +39,8 @@ final class CurlTransfer: @unchecked Sendable {
     private var responseBody: [UInt8] = []
     private var bodyTooLarge = false
     private var sizedBody = false
+    /// Whether this response's body goes to `request.sink` (decided at its first byte).
+    private var streaming = false
 
     init(request: HTTPRequest, completion: @escaping Completion) {
         self.request = request
@@ -87,7 +89,11 @@ final class CurlTransfer: @unchecked Sendable {
             set(scurl_easy_setopt_long(handle, CURLOPT_CONNECTTIMEOUT_MS,
                                        request.connectTimeoutMilliseconds))
         }
-        if request.maxBodyBytes > 0 {
+        if request.stallTimeoutMilliseconds > 0 {
+            set(scurl_easy_setopt_long(handle, CURLOPT_LOW_SPEED_LIMIT, 1))
+            set(scurl_easy_setopt_long(handle, CURLOPT_LOW_SPEED_TIME, max(1, request.stallTimeoutMilliseconds / 1000)))
+        }
+        if request.maxBodyBytes > 0, request.sink == nil {
             // Fails early when the server announces a larger Content-Length; the write callback
             // enforces the cap on bodies of unknown length (and on decoded bodies).
             set(scurl_easy_setopt_off(handle, CURLOPT_MAXFILESIZE_LARGE, curl_off_t(request.maxBodyBytes)))
@@ -211,6 +217,16 @@ final class CurlTransfer: @unchecked Sendable {
 
     private func receiveBody(_ data: UnsafeMutablePointer<CChar>?, length: Int) -> Int {
         guard length > 0, let data else { return 0 }
+        if !sizedBody, let sink = request.sink, let easy {
+            var status = 0
+            _ = scurl_easy_getinfo_long(easy, CURLINFO_RESPONSE_CODE, &status)
+            streaming = sink.begin(status: status, headers: responseHeaders)
+        }
+        if streaming {
+            sizedBody = true
+            // Anything but `length` makes curl abort with CURLE_WRITE_ERROR; the sink keeps why.
+            return request.sink!.write(UnsafeRawBufferPointer(start: data, count: length)) ? length : 0
+        }
         if responseBody.count + length > request.maxBodyBytes {
             bodyTooLarge = true
             return 0  // anything but `length` makes curl abort with CURLE_WRITE_ERROR
@@ -277,7 +293,8 @@ final class CurlTransfer: @unchecked Sendable {
         if let easy {
             _ = scurl_easy_getinfo_long(easy, CURLINFO_RESPONSE_CODE, &status)
         }
-        let response = HTTPResponse(status: status, headers: responseHeaders, body: responseBody)
+        var response = HTTPResponse(status: status, headers: responseHeaders, body: responseBody)
+        response.bodyStreamed = streaming
         responseHeaders = []
         responseBody = []
         return .success(response)

@@ -162,4 +162,33 @@ final class RequestTests: XCTestCase {
         XCTAssertEqual(sent.headers.first(named: "Content-Type"), "application/x-www-form-urlencoded")
         XCTAssertEqual(sent.headers.filter { $0.name.lowercased() == "x-default" }.map(\.value), ["2"])
     }
+
+    func testADownloadFromATransportThatDoesNotStreamIsWrittenByTheCore() throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("sheaf-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let body = Array((0..<10_000).map { UInt8($0 % 251) })
+        let recorder = Recorder { request in
+            request.url.hasSuffix("/missing") ? .success(HTTPResponse(status: 404, body: Array(#"{"message":"gone"}"#.utf8)))
+                : .success(HTTPResponse(status: 200, headers: [HTTPHeader(name: "Content-Length", value: "10000")], body: body))
+        }
+        let client = try SheafClient(baseURL: "https://a.example/", transport: recorder)
+        let destination = folder + "/x/file.bin"
+        let run = try client.makeRequest(Request(path: "file"), downloadingTo: destination)
+        try run.start()
+        let (response, error) = try run.wait()
+        XCTAssertNil(error)
+        XCTAssertEqual(response?.body, [], "the body is in the file")
+        XCTAssertEqual(FileManager.default.contents(atPath: destination).map(Array.init), body)
+        XCTAssertTrue(run.progress == (10_000, 10_000))
+        XCTAssertFalse(FileManager.default.fileExists(atPath: destination + ".part"))
+
+        let failing = try client.makeRequest(Request(path: "missing"), downloadingTo: destination)
+        try failing.start()
+        XCTAssertEqual(try failing.wait().error?.serverMessage, "message: gone")
+        XCTAssertEqual(FileManager.default.contents(atPath: destination).map(Array.init), body, "the old file stays")
+        XCTAssertFalse(FileManager.default.fileExists(atPath: destination + ".part"))
+        XCTAssertThrowsError(try client.makeRequest(Request(path: "file"), downloadingTo: folder)) { error in
+            XCTAssertEqual((error as? SheafError)?.code, .invalidArgument)
+        }
+    }
 }

@@ -11,6 +11,14 @@
   /req/redirect?code=C&to=URL   answers C with Location: URL (any method)
   /req/error/<shape>[?status=S] a failure in the error shape of a public API (ERROR_SHAPES),
                                 status S (default: the shape's own)
+  GET /req/download?size=N[&key=K&cut=C][&etag=0][&ranges=0][&lie=L]
+                                N bytes of a fixed pattern (byte i is i % 251), streamed, with
+                                Content-Length, Accept-Ranges: bytes and an ETag; a Range
+                                "bytes=S-" (with a matching If-Range, when given) answers 206
+                                from S. cut=C: the first request with key K sends C bytes of
+                                the body, then closes the connection. lie=L announces L bytes
+                                more than it sends. etag=0: no validator; ranges=0: Range ignored.
+  GET /req/download-stats?key=K {"requests": n, "bytes": body bytes sent} for key K
 """
 
 from __future__ import annotations
@@ -58,11 +66,13 @@ ERROR_SHAPES = {
 
 _flaky_lock = threading.Lock()
 _flaky_counts: dict = {}
+_download_stats: dict = {}
 
 
 def reset() -> None:
     with _flaky_lock:
         _flaky_counts.clear()
+        _download_stats.clear()
 
 
 def read_body(handler) -> bytes:
@@ -95,6 +105,11 @@ def handle(handler, method: str, path: str, query: str) -> None:
             handler.send_json(status, {"error": "flaky", "attempt": seen + 1}, [("Retry-After", "0")])
         else:
             echo(handler, method, path, query, body, 200)
+    elif path == "/req/download":
+        download(handler, params)
+    elif path == "/req/download-stats":
+        with _flaky_lock:
+            handler.send_json(200, _download_stats.get(params.get("key"), {"requests": 0, "bytes": 0}))
     elif path == "/req/redirect":
         to = params.get("to", "/req/echo")
         handler.send_json(int(params.get("code", "302")), {"location": to}, [("Location", to)])
@@ -126,3 +141,61 @@ def echo(handler, method: str, path: str, query: str, body: bytes, status: int) 
         handler.send(status, b"", None, [("X-Echo-Method", method)])
     else:
         handler.send_json(status, answer, [("X-Echo-Method", method)])
+
+
+PATTERN = bytes(i % 251 for i in range(251 * 1024))   # 251 KiB: a whole number of periods
+
+
+def pattern_bytes(start: int, length: int):
+    """Chunks of the pattern from byte `start`, `length` bytes in all."""
+    offset = start % 251
+    while length > 0:   # bounded by length
+        chunk = PATTERN[offset:offset + min(length, len(PATTERN) - offset)]
+        yield chunk
+        length -= len(chunk)
+        offset = 0
+
+
+def download(handler, params: dict) -> None:
+    size = int(params.get("size", "0"))
+    etag = f'"sheaf-{size}"' if params.get("etag", "1") != "0" else None
+    start = 0
+    ranged = handler.headers.get("Range", "")
+    if params.get("ranges", "1") != "0" and ranged.startswith("bytes=") and ranged.endswith("-"):
+        if_range = handler.headers.get("If-Range")
+        if if_range is None or if_range == etag:
+            start = min(int(ranged[6:-1]), size)
+    cut = None
+    key = params.get("key")
+    if key is not None and "cut" in params:
+        with _flaky_lock:
+            first = key not in _flaky_counts
+            _flaky_counts[key] = _flaky_counts.get(key, 0) + 1
+        if first:
+            cut = int(params["cut"])
+    length = size - start
+    handler.send_response(206 if start else 200)
+    handler.send_header("Content-Type", "application/octet-stream")
+    handler.send_header("Content-Length", str(length + int(params.get("lie", "0"))))
+    handler.send_header("Accept-Ranges", "bytes")
+    if etag:
+        handler.send_header("ETag", etag)
+    if start:
+        handler.send_header("Content-Range", f"bytes {start}-{size - 1}/{size}")
+    if cut is not None:
+        handler.close_connection = True
+    handler.end_headers()
+    handler._answered()
+    sent = 0
+    try:
+        for chunk in pattern_bytes(start, length if cut is None else min(cut, length)):
+            handler.wfile.write(chunk)
+            sent += len(chunk)
+    finally:
+        if key is not None:
+            with _flaky_lock:
+                stats = _download_stats.setdefault(key, {"requests": 0, "bytes": 0})
+                stats["requests"] += 1
+                stats["bytes"] += sent
+    if cut is not None or "lie" in params:
+        handler.close_connection = True

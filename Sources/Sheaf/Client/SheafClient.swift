@@ -126,10 +126,18 @@ public final class SheafClient: Sendable {
         } else {
             headers.removeAll { HeaderRules.credentialHeaders.contains($0.name.lowercased()) }
         }
-        return HTTPRequest(method: template.method, url: url, headers: headers, body: template.body,
-                           timeoutMilliseconds: configuration.timeoutMilliseconds,
-                           connectTimeoutMilliseconds: configuration.connectTimeoutMilliseconds,
-                           maxBodyBytes: configuration.maxBodyBytes, tls: configuration.tls)
+        if let download = template.download { headers += download.resumeHeaders() }
+        var request = HTTPRequest(method: template.method, url: url, headers: headers, body: template.body,
+                                  timeoutMilliseconds: configuration.timeoutMilliseconds,
+                                  connectTimeoutMilliseconds: configuration.connectTimeoutMilliseconds,
+                                  maxBodyBytes: configuration.maxBodyBytes, tls: configuration.tls)
+        if let download = template.download {
+            // A large file takes as long as it takes: the timeout applies to a stalled transfer.
+            request.sink = download
+            request.stallTimeoutMilliseconds = request.timeoutMilliseconds
+            request.timeoutMilliseconds = 0
+        }
+        return request
     }
 
     /// The URL of `path`: an absolute http(s) URL as it is; anything else joined to the base

@@ -13,7 +13,7 @@ public struct Response: Sendable {
 
 /// One single request of a client: sent once started, through the same fetch as a list's pages
 /// (headers, credentials by origin, retries for idempotent methods, redirects, the library's
-/// deadline), and its outcome kept.
+/// deadline), and its outcome kept. A download streams its body to a file (`FileDownload`).
 public final class RequestRun: Sendable {
     private struct State {
         var fetch: Fetch?
@@ -29,10 +29,13 @@ public final class RequestRun: Sendable {
     private let state = Locked(State())
     private let done = DispatchGroup()
     private let requests = RequestCounters()
+    private let download: FileDownload?
 
+    /// - Parameter downloadingTo: a file the body is written to instead of memory.
     /// - Throws: `.invalidArgument` for a request that cannot be sent as written (see
-    ///   `Request.validated`) or a path that does not make a URL.
-    init(client: SheafClient, request: Request) throws(SheafError) {
+    ///   `Request.validated`), a path that does not make a URL, or a destination that is a
+    ///   directory; `.io` when the destination's folder or part file cannot be created.
+    init(client: SheafClient, request: Request, downloadingTo destination: String? = nil) throws(SheafError) {
         let request = try request.validated()
         self.client = client
         url = try client.url(forPath: request.path, query: request.query.map { ($0.name, $0.value) })
@@ -44,8 +47,13 @@ public final class RequestRun: Sendable {
                 template.headers.append(HTTPHeader(name: "Content-Type", value: contentType))
             }
         }
+        download = try destination.map { (path) throws(SheafError) in try FileDownload(destination: path) }
+        template.download = download
         self.template = template
     }
+
+    /// A download's (bytes written, bytes expected or -1); (0, -1) for other requests.
+    public var progress: (done: Int64, expected: Int64) { download?.progress ?? (0, -1) }
 
     /// Sends the request; `whenFinished` and `wait` tell when it has an outcome.
     /// - Throws: `.state` when started before.
@@ -98,14 +106,20 @@ public final class RequestRun: Sendable {
         switch result {
         case .success(let fetched):
             let answer = fetched.response
-            response = Response(url: client.redactor.redact(fetched.url), status: answer.status, headers: answer.headers,
-                                body: answer.body, attempts: fetched.attempts)
+            var body = answer.body
             if !(200...299).contains(answer.status) {
                 error = HTTPFailure.error(for: answer, url: fetched.url, attempts: fetched.attempts, redactor: client.redactor)
+            } else if let download {
+                error = saved(answer, to: download)
+                body = []
             }
+            response = Response(url: client.redactor.redact(fetched.url), status: answer.status, headers: answer.headers,
+                                body: body, attempts: fetched.attempts)
         case .failure(let failure):
-            error = client.redacting(failure)
+            // A write that failed aborted the transfer: the file's error says why.
+            error = client.redacting(download?.writeFailure ?? failure)
         }
+        if error != nil { download?.abandon() }
         let first = state.withLock { state -> Bool in
             guard state.started, !state.finished else { return false }
             state.finished = true
@@ -118,11 +132,26 @@ public final class RequestRun: Sendable {
     }
 }
 
+/// Completes a download from a successful answer: its body, when the transport delivered it
+/// rather than streaming it, is written first. Returns the error, if any.
+private func saved(_ answer: HTTPResponse, to download: FileDownload) -> SheafError? {
+    if !answer.bodyStreamed, download.begin(status: answer.status, headers: answer.headers) {
+        let written = answer.body.withUnsafeBytes { download.write($0) }
+        if !written { return download.writeFailure }
+    }
+    do {
+        try download.complete()
+        return nil
+    } catch {
+        return error
+    }
+}
+
 extension SheafClient {
     /// A single request, not yet sent: call `start()` on it.
     /// - Throws: `.invalidArgument` for a request that cannot be sent as written.
-    public func makeRequest(_ request: Request) throws(SheafError) -> RequestRun {
-        try RequestRun(client: self, request: request)
+    public func makeRequest(_ request: Request, downloadingTo destination: String? = nil) throws(SheafError) -> RequestRun {
+        try RequestRun(client: self, request: request, downloadingTo: destination)
     }
 
     /// Sends `request` and waits for its outcome. Blocks.

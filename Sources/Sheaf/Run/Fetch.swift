@@ -11,6 +11,8 @@ struct FetchTemplate: Sendable {
     /// Whether a final answer outside 2xx is delivered (a single request, whose caller reads
     /// it) rather than failed (a page).
     var deliversFailures = false
+    /// A download's file: successful bodies stream there, and a retry resumes where it broke.
+    var download: FileDownload?
 }
 
 /// What a fetch delivered: the final URL (after redirects), the answer, and the attempts made.

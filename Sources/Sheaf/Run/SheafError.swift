@@ -5,7 +5,7 @@ public struct SheafError: Error, Sendable, Equatable, CustomStringConvertible {
         enum Value: Sendable, Hashable {
             case invalidArgument, unsupported, state, reentrant, http, transport, badPage, incomplete,
                  loop, pageLimit, bodyTooLarge, crossOrigin, stopped, cancelled, `internal`,
-                 notFollowed, undetected, repeatedPage
+                 notFollowed, undetected, repeatedPage, io
         }
         let value: Value
         init(_ value: Value) { self.value = value }
@@ -31,6 +31,8 @@ public struct SheafError: Error, Sendable, Equatable, CustomStringConvertible {
         public static let undetected = Code(.undetected)
         /// Two consecutive pages hold the same items.
         public static let repeatedPage = Code(.repeatedPage)
+        /// A download's file could not be written.
+        public static let io = Code(.io)
     }
 
     public var code: Code

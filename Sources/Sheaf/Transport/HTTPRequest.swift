@@ -16,6 +16,12 @@ public struct HTTPRequest: Sendable {
     public var maxBodyBytes: Int
     /// How to verify the server and present the client (transports of their own may ignore it).
     public var tls: TLSSettings
+    /// For a download: where a transport that streams may write a successful body (see
+    /// `ResponseBodySink`); one that does not delivers the body, and the core writes it.
+    public var sink: (any ResponseBodySink)?
+    /// For a download, in place of the whole-request timeout: give up when no byte has arrived
+    /// for this long (0: never).
+    public var stallTimeoutMilliseconds = 0
 
     public init(method: String = "GET", url: String, headers: [HTTPHeader] = [], body: [UInt8] = [],
                 timeoutMilliseconds: Int = 0, connectTimeoutMilliseconds: Int = 0,

@@ -4,8 +4,10 @@ public struct HTTPResponse: Sendable {
     public var status: Int
     /// Response headers in the order received.
     public var headers: [HTTPHeader]
-    /// The whole body.
+    /// The whole body; empty when it went to the request's sink.
     public var body: [UInt8]
+    /// Whether the body went to the request's sink.
+    public var bodyStreamed = false
 
     public init(status: Int, headers: [HTTPHeader] = [], body: [UInt8] = []) {
         self.status = status

@@ -64,6 +64,7 @@ SHEAF_PENDING = 17
 SHEAF_E_NOT_FOLLOWED = 18
 SHEAF_E_UNDETECTED = 19
 SHEAF_E_REPEATED_PAGE = 20
+SHEAF_E_IO = 21
 
 SHEAF_TRANSPORT_OTHER = 0
 SHEAF_TRANSPORT_TIMEOUT = 1
@@ -404,6 +405,10 @@ def declare(library: Any) -> None:
     fn("sheaf_request_set_body", _sheaf_result, [RequestHandle, c_char_p, c_char_p, c_size_t])
     # sheaf_result sheaf_request_add_form(sheaf_request *request, const char *name, const char *value);
     fn("sheaf_request_add_form", _sheaf_result, [RequestHandle, c_char_p, c_char_p])
+    # sheaf_result sheaf_request_set_output_file(sheaf_request *request, const char *path);
+    fn("sheaf_request_set_output_file", _sheaf_result, [RequestHandle, c_char_p])
+    # sheaf_result sheaf_request_progress(const sheaf_request *request, int64_t *out_done, int64_t *out_expected);
+    fn("sheaf_request_progress", _sheaf_result, [RequestHandle, POINTER(c_int64), POINTER(c_int64)])
     # sheaf_result sheaf_request_set_retry(sheaf_request *request, int retry);
     fn("sheaf_request_set_retry", _sheaf_result, [RequestHandle, c_int])
     # sheaf_result sheaf_request_start(sheaf_request *request, sheaf_request_done_fn on_done,
@@ -445,6 +450,7 @@ _CHECKED = (
     "sheaf_client_set_tls_file", "sheaf_list_add_header",
     "sheaf_request_new", "sheaf_request_add_segment", "sheaf_request_add_query", "sheaf_request_add_header",
     "sheaf_request_set_body", "sheaf_request_add_form", "sheaf_request_set_retry", "sheaf_request_start",
+    "sheaf_request_set_output_file",
     "sheaf_list_new", "sheaf_list_add_query", "sheaf_list_set_paging", "sheaf_list_set_signal",
     "sheaf_list_use_preset", "sheaf_list_description", "sheaf_preset_description",
     "sheaf_list_set_max_items", "sheaf_list_set_keep_items", "sheaf_list_set_transport", "sheaf_list_cancel",

@@ -7,7 +7,7 @@ import math
 import os
 import threading
 from ctypes import byref
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
 from . import _ffi
 from ._closing import Closing
@@ -165,6 +165,32 @@ class Client(Closing):
             raise UsageError(Result.STATE, "the client is closed")
         return send(handle, method, path, query=_query_pairs(params), headers=headers, json=json, data=data,
                     content=content, content_type=content_type, retry=retry, check=check)
+
+    def download(self, path: Union[str, Sequence[Any]], destination: Union[str, "os.PathLike[str]"], *,
+                 params: Optional[Query] = None, headers: Optional[Headers] = None,
+                 progress: Optional[Callable[[int, Optional[int]], None]] = None) -> Response:
+        """Downloads `path` (a GET) into the file `destination` without holding the body in memory.
+
+        The body is written to ``<destination>.part`` (folders created as needed) and renamed over
+        `destination` only once all of it has arrived, so a failure leaves an existing file as it
+        was. A transfer that breaks is resumed with ``Range`` where the server allows it.
+
+        Args:
+            progress: called about ten times a second and at the end with (bytes written, bytes
+                expected or None), on the calling thread.
+
+        Returns:
+            The response, its ``content`` empty (the body is in the file).
+
+        Raises:
+            FileError: the destination is not writable, or the disk is full.
+            HTTPError, TransportError, ...: as :meth:`request`.
+        """
+        handle = self._handle
+        if handle is None:
+            raise UsageError(Result.STATE, "the client is closed")
+        return send(handle, "GET", path, query=_query_pairs(params), headers=headers, json=None, data=None,
+                    content=None, content_type=None, retry=False, check=True, output=destination, progress=progress)
 
     def get(self, path: Union[str, Sequence[Any]] = "", **options: Any) -> Response:
         """:meth:`request` with GET."""

@@ -20,6 +20,7 @@ class                         result codes
 :class:`StoppedError`         SHEAF_E_STOPPED, SHEAF_E_CANCELLED
 :class:`UsageError`           SHEAF_E_INVALID_ARGUMENT, SHEAF_E_UNSUPPORTED, SHEAF_E_STATE,
                               SHEAF_E_REENTRANT (also a :class:`ValueError`)
+:class:`FileError`            SHEAF_E_IO: a download's file could not be written
 :class:`InternalError`        SHEAF_E_INTERNAL (a bug in Sheaf)
 ============================  =======================================================
 """
@@ -56,6 +57,7 @@ class Result(enum.IntEnum):
     NOT_FOLLOWED = _ffi.SHEAF_E_NOT_FOLLOWED
     UNDETECTED = _ffi.SHEAF_E_UNDETECTED
     REPEATED_PAGE = _ffi.SHEAF_E_REPEATED_PAGE
+    IO = _ffi.SHEAF_E_IO
 
     @property
     def is_success(self) -> bool:
@@ -176,6 +178,11 @@ class UsageError(Error, ValueError):
     the wrong state, or a blocking call from inside a callback."""
 
 
+class FileError(Error):
+    """A download's file could not be written: its folder cannot be created, it is not writable,
+    or the disk is full. The destination is left as it was."""
+
+
 class InternalError(Error):
     """A bug in Sheaf; the message says where."""
 
@@ -200,6 +207,7 @@ ERROR_CLASSES: Dict[int, Type[Error]] = {
     Result.STOPPED: StoppedError,
     Result.CANCELLED: StoppedError,
     Result.INTERNAL: InternalError,
+    Result.IO: FileError,
 }
 
 

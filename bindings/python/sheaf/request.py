@@ -6,11 +6,15 @@ import ctypes
 import json as _json
 import threading
 from ctypes import byref
-from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
+import os
+from typing import Any, Callable, List, Mapping, Optional, Sequence, Tuple, Union
 
 from . import _ffi
 from ._ffi import lib
-from .errors import Error, HTTPError, Result, UsageError, error_for
+from .errors import HTTPError, Result, UsageError, error_for
+
+#: A download's progress callback: (bytes written, bytes expected or None).
+Progress = Callable[[int, Optional[int]], None]
 
 #: Headers: a mapping, or (name, value) pairs (a name may repeat).
 Headers = Union[Mapping[str, str], Sequence[Tuple[str, str]]]
@@ -94,7 +98,8 @@ def header_pairs(headers: Optional[Headers]) -> List[Tuple[str, str]]:
 
 def send(client_handle: _ffi.ClientHandle, method: str, path: Union[str, Sequence[Any]], *,
          query: List[Tuple[str, str]], headers: Optional[Headers], json: Any, data: Any, content: Optional[bytes],
-         content_type: Optional[str], retry: bool, check: bool) -> Response:
+         content_type: Optional[str], retry: bool, check: bool, output: Union[None, str, os.PathLike] = None,
+         progress: Optional[Progress] = None) -> Response:
     """One request through the library; see :meth:`sheaf.Client.request`."""
     if not isinstance(method, str):
         raise UsageError(Result.INVALID_ARGUMENT, f"method must be a str, not {type(method).__name__}")
@@ -132,7 +137,9 @@ def send(client_handle: _ffi.ClientHandle, method: str, path: Union[str, Sequenc
             lib.sheaf_request_set_body(handle, _ffi.encode(content_type or "application/octet-stream"), raw, len(raw))
         if retry:
             lib.sheaf_request_set_retry(handle, 1)
-        result = _run(handle)
+        if output is not None:
+            lib.sheaf_request_set_output_file(handle, _ffi.encode(os.fspath(output)))
+        result = _run(handle, progress)
         response = _response(handle)
         if result != _ffi.SHEAF_OK and (check or response is None):
             error = error_for(result, **_ffi.error_detail(lib.sheaf_request_error(handle)))
@@ -145,14 +152,21 @@ def send(client_handle: _ffi.ClientHandle, method: str, path: Union[str, Sequenc
         lib.sheaf_request_free(handle)
 
 
-def _run(handle: _ffi.RequestHandle) -> int:
-    """Starts the request and waits for it in slices, so Ctrl-C interrupts it (and cancels it)."""
+def _run(handle: _ffi.RequestHandle, progress: Optional[Progress] = None) -> int:
+    """Starts the request and waits for it in slices, so Ctrl-C interrupts it (and cancels it),
+    reporting a download's progress after each."""
     done = threading.Event()
     callback = _ffi.REQUEST_DONE_FN(lambda _request, _result, _user: done.set())
     lib.sheaf_request_start(handle, callback, None, None)
+    written, expected = ctypes.c_int64(), ctypes.c_int64()
     try:
-        while not done.wait(0.1):   # bounded by the request's own timeouts
-            pass
+        while True:   # bounded by the request's own timeouts
+            finished = done.wait(0.1)
+            if progress is not None:
+                lib.sheaf_request_progress(handle, byref(written), byref(expected))
+                progress(written.value, expected.value if expected.value >= 0 else None)
+            if finished:
+                break
     except BaseException:
         lib.sheaf_request_cancel(handle)
         raise

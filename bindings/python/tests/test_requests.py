@@ -3,12 +3,19 @@
 from __future__ import annotations
 
 import base64
+import os
+import resource
+import signal
+import subprocess
+import sys
+import textwrap
 
 import pytest
 
 import sheaf
 
-from conftest import stats
+from conftest import REPO, stats
+from test_memory import RSS_MEANINGFUL
 
 
 def test_every_method_and_body_kind_reaches_the_server(api) -> None:
@@ -133,3 +140,78 @@ def test_list_pages_carry_the_lists_headers(api) -> None:
         assert len(items) == 30
     log = stats(api)["log"]
     assert len(log) == 3 and {entry["authorization"] for entry in log} == {"Bearer list"}
+
+
+# ---- downloads --------------------------------------------------------------------------------
+
+def pattern(size: int) -> bytes:
+    return bytes(i % 251 for i in range(size))
+
+
+def test_a_download_reports_progress_and_appears_when_complete(api, tmp_path) -> None:
+    target = tmp_path / "deep" / "er" / "file.bin"
+    seen = []
+    with sheaf.Client(api.base_url) as client:
+        response = client.download("/req/download?size=3000000&key=py-progress", target,
+                                   progress=lambda done, expected: seen.append((done, expected)))
+        assert response.status == 200 and response.content == b""
+        assert target.read_bytes() == pattern(3_000_000)
+        assert seen[-1] == (3_000_000, 3_000_000)
+        assert all(a[0] <= b[0] for a, b in zip(seen, seen[1:]))
+        target.write_bytes(b"old")
+        with pytest.raises(sheaf.HTTPError):
+            client.download("/req/error/github", target)
+        with pytest.raises(sheaf.UsageError):
+            client.download("/req/download?size=1", tmp_path)
+        assert target.read_bytes() == b"old" and not (tmp_path / "deep" / "er" / "file.bin.part").exists()
+
+
+def _download_in_a_child(api, target, size: int, preexec=None) -> subprocess.CompletedProcess:
+    script = textwrap.dedent(f"""
+        import resource, sheaf, sys
+        try:
+            with sheaf.Client({api.base_url!r}) as client:
+                client.download("/req/download?size={size}", {str(target)!r})
+        except sheaf.FileError as error:
+            print("FileError", error.code, error.message)
+            sys.exit(3)
+        print("peak-rss-kb", resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+    """)
+    return subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=600,
+                          env=child_env(), preexec_fn=preexec)
+
+
+def child_env() -> dict:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO / "bindings" / "python"), env.get("PYTHONPATH")]))
+    return env
+
+
+@pytest.mark.skipif(not RSS_MEANINGFUL, reason="RSS means nothing under a sanitizer")
+def test_a_one_gibibyte_download_keeps_memory_flat(api, tmp_path) -> None:
+    target = tmp_path / "big.bin"
+    result = _download_in_a_child(api, target, 1 << 30)
+    assert result.returncode == 0, result.stderr + result.stdout
+    peak_kb = int(result.stdout.split()[-1])
+    assert target.stat().st_size == 1 << 30
+    with open(target, "rb") as file:   # spot checks: the start, a period boundary, the end
+        assert file.read(502) == pattern(502)
+        file.seek((1 << 30) - 251)
+        start = (1 << 30) - 251
+        assert file.read() == bytes((start + i) % 251 for i in range(251))
+    assert peak_kb < 150_000, f"peak RSS {peak_kb} KB for a 1 GiB download"
+    target.unlink()
+
+
+def test_a_full_disk_is_a_file_error_and_leaves_nothing_behind(api, tmp_path) -> None:
+    # The file size limit stands in for a full disk: write() fails with EFBIG past 1 MB.
+    def limit_file_size() -> None:
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (1 << 20, 1 << 20))
+
+    target = tmp_path / "full.bin"
+    target.write_bytes(b"old")
+    result = _download_in_a_child(api, target, 5 << 20, preexec=limit_file_size)
+    assert result.returncode == 3, result.stderr + result.stdout
+    assert f"FileError {sheaf.Result.IO.value}" in result.stdout and "full.bin.part" in result.stdout
+    assert target.read_bytes() == b"old" and not (tmp_path / "full.bin.part").exists()
