@@ -1,6 +1,9 @@
-"""The `sheaf` command-line tool: fetch a whole paginated list, item by item, as it arrives.
+"""The `sheaf` command-line tool: fetch a whole paginated list, item by item, as it arrives,
+or make one request.
 
     sheaf get URL [options]          (also: python3 -m sheaf get URL ...)
+    sheaf request [-X METHOD] URL [--json JSON|@FILE] [--form NAME=VALUE ...] [options]
+    sheaf download URL -o FILE [options]
 
 `sheaf get --help` explains the options, with worked examples. The console-script entry point
 is `sheaf.cli:main`.
@@ -48,9 +51,26 @@ exit status:
        a next link loops, leaves the URL's origin, or the walk exceeds --max-pages; pages
        repeat; a body exceeds the size cap
   130  interrupted (Ctrl-C); the list is cancelled
-  On a failure, the items that arrived before it have already been written (with --format
-  json the array is still closed, so the output stays valid JSON); one line
-  "sheaf: <message>" goes to stderr. The token never appears in any message."""
+  On a failure, the items that arrived before it have already been written to stdout (with
+  --format json the array is still closed, so the output stays valid JSON); a file named with
+  -o is replaced only by a complete run (written under a temporary name, then renamed), so a
+  failed run leaves the old file as it was. One line "sheaf: <message>" goes to stderr, with
+  the server's own error text when it gave one. No credential ever appears in any message."""
+
+REQUEST_EPILOG = """\
+examples:
+  sheaf request https://api.example.com/v1/things/42
+  sheaf request -X POST https://api.example.com/v1/things --json '{"name": "x"}'
+  sheaf request -X POST https://api.example.com/v1/things --json @thing.json
+  sheaf request -X PUT https://api.example.com/v1/form --form name=x --form tag=a --form tag=b
+  sheaf request -X DELETE https://api.example.com/v1/things/42 -H 'If-Match: "abc"'
+
+  The response body goes to stdout (or -o FILE, replaced only on success); -i also prints the
+  status line and headers to stderr. A failing status prints the body too, and exits 3 with
+  the server's own error fields in the message. POST and PATCH are not retried unless --retry
+  is given or the request carries an Idempotency-Key header.
+
+""" + EXIT_STATUS_TEXT
 
 GET_EPILOG = """\
 describing a list:
@@ -202,10 +222,7 @@ def build_parser() -> argparse.ArgumentParser:
                      help="the list's full URL, query included: "
                           "'https://api.example.com/v1/things?state=open'")
 
-    auth = get.add_argument_group("authentication")
-    auth.add_argument("--token", metavar="T",
-                      help=f"bearer token, sent only to URL's origin (default: ${TOKEN_ENV}, "
-                           "which keeps it out of the process list)")
+    _add_connection_options(get)
 
     shape = get.add_argument_group("pagination (detected when not given: see 'describing a list' below)")
     shape.add_argument("--explain", action="store_true",
@@ -237,11 +254,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help="stop after N items (exit status 0)")
     limits.add_argument("--max-pages", metavar="N", type=_positive,
                         help="fail when the list needs more than N pages (default 10000)")
-    limits.add_argument("--timeout", metavar="S", type=_seconds,
-                        help="seconds allowed per request, 0 for no limit (default 30)")
-    limits.add_argument("--max-attempts", metavar="N", type=_positive,
-                        help="attempts per request, retries of 5xx, 429, timeouts and "
-                             "connection failures included (default 4; 1 = no retries)")
+    _add_retry_options(limits)
 
     output = get.add_argument_group("output")
     output.add_argument("--format", choices=("jsonl", "json"), default="jsonl",
@@ -252,13 +265,113 @@ def build_parser() -> argparse.ArgumentParser:
                         help="no progress line (errors are still reported)")
     get.set_defaults(handler=_get, subparser=get)
 
+    request = commands.add_parser(
+        "request", help="make one request (any method, a JSON or form body)",
+        description="Make one HTTP request to URL and write the response body to stdout.",
+        epilog=REQUEST_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    request.add_argument("url", metavar="URL", help="the full URL, query included")
+    request.add_argument("-X", "--method", default=None, metavar="METHOD",
+                         help="GET (default; POST with a body), POST, PUT, PATCH, DELETE, HEAD, OPTIONS, ...")
+    body = request.add_argument_group("body (one of)")
+    body.add_argument("--json", metavar="JSON|@FILE", help="a JSON body, given inline or read from FILE")
+    body.add_argument("--form", metavar="NAME=VALUE", action="append", default=[],
+                      help="a form field (repeatable): application/x-www-form-urlencoded")
+    body.add_argument("--data", metavar="TEXT|@FILE", help="a raw body, inline or read from FILE")
+    body.add_argument("--content-type", metavar="TYPE", help="the raw body's type (default application/octet-stream)")
+    _add_connection_options(request)
+    sending = request.add_argument_group("sending")
+    sending.add_argument("--retry", action="store_true",
+                         help="retry transient failures even for POST and PATCH")
+    _add_retry_options(sending)
+    out = request.add_argument_group("output")
+    out.add_argument("-o", "--output", metavar="FILE", help="write the body to FILE (replaced only on success)")
+    out.add_argument("-i", "--include", action="store_true", help="print the status line and headers to stderr")
+    request.set_defaults(handler=_request, subparser=request)
+
+    download = commands.add_parser(
+        "download", help="download a file (streamed to disk, renamed into place when complete)",
+        description="Download URL into FILE: the body is streamed to FILE.part and renamed over\n"
+                    "FILE only when all of it has arrived; a broken transfer resumes with Range\n"
+                    "where the server allows it. On a terminal a progress line shows the bytes.",
+        epilog=EXIT_STATUS_TEXT, formatter_class=argparse.RawDescriptionHelpFormatter)
+    download.add_argument("url", metavar="URL", help="the file's full URL, query included")
+    download.add_argument("-o", "--output", metavar="FILE", required=True,
+                          help="where to write it (folders are created)")
+    download.add_argument("--quiet", "-q", action="store_true", help="no progress line")
+    _add_connection_options(download)
+    _add_retry_options(download.add_argument_group("fetching"))
+    download.set_defaults(handler=_download, subparser=download)
+
     presets = commands.add_parser("presets", help="list the presets (known APIs' shapes)",
                                   description="List the presets: each pins the shape of a known API's lists.")
     presets.set_defaults(handler=_presets, subparser=presets)
     return parser
 
 
+def _add_connection_options(parser: argparse.ArgumentParser) -> None:
+    """Credentials, headers, query and TLS: the options every command that connects has."""
+    auth = parser.add_argument_group("authentication (sent only to URL's origin, never shown in messages)")
+    auth.add_argument("--token", metavar="T",
+                      help=f"bearer token (default: ${TOKEN_ENV}, which keeps it out of the process list)")
+    auth.add_argument("--basic", metavar="USER:PASSWORD", help="HTTP Basic credentials")
+    auth.add_argument("--api-key", metavar="NAME=VALUE", help="an API key in the request header NAME")
+    auth.add_argument("--api-key-param", metavar="NAME=VALUE", help="an API key in the query parameter NAME")
+    http = parser.add_argument_group("headers, query and TLS")
+    http.add_argument("-H", "--header", metavar="'NAME: VALUE'", action="append", default=[],
+                      help="a request header (repeatable)")
+    http.add_argument("--query", metavar="NAME=VALUE", action="append", default=[],
+                      help="a query parameter added to URL (repeatable)")
+    http.add_argument("--cacert", metavar="FILE|DIR", help="trust these CAs (PEM) instead of the system's")
+    http.add_argument("--cert", metavar="FILE", help="client certificate (PEM) for mutual TLS")
+    http.add_argument("--key", metavar="FILE", help="the client certificate's private key (PEM)")
+    http.add_argument("--insecure", "-k", action="store_true",
+                      help="do not verify the server's certificate (self-signed test servers only)")
+
+
+def _add_retry_options(group) -> None:
+    group.add_argument("--timeout", metavar="S", type=_seconds,
+                       help="seconds allowed per request, 0 for no limit (default 30)")
+    group.add_argument("--max-attempts", metavar="N", type=_positive,
+                       help="attempts per request, retries of 5xx, 429, timeouts and "
+                            "connection failures included (default 4; 1 = no retries)")
+
+
+def _pair(parser: argparse.ArgumentParser, text: str, separator: str, flag: str) -> Tuple[str, str]:
+    name, found, value = text.partition(separator)
+    if not found or not name.strip():
+        parser.error(f"{flag} expects NAME{separator.strip() or separator}VALUE, not {text!r}")
+    return name.strip(), value.strip() if separator == ":" else value
+
+
 # ---- output --------------------------------------------------------------------------------
+
+class AtomicFile:
+    """A file written under a temporary name beside `path` and renamed over it by `commit`;
+    `discard` (or a run that never commits) leaves whatever was at `path` untouched."""
+
+    def __init__(self, path: str) -> None:
+        import tempfile
+
+        self.path = path
+        folder = os.path.dirname(os.path.abspath(path))
+        if os.path.isdir(path):
+            raise IsADirectoryError(21, "is a directory", path)
+        descriptor, self.temporary = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".part", dir=folder)
+        self.file = os.fdopen(descriptor, "wb")
+
+    def commit(self) -> None:
+        self.file.close()
+        os.replace(self.temporary, self.path)
+
+    def discard(self) -> None:
+        try:
+            self.file.close()
+        finally:
+            try:
+                os.unlink(self.temporary)
+            except FileNotFoundError:
+                pass
+
 
 def _dump(item: Any) -> bytes:
     try:
@@ -345,15 +458,56 @@ def _list_options(parser: argparse.ArgumentParser, args: argparse.Namespace) -> 
     return {name: value for name, value in options.items() if value is not None}
 
 
-def _client_options(args: argparse.Namespace) -> dict:
-    options = {}
+def _client_options(parser: argparse.ArgumentParser, args: argparse.Namespace, api) -> dict:
+    options: dict = {}
     for name in ("concurrency", "max_pages", "timeout", "max_attempts"):
-        value = getattr(args, name)
+        value = getattr(args, name, None)
         if value is not None:
             options[name] = value
     if options.get("timeout") == 0:
         options["timeout"] = None  # no limit
+    given = [flag for flag, value in (("--token", args.token), ("--basic", args.basic), ("--api-key", args.api_key),
+                                      ("--api-key-param", args.api_key_param)) if value is not None]
+    if len(given) > 1:
+        parser.error(f"give one credential, not {' and '.join(given)}")
+    if args.basic is not None:
+        options["auth"] = _pair(parser, args.basic, ":", "--basic")
+    elif args.api_key is not None:
+        options["auth"] = api.ApiKey(*_pair(parser, args.api_key, "=", "--api-key"))
+    elif args.api_key_param is not None:
+        options["auth"] = api.ApiKey(*_pair(parser, args.api_key_param, "=", "--api-key-param"), where="query")
+    else:
+        token = args.token if args.token is not None else os.environ.get(TOKEN_ENV)
+        if token:
+            options["auth"] = token
+    options["headers"] = [_pair(parser, header, ":", "-H") for header in args.header]
+    if args.insecure:
+        options["verify"] = False
+    elif args.cacert is not None:
+        options["verify"] = args.cacert
+    if args.key is not None and args.cert is None:
+        parser.error("--key needs --cert")
+    if args.cert is not None:
+        options["cert"] = (args.cert, args.key) if args.key is not None else args.cert
     return options
+
+
+def _credential_text(options: dict) -> Optional[str]:
+    """The secret part of the credential, for messages to hide."""
+    auth = options.get("auth")
+    if isinstance(auth, tuple):
+        return auth[1]
+    return getattr(auth, "value", auth)
+
+
+def _with_query(parser: argparse.ArgumentParser, path: str, pairs: List[str]) -> str:
+    from urllib.parse import quote
+
+    extra = [_pair(parser, pair, "=", "--query") for pair in pairs]
+    if not extra:
+        return path
+    joined = "&".join(f"{quote(name, safe='')}={quote(value, safe='')}" for name, value in extra)
+    return path + ("&" if "?" in path else "?") + joined
 
 
 def _one_line(text: str, token: Optional[str]) -> str:
@@ -375,6 +529,8 @@ def _exit_status(api, error: BaseException) -> int:
         return EXIT_BAD_PAGE
     if isa("UsageError"):
         return EXIT_USAGE
+    if isa("FileError"):
+        return EXIT_FAILURE
     return EXIT_FAILURE
 
 
@@ -450,7 +606,7 @@ def _explain(api, args: argparse.Namespace, base: str, path: str, token: Optiona
              list_options: dict, client_options: dict) -> int:
     list_options = {name: value for name, value in list_options.items() if name != "max_items"}
     try:
-        with api.Client(base, token, **client_options) as client:
+        with api.Client(base, **client_options) as client:
             explained = client.explain(path, **list_options)
     except api.Error as e:
         _error(_error_message(api, e, token))
@@ -463,22 +619,24 @@ def _explain(api, args: argparse.Namespace, base: str, path: str, token: Optiona
 
 def _get(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     base, path = _split_url(parser, args.url)
-    client_options = _client_options(args)
-    token = args.token if args.token is not None else os.environ.get(TOKEN_ENV)
-    token = token or None
-    api = _load_api(token)
+    path = _with_query(parser, path, args.query)
+    api = _load_api(args.token)
     if api is None:
         return EXIT_FAILURE
+    client_options = _client_options(parser, args, api)
+    token = _credential_text(client_options)
     list_options = _list_options(parser, args)
     if args.explain:
         return _explain(api, args, base, path, token, list_options, client_options)
 
+    target = None
     if args.output:
         try:
-            out = open(args.output, "wb")
+            target = AtomicFile(args.output)
         except OSError as e:
             _error(f"cannot write {args.output}: {e.strerror or e}")
             return EXIT_FAILURE
+        out = target.file
     else:
         out = sys.stdout.buffer
     writer = ItemWriter(out, args.format)
@@ -494,7 +652,7 @@ def _get(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     status, message, note = EXIT_OK, None, ""
     try:
         try:
-            with api.Client(base, token, **client_options) as client:
+            with api.Client(base, **client_options) as client:
                 progress.start_waiting()
                 snapshots = client.stream(path, **list_options)
                 try:
@@ -533,16 +691,135 @@ def _get(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         _error(f"cannot write the items: {e.strerror or e}")
         return EXIT_FAILURE
     finally:
-        if args.output:
+        if target is not None:
             try:
-                out.close()
-            except OSError:
-                pass
+                if status == EXIT_OK:
+                    target.commit()
+                else:
+                    target.discard()
+            except OSError as e:
+                target.discard()
+                _error(f"cannot write {args.output}: {e.strerror or e}")
+                status = status or EXIT_FAILURE
 
     progress.finish(note)
     if message is not None:
         _error(message)
     return status
+
+
+def _read_argument(parser: argparse.ArgumentParser, text: str, flag: str) -> bytes:
+    """An inline value, or the contents of FILE for @FILE."""
+    if not text.startswith("@"):
+        return text.encode()
+    try:
+        with open(text[1:], "rb") as file:
+            return file.read()
+    except OSError as e:
+        parser.error(f"{flag}: cannot read {text[1:]}: {e.strerror or e}")
+        raise  # not reached: parser.error exits
+
+
+def _request(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+    base, path = _split_url(parser, args.url)
+    path = _with_query(parser, path, args.query)
+    bodies = [flag for flag, given in (("--json", args.json is not None), ("--form", bool(args.form)),
+                                       ("--data", args.data is not None)) if given]
+    if len(bodies) > 1:
+        parser.error(f"give one body, not {' and '.join(bodies)}")
+    options: dict = {"retry": args.retry}
+    if args.json is not None:
+        raw = _read_argument(parser, args.json, "--json")
+        try:
+            options["json"] = json.loads(raw)
+        except ValueError as e:
+            parser.error(f"--json is not JSON: {e}")
+    elif args.form:
+        options["data"] = [_pair(parser, field, "=", "--form") for field in args.form]
+    elif args.data is not None:
+        options["content"] = _read_argument(parser, args.data, "--data")
+        options["content_type"] = args.content_type
+    method = (args.method or ("POST" if bodies else "GET")).upper()
+    api = _load_api(args.token)
+    if api is None:
+        return EXIT_FAILURE
+    client_options = _client_options(parser, args, api)
+    secret = _credential_text(client_options)
+    failure = None
+    try:
+        with api.Client(base, **client_options) as client:
+            response = client.request(method, path, **options)
+    except api.HTTPError as e:
+        response, failure = e.response, e   # the body is still written
+    except api.Error as e:
+        _error(_error_message(api, e, secret))
+        return _exit_status(api, e)
+    if args.include:
+        sys.stderr.write(f"HTTP {response.status}\n" + "".join(f"{k}: {v}\n" for k, v in response.headers) + "\n")
+    try:
+        if args.output:
+            target = AtomicFile(args.output)
+            try:
+                target.file.write(response.content)
+            except BaseException:
+                target.discard()
+                raise
+            if failure is None:
+                target.commit()
+            else:
+                target.discard()
+        else:
+            sys.stdout.buffer.write(response.content)
+            sys.stdout.buffer.flush()
+    except OSError as e:
+        _error(f"cannot write the body: {e.strerror or e}")
+        return EXIT_FAILURE
+    if failure is not None:
+        _error(_error_message(api, failure, secret))
+        return _exit_status(api, failure)
+    return EXIT_OK
+
+
+def _size(count: float) -> str:
+    for unit in ("B", "KB", "MB", "GB"):
+        if count < 1000 or unit == "GB":
+            return f"{count:,.0f} {unit}" if unit == "B" else f"{count:,.1f} {unit}"
+        count /= 1000
+    return f"{count:,.1f} TB"
+
+
+def _download(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+    import time
+
+    base, path = _split_url(parser, args.url)
+    path = _with_query(parser, path, args.query)
+    api = _load_api(args.token)
+    if api is None:
+        return EXIT_FAILURE
+    client_options = _client_options(parser, args, api)
+    secret = _credential_text(client_options)
+    shows = not args.quiet and _isatty(sys.stderr)
+    started = time.monotonic()
+
+    def progress(done: int, expected: Optional[int]) -> None:
+        if not shows:
+            return
+        rate = done / max(time.monotonic() - started, 1e-3)
+        of = f" of {_size(expected)} ({100 * done // expected}%)" if expected else ""
+        sys.stderr.write(f"\r\x1b[K{_size(done)}{of}  {_size(rate)}/s")
+        sys.stderr.flush()
+
+    try:
+        with api.Client(base, **client_options) as client:
+            client.download(path, args.output, progress=progress)
+    except api.Error as e:
+        if shows:
+            sys.stderr.write("\n")
+        _error(_error_message(api, e, secret))
+        return _exit_status(api, e)
+    if shows:
+        sys.stderr.write("\n")
+    return EXIT_OK
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:

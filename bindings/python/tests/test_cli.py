@@ -588,3 +588,89 @@ def test_a_mistyped_token_flag_does_not_echo_the_token():
     assert b"s3cret-mistyped-value" not in r.stderr and b"--tokn" in r.stderr
     r = run_cli("http://127.0.0.1:1/x", "--api-key=s3cret-mistyped-value")
     assert r.returncode == 2 and b"s3cret-mistyped-value" not in r.stderr
+
+
+# ---- sheaf request, and the options every command shares ----------------------------------------
+
+def run_request(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "sheaf", "request", *args], capture_output=True, timeout=60,
+                          env=env or cli_env(), cwd=REPO, stdin=subprocess.DEVNULL)
+
+
+def test_request_sends_a_json_body_headers_and_query(api, tmp_path):
+    body = tmp_path / "thing.json"
+    body.write_text('{"name": "x", "n": 2}')
+    r = run_request(f"{api}/req/echo", "--json", f"@{body}", "-H", "X-One: 1", "-H", "X-Two:two",
+                    "--query", "q=a b", "--api-key", "X-Key=k3y-value")
+    assert r.returncode == 0, r.stderr
+    echo = json.loads(r.stdout)
+    assert echo["method"] == "POST" and echo["json"] == {"name": "x", "n": 2}
+    assert echo["headers"]["x-one"] == ["1"] and echo["headers"]["x-two"] == ["two"]
+    assert echo["headers"]["x-key"] == ["k3y-value"] and echo["query"] == [["q", "a b"]]
+
+
+def test_request_methods_forms_and_basic_auth(api):
+    r = run_request("-X", "put", f"{api}/req/echo", "--form", "a=1", "--form", "a=2", "--basic", "Aladdin:open sesame")
+    assert r.returncode == 0, r.stderr
+    echo = json.loads(r.stdout)
+    assert echo["method"] == "PUT" and echo["form"] == {"a": ["1", "2"]}
+    assert echo["headers"]["authorization"] == ["Basic QWxhZGRpbjpvcGVuIHNlc2FtZQ=="]
+    r = run_request("-X", "DELETE", f"{api}/req/echo", "-i")
+    assert r.returncode == 0 and json.loads(r.stdout)["method"] == "DELETE"
+    assert b"HTTP 200" in r.stderr and b"X-Echo-Method: DELETE" in r.stderr
+
+
+def test_a_failing_request_prints_the_body_and_the_servers_words(api):
+    r = run_request(f"{api}/req/error/stripe", "--token", TOKEN)
+    assert r.returncode == 3
+    assert json.loads(r.stdout)["error"]["code"] == "parameter_missing"
+    line = error_line(r)
+    assert "HTTP 400" in line and "Missing required param: amount." in line and TOKEN not in line
+
+
+def test_a_secret_never_appears_in_a_message(api):
+    r = run_request(f"{api}/req/echo?status=401&api_key=k-secret-param", "--api-key-param", "appid=app-secret-1")
+    assert r.returncode == 3
+    assert b"k-secret-param" not in r.stderr and b"app-secret-1" not in r.stderr
+
+
+def test_output_files_are_replaced_only_by_a_complete_run(api, tmp_path):
+    target = tmp_path / "out.json"
+    target.write_text("old")
+    r = run_request(f"{api}/req/error/drf", "-o", str(target))
+    assert r.returncode == 3 and target.read_text() == "old"
+    r = run_request(f"{api}/req/echo", "-o", str(target))
+    assert r.returncode == 0 and json.loads(target.read_text())["method"] == "GET"
+    items = tmp_path / "items.jsonl"
+    items.write_text("old")
+    r = run_cli(f"{api}/anchor?n=100&fail=3:9:500", "--preset", "anchor", "--page-size", "10",
+                "--max-attempts", "1", "-o", str(items))
+    assert r.returncode == 3 and items.read_text() == "old"
+    assert [p.name for p in tmp_path.iterdir() if p.name.endswith(".part")] == []
+    r = run_cli(f"{api}/anchor?n=30", "-o", str(items))
+    assert r.returncode == 0 and lines(items.read_bytes()) == expected(30)
+    r = run_request(f"{api}/req/echo", "-o", str(tmp_path))
+    assert r.returncode == 1 and b"directory" in r.stderr
+
+
+def test_request_argument_errors_show_the_request_usage(api):
+    for args in (["--json", "{bad"], ["--json", "{}", "--form", "a=1"], ["--form", "novalue"],
+                 ["-H", "NoColon"], ["--key", "k.pem"], ["--token", "a", "--basic", "u:p"]):
+        r = run_request(f"{api}/req/echo", *args)
+        assert r.returncode == 2, (args, r.stderr)
+        assert b"usage: sheaf request" in r.stderr, args
+
+
+def test_download_writes_the_file_and_fails_cleanly(api, tmp_path):
+    target = tmp_path / "sub" / "file.bin"
+    r = subprocess.run([sys.executable, "-m", "sheaf", "download", f"{api}/req/download?size=200000", "-o", str(target)],
+                       capture_output=True, timeout=60, env=cli_env(), cwd=REPO, stdin=subprocess.DEVNULL)
+    assert r.returncode == 0, r.stderr
+    assert target.read_bytes() == bytes(i % 251 for i in range(200000)) and r.stderr == b""
+    r = subprocess.run([sys.executable, "-m", "sheaf", "download", f"{api}/req/error/drf", "-o", str(target)],
+                       capture_output=True, timeout=60, env=cli_env(), cwd=REPO, stdin=subprocess.DEVNULL)
+    assert r.returncode == 3 and b"You do not have permission" in r.stderr
+    assert target.stat().st_size == 200000
+    r = subprocess.run([sys.executable, "-m", "sheaf", "download", f"{api}/req/download?size=1"],
+                       capture_output=True, timeout=60, env=cli_env(), cwd=REPO, stdin=subprocess.DEVNULL)
+    assert r.returncode == 2 and b"usage: sheaf download" in r.stderr
