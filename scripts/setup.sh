@@ -5,7 +5,7 @@
 set -euo pipefail
 
 missing_commands=()
-for command in cmake ninja pkg-config valgrind python3 g++ readelf nm; do
+for command in cmake ninja pkg-config valgrind python3 g++ readelf nm openssl; do
     command -v "$command" >/dev/null 2>&1 || missing_commands+=("$command")
 done
 
@@ -26,17 +26,17 @@ if ((${#missing_commands[@]} + ${#missing_modules[@]} > 0)); then
         sudo=(sudo)
     else
         echo "setup: not root and no sudo: install these Debian packages by hand:" >&2
-        echo "  cmake ninja-build pkg-config libjansson-dev libcurl4-openssl-dev valgrind python3 g++ binutils" >&2
+        echo "  cmake ninja-build pkg-config libjansson-dev libcurl4-openssl-dev valgrind python3 g++ binutils openssl" >&2
         exit 1
     fi
     export DEBIAN_FRONTEND=noninteractive
     "${sudo[@]}" apt-get update
     "${sudo[@]}" apt-get install -y --no-install-recommends \
-        cmake ninja-build pkg-config libjansson-dev libcurl4-openssl-dev valgrind python3 g++ binutils
+        cmake ninja-build pkg-config libjansson-dev libcurl4-openssl-dev valgrind python3 g++ binutils openssl
 fi
 
 # Check again, so a package that installed but did not provide what we need fails here, loudly.
-for command in cmake ninja pkg-config valgrind python3 g++ readelf nm; do
+for command in cmake ninja pkg-config valgrind python3 g++ readelf nm openssl; do
     command -v "$command" >/dev/null 2>&1 || { echo "setup: '$command' still missing" >&2; exit 1; }
 done
 for module in jansson libcurl; do

@@ -625,9 +625,13 @@ class APIServer(ThreadingHTTPServer):
 
 
 def start_server(port: int = 0, latency_ms: int = 0, host: str = "127.0.0.1",
-                 quiet: bool = True, verbose: bool = False, cache_pages: bool = False):
-    """Starts a server in this process on a background thread; returns (server, thread)."""
+                 quiet: bool = True, verbose: bool = False, cache_pages: bool = False, tls=None):
+    """Starts a server in this process on a background thread; returns (server, thread).
+    `tls`, an ssl.SSLContext, makes it an https server."""
     server = APIServer(host, port, latency_ms, quiet=quiet, verbose=verbose, cache_pages=cache_pages)
+    if tls is not None:
+        server.socket = tls.wrap_socket(server.socket, server_side=True)
+        server.base_url = server.base_url.replace("http://", "https://", 1)
     thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.1},
                               name=f"api-server-{server.port}", daemon=True)
     server._thread = thread
