@@ -70,7 +70,7 @@ final class RequestHandle: Sendable, ErrorRecording {
     private func finished(_ run: RequestRun) {
         let (response, error) = run.outcome
         let result = error.map { $0.code.cResult } ?? SHEAF_OK
-        let callback = state.withLock { state -> DoneCallback? in
+        var callback = state.withLock { state -> DoneCallback? in
             state.response = response.map(CResponse.init)
             state.result = result
             state.lastError = error
@@ -79,9 +79,12 @@ final class RequestHandle: Sendable, ErrorRecording {
             state.callingThread = pthread_self()
             return callback
         }
-        if let callback {
-            CallbackContext.run { callback.call(self, result) }
+        if let call = callback {
+            CallbackContext.run { call.call(self, result) }
         }
+        // Its user data is released (the destroy function called) before anyone waiting is told
+        // the callback is over: a caller that frees the request may then free the user data.
+        callback = nil
         callbackLock.withLock {
             state.withLock { state in
                 state.callingThread = nil
