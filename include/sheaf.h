@@ -240,6 +240,8 @@ SHEAF_API sheaf_result sheaf_client_new(sheaf_client **out_client, const char *b
 /**
  * Frees a client. Lists still open keep what they need alive, so lists may be freed after their
  * client. NULL is a no-op. Called from inside a callback, the release is deferred (never blocks).
+ * Its log and event hooks are closed: none is called after this returns (a hook running on
+ * another thread is waited for; called from a hook of this client, none runs after that one).
  */
 SHEAF_API void sheaf_client_free(sheaf_client *client);
 
@@ -334,6 +336,96 @@ SHEAF_API sheaf_result sheaf_client_set_option(sheaf_client *client, sheaf_optio
  */
 SHEAF_API sheaf_result sheaf_client_set_transport(sheaf_client *client, sheaf_transport_fn transport,
                                                   void *user_data, sheaf_destroy_fn destroy);
+
+/* ---- Watching a client: log records and events -------------------------------------------- */
+
+/** How much a log record matters. A log hook gets the records up to the level it asks for. */
+typedef enum sheaf_log_level {
+    SHEAF_LOG_ERROR = 1,
+    SHEAF_LOG_WARNING = 2,
+    SHEAF_LOG_INFO = 3,      /**< One record per request, per retry, and per list's plan. */
+    SHEAF_LOG_DEBUG = 4      /**< Also the redirects followed. */
+} sheaf_log_level;
+
+/** What a log record is about. Append-only. */
+typedef enum sheaf_log_kind {
+    SHEAF_LOG_REQUEST = 1,   /**< One attempt at the transport and its answer or failure. */
+    SHEAF_LOG_RETRY = 2,     /**< A transient failure, tried again after delay_ms. */
+    SHEAF_LOG_REDIRECT = 3,  /**< A redirect followed. */
+    SHEAF_LOG_PLAN = 4       /**< How a list is fetched: parallel, speculative or sequential, and why. */
+} sheaf_log_kind;
+
+/** The version of sheaf_log_record this header describes; fields are only ever appended. */
+#define SHEAF_LOG_RECORD_VERSION 1
+
+/**
+ * One log record, borrowed for the duration of the log callback (copy what you keep). No field
+ * ever holds a credential, a cookie or a secret query value: URLs and messages are redacted.
+ * Read `version` first: a library newer than this header may append fields, never reorder them.
+ */
+typedef struct sheaf_log_record {
+    unsigned int version;     /**< SHEAF_LOG_RECORD_VERSION of the library that made it (>= 1). */
+    sheaf_log_level level;
+    sheaf_log_kind kind;
+    const char *message;      /**< The whole record as one line of English. Never NULL. */
+    const char *method;       /**< The request's method, or NULL (a plan). */
+    const char *url;          /**< The URL the record is about, or NULL. */
+    int http_status;          /**< The answer's status; 0 when there was none. */
+    int attempt;              /**< The attempt at this URL, from 1; 0 when not about an attempt. */
+    int64_t duration_ms;      /**< How long the attempt took; -1 when not about an attempt. */
+    int64_t bytes;            /**< The answer's body bytes; -1 when not about an answer. */
+    int64_t delay_ms;         /**< The wait before a retry; -1 otherwise. */
+} sheaf_log_record;
+
+/** A log hook. `record` and its strings are borrowed for the call. */
+typedef void (*sheaf_log_fn)(const sheaf_log_record *record, void *user_data);
+
+/**
+ * Sends the client's log records up to `level` to `on_log` (NULL: no log, the default; nothing
+ * is then formatted at all). Records come on a library thread, one at a time per client, in the
+ * order things happened, never after sheaf_client_free returns. Lists and requests started from
+ * now on use it. `destroy` (may be NULL) is called with `user_data` once nothing needs it (after
+ * the client and every list and request started with this hook are freed).
+ * Returns SHEAF_E_INVALID_ARGUMENT for a level outside SHEAF_LOG_ERROR..SHEAF_LOG_DEBUG.
+ */
+SHEAF_API sheaf_result sheaf_client_set_log(sheaf_client *client, sheaf_log_level level, sheaf_log_fn on_log,
+                                            void *user_data, sheaf_destroy_fn destroy);
+
+/** What happened that a caller may act on. Append-only. */
+typedef enum sheaf_event_kind {
+    SHEAF_EVENT_AUTH_REFUSED = 1,       /**< A final 401 or 403: a good time to ask for a new credential. */
+    SHEAF_EVENT_OFFLINE = 2,            /**< The host did not resolve, or refused the connection on the last attempt. */
+    SHEAF_EVENT_SERVER_UNAVAILABLE = 3, /**< A 5xx, or no answer in time, on the last attempt. */
+    SHEAF_EVENT_RATE_LIMITED = 4,       /**< A 429 (or a 503 with Retry-After); wait_ms is the wait chosen, -1 when no attempt is left. */
+    SHEAF_EVENT_RETRYING = 5            /**< A transient failure; the next attempt follows after wait_ms. */
+} sheaf_event_kind;
+
+/** The version of sheaf_event this header describes; fields are only ever appended. */
+#define SHEAF_EVENT_VERSION 1
+
+/** One event, borrowed for the duration of the event callback. Redacted like log records. */
+typedef struct sheaf_event {
+    unsigned int version;     /**< SHEAF_EVENT_VERSION of the library that made it (>= 1). */
+    sheaf_event_kind kind;
+    const char *message;      /**< One line of English. Never NULL. */
+    const char *method;       /**< The request's method. Never NULL. */
+    const char *url;          /**< The request's URL. Never NULL. */
+    int http_status;          /**< The answer's status; 0 for a failure below HTTP. */
+    int transport_error;      /**< A sheaf_transport_error for a failure below HTTP; -1 when the server answered. */
+    int attempt;              /**< The attempt the event is about, from 1. */
+    int64_t wait_ms;          /**< The wait before the next attempt; -1 when there is none. */
+} sheaf_event;
+
+/** An event hook. `event` and its strings are borrowed for the call. */
+typedef void (*sheaf_event_fn)(const sheaf_event *event, void *user_data);
+
+/**
+ * Sends the client's events to `on_event` (NULL: none, the default), on the same thread and with
+ * the same guarantees as the log hook (in order with the log records, never two hooks at once
+ * for one client, never after sheaf_client_free returns). `destroy` as for sheaf_client_set_log.
+ */
+SHEAF_API sheaf_result sheaf_client_set_event_handler(sheaf_client *client, sheaf_event_fn on_event,
+                                                      void *user_data, sheaf_destroy_fn destroy);
 
 /* ---- Describing a list ------------------------------------------------------------------ */
 

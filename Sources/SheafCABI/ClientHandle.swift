@@ -12,6 +12,7 @@ final class ClientHandle: Sendable {
         var credential: Credential?
         var headers: [HTTPHeader] = []
         var secretParameters: [String] = []
+        var hooks = HookSettings()
         /// The core client of the current settings; nil after a change.
         var client: SheafClient?
     }
@@ -34,7 +35,7 @@ final class ClientHandle: Sendable {
                 return try SheafClient(baseURL: baseURL, credential: settings.credential,
                                 headers: settings.headers.filter { !names.contains($0.name.lowercased()) } + extra,
                                 secretParameters: settings.secretParameters, transport: transport,
-                                configuration: settings.configuration)
+                                configuration: settings.configuration, hooks: settings.hooks.hooks())
             }
             if let listTransport { return try make(listTransport) }
             if !extra.isEmpty { return try make(defaultTransport(&settings)) }
@@ -99,6 +100,19 @@ final class ClientHandle: Sendable {
         try change { $0.credential = credential }
     }
 
+    func setHooks(_ change: (inout HookSettings) -> Void) {
+        settings.withLock {
+            change(&$0.hooks)
+            $0.hooks.changed()
+            $0.client = nil
+        }
+    }
+
+    /// Closes every hook: none is called after this returns.
+    func closeHooks() {
+        for hooks in settings.withLock({ $0.hooks.all }) { hooks.close() }
+    }
+
     static func from(_ pointer: OpaquePointer?) -> ClientHandle? {
         pointer.map { Unmanaged<ClientHandle>.fromOpaque(UnsafeRawPointer($0)).takeUnretainedValue() }
     }
@@ -126,8 +140,30 @@ public func sheaf_client_new(_ outClient: UnsafeMutablePointer<OpaquePointer?>?,
 @c @implementation
 public func sheaf_client_free(_ client: OpaquePointer?) {
     // Lists hold their own references, so this never waits; safe from a callback too.
-    guard let client else { return }
+    guard let client, let handle = ClientHandle.from(client) else { return }
+    handle.closeHooks()
     Unmanaged<ClientHandle>.fromOpaque(UnsafeRawPointer(client)).release()
+}
+
+@c @implementation
+public func sheaf_client_set_log(_ client: OpaquePointer?, _ level: sheaf_log_level, _ onLog: sheaf_log_fn?,
+                                 _ userData: UnsafeMutableRawPointer?, _ destroy: sheaf_destroy_fn?) -> sheaf_result {
+    let owned = CUserData(userData, destroy: destroy)   // released on every path
+    return withClient(client) { (handle) throws(SheafError) in
+        guard let level = LogRecord.Level(rawValue: Int(level.rawValue)) else {
+            throw SheafError(.invalidArgument, "the log level must be SHEAF_LOG_ERROR..SHEAF_LOG_DEBUG, not \(level.rawValue)")
+        }
+        handle.setHooks { $0.log = onLog.map { CLogHook(function: $0, level: level, userData: owned) } }
+    }
+}
+
+@c @implementation
+public func sheaf_client_set_event_handler(_ client: OpaquePointer?, _ onEvent: sheaf_event_fn?,
+                                           _ userData: UnsafeMutableRawPointer?, _ destroy: sheaf_destroy_fn?) -> sheaf_result {
+    let owned = CUserData(userData, destroy: destroy)
+    return withClient(client) { handle in
+        handle.setHooks { $0.event = onEvent.map { CEventHook(function: $0, userData: owned) } }
+    }
 }
 
 /// Runs `body` against the client behind `client`, turning a thrown error into this thread's.

@@ -9,6 +9,8 @@ public final class SheafClient: Sendable {
     private let credential: Credential?
     /// Sent with every request (a request's header of the same name replaces one).
     private let headers: [HTTPHeader]
+    /// Where log records and events go; nil when no one listens.
+    let hooks: Hooks?
 
     /// - Parameters:
     ///   - baseURL: an absolute http or https URL, without user:password.
@@ -18,11 +20,12 @@ public final class SheafClient: Sendable {
     ///   - secretParameters: query parameters whose values messages hide, besides
     ///     `Redactor.secretParameters`.
     ///   - transport: performs the HTTP exchanges.
+    ///   - hooks: the log and event hooks (the caller closes them).
     /// - Throws: `.invalidArgument` for a base URL that is not absolute http(s), a credential or
     ///   header that cannot be sent, or a configuration out of range.
     public init(baseURL: String, credential: Credential? = nil, headers: [HTTPHeader] = [],
                 secretParameters: [String] = [], transport: any Transport,
-                configuration: ClientConfiguration = ClientConfiguration()) throws(SheafError) {
+                configuration: ClientConfiguration = ClientConfiguration(), hooks: Hooks? = nil) throws(SheafError) {
         self.origin = try Self.checkedOrigin(baseURL: baseURL)
         self.baseURL = baseURL
         self.credential = try credential?.validated()
@@ -33,6 +36,7 @@ public final class SheafClient: Sendable {
                                  parameters: Redactor.secretParameters + secretParameters + [credential?.queryParameter].compactMap { $0 })
         self.transport = transport
         self.configuration = try configuration.validated()
+        self.hooks = hooks
     }
 
     /// A client sending `Authorization: Bearer <bearerToken>` (when given) to its origin.

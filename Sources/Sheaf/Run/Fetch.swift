@@ -44,6 +44,8 @@ final class Fetch: Sendable {
         var isDone = false
         /// Whether an attempt is at the transport, counted in `requests.inFlight`.
         var isOutstanding = false
+        /// When the attempt at the transport was sent (for the log).
+        var sentAt: UInt64 = 0
     }
 
     /// Past the request timeout, a transport gets this long to report the timeout itself before
@@ -94,6 +96,7 @@ final class Fetch: Sendable {
         }
         state.withLock { state in
             state.isOutstanding = true
+            state.sentAt = DispatchTime.now().uptimeNanoseconds
             requests.started()
         }
         let task = client.transport.send(request) { [self] result in
@@ -136,19 +139,24 @@ final class Fetch: Sendable {
     }
 
     private func handle(_ result: Result<HTTPResponse, TransportError>, url: String, serial: Int) {
-        let current = state.withLock { state -> (attempt: Int, redirects: Int, template: FetchTemplate)? in
+        let current = state.withLock { state -> (attempt: Int, redirects: Int, template: FetchTemplate, sentAt: UInt64)? in
             // An answer after the deadline, or for an attempt already replaced, is ignored.
             guard state.serial == serial, state.isOutstanding else { return nil }
             state.task = nil
             settleOutstanding(&state)
-            return state.isDone ? nil : (state.attempt, state.redirects, state.template)
+            return state.isDone ? nil : (state.attempt, state.redirects, state.template, state.sentAt)
         }
-        guard let (attempt, redirects, template) = current else { return }
+        guard let (attempt, redirects, template, sentAt) = current else { return }
         let retry = client.configuration.retry
         let decision = AnswerPolicy(client.configuration, redactor: client.redactor, template: template)
             .decide(result, url: url, method: template.method, attempt: attempt, redirects: redirects) { attempt, retryAfter in
                 retry.delayMilliseconds(afterAttempt: attempt, retryAfter: retryAfter)
             }
+        if let hooks = client.hooks, hooks.hearsAttempts {
+            let milliseconds = Int64((DispatchTime.now().uptimeNanoseconds &- sentAt) / 1_000_000)
+            hooks.deliver(AttemptReport(method: template.method, url: client.redactor.redact(url), attempt: attempt,
+                                        milliseconds: milliseconds, result: result, decision: decision))
+        }
         switch decision {
         case .deliver(let response):
             finish(.success(Fetched(url: url, response: response, attempts: attempt)))

@@ -170,17 +170,39 @@ public final class ListRun: Sendable {
                 state.planner.adopt(detection.description.paging,
                                     pagesSignalTheEnd: PageReader(detection.description).pagesSignalTheEnd)
             }
-            return state.planner.pageArrived(index, page)
+            let actions = state.planner.pageArrived(index, page)
+            // Logged before the pages it plans are sent, so the log reads in order.
+            if index == 0, let hooks = client.hooks { logPlan(hooks, state, url: url) }
+            return actions
+        }
+    }
+
+    /// One record of how the list is fetched, once page one has decided it.
+    private func logPlan(_ hooks: Hooks, _ state: State, url: String) {
+        hooks.log(.info) {
+            let json = String(decoding: describe(state), as: UTF8.self)
+            let why = switch state.planner.mode {
+            case .parallel(let pages): "the \(pages) pages are addressed and their count is known: \(client.configuration.window) in flight"
+            case .speculative: "the pages are addressed, their count unknown: \(client.configuration.window) in flight ahead of the end"
+            case .sequential, .firstPage: "each page names the next (a link or a cursor): one at a time"
+            }
+            let url = client.redactor.redact(url)
+            return LogRecord(level: .info, kind: .plan, message: "\(url): \(why); the list as read: \(client.redactor.redact(json))",
+                             url: url)
         }
     }
 
     /// The description as the run uses it (detected parts resolved once the first page is in),
     /// with the plan chosen, as a JSON object.
     public func descriptionJSON() -> [UInt8] {
-        let (resolution, mode, finished) = state.withLock { ($0.resolution, $0.planner.mode, $0.ending != nil) }
+        state.withLock { describe($0) }
+    }
+
+    private func describe(_ state: State) -> [UInt8] {
+        let resolution = state.resolution
         let plan: String?
-        switch mode {
-        case .firstPage: plan = finished && resolution != nil ? "sequential" : nil
+        switch state.planner.mode {
+        case .firstPage: plan = state.ending != nil && resolution != nil ? "sequential" : nil
         case .parallel: plan = "parallel"
         case .speculative: plan = "speculative"
         case .sequential: plan = resolution?.description.paging == .single ? "single" : "sequential"

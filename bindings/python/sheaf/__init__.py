@@ -33,6 +33,7 @@ from .errors import (
     TransportError,
     UsageError,
 )
+from .hooks import Event
 from .request import ApiKey, Response
 from .snapshot import Snapshot
 from .stream import SnapshotStream
@@ -54,6 +55,7 @@ __all__ = [
     "Client",
     "ApiKey",
     "Response",
+    "Event",
     "Snapshot",
     "SnapshotStream",
     "Transport",

@@ -73,6 +73,22 @@ SHEAF_TRANSPORT_DNS = 3
 SHEAF_TRANSPORT_TLS = 4
 SHEAF_TRANSPORT_TOO_LARGE = 5
 
+SHEAF_LOG_ERROR = 1
+SHEAF_LOG_WARNING = 2
+SHEAF_LOG_INFO = 3
+SHEAF_LOG_DEBUG = 4
+
+SHEAF_LOG_REQUEST = 1
+SHEAF_LOG_RETRY = 2
+SHEAF_LOG_REDIRECT = 3
+SHEAF_LOG_PLAN = 4
+
+SHEAF_EVENT_AUTH_REFUSED = 1
+SHEAF_EVENT_OFFLINE = 2
+SHEAF_EVENT_SERVER_UNAVAILABLE = 3
+SHEAF_EVENT_RATE_LIMITED = 4
+SHEAF_EVENT_RETRYING = 5
+
 SHEAF_OPT_WINDOW = 1
 SHEAF_OPT_MAX_PAGES = 2
 SHEAF_OPT_MAX_BODY_BYTES = 3
@@ -173,6 +189,43 @@ class ErrorStruct(Structure):
 
 
 # typedef void (*sheaf_transport_fn)(sheaf_exchange *exchange, void *user_data);
+class LogRecordStruct(Structure):
+    """struct sheaf_log_record (version 1; later versions only append fields)."""
+    _fields_ = [
+        ("version", c_uint),
+        ("level", c_int),
+        ("kind", c_int),
+        ("message", c_char_p),
+        ("method", c_char_p),
+        ("url", c_char_p),
+        ("http_status", c_int),
+        ("attempt", c_int),
+        ("duration_ms", c_int64),
+        ("bytes", c_int64),
+        ("delay_ms", c_int64),
+    ]
+
+
+class EventStruct(Structure):
+    """struct sheaf_event (version 1; later versions only append fields)."""
+    _fields_ = [
+        ("version", c_uint),
+        ("kind", c_int),
+        ("message", c_char_p),
+        ("method", c_char_p),
+        ("url", c_char_p),
+        ("http_status", c_int),
+        ("transport_error", c_int),
+        ("attempt", c_int),
+        ("wait_ms", c_int64),
+    ]
+
+
+# typedef void (*sheaf_log_fn)(const sheaf_log_record *record, void *user_data);
+LOG_FN = CFUNCTYPE(None, POINTER(LogRecordStruct), c_void_p)
+# typedef void (*sheaf_event_fn)(const sheaf_event *event, void *user_data);
+EVENT_FN = CFUNCTYPE(None, POINTER(EventStruct), c_void_p)
+
 TRANSPORT_FN = CFUNCTYPE(None, ExchangeHandle, c_void_p)
 
 # typedef int (*sheaf_snapshot_fn)(sheaf_list *list, const sheaf_snapshot *snapshot, void *user_data);
@@ -331,6 +384,12 @@ def declare(library: Any) -> None:
     # sheaf_result sheaf_client_set_transport(sheaf_client *client, sheaf_transport_fn transport,
     #                                         void *user_data, sheaf_destroy_fn destroy);
     fn("sheaf_client_set_transport", _sheaf_result, [ClientHandle, TRANSPORT_FN, c_void_p, c_void_p])
+    # sheaf_result sheaf_client_set_log(sheaf_client *client, sheaf_log_level level, sheaf_log_fn on_log,
+    #                                   void *user_data, sheaf_destroy_fn destroy);
+    fn("sheaf_client_set_log", _sheaf_result, [ClientHandle, c_int, LOG_FN, c_void_p, c_void_p])
+    # sheaf_result sheaf_client_set_event_handler(sheaf_client *client, sheaf_event_fn on_event,
+    #                                             void *user_data, sheaf_destroy_fn destroy);
+    fn("sheaf_client_set_event_handler", _sheaf_result, [ClientHandle, EVENT_FN, c_void_p, c_void_p])
 
     # ---- Describing a list
     # sheaf_result sheaf_list_new(sheaf_list **out_list, sheaf_client *client, const char *path);
@@ -446,6 +505,7 @@ def declare(library: Any) -> None:
 #: HTTP detail; the request functions run inside the transport bridge, which must never raise.
 _CHECKED = (
     "sheaf_client_new", "sheaf_client_set_auth", "sheaf_client_set_option", "sheaf_client_set_transport",
+    "sheaf_client_set_log", "sheaf_client_set_event_handler",
     "sheaf_client_set_credential", "sheaf_client_add_header", "sheaf_client_add_secret_param",
     "sheaf_client_set_tls_file", "sheaf_list_add_header",
     "sheaf_request_new", "sheaf_request_add_segment", "sheaf_request_add_query", "sheaf_request_add_header",

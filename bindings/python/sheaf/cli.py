@@ -26,6 +26,7 @@ __all__ = ["main", "build_parser", "EXIT_OK", "EXIT_FAILURE", "EXIT_USAGE", "EXI
 
 PROG = "sheaf"
 TOKEN_ENV = "SHEAF_TOKEN"
+LOG_ENV = "SHEAF_LOG"
 
 EXIT_OK = 0
 EXIT_FAILURE = 1
@@ -326,6 +327,9 @@ def _add_connection_options(parser: argparse.ArgumentParser) -> None:
     http.add_argument("--key", metavar="FILE", help="the client certificate's private key (PEM)")
     http.add_argument("--insecure", "-k", action="store_true",
                       help="do not verify the server's certificate (self-signed test servers only)")
+    parser.add_argument("-v", "--verbose", action="count", default=0,
+                        help=f"log to stderr: -v one line per request, retry and plan, -vv also redirects "
+                             f"(default: ${LOG_ENV}: info or debug); credentials never appear")
 
 
 def _add_retry_options(group) -> None:
@@ -822,10 +826,26 @@ def _download(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _start_logging(verbosity: int) -> None:
+    """-v / -vv, or $SHEAF_LOG (info, debug): the library's records to stderr, as "sheaf: ..."."""
+    import logging
+
+    if verbosity == 0:
+        verbosity = {"info": 1, "debug": 2}.get(os.environ.get(LOG_ENV, "").strip().lower(), 0)
+    if verbosity == 0:
+        return
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("sheaf: %(message)s"))
+    logger = logging.getLogger("sheaf")
+    logger.addHandler(handler)
+    logger.setLevel(logging.DEBUG if verbosity > 1 else logging.INFO)
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     _Parser.secrets = _probable_secrets(list(sys.argv[1:] if argv is None else argv))
     parser = build_parser()
     args = parser.parse_args(argv)
+    _start_logging(getattr(args, "verbose", 0))
     _install_sigint()
     try:
         return args.handler(args.subparser, args)

@@ -9,7 +9,8 @@ import threading
 from ctypes import byref
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
-from . import _ffi
+from . import _ffi, hooks
+from .hooks import Event
 from ._closing import Closing
 from ._ffi import lib
 from ._run import ListRun
@@ -52,6 +53,10 @@ class Client(Closing):
         max_redirects: redirects followed per request, 0..50.
         transport: a Python callable performing the HTTP exchanges instead of libcurl (see
             :mod:`sheaf.transport`); None for libcurl.
+        on_event: called with a :class:`sheaf.Event` when a credential is refused, the server
+            cannot be reached or is unavailable, a request is rate limited or retried; on a
+            library thread, never after :meth:`close`. Log records go to the ``"sheaf"`` logger
+            when it is enabled at creation (see :mod:`sheaf.hooks`).
 
     Raises:
         UsageError: a malformed base URL or an option out of range.
@@ -66,8 +71,10 @@ class Client(Closing):
                  connect_timeout: Optional[float] = 10.0, max_redirects: int = 10,
                  transport: Optional[Transport] = None, auth: Any = None, headers: Optional[Headers] = None,
                  verify: Union[bool, str] = True, cert: Union[None, str, Tuple[str, str]] = None,
-                 follow_cross_origin: bool = False, secret_params: Sequence[str] = ()) -> None:
+                 follow_cross_origin: bool = False, secret_params: Sequence[str] = (),
+                 on_event: Optional[Callable[[Event], Any]] = None) -> None:
         self._handle: Optional[_ffi.ClientHandle] = None
+        self._hooks: Tuple[Any, ...] = ()
         self._lock = threading.Lock()   # one close frees the handle, whichever thread calls it
         if not isinstance(base_url, str):
             raise UsageError(Result.INVALID_ARGUMENT, f"base_url must be a str, not {type(base_url).__name__}")
@@ -89,6 +96,9 @@ class Client(Closing):
             for name in secret_params:
                 lib.sheaf_client_add_secret_param(handle, _ffi.encode(name))
             _set_tls(handle, verify, cert)
+            if on_event is not None and not callable(on_event):
+                raise UsageError(Result.INVALID_ARGUMENT, "on_event must be a callable")
+            self._hooks = hooks.install(handle, on_event)
             options = (
                 (_ffi.SHEAF_OPT_WINDOW, "concurrency", _whole(concurrency, "concurrency")),
                 (_ffi.SHEAF_OPT_MAX_PAGES, "max_pages", _whole(max_pages, "max_pages")),
@@ -121,7 +131,8 @@ class Client(Closing):
         with self._lock:
             handle, self._handle = self._handle, None
         if handle is not None:
-            lib.sheaf_client_free(handle)
+            lib.sheaf_client_free(handle)   # no hook is called after this returns
+            self._hooks = ()
 
     @property
     def closed(self) -> bool:

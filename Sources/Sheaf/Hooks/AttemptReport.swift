@@ -1,0 +1,69 @@
+/// What one attempt is worth telling, given the answer and what the fetch decided to do with it:
+/// its log records and its events. Pure, so each rule is tested by the report it returns.
+struct AttemptReport {
+    var records: [LogRecord] = []
+    var events: [ClientEvent] = []
+
+    /// - Parameters:
+    ///   - url: the attempt's URL, already redacted.
+    ///   - attempt: the attempts made at `url`, this one included (from 1).
+    ///   - milliseconds: how long the attempt took.
+    init(method: String, url: String, attempt: Int, milliseconds: Int64,
+         result: Result<HTTPResponse, TransportError>, decision: AnswerPolicy.Decision) {
+        let status: Int
+        let answer: String
+        var bytes: Int64 = -1
+        var failure: TransportError.Kind?
+        var retryAfter: String?
+        switch result {
+        case .success(let response):
+            status = response.status
+            bytes = Int64(response.body.count)
+            retryAfter = response.headers.first(named: "Retry-After")
+            answer = "\(status) in \(milliseconds) ms, \(bytes) bytes"
+        case .failure(let error):
+            status = 0
+            failure = error.kind
+            answer = "\(error.kind) after \(milliseconds) ms"
+        }
+        let tries = attempt > 1 ? " (attempt \(attempt))" : ""
+        records.append(LogRecord(level: .info, kind: .request, message: "\(method) \(url) -> \(answer)\(tries)",
+                                 method: method, url: url, status: status, attempt: attempt,
+                                 durationMilliseconds: milliseconds, bytes: bytes))
+        func event(_ kind: ClientEvent.Kind, wait: Int64, _ message: String) {
+            events.append(ClientEvent(kind: kind, method: method, url: url, status: status, transportError: failure,
+                                      attempt: attempt, waitMilliseconds: wait, message: message))
+        }
+        let reason = status == 0 ? failure.map(\.description) ?? "failure" : "HTTP \(status)"
+
+        switch decision {
+        case .retry(let wait):
+            let wait = Int64(wait)
+            records.append(LogRecord(level: .info, kind: .retry,
+                                     message: "\(method) \(url): \(reason), retrying in \(wait) ms",
+                                     method: method, url: url, status: status, attempt: attempt, delayMilliseconds: wait))
+            if status == 429 || (status == 503 && retryAfter != nil) {
+                event(.rateLimited, wait: wait, "\(url): rate limited (\(reason)); waiting \(wait) ms")
+            }
+            event(.retrying, wait: wait, "\(url): \(reason); attempt \(attempt + 1) in \(wait) ms")
+        case .redirect(let target, let newMethod):
+            records.append(LogRecord(level: .debug, kind: .redirect, message: "\(method) \(url): \(status) to \(newMethod) \(target)",
+                                     method: method, url: url, status: status, attempt: attempt))
+        case .fail, .deliver:
+            // The last word on this request: tell what it means for the caller.
+            let tries = attempt > 1 ? " after \(attempt) attempts" : ""
+            switch (status, failure) {
+            case (401, _), (403, _):
+                event(.authenticationRefused, wait: -1, "\(url): the server refused the credential (\(reason))")
+            case (429, _):
+                event(.rateLimited, wait: -1, "\(url): rate limited (\(reason))\(tries); no attempt left")
+            case (500...599, _), (0, .some(.timeout)):
+                event(.serverUnavailable, wait: -1, "\(url): the server is unavailable (\(reason))\(tries)")
+            case (0, .some(.connect)), (0, .some(.dns)):
+                event(.offline, wait: -1, "\(url): the server cannot be reached (\(reason))\(tries)")
+            default:
+                break
+            }
+        }
+    }
+}

@@ -1,0 +1,155 @@
+import Dispatch
+
+/// One line of a client's log: what was requested and answered, retried or decided. Its text and
+/// URL are redacted: no credential, cookie or secret query value ever appears in a record.
+public struct LogRecord: Sendable, Equatable {
+    /// How much a record matters; a client logs only up to the level its hook asks for.
+    public enum Level: Int, Sendable, Comparable {
+        case error = 1, warning = 2, info = 3, debug = 4
+        public static func < (a: Level, b: Level) -> Bool { a.rawValue < b.rawValue }
+    }
+
+    /// What the record is about.
+    public enum Kind: String, Sendable {
+        /// One attempt at the transport and its answer (or failure).
+        case request
+        /// A transient failure to be tried again after `delayMilliseconds`.
+        case retry
+        /// A redirect followed.
+        case redirect
+        /// How a list is fetched: its resolved description, the plan and the window.
+        case plan
+    }
+
+    public var level: Level
+    public var kind: Kind
+    /// The whole record as one line of English.
+    public var message: String
+    public var method: String?
+    public var url: String?
+    /// The answer's status; 0 when there was none.
+    public var status = 0
+    /// The attempt at this URL, from 1; 0 when not about an attempt.
+    public var attempt = 0
+    /// How long the attempt took; -1 when not about an attempt.
+    public var durationMilliseconds: Int64 = -1
+    /// The answer's body bytes; -1 when not about an answer.
+    public var bytes: Int64 = -1
+    /// The wait before a retry; -1 otherwise.
+    public var delayMilliseconds: Int64 = -1
+}
+
+/// Something a caller may want to act on (open a login dialog, show "offline", back off).
+public struct ClientEvent: Sendable, Equatable {
+    public enum Kind: Int, Sendable {
+        /// The server refused the credential: a final 401 or 403.
+        case authenticationRefused = 1
+        /// The server could not be reached: name resolution or connection failures on every attempt.
+        case offline = 2
+        /// The server answered 5xx, or nothing in time, on the last attempt.
+        case serverUnavailable = 3
+        /// A 429 (or a 503 with Retry-After): the request waits `waitMilliseconds` (-1: no attempt left).
+        case rateLimited = 4
+        /// A transient failure is tried again after `waitMilliseconds`.
+        case retrying = 5
+    }
+
+    public var kind: Kind
+    public var method: String
+    /// Redacted.
+    public var url: String
+    /// The answer's status; 0 for a failure below HTTP.
+    public var status: Int
+    /// The failure below HTTP, when there was one.
+    public var transportError: TransportError.Kind?
+    /// The attempt this event is about, from 1.
+    public var attempt: Int
+    /// The wait chosen before the next attempt; -1 when there is none.
+    public var waitMilliseconds: Int64
+    /// One line of English; redacted.
+    public var message: String
+}
+
+/// A client's log and event hooks. Records and events are made only when someone listens (a
+/// record above the hook's level is never even formatted), and handed over on one serial queue
+/// per client: never two at once, in the order they happened, and never after `close()`.
+public final class Hooks: Sendable {
+    private struct State {
+        var closed = false
+    }
+
+    private let logLevel: LogRecord.Level?
+    private let onLog: (@Sendable (LogRecord) -> Void)?
+    private let onEvent: (@Sendable (ClientEvent) -> Void)?
+    private let queue = DispatchQueue(label: "sheaf.hooks")
+    private let state = Locked(State())
+    private static let queueKey = DispatchSpecificKey<ObjectIdentifier>()
+
+    /// - Parameters:
+    ///   - logLevel: the most detailed level `onLog` is given.
+    ///   - onLog: called once per record.
+    ///   - onEvent: called once per event.
+    public init(logLevel: LogRecord.Level = .info, onLog: (@Sendable (LogRecord) -> Void)? = nil,
+                onEvent: (@Sendable (ClientEvent) -> Void)? = nil) {
+        self.logLevel = onLog == nil ? nil : logLevel
+        self.onLog = onLog
+        self.onEvent = onEvent
+        queue.setSpecific(key: Self.queueKey, value: ObjectIdentifier(self))
+    }
+
+    /// Whether a record of `level` would be handed to anyone.
+    func logs(_ level: LogRecord.Level) -> Bool {
+        guard let logLevel else { return false }
+        return level <= logLevel
+    }
+
+    /// Whether anyone listens to records at `.info` or to events (an attempt's report is made
+    /// only then).
+    var hearsAttempts: Bool { logs(.info) || onEvent != nil }
+
+    /// Hands over the record `make` builds, if anyone listens at its level.
+    func log(_ level: LogRecord.Level, _ make: () -> LogRecord) {
+        guard logs(level), let onLog else { return }
+        var made = make()
+        made.level = level
+        let record = made
+        deliver { onLog(record) }
+    }
+
+    /// Hands over an attempt's records (those at the hook's level) and events.
+    func deliver(_ report: AttemptReport) {
+        let records = report.records.filter { logs($0.level) }
+        let events = onEvent == nil ? [] : report.events
+        guard !records.isEmpty || !events.isEmpty else { return }
+        let (onLog, onEvent) = (self.onLog, self.onEvent)
+        deliver {
+            for record in records { onLog?(record) }
+            for event in events { onEvent?(event) }
+        }
+    }
+
+    private func deliver(_ body: @escaping @Sendable () -> Void) {
+        queue.async { [state] in
+            guard !state.withLock({ $0.closed }) else { return }
+            body()
+        }
+    }
+
+    /// Hands over what was made before, then nothing more: no record or event is handed over
+    /// after this returns (called from a hook itself, none after that hook returns). Idempotent.
+    public func close() {
+        if isOwnQueue {
+            state.withLock { $0.closed = true }
+        } else {
+            queue.sync { state.withLock { $0.closed = true } }
+        }
+    }
+
+    /// Waits until every record and event made so far has been handed over (at once when called
+    /// from a hook of this client, which cannot wait for itself).
+    public func flush() {
+        if !isOwnQueue { queue.sync {} }
+    }
+
+    private var isOwnQueue: Bool { DispatchQueue.getSpecific(key: Self.queueKey) == ObjectIdentifier(self) }
+}

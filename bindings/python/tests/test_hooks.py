@@ -1,0 +1,121 @@
+"""Log records on the "sheaf" logger and events to on_event: a scripted run, asserted exactly."""
+
+from __future__ import annotations
+
+import logging
+import subprocess
+import sys
+import time
+from typing import List
+
+import pytest
+
+import sheaf
+
+from conftest import REPO, TOKEN
+
+SECRET_KEY = "py-k3y-secret-value"
+
+
+class Collect(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.records: List[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
+
+
+@pytest.fixture
+def sheaf_log():
+    logger = logging.getLogger("sheaf")
+    handler = Collect()
+    level = logger.level
+    logger.addHandler(handler)
+    logger.setLevel(logging.DEBUG)
+    yield handler
+    logger.removeHandler(handler)
+    logger.setLevel(level)
+
+
+def test_records_and_events_of_a_scripted_run(api, sheaf_log) -> None:
+    events: List[sheaf.Event] = []
+    key = f"py-hooks-{time.monotonic_ns()}"
+    with sheaf.Client(api.base_url, TOKEN, max_attempts=3, retry_base=0.001, on_event=events.append) as client:
+        assert client.get(f"/req/flaky?key={key}&fails=1&status=429").ok
+        with pytest.raises(sheaf.HTTPError):
+            client.get("/req/echo?status=503")
+        with pytest.raises(sheaf.HTTPError):
+            client.get(f"/req/echo?status=401&api_key={SECRET_KEY}")
+        assert len(client.fetch_all("/anchor?n=30&per_page=10", preset="anchor")) == 30
+    # closed: every record and event has been handed over
+    script = [(r.sheaf_kind, r.sheaf_status, r.sheaf_attempt) for r in sheaf_log.records]
+    assert script == [("request", 429, 1), ("retry", 429, 1), ("request", 200, 2),
+                      ("request", 503, 1), ("retry", 503, 1), ("request", 503, 2), ("retry", 503, 2),
+                      ("request", 503, 3), ("request", 401, 1),
+                      ("request", 200, 1), ("plan", 0, 0), ("request", 200, 1), ("request", 200, 1)]
+    assert [(e.kind, e.status, e.attempt) for e in events] == [
+        ("rate_limited", 429, 1), ("retrying", 429, 1),
+        ("retrying", 503, 1), ("retrying", 503, 2), ("server_unavailable", 503, 3),
+        ("auth_refused", 401, 1)]
+    assert events[0].wait == 0 and events[-1].wait is None and events[-1].method == "GET"
+    assert all(r.levelno == logging.INFO for r in sheaf_log.records)
+    plan = next(r for r in sheaf_log.records if r.sheaf_kind == "plan")
+    assert "3 pages" in plan.getMessage() and '"plan":"parallel"' in plan.getMessage()
+    for text in [r.getMessage() for r in sheaf_log.records] + [r.sheaf_url or "" for r in sheaf_log.records] \
+            + [e.message for e in events] + [e.url for e in events]:
+        assert TOKEN not in text and SECRET_KEY not in text
+
+
+def test_a_dead_port_is_offline_and_a_raising_hook_is_logged(sheaf_log) -> None:
+    def hook(event: sheaf.Event) -> None:
+        raise RuntimeError("hook failure")
+
+    with sheaf.Client("http://127.0.0.1:1", max_attempts=2, retry_base=0.001, on_event=hook) as client:
+        with pytest.raises(sheaf.TransportError):
+            client.get("/x")
+    failures = [r for r in sheaf_log.records if r.exc_info]
+    assert len(failures) == 2 and "hook failure" in str(failures[0].exc_info[1])
+    events: List[sheaf.Event] = []
+    with sheaf.Client("http://127.0.0.1:1", max_attempts=2, retry_base=0.001, on_event=events.append) as client:
+        with pytest.raises(sheaf.TransportError):
+            client.get("/x")
+    assert [(e.kind, e.transport_error, e.attempt) for e in events] == [("retrying", "connect", 1),
+                                                                       ("offline", "connect", 2)]
+
+
+def test_the_log_level_is_the_loggers_when_the_client_is_made(api) -> None:
+    logger = logging.getLogger("sheaf")
+    assert not logger.isEnabledFor(logging.INFO)   # the default: WARNING, from the root logger
+    handler = Collect()
+    logger.addHandler(handler)
+    try:
+        with sheaf.Client(api.base_url) as client:
+            logger.setLevel(logging.DEBUG)          # too late: the library was told WARNING
+            assert client.get("/req/echo").ok
+        assert handler.records == []
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(logging.NOTSET)
+
+
+def test_the_cli_logs_with_v_and_vv(api) -> None:
+    env = {"PYTHONPATH": str(REPO / "bindings" / "python"), "PATH": "/usr/bin:/bin",
+           "SHEAF_LIBRARY_PATH": sheaf.library_path}
+    run = lambda *args, **extra: subprocess.run(   # noqa: E731
+        [sys.executable, "-m", "sheaf", *args], capture_output=True, timeout=60, env={**env, **extra},
+        stdin=subprocess.DEVNULL)
+    url = f"{api.base_url}/anchor?n=20&per_page=10&token=t0ken-in-query"
+    quiet = run("get", url, "--preset", "anchor", "--quiet")
+    assert quiet.returncode == 0 and quiet.stderr == b""
+    verbose = run("get", url, "--preset", "anchor", "-v", "--quiet")
+    lines = verbose.stderr.decode().splitlines()
+    assert verbose.returncode == 0 and len([line for line in lines if "GET " in line]) == 2
+    assert any("plan" in line or "in flight" in line for line in lines)
+    assert "t0ken-in-query" not in verbose.stderr.decode()
+    by_env = run("request", f"{api.base_url}/req/redirect?code=302&to=/req/echo", SHEAF_LOG="debug")
+    assert by_env.returncode == 0 and b"302 to GET" in by_env.stderr
+    vv = run("request", f"{api.base_url}/req/redirect?code=302&to=/req/echo", "-vv")
+    assert vv.returncode == 0 and b"302 to GET" in vv.stderr
+    v = run("request", f"{api.base_url}/req/redirect?code=302&to=/req/echo", "-v")
+    assert v.returncode == 0 and b"302 to GET" not in v.stderr and b"-> 200" in v.stderr
