@@ -19,9 +19,9 @@
  * -------------
  * A sheaf_client may be shared by any number of threads and may run many lists at once.
  * A sheaf_list is used by one thread at a time (sheaf_list_cancel is the one exception: it may
- * be called from any thread, and from a callback). Callbacks (snapshots and the transport) run on
- * threads owned by the library, never on the caller's thread and never two snapshot callbacks of
- * one list at once. A blocking Sheaf function (sheaf_list_wait, sheaf_list_fetch_all,
+ * be called from any thread, and from a callback). Callbacks (snapshots, the transport, log and
+ * event hooks) run on threads owned by the library, never on the caller's thread, never two
+ * snapshot callbacks of one list at once and never two hooks of one client at once. A blocking Sheaf function (sheaf_list_wait, sheaf_list_fetch_all,
  * sheaf_list_next with a timeout, sheaf_client_free) called from inside a Sheaf callback returns
  * SHEAF_E_REENTRANT (or, for sheaf_client_free, is deferred) instead of deadlocking.
  *

@@ -5,7 +5,7 @@ private let url = "https://api.example.com/v1/things?page=2"
 
 private func report(_ result: Result<HTTPResponse, TransportError>, _ decision: AnswerPolicy.Decision,
                     attempt: Int = 1) -> AttemptReport {
-    AttemptReport(method: "GET", url: url, attempt: attempt, milliseconds: 12, result: result, decision: decision)
+    AttemptReport(method: "GET", url: url, redactor: Redactor(["s3cret"]), attempt: attempt, milliseconds: 12, result: result, decision: decision)
 }
 
 private func status(_ code: Int, _ headers: [(String, String)] = []) -> Result<HTTPResponse, TransportError> {
@@ -56,9 +56,9 @@ final class AttemptReportTests: XCTestCase {
     }
 
     func testARedirectIsADebugRecord() {
-        let redirected = report(status(303), .redirect(to: "https://api.example.com/done", method: "GET"))
+        let redirected = report(status(303), .redirect(to: "https://api.example.com/done?key=x&t=s3cret", method: "GET"))
         XCTAssertEqual(redirected.records.map(\.level), [.info, .debug])
-        XCTAssertEqual(redirected.records[1].message, "GET \(url): 303 to GET https://api.example.com/done")
+        XCTAssertEqual(redirected.records[1].message, "GET \(url): 303 to GET https://api.example.com/done?key=<redacted>&t=<redacted>")
         XCTAssertEqual(redirected.events, [])
     }
 

@@ -5,11 +5,12 @@ struct AttemptReport {
     var events: [ClientEvent] = []
 
     /// - Parameters:
-    ///   - url: the attempt's URL, already redacted.
+    ///   - url: the attempt's URL; it and a redirect's target are redacted by `redactor`.
     ///   - attempt: the attempts made at `url`, this one included (from 1).
     ///   - milliseconds: how long the attempt took.
-    init(method: String, url: String, attempt: Int, milliseconds: Int64,
+    init(method: String, url: String, redactor: Redactor, attempt: Int, milliseconds: Int64,
          result: Result<HTTPResponse, TransportError>, decision: AnswerPolicy.Decision) {
+        let url = redactor.redact(url)
         let status: Int
         let answer: String
         var bytes: Int64 = -1
@@ -47,7 +48,7 @@ struct AttemptReport {
             }
             event(.retrying, wait: wait, "\(url): \(reason); attempt \(attempt + 1) in \(wait) ms")
         case .redirect(let target, let newMethod):
-            records.append(LogRecord(level: .debug, kind: .redirect, message: "\(method) \(url): \(status) to \(newMethod) \(target)",
+            records.append(LogRecord(level: .debug, kind: .redirect, message: "\(method) \(url): \(status) to \(newMethod) \(redactor.redact(target))",
                                      method: method, url: url, status: status, attempt: attempt))
         case .fail, .deliver:
             // The last word on this request: tell what it means for the caller.

@@ -154,7 +154,7 @@ final class Fetch: Sendable {
             }
         if let hooks = client.hooks, hooks.hearsAttempts {
             let milliseconds = Int64((DispatchTime.now().uptimeNanoseconds &- sentAt) / 1_000_000)
-            hooks.deliver(AttemptReport(method: template.method, url: client.redactor.redact(url), attempt: attempt,
+            hooks.deliver(AttemptReport(method: template.method, url: url, redactor: client.redactor, attempt: attempt,
                                         milliseconds: milliseconds, result: result, decision: decision))
         }
         switch decision {
