@@ -621,14 +621,24 @@ def _explain(api, args: argparse.Namespace, base: str, path: str, token: Optiona
     return EXIT_OK
 
 
-def _get(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+def _connect(parser: argparse.ArgumentParser, args: argparse.Namespace):
+    """What every command that connects starts with: URL split into the base URL and the path
+    (with --query added), the library, the client's options and the credential's secret (for
+    messages to hide). None when the library did not load (the reason is already printed)."""
     base, path = _split_url(parser, args.url)
     path = _with_query(parser, path, args.query)
     api = _load_api(args.token)
     if api is None:
-        return EXIT_FAILURE
+        return None
     client_options = _client_options(parser, args, api)
-    token = _credential_text(client_options)
+    return api, base, path, client_options, _credential_text(client_options)
+
+
+def _get(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+    connection = _connect(parser, args)
+    if connection is None:
+        return EXIT_FAILURE
+    api, base, path, client_options, token = connection
     list_options = _list_options(parser, args)
     if args.explain:
         return _explain(api, args, base, path, token, list_options, client_options)
@@ -725,8 +735,6 @@ def _read_argument(parser: argparse.ArgumentParser, text: str, flag: str) -> byt
 
 
 def _request(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
-    base, path = _split_url(parser, args.url)
-    path = _with_query(parser, path, args.query)
     bodies = [flag for flag, given in (("--json", args.json is not None), ("--form", bool(args.form)),
                                        ("--data", args.data is not None)) if given]
     if len(bodies) > 1:
@@ -744,11 +752,10 @@ def _request(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         options["content"] = _read_argument(parser, args.data, "--data")
         options["content_type"] = args.content_type
     method = (args.method or ("POST" if bodies else "GET")).upper()
-    api = _load_api(args.token)
-    if api is None:
+    connection = _connect(parser, args)
+    if connection is None:
         return EXIT_FAILURE
-    client_options = _client_options(parser, args, api)
-    secret = _credential_text(client_options)
+    api, base, path, client_options, secret = connection
     failure = None
     try:
         with api.Client(base, **client_options) as client:
@@ -795,13 +802,10 @@ def _size(count: float) -> str:
 def _download(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     import time
 
-    base, path = _split_url(parser, args.url)
-    path = _with_query(parser, path, args.query)
-    api = _load_api(args.token)
-    if api is None:
+    connection = _connect(parser, args)
+    if connection is None:
         return EXIT_FAILURE
-    client_options = _client_options(parser, args, api)
-    secret = _credential_text(client_options)
+    api, base, path, client_options, secret = connection
     shows = not args.quiet and _isatty(sys.stderr)
     started = time.monotonic()
 
