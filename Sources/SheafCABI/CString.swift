@@ -36,6 +36,26 @@ enum CString {
         }
         return text
     }
+
+    /// A caller's string argument that must be there.
+    /// - Throws: `.invalidArgument` for NULL or invalid UTF-8.
+    static func required(_ pointer: UnsafePointer<CChar>?, _ what: String) throws(SheafError) -> String {
+        guard let text = try text(pointer, what) else { throw SheafError(.invalidArgument, "\(what) must not be NULL") }
+        return text
+    }
+
+    /// A header from a caller's name and value, both required and checked (`HeaderRules`).
+    static func header(_ name: UnsafePointer<CChar>?, _ value: UnsafePointer<CChar>?) throws(SheafError) -> HTTPHeader {
+        try HeaderRules.check(HTTPHeader(name: try required(name, "the header name"), value: try required(value, "the header value")))
+    }
+
+    /// A caller's string argument that must be there and not be empty.
+    static func nonEmpty(_ pointer: UnsafePointer<CChar>?, _ what: String) throws(SheafError) -> String {
+        guard let text = try text(pointer, what), !text.isEmpty else {
+            throw SheafError(.invalidArgument, "\(what) must be a non-empty string")
+        }
+        return text
+    }
 }
 
 /// A C string kept for as long as its owner, for borrowed `const char *` results.

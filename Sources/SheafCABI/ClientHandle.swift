@@ -53,6 +53,12 @@ final class ClientHandle: Sendable {
         return settings.curl!
     }
 
+    /// An option that is off (0) or on (1).
+    private func flag(_ value: Int, _ what: String) throws(SheafError) -> Bool {
+        guard value == 0 || value == 1 else { throw SheafError(.invalidArgument, "\(what) must be 0 or 1, not \(value)") }
+        return value == 1
+    }
+
     func setOption(_ option: sheaf_option, _ value: Int64) throws(SheafError) {
         guard let value = Int(exactly: value) else { throw SheafError(.invalidArgument, "option value out of range") }
         try settings.withLock { (settings) throws(SheafError) in
@@ -68,11 +74,9 @@ final class ClientHandle: Sendable {
             case SHEAF_OPT_CONNECT_TIMEOUT_MS: configuration.connectTimeoutMilliseconds = value
             case SHEAF_OPT_MAX_REDIRECTS: configuration.maxRedirects = value
             case SHEAF_OPT_CROSS_ORIGIN:
-                guard value == 0 || value == 1 else { throw SheafError(.invalidArgument, "the cross-origin policy must be 0 or 1, not \(value)") }
-                configuration.crossOrigin = value == 1 ? .followWithoutCredentials : .refuse
+                configuration.crossOrigin = try flag(value, "the cross-origin policy") ? .followWithoutCredentials : .refuse
             case SHEAF_OPT_TLS_INSECURE:
-                guard value == 0 || value == 1 else { throw SheafError(.invalidArgument, "SHEAF_OPT_TLS_INSECURE must be 0 or 1, not \(value)") }
-                configuration.tls.insecure = value == 1
+                configuration.tls.insecure = try flag(value, "SHEAF_OPT_TLS_INSECURE")
             default: throw SheafError(.invalidArgument, "unknown option \(option.rawValue)")
             }
             settings.configuration = try configuration.validated()
@@ -100,13 +104,6 @@ final class ClientHandle: Sendable {
         try change { $0.credential = credential }
     }
 
-    func setHooks(_ change: (inout HookSettings) -> Void) {
-        settings.withLock {
-            change(&$0.hooks)
-            $0.hooks.changed()
-            $0.client = nil
-        }
-    }
 
     /// Closes every hook: none is called after this returns.
     func closeHooks() {
@@ -153,7 +150,7 @@ public func sheaf_client_set_log(_ client: OpaquePointer?, _ level: sheaf_log_le
         guard let level = LogRecord.Level(rawValue: Int(level.rawValue)) else {
             throw SheafError(.invalidArgument, "the log level must be SHEAF_LOG_ERROR..SHEAF_LOG_DEBUG, not \(level.rawValue)")
         }
-        handle.setHooks { $0.log = onLog.map { CLogHook(function: $0, level: level, userData: owned) } }
+        try handle.change { $0.hooks.log = onLog.map { CLogHook(function: $0, level: level, userData: owned) } }
     }
 }
 
@@ -161,8 +158,8 @@ public func sheaf_client_set_log(_ client: OpaquePointer?, _ level: sheaf_log_le
 public func sheaf_client_set_event_handler(_ client: OpaquePointer?, _ onEvent: sheaf_event_fn?,
                                            _ userData: UnsafeMutableRawPointer?, _ destroy: sheaf_destroy_fn?) -> sheaf_result {
     let owned = CUserData(userData, destroy: destroy)
-    return withClient(client) { handle in
-        handle.setHooks { $0.event = onEvent.map { CEventHook(function: $0, userData: owned) } }
+    return withClient(client) { (handle) throws(SheafError) in
+        try handle.change { $0.hooks.event = onEvent.map { CEventHook(function: $0, userData: owned) } }
     }
 }
 
@@ -199,16 +196,12 @@ public func sheaf_client_set_credential(_ client: OpaquePointer?, _ kind: sheaf_
 
 /// The credential of a C call (nil for SHEAF_AUTH_NONE).
 private func credential(_ kind: sheaf_auth, name: UnsafePointer<CChar>?, value: UnsafePointer<CChar>?) throws(SheafError) -> Credential? {
-    func text(_ pointer: UnsafePointer<CChar>?, _ what: String) throws(SheafError) -> String {
-        guard let text = try CString.text(pointer, what) else { throw SheafError(.invalidArgument, "\(what) must not be NULL") }
-        return text
-    }
     switch kind {
     case SHEAF_AUTH_NONE: return nil
-    case SHEAF_AUTH_BEARER: return .bearer(try text(value, "the bearer token"))
-    case SHEAF_AUTH_BASIC: return .basic(user: try text(name, "the Basic user name"), password: try text(value, "the password"))
-    case SHEAF_AUTH_API_KEY_HEADER: return .apiKeyHeader(name: try text(name, "the API key header name"), value: try text(value, "the API key"))
-    case SHEAF_AUTH_API_KEY_QUERY: return .apiKeyQuery(name: try text(name, "the API key parameter name"), value: try text(value, "the API key"))
+    case SHEAF_AUTH_BEARER: return .bearer(try CString.required(value, "the bearer token"))
+    case SHEAF_AUTH_BASIC: return .basic(user: try CString.required(name, "the Basic user name"), password: try CString.required(value, "the password"))
+    case SHEAF_AUTH_API_KEY_HEADER: return .apiKeyHeader(name: try CString.required(name, "the API key header name"), value: try CString.required(value, "the API key"))
+    case SHEAF_AUTH_API_KEY_QUERY: return .apiKeyQuery(name: try CString.required(name, "the API key parameter name"), value: try CString.required(value, "the API key"))
     default: throw SheafError(.invalidArgument, "unknown auth kind \(kind.rawValue)")
     }
 }
@@ -217,23 +210,15 @@ private func credential(_ kind: sheaf_auth, name: UnsafePointer<CChar>?, value: 
 public func sheaf_client_add_header(_ client: OpaquePointer?, _ name: UnsafePointer<CChar>?,
                                     _ value: UnsafePointer<CChar>?) -> sheaf_result {
     withClient(client) { (handle) throws(SheafError) in
-        guard let name = try CString.text(name, "the header name"), let value = try CString.text(value, "the header value") else {
-            throw SheafError(.invalidArgument, "the header name and value must not be NULL")
-        }
-        let header = try HeaderRules.check(HTTPHeader(name: name, value: value))
-        try handle.change { settings in
-            settings.headers.removeAll { $0.name.lowercased() == name.lowercased() }
-            settings.headers.append(header)
-        }
+        let header = try CString.header(name, value)
+        try handle.change { $0.headers.replace(with: header) }
     }
 }
 
 @c @implementation
 public func sheaf_client_add_secret_param(_ client: OpaquePointer?, _ name: UnsafePointer<CChar>?) -> sheaf_result {
     withClient(client) { (handle) throws(SheafError) in
-        guard let name = try CString.text(name, "the parameter name"), !name.isEmpty else {
-            throw SheafError(.invalidArgument, "the parameter name must be a non-empty string")
-        }
+        let name = try CString.nonEmpty(name, "the parameter name")
         try handle.change { $0.secretParameters.append(name) }
     }
 }

@@ -77,10 +77,11 @@ extension TransportError.Kind {
 /// The hooks of a client handle: the core `Hooks` made of them when either is set, made again
 /// after a change; every one ever made is closed when the client is freed.
 struct HookSettings {
-    var log: CLogHook?
-    var event: CEventHook?
+    var log: CLogHook? { didSet { current = nil } }
+    var event: CEventHook? { didSet { current = nil } }
     private var current: Hooks?
-    private var made: [Hooks] = []
+    /// Every one made, to close when the client is freed.
+    private(set) var all: [Hooks] = []
 
     /// The hooks for a new core client; nil when nobody listens (so nothing is ever formatted).
     mutating func hooks() -> Hooks? {
@@ -92,12 +93,7 @@ struct HookSettings {
         if let event { onEvent = { event.call($0) } }
         let hooks = Hooks(logLevel: log?.level ?? .error, onLog: onLog, onEvent: onEvent)
         current = hooks
-        made.append(hooks)
+        all.append(hooks)
         return hooks
     }
-
-    mutating func changed() { current = nil }
-
-    /// Every hook made, to close.
-    var all: [Hooks] { made }
 }

@@ -53,10 +53,7 @@ final class ListHandle: Sendable, ErrorRecording {
 
     func addHeader(_ header: HTTPHeader) throws(SheafError) {
         let header = try HeaderRules.check(header)
-        try configure { state in
-            state.headers.removeAll { $0.name.lowercased() == header.name.lowercased() }
-            state.headers.append(header)
-        }
+        try configure { $0.headers.replace(with: header) }
     }
 
     /// Starts the run with `onSnapshot` (nil: no callback), or, `pulling`, with its snapshots
@@ -141,16 +138,11 @@ private func withList(_ list: OpaquePointer?, _ body: (ListHandle) throws(SheafE
 }
 
 private func pointer(_ text: UnsafePointer<CChar>?, _ what: String) throws(SheafError) -> JSONPointer {
-    guard let text = try CString.text(text, what) else { throw SheafError(.invalidArgument, "\(what) must not be NULL") }
+    let text = try CString.required(text, what)
     guard let pointer = JSONPointer(text) else {
         throw SheafError(.invalidArgument, "\(what) \"\(text)\" is not a JSON pointer (RFC 6901: \"\" or \"/a/b\")")
     }
     return pointer
-}
-
-private func required(_ text: UnsafePointer<CChar>?, _ what: String) throws(SheafError) -> String {
-    guard let text = try CString.text(text, what), !text.isEmpty else { throw SheafError(.invalidArgument, "\(what) must be a non-empty string") }
-    return text
 }
 
 /// Records the run's outcome on the handle and returns its code.
@@ -181,10 +173,7 @@ public func sheaf_list_new(_ outList: UnsafeMutablePointer<OpaquePointer?>?, _ c
     guard let clientHandle = ClientHandle.from(client) else { return failure(SheafError(.invalidArgument, "the client must not be NULL")) }
     let listPath: String
     do throws(SheafError) {
-        guard let text = try CString.text(path, "the list path") else {
-            throw SheafError(.invalidArgument, "the list path must not be NULL")
-        }
-        listPath = text
+        listPath = try CString.required(path, "the list path")
     } catch {
         return failure(error)
     }
@@ -215,8 +204,8 @@ private let emptyText = OwnedCString("")
 public func sheaf_list_add_query(_ list: OpaquePointer?, _ name: UnsafePointer<CChar>?,
                                  _ value: UnsafePointer<CChar>?) -> sheaf_result {
     withList(list) { (handle) throws(SheafError) in
-        let name = try required(name, "the query parameter name")
-        guard let value = try CString.text(value, "the query value") else { throw SheafError(.invalidArgument, "the query value must not be NULL") }
+        let name = try CString.nonEmpty(name, "the query parameter name")
+        let value = try CString.required(value, "the query value")
         try handle.describe { $0.query.append((name, value)) }
     }
 }
@@ -225,7 +214,7 @@ public func sheaf_list_add_query(_ list: OpaquePointer?, _ name: UnsafePointer<C
 public func sheaf_list_add_header(_ list: OpaquePointer?, _ name: UnsafePointer<CChar>?,
                                   _ value: UnsafePointer<CChar>?) -> sheaf_result {
     withList(list) { (handle) throws(SheafError) in
-        try handle.addHeader(HTTPHeader(name: try required(name, "the header name"), value: try CString.text(value, "the header value") ?? ""))
+        try handle.addHeader(HTTPHeader(name: try CString.nonEmpty(name, "the header name"), value: try CString.text(value, "the header value") ?? ""))
     }
 }
 
@@ -244,7 +233,7 @@ public func sheaf_list_set_paging(_ list: OpaquePointer?, _ kind: sheaf_paging, 
             guard first >= 0, let first = Int(exactly: first) else {
                 throw SheafError(.invalidArgument, "the first page number or offset must be 0 or more")
             }
-            return .init(parameter: try required(param, "the paging parameter"), first: first, size: pageSize)
+            return .init(parameter: try CString.nonEmpty(param, "the paging parameter"), first: first, size: pageSize)
         }
         let paging: Paging
         switch kind {
@@ -253,7 +242,7 @@ public func sheaf_list_set_paging(_ list: OpaquePointer?, _ kind: sheaf_paging, 
         case SHEAF_PAGING_NEXT: paging = .next
         case SHEAF_PAGING_PAGE_NUMBER: paging = .pageNumber(try numbering())
         case SHEAF_PAGING_OFFSET: paging = .offset(try numbering())
-        case SHEAF_PAGING_CURSOR: paging = .cursor(parameter: try required(param, "the cursor parameter"), size: pageSize)
+        case SHEAF_PAGING_CURSOR: paging = .cursor(parameter: try CString.nonEmpty(param, "the cursor parameter"), size: pageSize)
         default: throw SheafError(.invalidArgument, "unknown paging kind \(kind.rawValue)")
         }
         if pageSize != nil, paging == .single || paging == .detect {
@@ -285,8 +274,8 @@ public func sheaf_list_set_signal(_ list: OpaquePointer?, _ signal: sheaf_signal
         case SHEAF_SOURCE_NONE: from = .none
         case SHEAF_SOURCE_DETECT: from = .detect
         case SHEAF_SOURCE_BODY: from = .body(try pointer(location, "the JSON pointer"))
-        case SHEAF_SOURCE_HEADER: from = .header(try required(location, "the header name"))
-        case SHEAF_SOURCE_LINK: from = .link(try required(location, "the link relation"))
+        case SHEAF_SOURCE_HEADER: from = .header(try CString.nonEmpty(location, "the header name"))
+        case SHEAF_SOURCE_LINK: from = .link(try CString.nonEmpty(location, "the link relation"))
         case SHEAF_SOURCE_ITEM: from = .item(try pointer(location, "the JSON pointer"))
         case SHEAF_SOURCE_LAST_ITEM: from = .lastItem(try pointer(location, "the JSON pointer"))
         default: throw SheafError(.invalidArgument, "unknown source \(source.rawValue)")
@@ -298,7 +287,7 @@ public func sheaf_list_set_signal(_ list: OpaquePointer?, _ signal: sheaf_signal
 @c @implementation
 public func sheaf_list_use_preset(_ list: OpaquePointer?, _ name: UnsafePointer<CChar>?) -> sheaf_result {
     withList(list) { (handle) throws(SheafError) in
-        let preset = try Preset.named(try required(name, "the preset name"))
+        let preset = try Preset.named(try CString.nonEmpty(name, "the preset name"))
         try handle.describe { $0 = preset.applied(to: $0) }
     }
 }
@@ -331,7 +320,7 @@ public func sheaf_preset_description(_ name: UnsafePointer<CChar>?, _ outJSON: U
     outJSON.pointee = nil
     outLength?.pointee = 0
     do {
-        let preset = try Preset.named(try required(name, "the preset name"))
+        let preset = try Preset.named(try CString.nonEmpty(name, "the preset name"))
         handOver(preset.descriptionJSON, outJSON, outLength)
         return success()
     } catch {
@@ -397,7 +386,7 @@ public func sheaf_list_next(_ list: OpaquePointer?, _ timeoutMs: Int64,
         return failure(SheafError(.state, "the list was not started with sheaf_list_start_pull"), on: handle)
     }
     if timeoutMs != 0, CallbackContext.isInsideCallback {
-        return failure(SheafError(.reentrant, "a blocking Sheaf call was made from inside a Sheaf callback"), on: handle)
+        return failure(SheafError.blockingCallInsideCallback, on: handle)
     }
     let timeout: Int? = timeoutMs < 0 ? nil : Int(clamping: timeoutMs)
     switch pull.next(timeoutMilliseconds: timeout) {
@@ -465,7 +454,7 @@ public func sheaf_list_fetch_all(_ list: OpaquePointer?, _ outJSON: UnsafeMutabl
     outJSON.pointee = nil
     outLength?.pointee = 0
     guard !CallbackContext.isInsideCallback else {
-        return failure(SheafError(.reentrant, "a blocking Sheaf call was made from inside a Sheaf callback"), on: handle)
+        return failure(SheafError.blockingCallInsideCallback, on: handle)
     }
     let result: sheaf_result
     let run: ListRun

@@ -187,9 +187,10 @@ private func withRequest(_ request: OpaquePointer?, _ body: (RequestHandle) thro
     }
 }
 
-private func text(_ pointer: UnsafePointer<CChar>?, _ what: String) throws(SheafError) -> String {
-    guard let text = try CString.text(pointer, what) else { throw SheafError(.invalidArgument, "\(what) must not be NULL") }
-    return text
+
+/// A name and value pair (a query parameter or a form field) from a caller's arguments.
+private func formField(_ name: UnsafePointer<CChar>?, _ value: UnsafePointer<CChar>?, _ noun: String) throws(SheafError) -> Request.FormField {
+    Request.FormField(try CString.required(name, "the \(noun) name"), try CString.required(value, "the \(noun) value"))
 }
 
 @c @implementation
@@ -201,7 +202,7 @@ public func sheaf_request_new(_ outRequest: UnsafeMutablePointer<OpaquePointer?>
         return failure(SheafError(.invalidArgument, "the client must not be NULL"))
     }
     do throws(SheafError) {
-        let method = try text(method, "the method")
+        let method = try CString.required(method, "the method")
         guard HeaderRules.isToken(method) else {
             throw SheafError(.invalidArgument, "\"\(method)\" is not an HTTP method (RFC 9110 token)")
         }
@@ -223,7 +224,7 @@ public func sheaf_request_free(_ request: OpaquePointer?) {
 @c @implementation
 public func sheaf_request_add_segment(_ request: OpaquePointer?, _ segment: UnsafePointer<CChar>?) -> sheaf_result {
     withRequest(request) { (handle) throws(SheafError) in
-        let segment = try text(segment, "the segment")
+        let segment = try CString.required(segment, "the segment")
         try handle.configure { request, _ in request.appendSegment(segment) }
         return SHEAF_OK
     }
@@ -233,7 +234,7 @@ public func sheaf_request_add_segment(_ request: OpaquePointer?, _ segment: Unsa
 public func sheaf_request_add_query(_ request: OpaquePointer?, _ name: UnsafePointer<CChar>?,
                                     _ value: UnsafePointer<CChar>?) -> sheaf_result {
     withRequest(request) { (handle) throws(SheafError) in
-        let field = Request.FormField(try text(name, "the parameter name"), try text(value, "the parameter value"))
+        let field = try formField(name, value, "parameter")
         try handle.configure { request, _ in request.query.append(field) }
         return SHEAF_OK
     }
@@ -243,7 +244,7 @@ public func sheaf_request_add_query(_ request: OpaquePointer?, _ name: UnsafePoi
 public func sheaf_request_add_header(_ request: OpaquePointer?, _ name: UnsafePointer<CChar>?,
                                      _ value: UnsafePointer<CChar>?) -> sheaf_result {
     withRequest(request) { (handle) throws(SheafError) in
-        let header = try HeaderRules.check(HTTPHeader(name: try text(name, "the header name"), value: try text(value, "the header value")))
+        let header = try CString.header(name, value)
         try handle.configure { request, _ in request.headers.append(header) }
         return SHEAF_OK
     }
@@ -253,7 +254,7 @@ public func sheaf_request_add_header(_ request: OpaquePointer?, _ name: UnsafePo
 public func sheaf_request_set_body(_ request: OpaquePointer?, _ contentType: UnsafePointer<CChar>?,
                                    _ data: UnsafeRawPointer?, _ length: Int) -> sheaf_result {
     withRequest(request) { (handle) throws(SheafError) in
-        let contentType = try HeaderRules.check(HTTPHeader(name: "Content-Type", value: try text(contentType, "the content type"))).value
+        let contentType = try HeaderRules.check(HTTPHeader(name: "Content-Type", value: try CString.required(contentType, "the content type"))).value
         guard length == 0 || data != nil else { throw SheafError(.invalidArgument, "the body is NULL but its length is \(length)") }
         let bytes = length == 0 ? [] : Array(UnsafeRawBufferPointer(start: data, count: length))
         try handle.configure { request, form in
@@ -268,7 +269,7 @@ public func sheaf_request_set_body(_ request: OpaquePointer?, _ contentType: Uns
 public func sheaf_request_add_form(_ request: OpaquePointer?, _ name: UnsafePointer<CChar>?,
                                    _ value: UnsafePointer<CChar>?) -> sheaf_result {
     withRequest(request) { (handle) throws(SheafError) in
-        let field = Request.FormField(try text(name, "the field name"), try text(value, "the field value"))
+        let field = try formField(name, value, "field")
         try handle.configure { request, form in
             request.body = nil
             form = (form ?? []) + [field]
@@ -323,7 +324,7 @@ public func sheaf_request_start(_ request: OpaquePointer?, _ onDone: sheaf_reque
 public func sheaf_request_wait(_ request: OpaquePointer?) -> sheaf_result {
     withRequest(request) { (handle) throws(SheafError) in
         guard !CallbackContext.isInsideCallback else {
-            throw SheafError(.reentrant, "a blocking Sheaf call was made from inside a Sheaf callback")
+            throw SheafError.blockingCallInsideCallback
         }
         return try handle.wait()
     }
@@ -333,7 +334,7 @@ public func sheaf_request_wait(_ request: OpaquePointer?) -> sheaf_result {
 public func sheaf_request_send(_ request: OpaquePointer?) -> sheaf_result {
     withRequest(request) { (handle) throws(SheafError) in
         guard !CallbackContext.isInsideCallback else {
-            throw SheafError(.reentrant, "a blocking Sheaf call was made from inside a Sheaf callback")
+            throw SheafError.blockingCallInsideCallback
         }
         try handle.start(nil)
         return try handle.wait()

@@ -120,10 +120,7 @@ public final class SheafClient: Sendable {
         }
         var headers = [HTTPHeader(name: "Accept", value: "application/json"),
                        HTTPHeader(name: "User-Agent", value: "sheaf/\(SheafVersion.string)")]
-        for header in self.headers + template.headers {
-            headers.removeAll { $0.name.lowercased() == header.name.lowercased() }
-            headers.append(header)
-        }
+        for header in self.headers + template.headers { headers.replace(with: header) }
         var url = url
         if sameOrigin {
             try credential?.apply(to: &headers, url: &url)

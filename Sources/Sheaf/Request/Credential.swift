@@ -53,8 +53,7 @@ public enum Credential: Sendable, Equatable {
         case .basic(let user, let password):
             headers.append(HTTPHeader(name: "Authorization", value: "Basic \(basicToken(user, password))"))
         case .apiKeyHeader(let name, let value):
-            headers.removeAll { $0.name.lowercased() == name.lowercased() }
-            headers.append(HTTPHeader(name: name, value: value))
+            headers.replace(with: HTTPHeader(name: name, value: value))
         case .apiKeyQuery(let name, let value):
             guard let keyed = URLText.settingQuery(url, name, to: value) else {
                 throw SheafError(.invalidArgument, "cannot add the API key parameter \(name) to the URL")

@@ -47,7 +47,11 @@ final class FileDownload: ResponseBodySink, @unchecked Sendable {
     }
 
     deinit {
-        if descriptor >= 0 { close(descriptor) }
+        // Never completed nor abandoned (a request made but not sent): the part file goes too.
+        if descriptor >= 0 {
+            close(descriptor)
+            unlink(partPath)
+        }
     }
 
     /// (bytes written, bytes expected or -1).

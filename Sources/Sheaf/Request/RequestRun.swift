@@ -76,7 +76,7 @@ public final class RequestRun: Sendable {
     /// - Throws: `.reentrant` from inside a Sheaf callback, `.state` before `start()`.
     public func wait() throws(SheafError) -> (response: Response?, error: SheafError?) {
         guard !CallbackContext.isInsideCallback else {
-            throw SheafError(.reentrant, "a blocking Sheaf call was made from inside a Sheaf callback")
+            throw SheafError.blockingCallInsideCallback
         }
         guard state.withLock({ $0.started }) else { throw SheafError(.state, "the request has not been sent") }
         done.wait()

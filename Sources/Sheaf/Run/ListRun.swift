@@ -103,7 +103,7 @@ public final class ListRun: Sendable {
     /// - Throws: `.reentrant` when called from inside a Sheaf callback, `.state` before `start()`.
     public func wait() throws(SheafError) -> ListOutcome {
         guard !CallbackContext.isInsideCallback else {
-            throw SheafError(.reentrant, "a blocking Sheaf call was made from inside a Sheaf callback")
+            throw SheafError.blockingCallInsideCallback
         }
         guard state.withLock({ $0.started }) else { throw SheafError(.state, "the list has not been started") }
         done.wait()

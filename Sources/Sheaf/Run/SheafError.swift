@@ -55,6 +55,11 @@ public struct SheafError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The option or preset that would help.
     public var hint: String?
 
+    /// What a blocking call made from inside a Sheaf callback gets, instead of a deadlock.
+    package static var blockingCallInsideCallback: SheafError {
+        SheafError(.reentrant, "a blocking Sheaf call was made from inside a Sheaf callback")
+    }
+
     public init(_ code: Code, _ message: String, url: String? = nil, httpStatus: Int? = nil, bodyExcerpt: String? = nil,
                 serverMessage: String? = nil, jsonPointer: String? = nil, jsonOffset: Int? = nil,
                 signal: String? = nil, hint: String? = nil) {

@@ -77,4 +77,11 @@ extension Array where Element == HTTPHeader {
         let wanted = name.lowercased()
         return first { $0.name.lowercased() == wanted }?.value
     }
+
+    /// Appends `header` in place of every header of the same name (compared case-insensitively).
+    public mutating func replace(with header: HTTPHeader) {
+        let name = header.name.lowercased()
+        removeAll { $0.name.lowercased() == name }
+        append(header)
+    }
 }

@@ -7,7 +7,7 @@ import math
 import os
 import threading
 from ctypes import byref
-from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from . import _ffi, hooks
 from .hooks import Event
@@ -16,7 +16,7 @@ from ._ffi import lib
 from ._run import ListRun
 from .description import Description
 from .errors import Error, Result, UsageError
-from .request import ApiKey, Headers, Response, header_pairs, send
+from .request import ApiKey, Headers, Response, header_pairs, named_pairs, send
 from .stream import SnapshotStream
 from .transport import Transport
 
@@ -368,16 +368,8 @@ def _set_tls(handle: _ffi.ClientHandle, verify: Union[bool, str], cert: Union[No
 
 def _query_pairs(query: Optional[Query]) -> List[Tuple[str, str]]:
     """Every query parameter as (name, value) text; a list or tuple value repeats the name."""
-    if query is None:
-        return []
-    pairs: Iterable[Any] = query.items() if isinstance(query, Mapping) else query
     out: List[Tuple[str, str]] = []
-    for pair in pairs:
-        try:
-            key, value = pair
-        except (TypeError, ValueError):
-            raise UsageError(Result.INVALID_ARGUMENT,
-                             f"query must be a mapping or (name, value) pairs, not {pair!r}") from None
+    for key, value in named_pairs(query, "query"):
         for one in value if isinstance(value, (list, tuple)) else [value]:
             out.append((str(key), _query_text(one)))
     return out

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import ctypes
 import json as _json
+import os
 import threading
 from ctypes import byref
-import os
-from typing import Any, Callable, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
 
 from . import _ffi
 from ._ffi import lib
@@ -78,20 +78,25 @@ class Response:
         return f"<sheaf.Response {self.status} {len(self.content)} bytes>"
 
 
-def header_pairs(headers: Optional[Headers]) -> List[Tuple[str, str]]:
-    """Every header as (name, value) text."""
-    if headers is None:
-        return []
-    pairs = headers.items() if isinstance(headers, Mapping) else headers
-    out = []
-    for pair in pairs:
+def named_pairs(given: Any, what: str) -> Iterator[Tuple[Any, Any]]:
+    """(name, value) of a mapping or of a sequence of pairs; `what` names the argument in errors."""
+    if given is None:
+        return
+    for pair in given.items() if isinstance(given, Mapping) else given:
         try:
             name, value = pair
         except (TypeError, ValueError):
             raise UsageError(Result.INVALID_ARGUMENT,
-                             f"headers must be a mapping or (name, value) pairs, not {pair!r}") from None
+                             f"{what} must be a mapping or (name, value) pairs, not {pair!r}") from None
+        yield name, value
+
+
+def header_pairs(headers: Optional[Headers]) -> List[Tuple[str, str]]:
+    """Every header as (name, value) text."""
+    out = []
+    for name, value in named_pairs(headers, "headers"):
         if not isinstance(name, str) or not isinstance(value, str):
-            raise UsageError(Result.INVALID_ARGUMENT, f"a header's name and value must be str, not {pair!r}")
+            raise UsageError(Result.INVALID_ARGUMENT, f"a header's name and value must be str, not {(name, value)!r}")
         out.append((name, value))
     return out
 
