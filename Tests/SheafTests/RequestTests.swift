@@ -191,4 +191,18 @@ final class RequestTests: XCTestCase {
             XCTAssertEqual((error as? SheafError)?.code, .invalidArgument)
         }
     }
+
+    func testADownloadMadeButNeverSentLeavesNoPartFile() throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("sheaf-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let client = try SheafClient(baseURL: "https://a.example/", transport: Recorder { _ in .success(HTTPResponse(status: 200)) })
+        let destination = folder + "/file.bin"
+        do {
+            let run = try client.makeRequest(Request(path: "file"), downloadingTo: destination)
+            XCTAssertTrue(FileManager.default.fileExists(atPath: destination + ".part"))
+            _ = run
+        }
+        XCTAssertFalse(FileManager.default.fileExists(atPath: destination + ".part"))
+        XCTAssertFalse(FileManager.default.fileExists(atPath: destination))
+    }
 }
