@@ -34,6 +34,14 @@ final class DetectorTests: XCTestCase {
         XCTAssertEqual(resolution.detected, [.items, .next, .pageCount])
     }
 
+    func testAnItemsKeyStartingWithACombiningMarkIsDetectedNotATrap() throws {
+        // Found by fuzz_detection: "/" + U+064B was one Character, so the pointer built for the
+        // key was refused and force-unwrapped.
+        let key = "\u{64B}\u{5CF}age=]2"
+        let resolution = try resolve("{\"\(key)\":[{\"id\":1}]}")
+        XCTAssertEqual(resolution.description.source(of: .items), body("/" + key))
+    }
+
     func testDjangoRESTFrameworkPagesAreAddressedByPageNumberWithTheirCount() throws {
         let description = try resolve(#"{"count":95,"next":"\#(api)?page=2","previous":null,"results":\#(items(0..<10))}"#).description
         XCTAssertEqual(description.source(of: .items), body("/results"))

@@ -43,6 +43,16 @@ final class JSONPointerTests: XCTestCase {
         }
     }
 
+    func testAKeyStartingWithACombiningMarkIsAPointerAndEscapesRoundTrip() {
+        // "/" + U+064B forms one grapheme cluster: the pointer is still read by scalars.
+        XCTAssertEqual(JSONPointer("/\u{64B}age")?.tokens, ["\u{64B}age"])
+        for token in ["\u{64B}age", "~\u{301}x", "/\u{301}y"] {
+            let pointer = JSONPointer("/" + JSONPointer.escaping(token))
+            XCTAssertEqual(pointer?.tokens, [token])
+            XCTAssertEqual(pointer.flatMap { JSONPointer($0.description) }, pointer)
+        }
+    }
+
     func testPointersWithTheSameTokensAreEqual() {
         XCTAssertEqual(JSONPointer("/a~1b"), JSONPointer("/a~1b"))
         XCTAssertNotEqual(JSONPointer("/a~1b"), JSONPointer("/a/b"))

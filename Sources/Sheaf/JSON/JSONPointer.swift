@@ -9,8 +9,8 @@ public struct JSONPointer: Sendable, Hashable, CustomStringConvertible {
             tokens = []
             return
         }
-        guard text.first == "/" else { return nil }
         // By Unicode scalars, not characters: a combining mark must not merge with "/" or "~0".
+        guard text.unicodeScalars.first == "/" else { return nil }
         var result: [String] = []
         for raw in text.unicodeScalars.dropFirst().split(separator: "/", omittingEmptySubsequences: false) {
             var token = String.UnicodeScalarView()
@@ -33,7 +33,20 @@ public struct JSONPointer: Sendable, Hashable, CustomStringConvertible {
 
     /// The pointer in its textual form.
     public var description: String {
-        tokens.map { "/" + $0.replacing("~", with: "~0").replacing("/", with: "~1") }
-            .joined()
+        tokens.map { "/" + Self.escaping($0) }.joined()
+    }
+
+    /// `token` as it is written in a pointer: "~" as "~0", "/" as "~1". By Unicode scalars: a
+    /// "~" or "/" followed by a combining mark is still escaped.
+    static func escaping(_ token: String) -> String {
+        var escaped = String.UnicodeScalarView()
+        for scalar in token.unicodeScalars {
+            switch scalar {
+            case "~": escaped.append(contentsOf: "~0".unicodeScalars)
+            case "/": escaped.append(contentsOf: "~1".unicodeScalars)
+            default: escaped.append(scalar)
+            }
+        }
+        return String(escaped)
     }
 }

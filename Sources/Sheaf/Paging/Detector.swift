@@ -302,12 +302,12 @@ private struct Document {
         }
         var candidates: [(pointer: String, key: String)] = []
         for (key, range) in members(root) {
-            let escaped = "/" + key.replacing("~", with: "~0").replacing("/", with: "~1")
+            let escaped = "/" + JSONPointer.escaping(key)
             if first(range) == UInt8(ascii: "[") {
                 candidates.append((escaped, key))
             } else if first(range) == UInt8(ascii: "{"), ["_embedded", "hits", "data"].contains(key) {
                 for (inner, innerRange) in members(range) where first(innerRange) == UInt8(ascii: "[") {
-                    candidates.append((escaped + "/" + inner.replacing("~", with: "~0").replacing("/", with: "~1"),
+                    candidates.append((escaped + "/" + JSONPointer.escaping(inner),
                                        key == "_embedded" ? "_embedded" : inner))
                 }
             }
