@@ -20,7 +20,7 @@
  * A sheaf_client may be shared by any number of threads and may run many lists at once.
  * A sheaf_list is used by one thread at a time (sheaf_list_cancel is the one exception: it may
  * be called from any thread, and from a callback). Callbacks (snapshots, the transport, log and
- * event hooks) run on threads owned by the library, never on the caller's thread, never two
+ * event hooks, the credential provider) run on threads owned by the library, never on the caller's thread, never two
  * snapshot callbacks of one list at once and never two hooks of one client at once. A blocking Sheaf function (sheaf_list_wait, sheaf_list_fetch_all,
  * sheaf_list_next with a timeout, sheaf_client_free) called from inside a Sheaf callback returns
  * SHEAF_E_REENTRANT (or, for sheaf_client_free, is deferred) instead of deadlocking.
@@ -78,8 +78,9 @@ SHEAF_API const char *sheaf_version_string(void);
 
 /**
  * Result codes. Append-only: a value is never renumbered or removed.
- * SHEAF_OK and SHEAF_LIMIT_REACHED are successes; SHEAF_PENDING means "not yet" (only
- * sheaf_list_next returns it); every other code is a failure.
+ * SHEAF_OK, SHEAF_LIMIT_REACHED, SHEAF_PAGE_BUDGET_REACHED and SHEAF_REQUEST_BUDGET_REACHED are
+ * successes (SHEAF_SUCCEEDED tells them); SHEAF_PENDING means "not yet" (only sheaf_list_next
+ * returns it); every other code is a failure.
  */
 typedef enum sheaf_result {
     SHEAF_OK = 0,                  /**< Done; for a list, its description established the end and the items agree with the total. */
@@ -103,8 +104,16 @@ typedef enum sheaf_result {
     SHEAF_E_NOT_FOLLOWED = 18,     /**< The last page signals more (a Link rel="next", has_more, a next field, a total above what arrived) that the description does not follow; the error names the signal and the option or preset that would. */
     SHEAF_E_UNDETECTED = 19,       /**< Detection could not decide the list's shape (no items array, or several candidates); the error names the candidates and the options that choose. */
     SHEAF_E_REPEATED_PAGE = 20,    /**< Two consecutive pages hold the same items byte for byte: the server ignores the paging parameter (or the description names the wrong one). */
-    SHEAF_E_IO = 21                /**< A download's file could not be written: its folder cannot be created, it is not writable, or the disk is full. The destination is left as it was. */
+    SHEAF_E_IO = 21,               /**< A download's file could not be written: its folder cannot be created, it is not writable, or the disk is full. The destination is left as it was. */
+    SHEAF_PAGE_BUDGET_REACHED = 22,    /**< The list stopped at the caller's page budget (SHEAF_BUDGET_PAGES); sheaf_list_resume_token goes on from there. */
+    SHEAF_REQUEST_BUDGET_REACHED = 23, /**< The list stopped at the caller's request budget (SHEAF_BUDGET_REQUESTS); sheaf_list_resume_token goes on from there. */
+    SHEAF_E_DEADLINE = 24,         /**< The list did not end within the caller's deadline (SHEAF_BUDGET_DEADLINE_MS); what arrived before stays delivered. */
+    SHEAF_E_CREDENTIAL = 25        /**< The credential provider (sheaf_client_set_credential_provider) gave no credential. */
 } sheaf_result;
+
+/** Whether a result code is a success: OK, or a list that stopped where its caller asked. */
+#define SHEAF_SUCCEEDED(result) ((result) == SHEAF_OK || (result) == SHEAF_LIMIT_REACHED \
+    || (result) == SHEAF_PAGE_BUDGET_REACHED || (result) == SHEAF_REQUEST_BUDGET_REACHED)
 
 /** Static English text for a result code (unknown codes get a generic text). Never NULL; do not free. */
 SHEAF_API const char *sheaf_result_str(int result);
@@ -271,6 +280,44 @@ SHEAF_API sheaf_result sheaf_client_set_auth(sheaf_client *client, sheaf_auth ki
  */
 SHEAF_API sheaf_result sheaf_client_set_credential(sheaf_client *client, sheaf_auth kind,
                                                    const char *name, const char *value);
+
+/** One call of a credential provider: what it is asked, and where it answers. Valid only during the call. */
+typedef struct sheaf_credential_reply sheaf_credential_reply;
+
+/**
+ * A credential provider: answers with sheaf_credential_reply_set (or _fail) before returning.
+ * Called on a library thread of its own, never two at once for one client, so it may block (an
+ * HTTP call to a token endpoint, on another client: a call on this one would wait for itself).
+ */
+typedef void (*sheaf_credential_fn)(sheaf_credential_reply *reply, void *user_data);
+
+/** 1 when the provider is asked again because the server refused (401) the last credential it gave; 0 for the first. */
+SHEAF_API int sheaf_credential_reply_is_refresh(const sheaf_credential_reply *reply);
+
+/** The credential's value (copied): the token, the Basic password or the API key. Empty or NULL: SHEAF_E_INVALID_ARGUMENT. */
+SHEAF_API sheaf_result sheaf_credential_reply_set(sheaf_credential_reply *reply, const char *value);
+
+/**
+ * The provider has no credential; `message` (copied, may be NULL) says why, and must hold no
+ * secret. The requests waiting for it fail with SHEAF_E_CREDENTIAL (as they do when the provider
+ * answers neither way); the next request asks again.
+ */
+SHEAF_API sheaf_result sheaf_credential_reply_fail(sheaf_credential_reply *reply, const char *message);
+
+/**
+ * Makes the client's credentials come from `provider` (in place of sheaf_client_set_credential,
+ * which in turn replaces the provider; NULL removes it), for lists and requests started from now
+ * on. `kind` and `name` are as for sheaf_client_set_credential (not SHEAF_AUTH_NONE); the value
+ * comes from the provider: asked once for the first request, and once more each time the server
+ * answers 401 to a credential it gave (refresh-once-on-401: the request is sent again once with
+ * the new credential, without counting as a retry; a second 401 is the request's answer).
+ * Requests refused together (a list's window) share one refresh. Every credential given goes
+ * only to the base URL's origin and is kept out of every message. `destroy` (may be NULL) is
+ * called with `user_data` once no client, list or request needs the provider any more.
+ */
+SHEAF_API sheaf_result sheaf_client_set_credential_provider(sheaf_client *client, sheaf_auth kind, const char *name,
+                                                            sheaf_credential_fn provider, void *user_data,
+                                                            sheaf_destroy_fn destroy);
 
 /**
  * Adds a header (copied) sent with every list page and request from now on; a list's or a
@@ -554,10 +601,51 @@ SHEAF_API sheaf_result sheaf_list_set_transport(sheaf_list *list, sheaf_transpor
                                                 void *user_data, sheaf_destroy_fn destroy);
 
 /**
- * Stops the list after `max_items` items (0 = no limit), with SHEAF_LIMIT_REACHED.
+ * Stops the list after `max_items` items (0 = no limit), with SHEAF_LIMIT_REACHED; the same as
+ * sheaf_list_set_budget(list, SHEAF_BUDGET_ITEMS, max_items).
  * SHEAF_E_INVALID_ARGUMENT for a negative value.
  */
 SHEAF_API sheaf_result sheaf_list_set_max_items(sheaf_list *list, int64_t max_items);
+
+/** What a list may spend before it stops. Append-only. */
+typedef enum sheaf_budget {
+    SHEAF_BUDGET_ITEMS = 1,       /**< Items delivered; ends with SHEAF_LIMIT_REACHED (a page may be cut: resuming goes on inside it). */
+    SHEAF_BUDGET_PAGES = 2,       /**< Pages fetched; ends with SHEAF_PAGE_BUDGET_REACHED when more pages follow. */
+    SHEAF_BUDGET_REQUESTS = 3,    /**< Requests sent, retries and redirects included; ends with SHEAF_REQUEST_BUDGET_REACHED, the prefix through the last page that arrived whole. */
+    SHEAF_BUDGET_DEADLINE_MS = 4  /**< Milliseconds from sheaf_list_start to the end, whatever is in flight; ends with SHEAF_E_DEADLINE. */
+} sheaf_budget;
+
+/**
+ * Sets one budget of the list (0 = none, the default) before it starts; each ends the list with
+ * its own result and leaves a resume token that goes on from there. The client's page cap
+ * (SHEAF_OPT_MAX_PAGES) still applies, as a failure. SHEAF_E_INVALID_ARGUMENT for a negative
+ * value or an unknown budget; SHEAF_E_STATE once the list has started.
+ */
+SHEAF_API sheaf_result sheaf_list_set_budget(sheaf_list *list, sheaf_budget budget, int64_t value);
+
+/**
+ * Makes the list go on where the run that made `token` (sheaf_list_resume_token) stopped: from
+ * the page it had not delivered, inside it when an item limit cut it, reading pages as that run
+ * read them (nothing is detected again). The list must be described as the one that made the
+ * token (the same client base URL, path, query and description; budgets may differ): start and
+ * fetch-all refuse another list's token with SHEAF_E_INVALID_ARGUMENT. Items are de-duplicated
+ * within one run only; a total the server reports is checked against every run's items together.
+ * `token` is copied; NULL removes it. SHEAF_E_INVALID_ARGUMENT for text that is not a token of
+ * this version.
+ */
+SHEAF_API sheaf_result sheaf_list_set_resume(sheaf_list *list, const char *token);
+
+/**
+ * The resume token after the prefix delivered so far (on a pulled list: through the last
+ * snapshot taken): a printable ASCII string of the form "sheaf-resume-1.<base64url>", holding the
+ * description the run used and the next page's URL, never a credential (secret query values
+ * are left out and sent again by the resumed list). *out_token is set to a new string freed with
+ * sheaf_free, or to NULL when nothing is left to resume (the list completed, or the prefix ends
+ * where the list does). Callable at any time, from a snapshot callback too; before the list
+ * starts it resumes from the start. Every outcome but completion (a limit or budget reached,
+ * stopped, cancelled, failed, past its deadline) leaves one.
+ */
+SHEAF_API sheaf_result sheaf_list_resume_token(sheaf_list *list, char **out_token);
 
 /**
  * Whether the list keeps every delivered item (non-zero, the default) so that sheaf_list_prefix

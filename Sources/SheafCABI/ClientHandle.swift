@@ -10,6 +10,8 @@ final class ClientHandle: Sendable {
         var transport: CFunctionTransport?
         var curl: CurlTransport?
         var credential: Credential?
+        /// Makes the credential in place of `credential`.
+        var credentialProvider: CredentialProvider?
         var headers: [HTTPHeader] = []
         var secretParameters: [String] = []
         var hooks = HookSettings()
@@ -35,7 +37,8 @@ final class ClientHandle: Sendable {
                 return try SheafClient(baseURL: baseURL, credential: settings.credential,
                                 headers: settings.headers.filter { !names.contains($0.name.lowercased()) } + extra,
                                 secretParameters: settings.secretParameters, transport: transport,
-                                configuration: settings.configuration, hooks: settings.hooks.hooks())
+                                configuration: settings.configuration, hooks: settings.hooks.hooks(),
+                                credentialProvider: settings.credentialProvider)
             }
             if let listTransport { return try make(listTransport) }
             if !extra.isEmpty { return try make(defaultTransport(&settings)) }
@@ -101,7 +104,10 @@ final class ClientHandle: Sendable {
 
     func setCredential(_ credential: Credential?) throws(SheafError) {
         try SheafClient.validate(baseURL: baseURL, credential: credential)
-        try change { $0.credential = credential }
+        try change {
+            $0.credential = credential
+            $0.credentialProvider = nil
+        }
     }
 
 
@@ -203,6 +209,21 @@ private func credential(_ kind: sheaf_auth, name: UnsafePointer<CChar>?, value: 
     case SHEAF_AUTH_API_KEY_HEADER: return .apiKeyHeader(name: try CString.required(name, "the API key header name"), value: try CString.required(value, "the API key"))
     case SHEAF_AUTH_API_KEY_QUERY: return .apiKeyQuery(name: try CString.required(name, "the API key parameter name"), value: try CString.required(value, "the API key"))
     default: throw SheafError(.invalidArgument, "unknown auth kind \(kind.rawValue)")
+    }
+}
+
+@c @implementation
+public func sheaf_client_set_credential_provider(_ client: OpaquePointer?, _ kind: sheaf_auth, _ name: UnsafePointer<CChar>?,
+                                                 _ provider: sheaf_credential_fn?, _ userData: UnsafeMutableRawPointer?,
+                                                 _ destroy: sheaf_destroy_fn?) -> sheaf_result {
+    let owner = CUserData(userData, destroy: destroy) // released (and destroyed) with the last client that uses it
+    return withClient(client) { (handle) throws(SheafError) in
+        guard let provider else { return try handle.change { $0.credentialProvider = nil } }
+        let made = try cCredentialProvider(kind: kind, name: try CString.text(name, "the name"), function: provider, userData: owner)
+        try handle.change {
+            $0.credential = nil
+            $0.credentialProvider = made
+        }
     }
 }
 

@@ -119,6 +119,14 @@ final class ListHandle: Sendable, ErrorRecording {
     }
     var keepsItems: Bool { state.withLock { $0.keepsItems } }
 
+    /// The token that resumes after the prefix delivered so far (see `prefixJSON`); before the
+    /// run, the one it would resume from.
+    func resumeToken() -> ResumeToken? {
+        let (run, pulling, taken, description) = state.withLock { ($0.run, $0.pull != nil, $0.lastTaken, $0.description) }
+        guard let run else { return description.resume }
+        return pulling ? run.resumeToken(through: taken?.snapshot) : run.resumeToken()
+    }
+
     static func from(_ pointer: OpaquePointer?) -> ListHandle? {
         pointer.map { Unmanaged<ListHandle>.fromOpaque(UnsafeRawPointer($0)).takeUnretainedValue() }
     }
@@ -150,7 +158,7 @@ private func report(_ outcome: ListOutcome, on handle: ListHandle) -> sheaf_resu
     switch outcome {
     case .failed(let error):
         return failure(error, on: handle)
-    case .complete, .limitReached:
+    case .complete, .limitReached, .pageBudgetReached, .requestBudgetReached:
         handle.recordError(nil)
         return success(outcome.cResult)
     }
@@ -335,6 +343,38 @@ public func sheaf_list_set_max_items(_ list: OpaquePointer?, _ maxItems: Int64) 
             throw SheafError(.invalidArgument, "max items must not be negative")
         }
         try handle.describe { $0.maxItems = limit == 0 ? nil : limit }
+    }
+}
+
+@c @implementation
+public func sheaf_list_set_budget(_ list: OpaquePointer?, _ budget: sheaf_budget, _ value: Int64) -> sheaf_result {
+    withList(list) { (handle) throws(SheafError) in
+        guard value >= 0, let amount = Int(exactly: value) else { throw SheafError(.invalidArgument, "a budget must not be negative") }
+        let limit = amount == 0 ? nil : amount
+        switch budget {
+        case SHEAF_BUDGET_ITEMS: try handle.describe { $0.maxItems = limit }
+        case SHEAF_BUDGET_PAGES: try handle.describe { $0.maxPages = limit }
+        case SHEAF_BUDGET_REQUESTS: try handle.describe { $0.maxRequests = limit }
+        case SHEAF_BUDGET_DEADLINE_MS: try handle.describe { $0.deadlineMilliseconds = limit }
+        default: throw SheafError(.invalidArgument, "unknown budget \(budget.rawValue)")
+        }
+    }
+}
+
+@c @implementation
+public func sheaf_list_set_resume(_ list: OpaquePointer?, _ token: UnsafePointer<CChar>?) -> sheaf_result {
+    withList(list) { (handle) throws(SheafError) in
+        let token = try token.map { (text) throws(SheafError) in try ResumeToken(String(cString: text)) }
+        try handle.describe { $0.resume = token }
+    }
+}
+
+@c @implementation
+public func sheaf_list_resume_token(_ list: OpaquePointer?, _ outToken: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> sheaf_result {
+    guard let outToken else { return failure(SheafError(.invalidArgument, "out_token must not be NULL")) }
+    outToken.pointee = nil
+    return withList(list) { handle in
+        outToken.pointee = handle.resumeToken().flatMap { CString.mallocCopy($0.description) }
     }
 }
 

@@ -26,6 +26,10 @@ extension SheafError.Code {
         case .undetected: SHEAF_E_UNDETECTED
         case .repeatedPage: SHEAF_E_REPEATED_PAGE
         case .io: SHEAF_E_IO
+        case .pageBudget: SHEAF_PAGE_BUDGET_REACHED
+        case .requestBudget: SHEAF_REQUEST_BUDGET_REACHED
+        case .deadline: SHEAF_E_DEADLINE
+        case .credential: SHEAF_E_CREDENTIAL
         default: SHEAF_E_INTERNAL
         }
     }
@@ -36,6 +40,8 @@ extension ListOutcome {
         switch self {
         case .complete: SHEAF_OK
         case .limitReached: SHEAF_LIMIT_REACHED
+        case .pageBudgetReached: SHEAF_PAGE_BUDGET_REACHED
+        case .requestBudgetReached: SHEAF_REQUEST_BUDGET_REACHED
         case .failed(let error): error.code.cResult
         }
     }
@@ -65,6 +71,10 @@ private let resultTexts: [OwnedCString] = [
     "the list's shape could not be detected",
     "two consecutive pages hold the same items",
     "a download's file could not be written",
+    "the page budget was reached",
+    "the request budget was reached",
+    "the list's deadline passed",
+    "the credential provider gave no credential",
 ].map(OwnedCString.init)
 private let unknownResultText = OwnedCString("unknown result code")
 private let versionText = OwnedCString(SheafVersion.string)

@@ -1167,6 +1167,119 @@ static void max_items_stops_the_list_at_exactly_that_many(void) {
     sheaf_client_free(client);
 }
 
+/* ---- tests: resume tokens and budgets -------------------------------------------------------- */
+
+/* The list's resume token (the caller frees it), checked to be one printable line. */
+static char *resume_token_of(sheaf_list *list) {
+    char *token = (char *)0x1;
+    if (!CHECK_LIST_RESULT(list, sheaf_list_resume_token(list, &token), SHEAF_OK)) return NULL;
+    if (token != NULL) {
+        CHECK(strncmp(token, "sheaf-resume-1.", 15) == 0);
+        for (const char *c = token; *c; c++) CHECK(*c > 0x20 && *c < 0x7F);
+    }
+    return token;
+}
+
+/* Runs the standard list from `token` to its end; checks it brings items first..list_size()-1. */
+static void resume_to_the_end(sheaf_client *client, const char *token, long first) {
+    sheaf_list *list = standard_list(client, "");
+    json_t *items = NULL;
+    if (list == NULL || !CHECK(token != NULL)) goto done;
+    CHECK_LIST_RESULT(list, sheaf_list_set_resume(list, token), SHEAF_OK);
+    CHECK_LIST_RESULT(list, fetch_all(list, &items), SHEAF_OK);
+    CHECK_ITEMS(items, first, list_size() - first);
+    char *after = resume_token_of(list);
+    CHECK(after == NULL);   /* completed: nothing left to resume */
+    sheaf_free(after);
+done:
+    json_decref(items);
+    sheaf_list_free(list);
+}
+
+static void each_budget_ends_with_its_own_result_and_a_token_that_goes_on(void) {
+    sheaf_client *client = client_for(&g_server, NULL);
+    const long size = page_size(), cut = 2 * size + 7;
+    struct { sheaf_budget budget; int64_t value; sheaf_result result; long items; } cases[] = {
+        { SHEAF_BUDGET_ITEMS, cut, SHEAF_LIMIT_REACHED, cut },           /* page 3 cut after 7 items */
+        { SHEAF_BUDGET_PAGES, 3, SHEAF_PAGE_BUDGET_REACHED, 3 * size },
+        { SHEAF_BUDGET_REQUESTS, 2, SHEAF_REQUEST_BUDGET_REACHED, 2 * size },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        sheaf_list *list = standard_list(client, "");
+        json_t *items = NULL;
+        if (list == NULL) continue;
+        CHECK_LIST_RESULT(list, sheaf_list_set_budget(list, cases[i].budget, cases[i].value), SHEAF_OK);
+        CHECK_LIST_RESULT(list, fetch_all(list, &items), cases[i].result);
+        CHECK(SHEAF_SUCCEEDED(cases[i].result));
+        CHECK_ITEMS(items, 0, cases[i].items);
+        CHECK(sheaf_list_error(list) == NULL);   /* a budget reached is no failure */
+        char *token = resume_token_of(list);
+        resume_to_the_end(client, token, cases[i].items);
+        sheaf_free(token);
+        json_decref(items);
+        sheaf_list_free(list);
+    }
+    sheaf_client_free(client);
+}
+
+static void a_deadline_ends_the_list_in_time_and_its_token_goes_on(void) {
+    sheaf_client *client = client_for(&g_server, NULL);
+    sheaf_list *list = NULL;
+    json_t *items = NULL;
+    char path[128];
+    snprintf(path, sizeof path, "/anchor?n=%d&latency_ms=150", list_size());
+    /* Next links only, one page at a time: the whole list would take list_size()/page_size() x 150 ms. */
+    list = anchor_list(client, path, page_size(), NEXT);
+    if (list == NULL) goto done;
+    const int64_t deadline = 400;
+    CHECK_LIST_RESULT(list, sheaf_list_set_budget(list, SHEAF_BUDGET_DEADLINE_MS, deadline), SHEAF_OK);
+    long long started = now_ms();
+    CHECK_LIST_RESULT(list, fetch_all(list, &items), SHEAF_E_DEADLINE);
+    long long took = now_ms() - started;
+    if (!CHECK(took < 2 * deadline)) fprintf(stderr, "    the list ended after %lld ms, its deadline %lld ms\n", took, (long long)deadline);
+    long arrived = items ? (long)json_array_size(items) : 0;
+    CHECK(arrived > 0 && arrived < list_size() && arrived % page_size() == 0);
+    CHECK_ITEMS(items, 0, arrived);
+    char *token = resume_token_of(list);
+    sheaf_list *rest = anchor_list(client, path, page_size(), NEXT);
+    json_t *more = NULL;
+    if (rest != NULL && CHECK(token != NULL)) {
+        CHECK_LIST_RESULT(rest, sheaf_list_set_resume(rest, token), SHEAF_OK);
+        CHECK_LIST_RESULT(rest, fetch_all(rest, &more), SHEAF_OK);
+        CHECK_ITEMS(more, arrived, list_size() - arrived);
+    }
+    json_decref(more);
+    sheaf_list_free(rest);
+    sheaf_free(token);
+done:
+    json_decref(items);
+    sheaf_list_free(list);
+    sheaf_client_free(client);
+}
+
+static void a_resume_token_of_another_list_or_no_token_is_refused(void) {
+    sheaf_client *client = client_for(&g_server, NULL);
+    sheaf_list *list = standard_list(client, ""), *other = standard_list(client, "&other=1");
+    json_t *items = NULL;
+    if (list == NULL || other == NULL) goto done;
+    CHECK_LIST_RESULT(list, sheaf_list_set_max_items(list, 10), SHEAF_OK);
+    CHECK_LIST_RESULT(list, fetch_all(list, &items), SHEAF_LIMIT_REACHED);
+    char *token = resume_token_of(list);
+    CHECK_LIST_RESULT(other, sheaf_list_set_resume(other, "sheaf-resume-1.!!"), SHEAF_E_INVALID_ARGUMENT);
+    CHECK_LIST_RESULT(other, sheaf_list_set_resume(other, "not a token"), SHEAF_E_INVALID_ARGUMENT);
+    CHECK_LIST_RESULT(other, sheaf_list_set_resume(other, token), SHEAF_OK);   /* the form is right... */
+    CHECK_LIST_RESULT(other, sheaf_list_start_pull(other), SHEAF_E_INVALID_ARGUMENT);   /* ...the list is not */
+    CHECK_RESULT(sheaf_list_set_budget(list, (sheaf_budget)99, 1), SHEAF_E_INVALID_ARGUMENT);
+    CHECK_RESULT(sheaf_list_set_budget(NULL, SHEAF_BUDGET_PAGES, 1), SHEAF_E_INVALID_ARGUMENT);
+    CHECK_RESULT(sheaf_list_resume_token(list, NULL), SHEAF_E_INVALID_ARGUMENT);
+    sheaf_free(token);
+done:
+    json_decref(items);
+    sheaf_list_free(list);
+    sheaf_list_free(other);
+    sheaf_client_free(client);
+}
+
 /* ---- tests: guards and failures ------------------------------------------------------------- */
 
 /* Runs a list expected to fail; returns the parsed items that arrived (caller frees). */
@@ -2019,6 +2132,74 @@ static int send_simple(sheaf_client *client, const char *path) {
     return result;
 }
 
+/* A credential provider that gives "stale-c-token" first and "fresh-c-token" after, counting its calls. */
+typedef struct { pthread_mutex_t lock; int calls, refreshes, destroyed; int refuse; } token_source;
+
+static void provide_token(sheaf_credential_reply *reply, void *user_data) {
+    token_source *source = user_data;
+    pthread_mutex_lock(&source->lock);
+    int call = source->calls++;
+    source->refreshes += sheaf_credential_reply_is_refresh(reply);
+    pthread_mutex_unlock(&source->lock);
+    if (source->refuse) {
+        CHECK_RESULT(sheaf_credential_reply_fail(reply, "no token today"), SHEAF_OK);
+        return;
+    }
+    CHECK_RESULT(sheaf_credential_reply_set(reply, ""), SHEAF_E_INVALID_ARGUMENT);
+    CHECK_RESULT(sheaf_credential_reply_set(reply, call == 0 ? "stale-c-token" : "fresh-c-token"), SHEAF_OK);
+}
+
+static void forget_token_source(void *user_data) {
+    token_source *source = user_data;
+    pthread_mutex_lock(&source->lock);
+    source->destroyed++;
+    pthread_mutex_unlock(&source->lock);
+}
+
+static void a_credential_provider_is_asked_once_then_once_per_401(void) {
+    token_source source = { .lock = PTHREAD_MUTEX_INITIALIZER };
+    sheaf_client *client = client_for(&g_server, NULL);
+    CHECK_RESULT(sheaf_client_set_credential_provider(client, SHEAF_AUTH_NONE, NULL, provide_token, &source, NULL),
+                 SHEAF_E_INVALID_ARGUMENT);
+    CHECK_RESULT(sheaf_client_set_credential_provider(client, SHEAF_AUTH_BASIC, NULL, provide_token, &source, NULL),
+                 SHEAF_E_INVALID_ARGUMENT);   /* Basic needs its user */
+    CHECK(source.destroyed == 0);
+    CHECK_RESULT(sheaf_client_set_credential_provider(client, SHEAF_AUTH_BEARER, NULL, provide_token, &source,
+                                                      forget_token_source), SHEAF_OK);
+    /* A list whose pages from 2 on want the fresh token: page 1 goes with the stale one. */
+    char path[160];
+    snprintf(path, sizeof path, "/anchor?n=%d&bearer=fresh-c-token&bearer_from=2", list_size());
+    sheaf_list *list = anchor_list(client, path, page_size(), ANCHOR_ALL);
+    json_t *items = NULL;
+    if (list != NULL) {
+        CHECK_LIST_RESULT(list, fetch_all(list, &items), SHEAF_OK);
+        CHECK_ITEMS(items, 0, list_size());
+    }
+    CHECK_INT(source.calls, 2);
+    CHECK_INT(source.refreshes, 1);
+    /* A request the fresh token cannot open either: one more refresh, then the 401 is the answer. */
+    CHECK_RESULT(send_simple(client, "/req/echo?bearer=another-token"), SHEAF_E_HTTP);
+    CHECK_INT(source.calls, 3);
+    json_decref(items);
+    sheaf_list_free(list);
+    sheaf_client_free(client);
+    CHECK_INT(source.destroyed, 1);   /* nothing needs it any more */
+
+    /* A provider without a credential: the request fails with SHEAF_E_CREDENTIAL, its message said. */
+    token_source refusing = { .lock = PTHREAD_MUTEX_INITIALIZER, .refuse = 1 };
+    client = client_for(&g_server, NULL);
+    CHECK_RESULT(sheaf_client_set_credential_provider(client, SHEAF_AUTH_API_KEY_HEADER, "X-Api-Key", provide_token,
+                                                      &refusing, NULL), SHEAF_OK);
+    sheaf_request *request = NULL;
+    CHECK_RESULT(sheaf_request_new(&request, client, "GET", "/req/echo"), SHEAF_OK);
+    CHECK_RESULT(sheaf_request_send(request), SHEAF_E_CREDENTIAL);
+    sheaf_error *error = sheaf_request_error(request);
+    CHECK(error != NULL && strstr(error->message, "no token today") != NULL);
+    sheaf_error_free(error);
+    sheaf_request_free(request);
+    sheaf_client_free(client);
+}
+
 static void hooks_log_every_attempt_and_tell_events_without_secrets(void) {
     static const char *secret_token = "s3cret-token-value", *secret_key = "k3y-secret-value";
     hook_recorder recorder = { .lock = PTHREAD_MUTEX_INITIALIZER };
@@ -2118,6 +2299,7 @@ static const test_case tests[] = {
     TEST(a_started_request_calls_back_once_and_frees_its_user_data, 1),
     TEST(downloads_stream_to_a_file_that_appears_only_when_complete, 1),
     TEST(hooks_log_every_attempt_and_tell_events_without_secrets, 1),
+    TEST(a_credential_provider_is_asked_once_then_once_per_401, 1),
     TEST(versions_agree_and_every_result_has_a_text, 1),
     TEST(null_handles_and_bad_arguments_are_rejected, 1),
     TEST(a_careless_caller_gets_a_result_code_never_a_crash, 1),
@@ -2144,6 +2326,9 @@ static const test_case tests[] = {
     TEST(identity_removes_the_repeated_items, 1),
     TEST(without_identity_the_repeated_items_are_kept, 0),
     TEST(max_items_stops_the_list_at_exactly_that_many, 1),
+    TEST(each_budget_ends_with_its_own_result_and_a_token_that_goes_on, 1),
+    TEST(a_deadline_ends_the_list_in_time_and_its_token_goes_on, 1),
+    TEST(a_resume_token_of_another_list_or_no_token_is_refused, 1),
     TEST(a_list_runs_once, 1),
     TEST(a_list_outlives_its_client, 1),
     TEST(a_next_link_that_loops_is_refused, 1),

@@ -26,6 +26,10 @@ Query parameters common to the list endpoints (/anchor, /drf, /array):
                   with {"error":"injected","status":S} (+ "Retry-After: 0" for 429 and 503)
   garbage=K       page K answers 200 with the body "this is not json"
   short=K         (/anchor, /drf) the list really has n-K items but still claims n
+  bearer=T        (any endpoint) answer 401 {"error":"bad credentials"} unless the request
+                  carries "Authorization: Bearer T" (an expired token gets the same answer)
+  bearer_from=K   with bearer=: only requests for page K and later (?page=, from 1) need it, as
+                  when a token expires in the middle of a list
 
 Endpoints:
   GET /anchor?page=N&per_page=S   {"items":[...],"next_page":url|null,"total":n}
@@ -327,7 +331,10 @@ class Handler(BaseHTTPRequestHandler):
             self.server.state.begin(self.path, self.headers.get("Authorization"))
             self._in_flight = True
             try:
-                requests_api.handle(self, method, path, split.query)
+                if self.refuses_credential(Query(split.query)):
+                    self.discard_body()
+                else:
+                    requests_api.handle(self, method, path, split.query)
             finally:
                 self._answered()
             return
@@ -348,7 +355,7 @@ class Handler(BaseHTTPRequestHandler):
                 self.send_json(404, {"error": "not found"})
                 return
             cache = self.server.page_cache
-            if cache is not None and path != "/redirect":
+            if cache is not None and path != "/redirect" and "bearer=" not in self.path:
                 hit = cache.get(self.path)
                 if hit is not None:
                     latency, status, body, content_type, headers = hit
@@ -360,6 +367,8 @@ class Handler(BaseHTTPRequestHandler):
             try:
                 if path != "/redirect":
                     self.sleep_latency(q)
+                if self.refuses_credential(q):
+                    return
                 if cache is not None and path != "/redirect" and not q.has("fail"):
                     self._capture = []
                     try:
@@ -386,6 +395,14 @@ class Handler(BaseHTTPRequestHandler):
                 pass
         finally:
             self._answered()
+
+    def refuses_credential(self, q: Query) -> bool:
+        """Answers 401 (and returns True) when bearer= asks for a token the request lacks."""
+        if (q.has("bearer") and q.integer("page", 1) >= q.integer("bearer_from", 1)
+                and self.headers.get("Authorization") != f"Bearer {q.text('bearer')}"):
+            self.send_json(401, {"error": "bad credentials"})
+            return True
+        return False
 
     def control(self, method: str, path: str) -> None:
         if path == "/_stats" and method == "GET":

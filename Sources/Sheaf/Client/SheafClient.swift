@@ -7,6 +7,8 @@ public final class SheafClient: Sendable {
     let transport: any Transport
     let origin: Origin
     private let credential: Credential?
+    /// Makes the credential when it is needed, in place of `credential`.
+    let credentialProvider: CredentialProvider?
     /// Sent with every request (a request's header of the same name replaces one).
     private let headers: [HTTPHeader]
     /// Where log records and events go; nil when no one listens.
@@ -21,19 +23,22 @@ public final class SheafClient: Sendable {
     ///     `Redactor.secretParameters`.
     ///   - transport: performs the HTTP exchanges.
     ///   - hooks: the log and event hooks (the caller closes them).
+    ///   - credentialProvider: makes the credential when needed (in place of `credential`).
     /// - Throws: `.invalidArgument` for a base URL that is not absolute http(s), a credential or
     ///   header that cannot be sent, or a configuration out of range.
     public init(baseURL: String, credential: Credential? = nil, headers: [HTTPHeader] = [],
                 secretParameters: [String] = [], transport: any Transport,
-                configuration: ClientConfiguration = ClientConfiguration(), hooks: Hooks? = nil) throws(SheafError) {
+                configuration: ClientConfiguration = ClientConfiguration(), hooks: Hooks? = nil,
+                credentialProvider: CredentialProvider? = nil) throws(SheafError) {
         self.origin = try Self.checkedOrigin(baseURL: baseURL)
         self.baseURL = baseURL
         self.credential = try credential?.validated()
         var checked: [HTTPHeader] = []
         for header in headers { checked.append(try HeaderRules.check(header)) }
         self.headers = checked
-        self.redactor = Redactor(credential?.secrets ?? [],
-                                 parameters: Redactor.secretParameters + secretParameters + [credential?.queryParameter].compactMap { $0 })
+        self.credentialProvider = credentialProvider
+        let keyParameters = [credential?.queryParameter, credentialProvider?.queryParameter].compactMap { $0 }
+        self.fixedRedactor = Redactor(credential?.secrets ?? [], parameters: Redactor.secretParameters + secretParameters + keyParameters)
         self.transport = transport
         self.configuration = try configuration.validated()
         self.hooks = hooks
@@ -97,14 +102,23 @@ public final class SheafClient: Sendable {
         redactor.redact(error)
     }
 
-    /// The credentials to keep out of every message.
-    let redactor: Redactor
+    /// The credentials to keep out of every message: the fixed ones, and those a provider gave.
+    var redactor: Redactor {
+        credentialProvider.map { fixedRedactor.adding($0.secrets) } ?? fixedRedactor
+    }
+    private let fixedRedactor: Redactor
+
+    /// Whether requests to `url` carry a credential that `credentialProvider` makes.
+    func needsProvidedCredential(_ url: String) -> Bool {
+        credentialProvider != nil && Origin(url) == origin
+    }
 
     /// The request for `url` made of `template`: the client's headers, the template's (which
     /// replace any of the same name), and the credential when `url` shares the base URL's origin.
     /// Elsewhere the cross-origin policy decides: refused (the default), or sent without the
     /// credential and without any header that carries one; never from https down to http.
-    func request(for url: String, _ template: FetchTemplate = FetchTemplate()) throws(SheafError) -> HTTPRequest {
+    func request(for url: String, _ template: FetchTemplate = FetchTemplate(),
+                 credential provided: Credential? = nil) throws(SheafError) -> HTTPRequest {
         guard let target = Origin(url) else {
             throw SheafError(.invalidArgument, "not an absolute http or https URL: \(url)", url: url)
         }
@@ -123,7 +137,7 @@ public final class SheafClient: Sendable {
         for header in self.headers + template.headers { headers.replace(with: header) }
         var url = url
         if sameOrigin {
-            try credential?.apply(to: &headers, url: &url)
+            try (provided ?? credential)?.apply(to: &headers, url: &url)
         } else {
             headers.removeAll { HeaderRules.credentialHeaders.contains($0.name.lowercased()) }
         }

@@ -47,6 +47,10 @@ struct AttemptReport {
                 event(.rateLimited, wait: wait, "\(url): rate limited (\(reason)); waiting \(wait) ms")
             }
             event(.retrying, wait: wait, "\(url): \(reason); attempt \(attempt + 1) in \(wait) ms")
+        case .refreshCredential:
+            records.append(LogRecord(level: .info, kind: .retry,
+                                     message: "\(method) \(url): \(reason), asking the credential provider for a new credential",
+                                     method: method, url: url, status: status, attempt: attempt, delayMilliseconds: 0))
         case .redirect(let target, let newMethod):
             records.append(LogRecord(level: .debug, kind: .redirect, message: "\(method) \(url): \(status) to \(newMethod) \(redactor.redact(target))",
                                      method: method, url: url, status: status, attempt: attempt))

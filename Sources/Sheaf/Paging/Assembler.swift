@@ -8,6 +8,8 @@ struct Assembler {
     /// Stop after this many items.
     let maxItems: Int?
     let deduplicates: Bool
+    /// Items of page 0 to leave out: a resumed list delivered them before.
+    let skipsOnFirstPage: Int
 
     private var pending: [Int: Page] = [:]
     private var nextIndex = 0
@@ -26,16 +28,20 @@ struct Assembler {
     private(set) var pageCount = 0
     /// Whether `maxItems` was reached (the prefix is then exactly that long).
     private(set) var reachedLimit = false
+    /// Where `maxItems` cut a page short: the page, and how many of its items were taken or
+    /// skipped as duplicates (nil when the limit fell on the last item of a page).
+    private(set) var cut: (index: Int, consumed: Int)?
     /// A page whose items repeat the page before it byte for byte (a server that ignores the
     /// page parameter serves page one again and again); nothing from it or after it is added.
     private(set) var repeatedPage: Int?
     /// The digest of the last page added with items.
     private var lastDigest: (index: Int, digest: Int)?
 
-    init(keepsItems: Bool, maxItems: Int?, deduplicates: Bool) {
+    init(keepsItems: Bool, maxItems: Int?, deduplicates: Bool, skipsOnFirstPage: Int = 0) {
         self.keepsItems = keepsItems
         self.maxItems = maxItems
         self.deduplicates = deduplicates
+        self.skipsOnFirstPage = skipsOnFirstPage
     }
 
     /// Adds page `index`; returns what the prefix gained, or nil when it did not advance.
@@ -56,7 +62,7 @@ struct Assembler {
             }
             nextIndex += 1
             pageCount += 1
-            added += append(page, to: &json, first: added == 0)
+            added += append(page, index: nextIndex - 1, to: &json, first: added == 0)
             if reachedLimit {
                 pending.removeAll()
                 break
@@ -81,13 +87,14 @@ struct Assembler {
         pending = pending.filter { $0.key <= index }
     }
 
-    /// Appends the page's new items to `json` (and the kept prefix); returns how many.
-    private mutating func append(_ page: Page, to json: inout [UInt8], first: Bool) -> Int {
+    /// Appends the new items of page `index` to `json` (and the kept prefix); returns how many.
+    private mutating func append(_ page: Page, index: Int, to json: inout [UInt8], first: Bool) -> Int {
         var added = 0
         var needsComma = !first
-        for (position, range) in page.items.enumerated() {
+        for (position, range) in page.items.enumerated() where index > 0 || position >= skipsOnFirstPage {
             if let maxItems, itemCount >= maxItems {
                 reachedLimit = true
+                cut = (index, position)
                 break
             }
             if deduplicates, let identity = page.identities[position] {

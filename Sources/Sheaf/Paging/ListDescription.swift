@@ -11,6 +11,17 @@ public struct ListDescription: Sendable {
     public var signals: [Signal: SignalSource] = [:]
     /// Stop after this many items (the outcome is then `.limitReached`); nil means no limit.
     public var maxItems: Int? = nil
+    /// Stop after this many pages (`.pageBudgetReached`); nil means no budget (the page cap
+    /// of the client's configuration still applies, as a failure).
+    public var maxPages: Int? = nil
+    /// Stop before sending more than this many requests, retries and redirects included
+    /// (`.requestBudgetReached`); nil means no budget.
+    public var maxRequests: Int? = nil
+    /// End the whole list after this many milliseconds, whatever is in flight (a failure with
+    /// `.deadline`); nil means none.
+    public var deadlineMilliseconds: Int? = nil
+    /// Go on where the run that made this token stopped (its description must be this one).
+    public var resume: ResumeToken? = nil
     /// The preset the description started from, for display.
     public var preset: String? = nil
 
@@ -206,7 +217,10 @@ extension ListDescription {
     /// Rejects a description that cannot run.
     func check() throws(SheafError) {
         _ = try paging.validated()
-        if let maxItems, maxItems < 0 { throw SheafError(.invalidArgument, "max items must not be negative") }
+        for (name, value) in [("max items", maxItems), ("max pages", maxPages), ("max requests", maxRequests),
+                              ("the deadline", deadlineMilliseconds)] {
+            if let value, value < 0 { throw SheafError(.invalidArgument, "\(name) must not be negative") }
+        }
         let cursor = source(of: .cursor)
         switch paging {
         case .cursor:

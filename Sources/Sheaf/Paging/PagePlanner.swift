@@ -45,6 +45,14 @@ struct PagePlanner {
     private(set) var paging: Paging
     let window: Int
     let maxPages: Int
+    /// The caller's page budget: reaching it ends the list, not as a failure.
+    let pageBudget: Int?
+    /// For a resumed list, the page number or offset its first run started at (the addressing
+    /// value of this run's page 0 is `paging.first`): the pages before it count against the
+    /// server's totals.
+    let origin: Int?
+    /// For a resumed list, the page size its first run was served (this run's page 0 may be short).
+    let resumedPageSize: Int?
     /// With page numbers but no signal of the end (next link, cursor, has-more), pages are walked
     /// by number until an empty or short page.
     private(set) var walksPageNumbers: Bool
@@ -60,7 +68,7 @@ struct PagePlanner {
     /// 64-bit hashes of the URLs fetched, for loop detection: a stream of 50,000 pages must not
     /// keep 50,000 URLs. Two URLs of one list colliding is about 1 in 10^11 at the page cap.
     private var fetchedURLs = Set<Int>()
-    private var servedPageSize = 0
+    private(set) var servedPageSize = 0
     /// Pages answered 404 in a parallel plan, with the first such answer.
     private var missingPages: [Int] = []
     private var firstMissingError: SheafError?
@@ -78,12 +86,16 @@ struct PagePlanner {
     /// - Parameters:
     ///   - firstURL: the first page's URL, with its page parameters already set.
     ///   - hasNextSignal: whether pages name their successor (then a page without one is the last).
-    init(firstURL: String, paging: Paging = .next, pagesSignalTheEnd: Bool = true, window: Int, maxPages: Int) {
+    init(firstURL: String, paging: Paging = .next, pagesSignalTheEnd: Bool = true, window: Int, maxPages: Int,
+         pageBudget: Int? = nil, origin: Int? = nil, resumedPageSize: Int? = nil) {
         template = firstURL
         self.paging = paging
         self.walksPageNumbers = false
         self.window = window
         self.maxPages = maxPages
+        self.pageBudget = pageBudget
+        self.origin = origin
+        self.resumedPageSize = resumedPageSize
         adopt(paging, pagesSignalTheEnd: pagesSignalTheEnd)
     }
 
@@ -330,6 +342,7 @@ struct PagePlanner {
         var actions: [Action] = []
         while failure == nil, inFlight.count < window, nextIndex < limit,
               nextIndex < (inFlight.min() ?? nextIndex) + 2 * window {
+            if let stop = budgetStop(at: nextIndex) { return actions + stop }
             guard let url = url(forIndex: nextIndex) else {
                 return actions + fail(index: nextIndex, SheafError(.badPage, "cannot build the URL of page \(nextIndex + 1) from \(template)"))
             }
@@ -356,10 +369,18 @@ struct PagePlanner {
     }
 
     private mutating func launchGuarded(_ url: String, index: Int) -> [Action] {
+        if let stop = budgetStop(at: index) { return stop }
         guard index < maxPages else {
             return fail(index: index, SheafError(.pageLimit, "the list has more than the page cap of \(maxPages) pages", url: url))
         }
         return launch(url)
+    }
+
+    /// Page `index` is needed but past the caller's page budget: the list ends there once the
+    /// pages before it are in (a failure to the planner; the run makes it a budget outcome).
+    private mutating func budgetStop(at index: Int) -> [Action]? {
+        guard let pageBudget, index >= pageBudget else { return nil }
+        return fail(index: index, SheafError(.pageBudget, "the list reached its budget of \(pageBudget) pages"))
     }
 
     private mutating func launch(_ url: String, remembered: Bool = true) -> [Action] {
@@ -410,17 +431,47 @@ struct PagePlanner {
 
     // MARK: Page URLs
 
-    /// The number of pages, from the total and the served page size, or as the page reports it.
+    /// The number of pages from page 0 of this run on: from the total and the served page size,
+    /// or as the page reports it.
     private func pageCount(of page: Page) -> Int? {
+        let before = resumedPast()
         if let total = page.total, servedPageSize > 0 {
             // No overflow for any total the server sends.
-            return total / servedPageSize + (total % servedPageSize == 0 ? 0 : 1)
+            let remaining = total - min(before.items, total)
+            return remaining / servedPageSize + (remaining % servedPageSize == 0 ? 0 : 1)
         }
-        if let count = page.pageCount { return count }
+        if let count = page.pageCount { return count - min(before.pages, count) }
         if let last = page.lastPosition, let first = position(forIndex: 0), let step, last >= first {
             return (last - first) / step + 1
         }
         return nil
+    }
+
+    /// The pages and items a resumed list's earlier runs went past, as the addressing counts
+    /// them (0 for a list that starts at its start).
+    private func resumedPast() -> (pages: Int, items: Int) {
+        let pageSize = resumedPageSize.flatMap { $0 > 0 ? $0 : nil } ?? servedPageSize
+        guard let origin, let first = paging.first, first > origin, pageSize > 0 else { return (0, 0) }
+        let distance = first - origin // both >= 0: no overflow
+        if case .offset = paging { return (distance / pageSize, distance) }
+        let (items, overflow) = distance.multipliedReportingOverflow(by: pageSize)
+        return (distance, overflow ? Int.max : items)
+    }
+
+    /// The URL of the page after page `index` (accepted as `page`), as the plan knows it now:
+    /// where the list goes on after it; nil when the list ends there.
+    func continuation(after index: Int, _ page: Page) -> String? {
+        guard page.more != false, paging != .single else { return nil }
+        switch mode {
+        case .parallel(let pageCount) where index + 1 < pageCount:
+            return url(forIndex: index + 1)
+        case .speculative where endIndex.map { index + 1 < $0 } ?? true:
+            return url(forIndex: index + 1)
+        case .speculative where walksPageNumbers:
+            return nil
+        default:
+            return page.next
+        }
     }
 
     /// The addressing value in `url`: its page number or offset.

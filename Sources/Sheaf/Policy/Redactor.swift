@@ -1,3 +1,5 @@
+import FoundationEssentials
+
 /// Removes secrets from text meant for people (messages, body excerpts, server error fields),
 /// whole and in every spelling a server or URL may give them: as written, percent-encoded, or
 /// JSON-escaped (`\/`, `\u002B`). Compares bytes, never grapheme clusters (a secret followed by a
@@ -71,6 +73,45 @@ struct Redactor: Sendable {
         let stops: Set<UInt8> = Set("&#\\\"'<>; \t\r\n)]}".utf8)
         let end = bytes[(equals + 1)...].firstIndex { stops.contains($0) } ?? bytes.count
         return end > equals + 1 ? (equals + 1, end) : nil
+    }
+
+    /// This redactor, also hiding `secrets`.
+    func adding(_ secrets: [String]) -> Redactor {
+        secrets.isEmpty ? self : Redactor(secrets: self.secrets + secrets.filter { !$0.isEmpty }.map { Array($0.utf8) },
+                                          parameters: parameters)
+    }
+
+    /// Whether the query parameter `name` carries a secret.
+    func isSecret(parameter name: String) -> Bool {
+        parameters.contains(Array(name.lowercased().utf8))
+    }
+
+    /// `url` without its secret query parameters (but `keeping`, a list's paging parameter, whose
+    /// value is a page or a cursor), and with any credential it still spells redacted: a URL to
+    /// hand out (a resume token).
+    func removingSecretParameters(of url: String, keeping: String?) -> String {
+        var stripped = url
+        if var components = URLComponents(string: url), let items = components.percentEncodedQueryItems {
+            let kept = items.filter { item in
+                let name = URLText.percentDecoded(item.name)
+                return name == keeping || !isSecret(parameter: name)
+            }
+            if kept.count != items.count {
+                components.percentEncodedQueryItems = kept.isEmpty ? nil : kept
+                stripped = components.string ?? url
+            }
+        }
+        return redact(stripped)
+    }
+
+    /// `url` with the secret query parameters of `source` (a list's own first URL) set again:
+    /// what `removingSecretParameters` took out of a URL of that list.
+    func restoringSecretParameters(of source: String, in url: String, keeping: String?) -> String {
+        var url = url
+        for (name, value) in URLText.queryPairs(source) where name != keeping && isSecret(parameter: name) {
+            url = URLText.settingQuery(url, name, to: value) ?? url
+        }
+        return url
     }
 
     func redact(_ error: SheafError) -> SheafError {

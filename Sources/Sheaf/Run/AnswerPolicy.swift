@@ -12,6 +12,9 @@ struct AnswerPolicy: Sendable {
     let isRetriable: Bool
     /// Whether a final answer outside 2xx is delivered rather than failed.
     let deliversFailures: Bool
+    /// Whether a 401 asks the credential provider for a new credential (the request carried a
+    /// provided credential, and no refresh was made for it yet).
+    var refreshesCredential = false
 
     enum Decision: Equatable {
         /// A 2xx answer within the body cap: the page.
@@ -21,6 +24,10 @@ struct AnswerPolicy: Sendable {
         /// A redirect within the redirect cap: the request to this URL with this method (the
         /// origin rules are checked when it is sent).
         case redirect(to: String, method: String)
+        /// A 401 to a provided credential: the same request, once, with a new one. (Every case
+        /// carries a value: a case without one would have valgrind see its tag read from bytes
+        /// never written.)
+        case refreshCredential(status: Int)
         case fail(SheafError)
 
         static func == (lhs: Decision, rhs: Decision) -> Bool {
@@ -28,6 +35,7 @@ struct AnswerPolicy: Sendable {
             case (.deliver(let a), .deliver(let b)): a.status == b.status && a.body == b.body
             case (.retry(let a), .retry(let b)): a == b
             case (.redirect(let a, let m), .redirect(let b, let n)): a == b && m == n
+            case (.refreshCredential(let a), .refreshCredential(let b)): a == b
             case (.fail(let a), .fail(let b)): a == b
             default: false
             }
@@ -65,6 +73,8 @@ struct AnswerPolicy: Sendable {
         switch response.status {
         case 200...299:
             return .deliver(response)
+        case 401 where refreshesCredential:
+            return .refreshCredential(status: 401)
         case 301, 302, 303, 307, 308:
             guard let location = response.headers.first(named: "Location"),
                   let target = URLText.resolve(location, against: url) else {

@@ -46,6 +46,11 @@ final class Fetch: Sendable {
         var isOutstanding = false
         /// When the attempt at the transport was sent (for the log).
         var sentAt: UInt64 = 0
+        /// The generation of the provided credential sent (0: none), and whether a 401 already
+        /// had it refreshed: a request is refreshed once.
+        var credentialGeneration = 0
+        var refusedGeneration = 0
+        var refreshed = false
     }
 
     /// Past the request timeout, a transport gets this long to report the timeout itself before
@@ -88,16 +93,37 @@ final class Fetch: Sendable {
             return (state.url, state.template, state.serial)
         }
         guard let (url, template, serial) = next else { return }
+        guard let provider = client.credentialProvider, client.needsProvidedCredential(url) else {
+            return send(url, template, serial: serial, credential: nil)
+        }
+        provider.credential(newerThan: state.withLock { $0.refusedGeneration }) { [self] result in
+            switch result {
+            case .success(let issued):
+                state.withLock { $0.credentialGeneration = issued.generation }
+                send(url, template, serial: serial, credential: issued.credential)
+            case .failure(let error):
+                finish(.failure(client.redacting(error)))
+            }
+        }
+    }
+
+    private func send(_ url: String, _ template: FetchTemplate, serial: Int, credential: Credential?) {
         let request: HTTPRequest
         do {
-            request = try client.request(for: url, template)
+            request = try client.request(for: url, template, credential: credential)
         } catch {
             return finish(.failure(error))
         }
-        state.withLock { state in
+        let counted = state.withLock { state -> Bool? in
+            guard !state.isDone, state.serial == serial else { return nil } // cancelled meanwhile
+            guard requests.started() else { return false }
             state.isOutstanding = true
             state.sentAt = DispatchTime.now().uptimeNanoseconds
-            requests.started()
+            return true
+        }
+        guard let counted else { return }
+        guard counted else {
+            return finish(.failure(SheafError(.requestBudget, "the list reached its budget of \(requests.budget ?? 0) requests", url: url)))
         }
         let task = client.transport.send(request) { [self] result in
             handle(result, url: url, serial: serial)
@@ -139,16 +165,19 @@ final class Fetch: Sendable {
     }
 
     private func handle(_ result: Result<HTTPResponse, TransportError>, url: String, serial: Int) {
-        let current = state.withLock { state -> (attempt: Int, redirects: Int, template: FetchTemplate, sentAt: UInt64)? in
+        let current = state.withLock { state -> (attempt: Int, redirects: Int, template: FetchTemplate, sentAt: UInt64, refreshes: Bool)? in
             // An answer after the deadline, or for an attempt already replaced, is ignored.
             guard state.serial == serial, state.isOutstanding else { return nil }
             state.task = nil
             settleOutstanding(&state)
-            return state.isDone ? nil : (state.attempt, state.redirects, state.template, state.sentAt)
+            return state.isDone ? nil : (state.attempt, state.redirects, state.template, state.sentAt,
+                                         state.credentialGeneration > 0 && !state.refreshed)
         }
-        guard let (attempt, redirects, template, sentAt) = current else { return }
+        guard let (attempt, redirects, template, sentAt, refreshes) = current else { return }
         let retry = client.configuration.retry
-        let decision = AnswerPolicy(client.configuration, redactor: client.redactor, template: template)
+        var policy = AnswerPolicy(client.configuration, redactor: client.redactor, template: template)
+        policy.refreshesCredential = refreshes
+        let decision = policy
             .decide(result, url: url, method: template.method, attempt: attempt, redirects: redirects) { attempt, retryAfter in
                 retry.delayMilliseconds(afterAttempt: attempt, retryAfter: retryAfter)
             }
@@ -162,6 +191,14 @@ final class Fetch: Sendable {
             finish(.success(Fetched(url: url, response: response, attempts: attempt)))
         case .retry(let milliseconds):
             schedule(after: milliseconds)
+        case .refreshCredential:
+            // The same attempt again with a newer credential; it does not count as a retry.
+            state.withLock { state in
+                state.refreshed = true
+                state.refusedGeneration = state.credentialGeneration
+                state.attempt -= 1
+            }
+            self.attempt()
         case .redirect(let target, let method):
             state.withLock { state in
                 state.redirects += 1

@@ -6,6 +6,10 @@ public enum ListOutcome: Sendable, Equatable {
     case complete
     /// The caller's item limit was reached.
     case limitReached
+    /// The caller's page budget was reached (`ListDescription.maxPages`).
+    case pageBudgetReached
+    /// The caller's request budget was reached (`ListDescription.maxRequests`).
+    case requestBudgetReached
     /// It failed, was stopped or was cancelled; the items delivered before stay delivered.
     case failed(SheafError)
 }
@@ -17,6 +21,8 @@ public struct Snapshot: Sendable {
     public var expectedItems: Int?
     /// The pages the plan expects, when known.
     public var expectedPages: Int?
+    /// Where the list goes on after this snapshot.
+    var resumePoint: ResumePoint
 }
 
 /// One run of one list: plans pages, fetches them in a window, assembles the ordered prefix and
@@ -47,10 +53,23 @@ public final class ListRun: Sendable {
         var resolution: Detector.Resolution?
         /// The page with the highest index accepted so far: where the end of the list is checked.
         var lastPage: (index: Int, page: Page)?
+        /// Of each accepted page not yet in the prefix: its URL, and the URL of the page after it.
+        var pageEnds: [Int: (url: String?, next: String?)] = [:]
+        /// Where the list goes on after the prefix assembled so far, and after the prefix delivered.
+        var assembledResume: ResumePoint
+        var deliveredResume: ResumePoint
+        /// Ends the run when the caller's deadline passes.
+        var deadline: Deadline?
     }
 
     private let client: SheafClient
     private let description: ListDescription
+    /// What a resume token of this run is bound to (`ResumeToken.fingerprint`).
+    private let fingerprint: UInt64
+    /// Where this run starts, and the first page number or offset of the list's first run.
+    private let startPoint: ResumePoint
+    private let origin: Int?
+    private let resumedPageSize: Int?
     private let state: Locked<State>
     private let delivery = DispatchQueue(label: "sheaf.list.snapshots")
     private let done = DispatchGroup()
@@ -58,7 +77,7 @@ public final class ListRun: Sendable {
     /// `Synchronization.Mutex` and read back through `withLock` was re-wrapped in one more reabstraction thunk
     /// on every read, so a long stream grew quadratically slow and finally overflowed the stack.
     private let onSnapshot: Locked<SnapshotCallbackBox?>
-    private let requests = RequestCounters()
+    private let requests: RequestCounters
     /// Whether a delivered snapshot stays pending until `snapshotTaken` (a pulled run).
     private let acknowledgesSnapshots: Bool
 
@@ -71,18 +90,44 @@ public final class ListRun: Sendable {
          onSnapshot: (@Sendable (Snapshot) -> Bool)?) throws(SheafError) {
         self.acknowledgesSnapshots = acknowledgesSnapshots
         try description.check()
-        let firstURL = try client.firstURL(of: description)
+        var firstURL = try client.firstURL(of: description)
+        fingerprint = ResumeToken.fingerprint(description, firstURL: firstURL, redactor: client.redactor)
+        var description = description
+        var start = ResumePoint(url: firstURL)
+        var origin: Int?
+        var resumedPageSize: Int?
+        if let token = description.resume {
+            // The run goes on with what the first run read, from where it stopped.
+            guard token.fingerprint == fingerprint else {
+                throw SheafError(.invalidArgument, "the resume token was made by another list (another path, query or description)")
+            }
+            guard let url = token.point.url else {
+                throw SheafError(.invalidArgument, "the resume token is of a list that had ended: there is nothing to resume")
+            }
+            firstURL = client.redactor.restoringSecretParameters(of: firstURL, in: url, keeping: token.paging.parameter)
+            origin = token.paging.first
+            resumedPageSize = token.pageSize
+            let position = token.paging.parameter.flatMap { URLText.queryValue(firstURL, $0) }.flatMap { Int($0) }
+            description.paging = token.paging.starting(at: position ?? origin ?? 0)
+            description.signals = token.signals
+            start = ResumePoint(url: firstURL, skip: token.point.skip, itemsBefore: token.point.itemsBefore)
+        }
         let configuration = client.configuration
         let needsDetection = description.paging == .detect || Signal.allCases.contains { description.source(of: $0) == .detect }
         let resolution = needsDetection ? nil : Detector.Resolution(description: description, detected: [], pagingDetected: false)
         let planner = PagePlanner(firstURL: firstURL, paging: description.paging == .detect ? .next : description.paging,
                                   pagesSignalTheEnd: PageReader(description).pagesSignalTheEnd,
-                                  window: configuration.window, maxPages: configuration.maxPages)
+                                  window: configuration.window, maxPages: configuration.maxPages,
+                                  pageBudget: description.maxPages, origin: origin, resumedPageSize: resumedPageSize)
         let assembler = Assembler(keepsItems: keepsItems, maxItems: description.maxItems,
-                                  deduplicates: description.source(of: .identity) != .none)
+                                  deduplicates: description.source(of: .identity) != .none, skipsOnFirstPage: start.skip)
         self.client = client
         self.description = description
-        var state = State(planner: planner, assembler: assembler)
+        self.startPoint = start
+        self.origin = origin
+        self.resumedPageSize = resumedPageSize
+        requests = RequestCounters(budget: description.maxRequests)
+        var state = State(planner: planner, assembler: assembler, assembledResume: start, deliveredResume: start)
         state.resolution = resolution
         self.state = Locked(state)
         self.onSnapshot = Locked(onSnapshot.map(SnapshotCallbackBox.init))
@@ -95,6 +140,12 @@ public final class ListRun: Sendable {
             guard !state.started else { throw SheafError(.state, "the list has already been started") }
             state.started = true
             done.enter()
+            if let milliseconds = description.deadlineMilliseconds {
+                state.deadline = Deadline(after: milliseconds) { [weak self] in
+                    self?.stop(SheafError(.deadline, "the list did not end within its deadline of \(milliseconds) ms"),
+                               byCallback: false, silencing: false)
+                }
+            }
         }
         perform(page: nil) { $0.planner.start() }
     }
@@ -147,6 +198,30 @@ public final class ListRun: Sendable {
     }
 
     private static let deliveryKey = DispatchSpecificKey<ObjectIdentifier>()
+
+    /// The token that resumes the list after the prefix delivered so far (for a pulled run,
+    /// after `snapshot`, the last one taken, or at the start when none was): nil when the list
+    /// ended there, or completed.
+    public func resumeToken() -> ResumeToken? {
+        resumeToken(at: state.withLock { $0.deliveredResume })
+    }
+
+    package func resumeToken(through snapshot: Snapshot?) -> ResumeToken? {
+        resumeToken(at: snapshot?.resumePoint ?? startPoint)
+    }
+
+    private func resumeToken(at point: ResumePoint) -> ResumeToken? {
+        let (resolution, outcome, served) = state.withLock { ($0.resolution, $0.outcome, $0.planner.servedPageSize) }
+        guard var url = point.url, outcome != .complete else { return nil }
+        let read = resolution?.description ?? description
+        let paging = read.paging.starting(at: origin ?? read.paging.first ?? 0)
+        url = client.redactor.removingSecretParameters(of: url, keeping: paging.parameter)
+        var resumed = point
+        resumed.url = url
+        // Once the first page is read, what was not detected is absent: never detected again.
+        return ResumeToken(fingerprint: fingerprint, paging: paging, signals: read.signals, resolved: resolution != nil,
+                           pageSize: resumedPageSize ?? served, point: resumed)
+    }
 
     // MARK: Events
 
@@ -261,9 +336,12 @@ public final class ListRun: Sendable {
                     }
                     guard state.ending == nil else { continue }
                     if index >= (state.lastPage?.index ?? 0) { state.lastPage = (index, content) }
+                    state.pageEnds[index] = (content.url, action == .acceptEmpty(index: index)
+                                                ? nil : state.planner.continuation(after: index, content))
                     if let delta = state.assembler.add(index, content) {
+                        state.assembledResume = resumePoint(after: delta, &state)
                         let snapshot = Snapshot(delta: delta, expectedItems: state.planner.expectedTotal,
-                                                expectedPages: state.planner.expectedPages)
+                                                expectedPages: state.planner.expectedPages, resumePoint: state.assembledResume)
                         state.queuedSnapshots += 1
                         delivery.async { [self] in deliver(snapshot) }
                     }
@@ -282,6 +360,7 @@ public final class ListRun: Sendable {
                     toCancel += indices.compactMap { state.fetches.removeValue(forKey: $0)?.fetch }
                 case .discard(let index):
                     state.assembler.discard(after: index)
+                    state.pageEnds = state.pageEnds.filter { $0.key <= index }
                     if let last = state.lastPage, last.index > index { state.lastPage = nil }
                 case .finish(let ending):
                     end(&state, outcome(of: ending, state))
@@ -292,22 +371,42 @@ public final class ListRun: Sendable {
         toStart.forEach { $0.start() }
     }
 
+    /// Where the list goes on after the prefix that now ends with `delta`: after its last page,
+    /// or inside it where the item limit cut it.
+    private func resumePoint(after delta: SnapshotDelta, _ state: inout State) -> ResumePoint {
+        let last = delta.pages - 1
+        let ends = state.pageEnds[last]
+        state.pageEnds = state.pageEnds.filter { $0.key > last }
+        var point = ResumePoint(url: ends?.next, itemsBefore: state.assembledResume.itemsBefore + delta.items)
+        if let cut = state.assembler.cut, cut.index == last, let url = ends?.url {
+            point.url = url
+            point.skip = cut.consumed
+        }
+        return point
+    }
+
+    /// How a planner's failure ends the run: a budget the caller set is reached, not failed.
     private func outcome(of ending: PagePlanner.Ending, _ state: State) -> ListOutcome {
         let assembler = state.assembler
+        let itemCount = state.assembledResume.itemsBefore // every run's items, for the totals
         switch ending {
+        case .failed(_, let error) where error.code == .pageBudget:
+            return .pageBudgetReached
+        case .failed(_, let error) where error.code == .requestBudget:
+            return .requestBudgetReached
         case .failed(_, let error):
             return .failed(error)
         case .allPages(let total, let missing):
             if assembler.reachedLimit { return .limitReached }
-            guard let total, total != assembler.itemCount || !missing.isEmpty else {
+            guard let total, total != itemCount || !missing.isEmpty else {
                 // Never silently short: the last page must not signal more than was followed.
                 if let resolved = state.resolution?.description, resolved.paging != .single, let last = state.lastPage,
-                   let error = Detector.unfollowed(last.page, resolved, itemCount: assembler.itemCount) {
+                   let error = Detector.unfollowed(last.page, resolved, itemCount: itemCount) {
                     return .failed(error)
                 }
                 return .complete
             }
-            var message = "the server reported \(total) items but \(assembler.itemCount) arrived"
+            var message = "the server reported \(total) items but \(itemCount) arrived"
             if !missing.isEmpty {
                 message += "; pages " + missing.map { String($0 + 1) }.joined(separator: ", ") + " answered 404"
             }
@@ -315,9 +414,11 @@ public final class ListRun: Sendable {
         }
     }
 
-    private func stop(_ error: SheafError, byCallback: Bool) {
+    /// Ends the run with `error`; `silencing`, no snapshot is delivered any more (a deadline
+    /// still delivers what was assembled before it).
+    private func stop(_ error: SheafError, byCallback: Bool, silencing: Bool = true) {
         let toCancel = state.withLock { state -> [Fetch] in
-            state.silenced = true
+            if silencing { state.silenced = true }
             if byCallback { state.stoppedByCallback = true }
             guard state.started, state.ending == nil else { return [] }
             let fetches = cancelAll(&state)
@@ -337,6 +438,8 @@ public final class ListRun: Sendable {
     /// Decides the outcome (once) and queues the final step behind every queued snapshot.
     private func end(_ state: inout State, _ outcome: ListOutcome) {
         guard state.ending == nil else { return }
+        state.deadline?.cancel()
+        state.deadline = nil
         // The one place every failure passes: a server, a next link or a redirect may have
         // carried a credential into it.
         if case .failed(let error) = outcome {
@@ -393,7 +496,10 @@ public final class ListRun: Sendable {
 
     private func deliver(_ snapshot: Snapshot) {
         let record = { (state: inout State) in
-            if !state.silenced { state.deliveredPrefixBytes = snapshot.delta.prefixBytes }
+            if !state.silenced {
+                state.deliveredPrefixBytes = snapshot.delta.prefixBytes
+                state.deliveredResume = snapshot.resumePoint
+            }
         }
         let silenced: Bool
         if acknowledgesSnapshots {

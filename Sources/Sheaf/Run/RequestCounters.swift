@@ -10,9 +10,22 @@ final class RequestCounters: Sendable {
     /// Requests at the transport now.
     var inFlight: Int { outstanding.load(ordering: .relaxed) }
 
-    func started() {
-        made.add(1, ordering: .relaxed)
+    /// The most requests the list may send (its request budget); nil: no limit.
+    let budget: Int?
+
+    init(budget: Int? = nil) {
+        self.budget = budget
+    }
+
+    /// Counts one request about to be sent; false (nothing counted) when the budget is spent.
+    func started() -> Bool {
+        let count = made.add(1, ordering: .relaxed).newValue
+        if let budget, count > budget {
+            made.subtract(1, ordering: .relaxed)
+            return false
+        }
         outstanding.add(1, ordering: .relaxed)
+        return true
     }
 
     func finished() {

@@ -5,7 +5,7 @@ public struct SheafError: Error, Sendable, Equatable, CustomStringConvertible {
         enum Value: Sendable, Hashable {
             case invalidArgument, unsupported, state, reentrant, http, transport, badPage, incomplete,
                  loop, pageLimit, bodyTooLarge, crossOrigin, stopped, cancelled, `internal`,
-                 notFollowed, undetected, repeatedPage, io
+                 notFollowed, undetected, repeatedPage, io, pageBudget, requestBudget, deadline, credential
         }
         let value: Value
         init(_ value: Value) { self.value = value }
@@ -33,6 +33,15 @@ public struct SheafError: Error, Sendable, Equatable, CustomStringConvertible {
         public static let repeatedPage = Code(.repeatedPage)
         /// A download's file could not be written.
         public static let io = Code(.io)
+        /// The list reached its page budget (`ListDescription.maxPages`): not a failure, a
+        /// `ListOutcome.pageBudgetReached` once the run ends.
+        package static let pageBudget = Code(.pageBudget)
+        /// The list reached its request budget (`ListDescription.maxRequests`), likewise.
+        package static let requestBudget = Code(.requestBudget)
+        /// The list's deadline passed before it ended.
+        public static let deadline = Code(.deadline)
+        /// The credential provider gave no credential.
+        public static let credential = Code(.credential)
     }
 
     public var code: Code

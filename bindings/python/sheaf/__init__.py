@@ -21,6 +21,8 @@ from .description import Description, presets
 from .errors import (
     DecodingError,
     DetectionError,
+    CredentialError,
+    DeadlineError,
     Error,
     FileError,
     HTTPError,
@@ -35,7 +37,7 @@ from .errors import (
 )
 from .hooks import Event
 from .request import ApiKey, Response
-from .snapshot import Snapshot
+from .snapshot import Items, Snapshot
 from .stream import SnapshotStream
 from .transport import Transport
 
@@ -66,6 +68,9 @@ __all__ = [
     "Error",
     "HTTPError",
     "FileError",
+    "DeadlineError",
+    "CredentialError",
+    "Items",
     "TransportError",
     "DecodingError",
     "IncompleteError",

@@ -65,6 +65,18 @@ SHEAF_E_NOT_FOLLOWED = 18
 SHEAF_E_UNDETECTED = 19
 SHEAF_E_REPEATED_PAGE = 20
 SHEAF_E_IO = 21
+SHEAF_PAGE_BUDGET_REACHED = 22
+SHEAF_REQUEST_BUDGET_REACHED = 23
+SHEAF_E_DEADLINE = 24
+SHEAF_E_CREDENTIAL = 25
+
+#: The codes that are successes (a list that stopped where its caller asked is one).
+SUCCESSES = frozenset((SHEAF_OK, SHEAF_LIMIT_REACHED, SHEAF_PAGE_BUDGET_REACHED, SHEAF_REQUEST_BUDGET_REACHED))
+
+SHEAF_BUDGET_ITEMS = 1
+SHEAF_BUDGET_PAGES = 2
+SHEAF_BUDGET_REQUESTS = 3
+SHEAF_BUDGET_DEADLINE_MS = 4
 
 SHEAF_TRANSPORT_OTHER = 0
 SHEAF_TRANSPORT_TIMEOUT = 1
@@ -227,6 +239,10 @@ LOG_FN = CFUNCTYPE(None, POINTER(LogRecordStruct), c_void_p)
 EVENT_FN = CFUNCTYPE(None, POINTER(EventStruct), c_void_p)
 
 TRANSPORT_FN = CFUNCTYPE(None, ExchangeHandle, c_void_p)
+#: void (*sheaf_credential_fn)(sheaf_credential_reply *reply, void *user_data)
+CREDENTIAL_FN = CFUNCTYPE(None, c_void_p, c_void_p)
+#: void (*sheaf_destroy_fn)(void *user_data)
+DESTROY_FN = CFUNCTYPE(None, c_void_p)
 
 # typedef int (*sheaf_snapshot_fn)(sheaf_list *list, const sheaf_snapshot *snapshot, void *user_data);
 SNAPSHOT_FN = CFUNCTYPE(c_int, ListHandle, POINTER(SnapshotStruct), c_void_p)
@@ -390,6 +406,16 @@ def declare(library: Any) -> None:
     # sheaf_result sheaf_client_set_event_handler(sheaf_client *client, sheaf_event_fn on_event,
     #                                             void *user_data, sheaf_destroy_fn destroy);
     fn("sheaf_client_set_event_handler", _sheaf_result, [ClientHandle, EVENT_FN, c_void_p, c_void_p])
+    # sheaf_result sheaf_client_set_credential_provider(sheaf_client *client, sheaf_auth kind, const char *name,
+    #     sheaf_credential_fn provider, void *user_data, sheaf_destroy_fn destroy);
+    fn("sheaf_client_set_credential_provider", _sheaf_result,
+       [ClientHandle, c_int, c_char_p, CREDENTIAL_FN, c_void_p, DESTROY_FN])
+    # int sheaf_credential_reply_is_refresh(const sheaf_credential_reply *reply);
+    fn("sheaf_credential_reply_is_refresh", c_int, [c_void_p])
+    # sheaf_result sheaf_credential_reply_set(sheaf_credential_reply *reply, const char *value);
+    fn("sheaf_credential_reply_set", _sheaf_result, [c_void_p, c_char_p])
+    # sheaf_result sheaf_credential_reply_fail(sheaf_credential_reply *reply, const char *message);
+    fn("sheaf_credential_reply_fail", _sheaf_result, [c_void_p, c_char_p])
 
     # ---- Describing a list
     # sheaf_result sheaf_list_new(sheaf_list **out_list, sheaf_client *client, const char *path);
@@ -425,6 +451,12 @@ def declare(library: Any) -> None:
     fn("sheaf_list_set_max_items", _sheaf_result, [ListHandle, c_int64])
     # sheaf_result sheaf_list_set_keep_items(sheaf_list *list, int keep);
     fn("sheaf_list_set_keep_items", _sheaf_result, [ListHandle, c_int])
+    # sheaf_result sheaf_list_set_budget(sheaf_list *list, sheaf_budget budget, int64_t value);
+    fn("sheaf_list_set_budget", _sheaf_result, [ListHandle, c_int, c_int64])
+    # sheaf_result sheaf_list_set_resume(sheaf_list *list, const char *token);
+    fn("sheaf_list_set_resume", _sheaf_result, [ListHandle, c_char_p])
+    # sheaf_result sheaf_list_resume_token(sheaf_list *list, char **out_token);
+    fn("sheaf_list_resume_token", _sheaf_result, [ListHandle, POINTER(c_void_p)])
 
     # ---- Running a list
     # sheaf_result sheaf_list_start(sheaf_list *list, sheaf_snapshot_fn on_snapshot, void *user_data,
@@ -505,7 +537,7 @@ def declare(library: Any) -> None:
 #: HTTP detail; the request functions run inside the transport bridge, which must never raise.
 _CHECKED = (
     "sheaf_client_new", "sheaf_client_set_auth", "sheaf_client_set_option", "sheaf_client_set_transport",
-    "sheaf_client_set_log", "sheaf_client_set_event_handler",
+    "sheaf_client_set_log", "sheaf_client_set_event_handler", "sheaf_client_set_credential_provider",
     "sheaf_client_set_credential", "sheaf_client_add_header", "sheaf_client_add_secret_param",
     "sheaf_client_set_tls_file", "sheaf_list_add_header",
     "sheaf_request_new", "sheaf_request_add_segment", "sheaf_request_add_query", "sheaf_request_add_header",
@@ -513,7 +545,7 @@ _CHECKED = (
     "sheaf_request_set_output_file",
     "sheaf_list_new", "sheaf_list_add_query", "sheaf_list_set_paging", "sheaf_list_set_signal",
     "sheaf_list_use_preset", "sheaf_list_description", "sheaf_preset_description",
-    "sheaf_list_set_max_items", "sheaf_list_set_keep_items", "sheaf_list_set_transport", "sheaf_list_cancel",
+    "sheaf_list_set_max_items", "sheaf_list_set_keep_items", "sheaf_list_set_budget", "sheaf_list_set_resume", "sheaf_list_set_transport", "sheaf_list_cancel",
     "sheaf_request_cancel",
 )
 
@@ -521,7 +553,7 @@ _CHECKED = (
 def _errcheck(result: int, function: Any, arguments: Tuple[Any, ...]) -> int:
     """Raises the Error subclass for a failing result, with the detail of this thread's last error
     (the call just made, on this thread)."""
-    if result in (SHEAF_OK, SHEAF_LIMIT_REACHED):
+    if result in SUCCESSES:
         return result
     from .errors import error_for  # errors imports this module for the code names
 

@@ -72,6 +72,7 @@ class ListRun:
         self.cancel_requested = False
         self.outcome = _ffi.SHEAF_OK
         self.detail: Dict[str, Any] = {}       # the fields of the outcome's error
+        self.resume_token: Optional[str] = None   # read when the list ends or is closed
         self._pulled = POINTER(_ffi.SnapshotStruct)()   # where sheaf_list_next puts its answer
         if self.transport is not None:   # the list's own transport, with this run as user_data
             lib.sheaf_list_set_transport(handle, _TRANSPORT_BRIDGE, self.token, None)
@@ -131,12 +132,24 @@ class ListRun:
             expected_pages=None if snapshot.expected_pages < 0 else snapshot.expected_pages,
             requests_in_flight=lib.sheaf_list_requests_in_flight(self.handle),
             requests_made=lib.sheaf_list_requests_made(self.handle),
+            resume_token=self.current_resume_token(),
         )
 
     def _read_outcome(self) -> None:
         handle = self.handle
         self.outcome = lib.sheaf_list_wait(handle)   # at once: every snapshot was taken
-        self.detail = _ffi.list_error_detail(handle) if self.outcome not in (_ffi.SHEAF_OK, _ffi.SHEAF_LIMIT_REACHED) else {}
+        self.detail = _ffi.list_error_detail(handle) if self.outcome not in _ffi.SUCCESSES else {}
+        self.resume_token = self.current_resume_token()
+
+    def current_resume_token(self) -> Optional[str]:
+        """The token that goes on after the snapshots taken so far (None once the list completed
+        or after it was freed)."""
+        with self.lock:
+            if self.handle is None:
+                return self.resume_token
+            pointer = ctypes.c_void_p()
+            lib.sheaf_list_resume_token(self.handle, byref(pointer))
+            return _ffi.take_string(pointer).decode("ascii") if pointer.value else None
 
     def cancel(self) -> None:
         """Asks the running list to stop (any thread, any time; a no-op once it is freed)."""
@@ -163,8 +176,10 @@ class ListRun:
         if error is not None:
             self.error = None  # no cycle through the traceback's frames
             raise error
-        if self.outcome not in (_ffi.SHEAF_OK, _ffi.SHEAF_LIMIT_REACHED):
-            raise error_for(self.outcome, items=items, **self.detail)
+        if self.outcome not in _ffi.SUCCESSES:
+            failure = error_for(self.outcome, items=items, **self.detail)
+            failure.resume_token = self.resume_token
+            raise failure
 
     def close(self) -> None:
         """Stops the list if it runs and frees it (the library lets go of the snapshots not
@@ -173,6 +188,7 @@ class ListRun:
             return
         if self.started:
             self.cancel()
+            self.resume_token = self.current_resume_token()   # after the snapshots taken
         with self.lock:
             handle, self.handle = self.handle, None
         lib.sheaf_list_free(handle)

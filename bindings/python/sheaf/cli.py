@@ -22,7 +22,7 @@ from urllib.parse import urlsplit
 from ._progress import Progress
 
 __all__ = ["main", "build_parser", "EXIT_OK", "EXIT_FAILURE", "EXIT_USAGE", "EXIT_HTTP",
-           "EXIT_NETWORK", "EXIT_BAD_PAGE", "EXIT_INTERRUPTED"]
+           "EXIT_NETWORK", "EXIT_BAD_PAGE", "EXIT_DEADLINE", "EXIT_INTERRUPTED"]
 
 PROG = "sheaf"
 TOKEN_ENV = "SHEAF_TOKEN"
@@ -34,11 +34,13 @@ EXIT_USAGE = 2
 EXIT_HTTP = 3
 EXIT_NETWORK = 4
 EXIT_BAD_PAGE = 5
+EXIT_DEADLINE = 6
 EXIT_INTERRUPTED = 130
 
 EXIT_STATUS_TEXT = """\
 exit status:
-  0    the whole list was written (or --max-items items of it)
+  0    the whole list was written, or the part --max-items, --max-pages or --max-requests
+       asked for (then "sheaf: to go on: --resume TOKEN" on stderr)
   1    any other failure (the library could not be loaded, an output file could not be written,
        the list was stopped, a bug)
   2    usage error: a bad option, URL or JSON pointer
@@ -49,13 +51,16 @@ exit status:
        the items disagree with the server's total; the last page signals more than the list's
        description follows (never silently short: the message says which flag follows it);
        detection could not decide the list's shape (the message names the flags that choose);
-       a next link loops, leaves the URL's origin, or the walk exceeds --max-pages; pages
-       repeat; a body exceeds the size cap
+       a next link loops, leaves the URL's origin, or the walk exceeds the page cap (10,000);
+       pages repeat; a body exceeds the size cap
+  6    the list did not end within --deadline
   130  interrupted (Ctrl-C); the list is cancelled
   On a failure, the items that arrived before it have already been written to stdout (with
-  --format json the array is still closed, so the output stays valid JSON); a file named with
-  -o is replaced only by a complete run (written under a temporary name, then renamed), so a
-  failed run leaves the old file as it was. One line "sheaf: <message>" goes to stderr, with
+  --format json the array is still closed, so the output stays valid JSON), and stderr says
+  how to go on after them: "sheaf: to go on: --resume TOKEN" (the same command with that
+  option writes the rest, no item twice or missing). A file named with -o is replaced only by a
+  run that succeeds (written under a temporary name, then renamed), so a failed run leaves the
+  old file as it was, and prints no token. One line "sheaf: <message>" goes to stderr, with
   the server's own error text when it gave one. No credential ever appears in any message."""
 
 REQUEST_EPILOG = """\
@@ -254,7 +259,13 @@ def build_parser() -> argparse.ArgumentParser:
     limits.add_argument("--max-items", metavar="N", type=_positive,
                         help="stop after N items (exit status 0)")
     limits.add_argument("--max-pages", metavar="N", type=_positive,
-                        help="fail when the list needs more than N pages (default 10000)")
+                        help="stop after N pages (exit status 0; stderr says how to go on)")
+    limits.add_argument("--max-requests", metavar="N", type=_positive,
+                        help="send at most N requests, retries included (exit status 0; stderr says how to go on)")
+    limits.add_argument("--deadline", metavar="S", type=_seconds,
+                        help="end the list after S seconds, whatever is in flight (exit status 6)")
+    limits.add_argument("--resume", metavar="TOKEN",
+                        help="go on where an earlier run of this same command stopped (its stderr gave TOKEN)")
     _add_retry_options(limits)
 
     output = get.add_argument_group("output")
@@ -457,14 +468,17 @@ def _list_options(parser: argparse.ArgumentParser, args: argparse.Namespace) -> 
         parser.error("--first needs --paging (or --page-param, or a preset)")
     if args.page_size is not None and args.size_param is None and args.preset is None:
         parser.error("--page-size needs --size-param (the query parameter that carries it) or a preset")
-    if args.max_items is not None:
-        options["max_items"] = args.max_items
+    for name in ("max_items", "max_pages", "max_requests", "deadline", "resume"):
+        if getattr(args, name) is not None:
+            options[name] = getattr(args, name)
+    if options.get("deadline") == 0:
+        parser.error("--deadline needs a positive number of seconds")
     return {name: value for name, value in options.items() if value is not None}
 
 
 def _client_options(parser: argparse.ArgumentParser, args: argparse.Namespace, api) -> dict:
     options: dict = {}
-    for name in ("concurrency", "max_pages", "timeout", "max_attempts"):
+    for name in ("concurrency", "timeout", "max_attempts"):
         value = getattr(args, name, None)
         if value is not None:
             options[name] = value
@@ -533,8 +547,8 @@ def _exit_status(api, error: BaseException) -> int:
         return EXIT_BAD_PAGE
     if isa("UsageError"):
         return EXIT_USAGE
-    if isa("FileError"):
-        return EXIT_FAILURE
+    if isa("DeadlineError"):
+        return EXIT_DEADLINE
     return EXIT_FAILURE
 
 
@@ -608,7 +622,8 @@ def _presets(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
 
 def _explain(api, args: argparse.Namespace, base: str, path: str, token: Optional[str],
              list_options: dict, client_options: dict) -> int:
-    list_options = {name: value for name, value in list_options.items() if name != "max_items"}
+    list_options = {name: value for name, value in list_options.items()
+                    if name not in ("max_items", "max_pages", "max_requests", "deadline", "resume")}
     try:
         with api.Client(base, **client_options) as client:
             explained = client.explain(path, **list_options)
@@ -664,21 +679,29 @@ def _get(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
             writer.write(items)
 
     status, message, note = EXIT_OK, None, ""
+    snapshots, resume = None, None   # the token after the items written
+    # The token after each count of items written, for the last two snapshots: a Ctrl-C may come
+    # between writing a snapshot's items and noting its token, and the count written decides.
+    marks: dict = {}
     try:
         try:
             with api.Client(base, **client_options) as client:
                 progress.start_waiting()
                 snapshots = client.stream(path, **list_options)
+                marks[0] = snapshots.resume_token
                 try:
                     for snapshot in snapshots:
+                        marks = {writer.count: marks.get(writer.count),
+                                 writer.count + len(snapshot.items): snapshot.resume_token}
                         emit(snapshot.items)
                         progress.update(snapshot, force=shares_terminal and bool(snapshot.items))
                 finally:
                     close = getattr(snapshots, "close", None)
                     if close is not None:
                         close()
-            if args.max_items is not None and writer.count >= args.max_items:
-                note = "--max-items reached"
+            resume = getattr(snapshots, "resume_token", None)   # the list's end: every item was written
+            if resume is not None:
+                note = "stopped where asked"
         except api.Error as e:
             # A stream's error carries no items (they were all yielded already); should it ever
             # carry the delivered prefix, write the part not written yet.
@@ -686,9 +709,11 @@ def _get(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
             if len(delivered) > writer.count:
                 emit(delivered[writer.count:])
             status, message = _exit_status(api, e), _error_message(api, e, token)
+            resume = getattr(snapshots, "resume_token", None)
             note = "failed"
         except KeyboardInterrupt:
             status, message, note = EXIT_INTERRUPTED, "interrupted", "interrupted"
+            resume = marks.get(writer.count)
         finally:
             writer.close()
     except BrokenPipeError:
@@ -719,6 +744,10 @@ def _get(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     progress.finish(note)
     if message is not None:
         _error(message)
+    # After a failure, a token is worth printing when items were written (a failure before any
+    # is re-run as it was), and not with -o: a failed run keeps nothing there.
+    if resume is not None and (status == EXIT_OK or (writer.count > 0 and target is None)):
+        _error(f"to go on: --resume {resume}")
     return status
 
 

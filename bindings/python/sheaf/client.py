@@ -17,6 +17,7 @@ from ._run import ListRun
 from .description import Description
 from .errors import Error, Result, UsageError
 from .request import ApiKey, Headers, Response, header_pairs, named_pairs, send
+from .snapshot import Items
 from .stream import SnapshotStream
 from .transport import Transport
 
@@ -57,6 +58,12 @@ class Client(Closing):
             cannot be reached or is unavailable, a request is rate limited or retried; on a
             library thread, never after :meth:`close`. Log records go to the ``"sheaf"`` logger
             when it is enabled at creation (see :mod:`sheaf.hooks`).
+        token_provider: instead of ``token``, a callable ``provider(refresh) -> str`` giving the
+            bearer token: called (on a library thread, one call at a time, so it may block) for
+            the first request with ``refresh=False``, and with ``refresh=True`` once a request is
+            refused with 401 (that request is then sent once more with the new token; requests
+            refused together share one call). An exception it raises fails the requests waiting
+            with :class:`CredentialError`.
 
     Raises:
         UsageError: a malformed base URL or an option out of range.
@@ -72,7 +79,8 @@ class Client(Closing):
                  transport: Optional[Transport] = None, auth: Any = None, headers: Optional[Headers] = None,
                  verify: Union[bool, str] = True, cert: Union[None, str, Tuple[str, str]] = None,
                  follow_cross_origin: bool = False, secret_params: Sequence[str] = (),
-                 on_event: Optional[Callable[[Event], Any]] = None) -> None:
+                 on_event: Optional[Callable[[Event], Any]] = None,
+                 token_provider: Optional[Callable[[bool], str]] = None) -> None:
         self._handle: Optional[_ffi.ClientHandle] = None
         self._hooks: Tuple[Any, ...] = ()
         self._lock = threading.Lock()   # one close frees the handle, whichever thread calls it
@@ -91,6 +99,10 @@ class Client(Closing):
             if token is not None and auth is not None:
                 raise UsageError(Result.INVALID_ARGUMENT, "give token or auth, not both")
             _set_auth(handle, token if auth is None else auth)
+            if token_provider is not None:
+                if token is not None or auth is not None or not callable(token_provider):
+                    raise UsageError(Result.INVALID_ARGUMENT, "token_provider must be a callable, given without token or auth")
+                hooks.set_token_provider(handle, token_provider)
             for name, value in header_pairs(headers):
                 lib.sheaf_client_add_header(handle, _ffi.encode(name), _ffi.encode(value))
             for name in secret_params:
@@ -230,7 +242,9 @@ class Client(Closing):
     # ---- lists ------------------------------------------------------------------------------
 
     def fetch_all(self, path: str, description: Optional[Description] = None, *, query: Optional[Query] = None,
-                  max_items: Optional[int] = None, headers: Optional[Headers] = None, **parts: Any) -> List[Any]:
+                  max_items: Optional[int] = None, max_pages: Optional[int] = None, max_requests: Optional[int] = None,
+                  deadline: Optional[float] = None, resume: Optional[str] = None, headers: Optional[Headers] = None,
+                  **parts: Any) -> Items:
         """Fetches every item of the list at `path`, in order, de-duplicated by ``id``.
 
         Args:
@@ -240,19 +254,28 @@ class Client(Closing):
             query: extra query parameters for every page request.
             headers: extra headers for every page request (replacing the client's of the same name).
             max_items: stop after this many items (None or 0: no limit); not a failure.
+            max_pages: stop after this many pages when more follow; not a failure.
+            max_requests: stop before sending more requests than this, retries included; the
+                items end with the last page that arrived whole; not a failure.
+            deadline: seconds the whole list may take; past it, :class:`DeadlineError`.
+            resume: a ``resume_token`` of an earlier run of this same list (same path, query and
+                description): go on where it stopped, inside a page an item limit cut.
             **parts: fields of :class:`sheaf.Description` (``preset="github"``,
                 ``items="/data"``, ``paging="offset:offset"``, ``total="header:X-Total-Count"``,
                 ``id="/id"``...), replacing those of `description`.
 
         Returns:
-            Every item, decoded from JSON.
+            Every item, decoded from JSON, as :class:`Items`: a list that also tells how the list
+            ended (``outcome``) and, when it stopped early, the ``resume_token`` to go on.
 
         Raises:
             Error: a subclass for the failure, whose ``items`` holds the items delivered before
-                it (:class:`NotFollowedError` when the last page signals more than the
-                description follows); or the exception a Python transport raised.
+                it and ``resume_token`` goes on after them (:class:`NotFollowedError` when the
+                last page signals more than the description follows); or the exception a Python
+                transport raised.
         """
-        run = self._new_run(path, description, parts, query, max_items, headers)
+        run = self._new_run(path, description, parts, query, headers, max_items=max_items, max_pages=max_pages,
+                            max_requests=max_requests, deadline=deadline, resume=resume)
         delivered: List[Any] = []
         try:
             run.start()
@@ -264,10 +287,12 @@ class Client(Closing):
         finally:
             run.close()   # also on Ctrl-C: cancels what is in flight
         run.raise_outcome(delivered)
-        return delivered
+        return Items(delivered, Result(run.outcome), run.resume_token)
 
     def stream(self, path: str, description: Optional[Description] = None, *, query: Optional[Query] = None,
-               max_items: Optional[int] = None, headers: Optional[Headers] = None, **parts: Any) -> SnapshotStream:
+               max_items: Optional[int] = None, max_pages: Optional[int] = None, max_requests: Optional[int] = None,
+               deadline: Optional[float] = None, resume: Optional[str] = None, headers: Optional[Headers] = None,
+               **parts: Any) -> SnapshotStream:
         """Streams the list at `path` as snapshots: growing, ordered prefixes, one delta each.
 
         Takes the same arguments as :meth:`fetch_all` (checked now: a bad option raises
@@ -276,9 +301,12 @@ class Client(Closing):
         Returns:
             A :class:`SnapshotStream` of :class:`Snapshot`. Breaking out of the loop, ``close()``
             or leaving its ``with`` block stops the list and cancels what is in flight; at the
-            end the failure, if any, is raised as in :meth:`fetch_all` (``items`` then empty).
+            end the failure, if any, is raised as in :meth:`fetch_all` (``items`` then empty);
+            its ``resume_token`` goes on after the snapshots taken.
         """
-        return SnapshotStream(self._new_run(path, description, parts, query, max_items, headers))
+        return SnapshotStream(self._new_run(path, description, parts, query, headers, max_items=max_items,
+                                            max_pages=max_pages, max_requests=max_requests, deadline=deadline,
+                                            resume=resume))
 
     def explain(self, path: str, description: Optional[Description] = None, *, query: Optional[Query] = None,
                 **parts: Any) -> Description:
@@ -290,7 +318,7 @@ class Client(Closing):
         Raises:
             Error: as :meth:`fetch_all`, when the first page fails or detection cannot decide.
         """
-        run = self._new_run(path, description, parts, query, None)
+        run = self._new_run(path, description, parts, query)
         try:
             run.start()
             run.next_items()   # the first snapshot, or the end: the description is resolved
@@ -304,7 +332,9 @@ class Client(Closing):
         return explained
 
     def _new_run(self, path: str, description: Optional[Description], parts: Dict[str, Any],
-                 query: Optional[Query], max_items: Optional[int], headers: Optional[Headers] = None) -> ListRun:
+                 query: Optional[Query], headers: Optional[Headers] = None, *, max_items: Optional[int] = None,
+                 max_pages: Optional[int] = None, max_requests: Optional[int] = None, deadline: Optional[float] = None,
+                 resume: Optional[str] = None) -> ListRun:
         handle_of_client = self._handle
         if handle_of_client is None:
             raise UsageError(Result.STATE, "the client is closed")
@@ -322,8 +352,20 @@ class Client(Closing):
             for name, value in header_pairs(headers):
                 lib.sheaf_list_add_header(handle, _ffi.encode(name), _ffi.encode(value))
             described.apply(handle)
-            if max_items is not None:
-                lib.sheaf_list_set_max_items(handle, _whole(max_items, "max_items"))
+            for budget, value, name in ((_ffi.SHEAF_BUDGET_ITEMS, max_items, "max_items"),
+                                        (_ffi.SHEAF_BUDGET_PAGES, max_pages, "max_pages"),
+                                        (_ffi.SHEAF_BUDGET_REQUESTS, max_requests, "max_requests")):
+                if value is not None:
+                    lib.sheaf_list_set_budget(handle, budget, _whole(value, name))
+            if deadline is not None:
+                milliseconds = _milliseconds(deadline, "deadline")
+                if milliseconds <= 0:
+                    raise UsageError(Result.INVALID_ARGUMENT, f"deadline must be a positive number of seconds, not {deadline!r}")
+                lib.sheaf_list_set_budget(handle, _ffi.SHEAF_BUDGET_DEADLINE_MS, milliseconds)
+            if resume is not None:
+                if not isinstance(resume, str):
+                    raise UsageError(Result.INVALID_ARGUMENT, f"resume must be a str, not {type(resume).__name__}")
+                lib.sheaf_list_set_resume(handle, _ffi.encode(resume))
             lib.sheaf_list_set_keep_items(handle, 0)   # the items are kept, if at all, in Python
         except BaseException:
             run.close()

@@ -2,7 +2,7 @@
 
 Every failure of the C library is an :class:`Error` carrying the result code (``code``), the
 library's message for it (``message``) and, for a list, the items that arrived before the failure
-(``items``). The families:
+(``items``) and the token that goes on from there (``resume_token``). The families:
 
 ============================  =======================================================
 class                         result codes
@@ -21,6 +21,9 @@ class                         result codes
 :class:`UsageError`           SHEAF_E_INVALID_ARGUMENT, SHEAF_E_UNSUPPORTED, SHEAF_E_STATE,
                               SHEAF_E_REENTRANT (also a :class:`ValueError`)
 :class:`FileError`            SHEAF_E_IO: a download's file could not be written
+:class:`DeadlineError`        SHEAF_E_DEADLINE: a list did not end within its deadline (also
+                              a :class:`TimeoutError`)
+:class:`CredentialError`      SHEAF_E_CREDENTIAL: the token provider gave no token
 :class:`InternalError`        SHEAF_E_INTERNAL (a bug in Sheaf)
 ============================  =======================================================
 """
@@ -58,11 +61,15 @@ class Result(enum.IntEnum):
     UNDETECTED = _ffi.SHEAF_E_UNDETECTED
     REPEATED_PAGE = _ffi.SHEAF_E_REPEATED_PAGE
     IO = _ffi.SHEAF_E_IO
+    PAGE_BUDGET_REACHED = _ffi.SHEAF_PAGE_BUDGET_REACHED
+    REQUEST_BUDGET_REACHED = _ffi.SHEAF_REQUEST_BUDGET_REACHED
+    DEADLINE = _ffi.SHEAF_E_DEADLINE
+    CREDENTIAL = _ffi.SHEAF_E_CREDENTIAL
 
     @property
     def is_success(self) -> bool:
-        """True for OK and LIMIT_REACHED."""
-        return self in (Result.OK, Result.LIMIT_REACHED)
+        """True for OK, and for a list that stopped at its item limit or a budget."""
+        return int(self) in _ffi.SUCCESSES
 
 
 class Error(Exception):
@@ -78,6 +85,8 @@ class Error(Exception):
         json_pointer, json_offset: for a bad page, where in the page ("" and -1 otherwise).
         signal: for :class:`NotFollowedError`, the signal of more that was not followed.
         hint: the option or preset that would help, or "".
+        resume_token: for a list, the token that goes on after ``items`` (pass it as
+            ``resume=``), or None.
     """
 
     code: int
@@ -100,6 +109,7 @@ class Error(Exception):
         self.json_offset = json_offset
         self.signal = signal
         self.hint = hint
+        self.resume_token: Optional[str] = None
         super().__init__(self.message)
 
     def __str__(self) -> str:
@@ -183,6 +193,15 @@ class FileError(Error):
     or the disk is full. The destination is left as it was."""
 
 
+class DeadlineError(Error, TimeoutError):
+    """A list did not end within its deadline (``deadline=``); ``items`` holds what arrived
+    before it and ``resume_token`` goes on from there."""
+
+
+class CredentialError(Error):
+    """The token provider (``Client(token_provider=...)``) raised or gave no token."""
+
+
 class InternalError(Error):
     """A bug in Sheaf; the message says where."""
 
@@ -208,6 +227,8 @@ ERROR_CLASSES: Dict[int, Type[Error]] = {
     Result.CANCELLED: StoppedError,
     Result.INTERNAL: InternalError,
     Result.IO: FileError,
+    Result.DEADLINE: DeadlineError,
+    Result.CREDENTIAL: CredentialError,
 }
 
 
@@ -229,5 +250,6 @@ def error_for(code: int, message: str = "", *, status: int = 0, body: str = "", 
 
 __all__ = [
     "Result", "Error", "HTTPError", "TransportError", "DecodingError", "IncompleteError",
-    "NotFollowedError", "DetectionError", "PolicyError", "StoppedError", "UsageError", "InternalError", "ERROR_CLASSES", "error_for",
+    "NotFollowedError", "DetectionError", "PolicyError", "StoppedError", "UsageError", "FileError", "DeadlineError",
+    "CredentialError", "InternalError", "ERROR_CLASSES", "error_for",
 ]

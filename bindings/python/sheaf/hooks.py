@@ -14,9 +14,11 @@ client is closed.
 
 from __future__ import annotations
 
+import itertools
 import logging
+import threading
 from dataclasses import dataclass
-from typing import Any, Callable, Optional, Tuple
+from typing import Any, Callable, Dict, Optional, Tuple
 
 from . import _ffi
 from ._ffi import lib
@@ -82,6 +84,49 @@ def _event(struct: Any) -> Event:
     return Event(kind=_EVENTS.get(e.kind, str(e.kind)), method=_text(e.method) or "", url=_text(e.url) or "",
                  status=e.http_status, transport_error=_TRANSPORT_ERRORS.get(e.transport_error),
                  attempt=e.attempt, wait=None if e.wait_ms < 0 else e.wait_ms / 1000, message=_text(e.message) or "")
+
+
+# ---- token providers ----------------------------------------------------------------------------
+
+#: The token providers C may still call, by the integer handed to C as their user_data. One
+#: module-level ctypes function serves them all and is never freed: a list may outlive its client,
+#: and a provider is called from library threads until the library destroys its user_data.
+_providers: Dict[int, Callable[[bool], str]] = {}
+_provider_ids = itertools.count(1)
+_providers_lock = threading.Lock()
+
+
+def _provide(reply: Any, user_data: Optional[int]) -> None:
+    with _providers_lock:
+        provider = _providers.get(user_data or 0)
+    if provider is None:
+        lib.sheaf_credential_reply_fail(reply, b"the client's token provider is gone")
+        return
+    try:
+        token = provider(bool(lib.sheaf_credential_reply_is_refresh(reply)))
+        if not isinstance(token, str) or not token:
+            raise TypeError(f"the token provider returned {type(token).__name__}, not a non-empty str")
+        lib.sheaf_credential_reply_set(reply, token.encode("utf-8"))
+    except Exception as error:   # the requests waiting fail with CredentialError, naming it
+        logger.warning("the token provider raised %s", type(error).__name__, exc_info=True)
+        lib.sheaf_credential_reply_fail(reply, f"the token provider raised {type(error).__name__}".encode())
+
+
+def _forget(user_data: Optional[int]) -> None:
+    with _providers_lock:
+        _providers.pop(user_data or 0, None)
+
+
+_PROVIDE_FN = _ffi.CREDENTIAL_FN(_provide)
+_FORGET_FN = _ffi.DESTROY_FN(_forget)
+
+
+def set_token_provider(handle: _ffi.ClientHandle, provider: Callable[[bool], str]) -> None:
+    """Makes the client's bearer token come from ``provider(refresh)``."""
+    with _providers_lock:
+        key = next(_provider_ids)
+        _providers[key] = provider
+    lib.sheaf_client_set_credential_provider(handle, _ffi.SHEAF_AUTH_BEARER, None, _PROVIDE_FN, key, _FORGET_FN)
 
 
 def install(handle: _ffi.ClientHandle, on_event: Optional[Callable[[Event], Any]]) -> Tuple[Any, ...]:

@@ -21,6 +21,8 @@ class Snapshot:
         expected_pages: the pages the plan expects, or None when unknown.
         requests_in_flight: requests of the list waiting for an answer when the snapshot was made.
         requests_made: requests the list had sent by then, retries and redirects included.
+        resume_token: the token that goes on after this snapshot (pass it as ``resume=``), or
+            None when the list ends with it.
     """
 
     items: List[Any]
@@ -30,6 +32,7 @@ class Snapshot:
     expected_pages: Optional[int]
     requests_in_flight: int
     requests_made: int
+    resume_token: Optional[str] = None
 
     def __repr__(self) -> str:
         expected = "?" if self.expected_items is None else str(self.expected_items)
@@ -48,4 +51,27 @@ class Snapshot:
         return min(1.0, self.item_count / self.expected_items)
 
 
-__all__ = ["Snapshot"]
+class Items(list):  # type: ignore[type-arg]
+    """What ``Client.fetch_all`` returns: the items, in order (a plain ``list`` otherwise), and how
+    the list ended.
+
+    Attributes:
+        outcome: ``Result.OK`` when the list completed; ``LIMIT_REACHED``,
+            ``PAGE_BUDGET_REACHED`` or ``REQUEST_BUDGET_REACHED`` when it stopped where its caller
+            asked (``max_items``, ``max_pages``, ``max_requests``).
+        resume_token: the token that goes on after these items (pass it as ``resume=``), or None
+            when the list completed.
+    """
+
+    def __init__(self, items: List[Any], outcome: Any, resume_token: Optional[str]) -> None:
+        super().__init__(items)
+        self.outcome = outcome
+        self.resume_token = resume_token
+
+    @property
+    def complete(self) -> bool:
+        """Whether these are all the list's items."""
+        return self.resume_token is None
+
+
+__all__ = ["Snapshot", "Items"]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Generator, Iterator, Optional
+from typing import Generator, Iterator, List, Optional
 
 from ._closing import Closing
 from ._run import _END, ListRun
@@ -25,16 +25,22 @@ class SnapshotStream(Iterator[Snapshot], Closing):
 
     def __init__(self, run: ListRun) -> None:
         self._run: Optional[ListRun] = run
-        self._snapshots = self._generate(run)
+        # The token after the snapshots yielded (from the start until one is), in a list the
+        # generator shares: a generator holding the stream would make a cycle, and a stream left
+        # in a `for` loop's break must be released at once.
+        self._resume = [run.current_resume_token()]
+        self._snapshots = self._generate(run, self._resume)
 
     @staticmethod
-    def _generate(run: ListRun) -> Generator[Snapshot, None, None]:
+    def _generate(run: ListRun, resume: List[Optional[str]]) -> Generator[Snapshot, None, None]:
         try:
             run.start()
             while True:
                 snapshot = run.next_snapshot()
                 if snapshot is _END:
+                    resume[0] = run.resume_token
                     break
+                resume[0] = snapshot.resume_token
                 yield snapshot
             run.raise_outcome([])
         finally:
@@ -45,6 +51,12 @@ class SnapshotStream(Iterator[Snapshot], Closing):
 
     def __next__(self) -> Snapshot:
         return next(self._snapshots)
+
+    @property
+    def resume_token(self) -> Optional[str]:
+        """The token that goes on after the snapshots yielded so far (pass it as ``resume=``);
+        None once the list completed."""
+        return self._resume[0]
 
     def cancel(self) -> None:
         """Asks the list to stop; callable from any thread. Iteration ends with StoppedError."""

@@ -32,7 +32,8 @@ from api_server import start_server  # noqa: E402
 TOKEN = "tok-Secret-7f3a9c1d"
 OPTIONS = ["--token", "--preset", "--paging", "--explain", "--cursor", "--page-count", "--has-more", "--is-last", "--items", "--next", "--total", "--id", "--page-param",
            "--first-page", "--size-param", "--page-size", "--concurrency", "--max-items",
-           "--max-pages", "--timeout", "--max-attempts", "--format", "--output", "-o", "--quiet",
+           "--max-pages", "--max-requests", "--deadline", "--resume", "--timeout", "--max-attempts", "--format",
+           "--output", "-o", "--quiet",
            "--help"]
 
 
@@ -79,11 +80,21 @@ def lines(stdout: bytes) -> list:
 
 
 def error_line(result: subprocess.CompletedProcess) -> str:
-    """The one error line on stderr (and nothing else there)."""
+    """The one error line on stderr (and nothing else there but how to go on, when items were
+    written before the failure)."""
     text = result.stderr.decode("utf-8", "replace")
+    if result.stdout and "\nsheaf: to go on: --resume " in text:
+        text = text[: text.index("sheaf: to go on: --resume ")]
     assert text.endswith("\n") and text.count("\n") == 1, text
     assert text.startswith("sheaf: "), text
     return text
+
+
+def resume_token(result: subprocess.CompletedProcess) -> str:
+    """The token of the "to go on" line, the last line on stderr."""
+    last = result.stderr.decode().splitlines()[-1]
+    assert last.startswith("sheaf: to go on: --resume sheaf-resume-1."), last
+    return last.rsplit(" ", 1)[1]
 
 
 def closed_port() -> int:
@@ -188,7 +199,11 @@ def test_max_items(api, fmt):
     assert r.returncode == 0, r.stderr
     items = lines(r.stdout) if fmt == "jsonl" else json.loads(r.stdout)
     assert items == expected(30)
-    assert r.stderr == b""
+    token = resume_token(r)
+    assert r.stderr.decode().count("\n") == 1
+    rest = run_cli(f"{api}/anchor?n=1000", "--preset", "anchor", "--page-size", "20", "--format", fmt, "--resume", token)
+    assert rest.returncode == 0 and rest.stderr == b"", rest.stderr   # complete: no token
+    assert items + (lines(rest.stdout) if fmt == "jsonl" else json.loads(rest.stdout)) == expected(1000)
 
 
 # ---- failures and exit codes -----------------------------------------------------------------
@@ -215,8 +230,15 @@ def test_http_failure_later_keeps_the_items_before_it(api):
     assert r.returncode == 3
     assert "503" in error_line(r)
     assert lines(r.stdout) == expected(20)                  # pages 1 and 2, then the failure
+    # the same command with the token writes the rest: the fail= count is used up
+    rest = run_cli(f"{api}/anchor?n=100&per_page=10&fail=3:9:503", "--items", "/items",
+                   "--next", "/next_page", "--max-attempts", "1", "--resume", resume_token(r))
+    assert rest.returncode == 3 and lines(rest.stdout) == []   # page 3 still fails (9 times)...
+    rest = run_cli(f"{api}/anchor?n=100&per_page=10&fail=3:9:503", "--items", "/items",
+                   "--next", "/next_page", "--max-attempts", "9", "--resume", resume_token(r))
+    assert rest.returncode == 0 and lines(rest.stdout) == expected(100, 20)   # ...until it answers
     # and as JSON, the array is still closed
-    r = run_cli(f"{api}/anchor?n=100&per_page=10&fail=3:9:503", "--items", "/items",
+    r = run_cli(f"{api}/anchor?n=100&per_page=10&fail=3:8:503", "--items", "/items",
                 "--next", "/next_page", "--max-attempts", "1", "--format", "json")
     assert r.returncode == 3
     assert json.loads(r.stdout) == expected(20)
@@ -283,11 +305,16 @@ def test_short_list_is_exit_5(api):
     assert items == expected(len(items)) and len(items) <= 70
 
 
-def test_page_cap_is_exit_5(api):
-    r = run_cli(f"{api}/anchor?n=100&per_page=10", "--items", "/items", "--next", "/next_page",
-                "--max-pages", "3")
-    assert r.returncode == 5
-    error_line(r)
+def test_budgets_stop_with_exit_0_and_a_deadline_with_exit_6(api):
+    shape = ["--items", "/items", "--next", "/next_page"]
+    r = run_cli(f"{api}/anchor?n=100&per_page=10", *shape, "--max-pages", "3")
+    assert r.returncode == 0 and lines(r.stdout) == expected(30)
+    r = run_cli(f"{api}/anchor?n=100&per_page=10", *shape, "--max-requests", "5", "--resume", resume_token(r))
+    assert r.returncode == 0 and lines(r.stdout) == expected(80, 30)
+    r = run_cli(f"{api}/anchor?n=100&per_page=10&latency_ms=300", *shape, "--deadline", "0.5")
+    assert r.returncode == 6, r.stderr
+    assert "deadline" in error_line(r)
+    assert 0 < len(lines(r.stdout)) < 100
 
 
 def test_cross_origin_next_link_is_exit_5_and_gets_no_token(api, server):
@@ -520,7 +547,7 @@ def test_errors_on_a_terminal_end_the_progress_line_first(api):
 def test_ctrl_c_cancels_and_exits_130(api, server):
     proc = subprocess.Popen(command(f"{api}/anchor?n=100000&per_page=10&latency_ms=200",
                                     "--items", "/items", "--next", "/next_page"),
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, bufsize=0,   # no line read ahead
                             stdin=subprocess.DEVNULL, env=cli_env(), cwd=REPO)
     try:
         assert json.loads(proc.stdout.readline())["id"] == 0
@@ -530,8 +557,14 @@ def test_ctrl_c_cancels_and_exits_130(api, server):
         proc.kill()
         proc.wait()
     assert proc.returncode == 130, err
-    assert err.decode().strip().endswith("sheaf: interrupted"), err
+    said = err.decode().splitlines()
+    assert said[-2] == "sheaf: interrupted" and said[-1].startswith("sheaf: to go on: --resume "), err
     assert b"Traceback" not in err
+    # The token goes on after the last item written.
+    written = 1 + len(lines(out))
+    rest = run_cli(f"{api}/anchor?n=100000&per_page=10&latency_ms=200", "--items", "/items", "--next", "/next_page",
+                   "--max-items", "3", "--resume", said[-1].rsplit(" ", 1)[1])
+    assert lines(rest.stdout) == expected(written + 3, written)
     time.sleep(0.5)   # the list was cancelled: the walk does not go on after exit
     made = server.state.snapshot()["requests"]
     time.sleep(0.6)
@@ -567,7 +600,7 @@ def test_help_mentions_every_option_and_the_shapes():
                  "bare array", "sheaf presets", "github", "stripe", "never ends silently short",
                  "401", "403", "exit status", "130"):
         assert word in text, word
-    for code in ("0 ", "1 ", "2 ", "3 ", "4 ", "5 "):
+    for code in ("0 ", "1 ", "2 ", "3 ", "4 ", "5 ", "6 "):
         assert f"\n  {code}" in text, code
     top = subprocess.run([sys.executable, "-m", "sheaf", "--help"], capture_output=True,
                          env=cli_env(), cwd=REPO, timeout=60)

@@ -119,3 +119,75 @@ def test_the_cli_logs_with_v_and_vv(api) -> None:
     assert vv.returncode == 0 and b"302 to GET" in vv.stderr
     v = run("request", f"{api.base_url}/req/redirect?code=302&to=/req/echo", "-v")
     assert v.returncode == 0 and b"302 to GET" not in v.stderr and b"-> 200" in v.stderr
+
+
+# ---- token refresh ------------------------------------------------------------------------------
+
+def _provider(*tokens: str):
+    """A token provider handing out `tokens` in turn (the last one again when they run out), and
+    the refresh flags it was called with."""
+    calls: List[bool] = []
+
+    def provide(refresh: bool) -> str:
+        calls.append(refresh)
+        return tokens[min(len(calls), len(tokens)) - 1]
+    return provide, calls
+
+
+def test_a_401_refreshes_the_token_once_and_the_log_tells_it(api, sheaf_log) -> None:
+    provide, calls = _provider("stale-token-0a1b2c", "fresh-token-3d4e5f")
+    events: List[sheaf.Event] = []
+    with sheaf.Client(api.base_url, token_provider=provide, on_event=events.append, secret_params=["bearer"]) as client:
+        assert client.get("/req/echo?bearer=fresh-token-3d4e5f").ok
+        assert client.get("/req/echo?bearer=fresh-token-3d4e5f").ok   # the fresh token is kept
+    assert calls == [False, True]
+    assert [(r.sheaf_kind, r.sheaf_status, r.sheaf_attempt, r.sheaf_delay_ms) for r in sheaf_log.records] == [
+        ("request", 401, 1, -1), ("retry", 401, 1, 0), ("request", 200, 1, -1), ("request", 200, 1, -1)]
+    assert "asking the credential provider for a new credential" in sheaf_log.records[1].getMessage()
+    assert events == []   # refused once and refreshed: no auth_refused
+    sent = [entry["authorization"] for entry in api.state.snapshot()["log"]]
+    assert sent == ["Bearer stale-token-0a1b2c", "Bearer fresh-token-3d4e5f", "Bearer fresh-token-3d4e5f"]
+    for record in sheaf_log.records:
+        for text in (record.getMessage(), record.sheaf_url or ""):
+            assert "token-" not in text, text
+
+
+def test_concurrent_401s_of_one_list_share_one_refresh(api) -> None:
+    provide, calls = _provider("old-token-9f8e", "new-token-7d6c")
+    # Page 1 takes any token; from page 2 on the server wants the new one: pages 2..9 go out
+    # together with the old token and are all refused.
+    with sheaf.Client(api.base_url, token_provider=provide, concurrency=8) as client:
+        items = client.fetch_all("/anchor?n=1000&per_page=50&bearer=new-token-7d6c&bearer_from=2&latency_ms=20")
+    assert items == [{"id": i, "name": f"item-{i}"} for i in range(1000)]
+    assert calls == [False, True]
+    log = api.state.snapshot()["log"]
+    refused = [entry for entry in log if entry["authorization"] == "Bearer old-token-9f8e"]
+    assert len(refused) >= 3, "the window's pages were not refused together"
+    assert len(log) == 20 + len(refused) - 1   # every page once with the new token, page 1 with the old
+
+
+def test_a_token_refused_again_after_the_refresh_is_the_answer(api) -> None:
+    provide, calls = _provider("never-valid-0", "never-valid-1", "never-valid-2")
+    events: List[sheaf.Event] = []
+    with sheaf.Client(api.base_url, token_provider=provide, on_event=events.append) as client:
+        with pytest.raises(sheaf.HTTPError) as refused:
+            client.get("/req/echo?bearer=something-else")
+        assert refused.value.status == 401
+        with pytest.raises(sheaf.HTTPError) as failed:
+            client.fetch_all("/anchor?n=10&bearer=something-else")
+    assert failed.value.status == 401 and "never-valid" not in str(failed.value)
+    assert calls == [False, True, True]   # one refresh per request, not a loop
+    assert [(e.kind, e.status) for e in events] == [("auth_refused", 401), ("auth_refused", 401)]
+
+
+def test_a_provider_that_raises_fails_the_request_with_credential_error(api) -> None:
+    def broken(refresh: bool) -> str:
+        raise RuntimeError("the token endpoint is down")
+    with sheaf.Client(api.base_url, token_provider=broken) as client:
+        with pytest.raises(sheaf.CredentialError, match="RuntimeError"):
+            client.get("/req/echo")
+        with pytest.raises(sheaf.CredentialError):
+            client.fetch_all("/anchor?n=10")
+    assert api.state.snapshot()["requests"] == 0   # nothing was sent without a credential
+    with pytest.raises(sheaf.UsageError):
+        sheaf.Client(api.base_url, "a-token", token_provider=broken)

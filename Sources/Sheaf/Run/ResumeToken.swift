@@ -1,0 +1,167 @@
+import FoundationEssentials
+
+/// Where a list goes on after the items delivered so far: the page to fetch next, how many of
+/// its items were delivered already (an item limit may cut a page), and how many items came
+/// before it in every run of the list.
+struct ResumePoint: Sendable, Equatable {
+    /// The page to fetch next; nil once the list has ended.
+    var url: String?
+    /// Items of that page already delivered, to drop when it is fetched again.
+    var skip = 0
+    /// Items delivered before this point, over every run (for the check against a total).
+    var itemsBefore = 0
+}
+
+/// A list's resume token: the description the run used (detected parts resolved) and where to
+/// go on, bound to the list it came from by a fingerprint of its path and pinned description.
+///
+/// Its text is `sheaf-resume-1.` and the base64url of a small JSON object: printable, one line,
+/// safe in a shell argument. It holds no credential: the values of secret query parameters are
+/// left out (a resumed list sends its own again), and a credential is never part of a URL.
+public struct ResumeToken: Sendable, Equatable, CustomStringConvertible {
+    static let prefix = "sheaf-resume-1."
+
+    /// FNV-1a of the list's path and pinned description (`ResumeToken.fingerprint`).
+    var fingerprint: UInt64
+    /// The paging as the run used it, with `first` the original first page number or offset.
+    var paging: Paging
+    /// The signals as the run read them; absent, a signal is detected, unless `resolved`.
+    var signals: [Signal: SignalSource]
+    /// Whether the run had read its first page: then what it did not read, no page has.
+    var resolved: Bool
+    /// The page size the list's first run was served (0: unknown): a resumed run may start on a
+    /// short page, and must still count the pages before it right.
+    var pageSize: Int
+    var point: ResumePoint
+
+    /// The token's text.
+    public var description: String {
+        var json = "{\"v\":1,\"f\":\"\(String(fingerprint, radix: 16))\",\"k\":\(JSONText.quote(paging.kindName))"
+        json += ",\"p\":\(JSONText.quote(paging.parameter)),\"o\":\(paging.first ?? 0)"
+        json += ",\"zp\":\(JSONText.quote(paging.size?.parameter)),\"z\":\(paging.size?.value ?? 0),\"r\":\(resolved ? 1 : 0),\"s\":{"
+        json += Signal.allCases.compactMap { signal in
+            signals[signal].flatMap { $0 == .none || $0 == .detect ? nil : $0 }.map { "\(JSONText.quote(signal.rawValue)):[\(JSONText.quote($0.kindName)),\(JSONText.quote($0.whereText ?? ""))]" }
+        }.joined(separator: ",")
+        json += "},\"w\":\(pageSize),\"u\":\(JSONText.quote(point.url)),\"i\":\(point.skip),\"n\":\(point.itemsBefore)}"
+        let base64 = Data(json.utf8).base64EncodedString()
+        return Self.prefix + String(base64.compactMap { (character: Character) -> Character? in
+            switch character {
+            case "+": "-"
+            case "/": "_"
+            case "=": nil
+            default: character
+            }
+        })
+    }
+
+    init(fingerprint: UInt64, paging: Paging, signals: [Signal: SignalSource], resolved: Bool, pageSize: Int,
+         point: ResumePoint) {
+        self.fingerprint = fingerprint
+        self.paging = paging
+        self.signals = signals
+        self.resolved = resolved
+        self.pageSize = pageSize
+        self.point = point
+    }
+
+    /// Reads a token's text.
+    /// - Throws: `.invalidArgument` for text that is not a resume token of this version.
+    public init(_ text: String) throws(SheafError) {
+        let invalid = SheafError(.invalidArgument, "not a resume token of this version of Sheaf (they start with \"\(Self.prefix)\")")
+        guard text.hasPrefix(Self.prefix) else { throw invalid }
+        var base64 = String(text.dropFirst(Self.prefix.count)).map { $0 == "-" ? "+" : $0 == "_" ? "/" : $0 }.map(String.init).joined()
+        base64 += String(repeating: "=", count: (4 - base64.count % 4) % 4)
+        guard let data = Data(base64Encoded: base64) else { throw invalid }
+        let fields = ["/v", "/f", "/k", "/p", "/o", "/zp", "/z", "/u", "/i", "/n", "/w", "/r"]
+        var targets = (fields + Signal.allCases.flatMap { ["/s/\($0.rawValue)/0", "/s/\($0.rawValue)/1"] })
+            .map { JSONScanner.Target(pointer: JSONPointer($0)!, collectsElements: false) }
+        let bytes = Array(data)
+        let read = bytes.withUnsafeBufferPointer { buffer -> ResumeToken? in
+            let scanner = JSONScanner(buffer)
+            guard (try? scanner.scanDocument(&targets)) != nil else { return nil }
+            func string(_ index: Int) -> String? {
+                guard let range = targets[index].range, buffer[range.lowerBound] == UInt8(ascii: "\"") else { return nil }
+                return try? scanner.decodeString(at: range.lowerBound)
+            }
+            func integer(_ index: Int) -> Int? { targets[index].range.flatMap { scanner.nonNegativeInteger(at: $0) } }
+            guard integer(0) == 1, let fingerprint = string(1).flatMap({ UInt64($0, radix: 16) }), let kind = string(2),
+                  let first = integer(4), let skip = integer(8), let itemsBefore = integer(9), let pageSize = integer(10),
+                  let paging = Paging(kindName: kind, parameter: string(3), first: first, sizeParameter: string(5), size: integer(6))
+            else { return nil }
+            var signals: [Signal: SignalSource] = [:]
+            for (offset, signal) in Signal.allCases.enumerated() {
+                let slot = fields.count + 2 * offset
+                guard let kindName = string(slot) else {
+                    if integer(11) == 1 { signals[signal] = SignalSource.none }
+                    continue
+                }
+                guard let source = SignalSource(kindName: kindName, where: string(slot + 1) ?? ""),
+                      (try? signal.check(source)) != nil else { return nil }
+                signals[signal] = source
+            }
+            return ResumeToken(fingerprint: fingerprint, paging: paging, signals: signals, resolved: integer(11) == 1,
+                               pageSize: pageSize,
+                               point: ResumePoint(url: string(7), skip: skip, itemsBefore: itemsBefore))
+        }
+        guard let read, (try? read.paging.validated()) != nil else { throw invalid }
+        self = read
+    }
+
+    /// What a token is bound to: the list's first URL (secret values hidden) and its description
+    /// as pinned, not what a run detected nor how far it may go.
+    static func fingerprint(_ description: ListDescription, firstURL: String, redactor: Redactor) -> UInt64 {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in Array(redactor.redact(firstURL).utf8) + [0] + description.json(resolution: nil, plan: nil) {
+            hash = (hash ^ UInt64(byte)) &* 0x0000_0100_0000_01B3
+        }
+        return hash
+    }
+}
+
+extension Paging {
+    init?(kindName: String, parameter: String?, first: Int, sizeParameter: String?, size: Int?) {
+        let pageSize = sizeParameter.map { PageSize(parameter: $0, value: size.flatMap { $0 > 0 ? $0 : nil }) }
+        switch kindName {
+        case "detect": self = .detect
+        case "single": self = .single
+        case "next": self = .next
+        case "page_number", "offset":
+            guard let parameter else { return nil }
+            let numbering = Numbering(parameter: parameter, first: first, size: pageSize)
+            self = kindName == "offset" ? .offset(numbering) : .pageNumber(numbering)
+        case "cursor":
+            guard let parameter else { return nil }
+            self = .cursor(parameter: parameter, size: pageSize)
+        default: return nil
+        }
+    }
+
+    /// The same paging, starting at page number or offset `first`.
+    func starting(at first: Int) -> Paging {
+        switch self {
+        case .pageNumber(var numbering):
+            numbering.first = first
+            return .pageNumber(numbering)
+        case .offset(var numbering):
+            numbering.first = first
+            return .offset(numbering)
+        default:
+            return self
+        }
+    }
+}
+
+extension SignalSource {
+    init?(kindName: String, where text: String) {
+        switch kindName {
+        case "none": self = .none
+        case "detect": self = .detect
+        case "header": self = .header(text)
+        case "link": self = .link(text)
+        case "body", "item", "last_item":
+            guard let pointer = JSONPointer(text) else { return nil }
+            self = kindName == "body" ? .body(pointer) : kindName == "item" ? .item(pointer) : .lastItem(pointer)
+        default: return nil
+        }
+    }
+}

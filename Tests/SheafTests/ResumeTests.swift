@@ -1,0 +1,148 @@
+import XCTest
+@testable import Sheaf
+
+private let base = "https://api.example.com/v1/things"
+private let pageNumbers = Paging.pageNumber(.init(parameter: "page", first: 1, size: .init(parameter: "per_page", value: 10)))
+
+private func page(_ count: Int, next: String? = nil, total: Int? = nil, more: Bool? = nil) -> Page {
+    var page = Page(body: [], items: Array(repeating: 0..<0, count: count), identities: [], next: next, total: total)
+    page.more = more ?? (next != nil ? true : nil)
+    return page
+}
+
+private extension [PagePlanner.Action] {
+    var fetchedIndices: [Int] {
+        compactMap { if case .fetch(let index, _) = $0 { index } else { nil } }
+    }
+
+    var ending: PagePlanner.Ending? {
+        for case .finish(let ending) in self { return ending }
+        return nil
+    }
+}
+
+/// Resume tokens (their text, the planner's budgets and continuations, the assembler's cut) in
+/// isolation; the end-to-end runs are in the C harness and the Python tests.
+final class ResumeTests: XCTestCase {
+    func testATokenReadsBackAsWritten() throws {
+        let token = ResumeToken(
+            fingerprint: 0xDEAD_BEEF_0123_4567,
+            paging: .cursor(parameter: "page[after]", size: .init(parameter: "page[size]", value: 40)),
+            signals: [.items: .body(JSONPointer("/data")!), .cursor: .body(JSONPointer("/meta/after_cursor")!),
+                      .hasMore: .header("X-More"), .next: .link("next"), .identity: .item(JSONPointer("/a~1b")!)],
+            resolved: true, pageSize: 40,
+            point: ResumePoint(url: "https://h/x?page%5Bafter%5D=abc%2B%2F&q=\"é\"", skip: 3, itemsBefore: 1_000_003))
+        let text = token.description
+        XCTAssertTrue(text.hasPrefix("sheaf-resume-1."))
+        XCTAssertTrue(text.utf8.allSatisfy { $0 > 0x20 && $0 < 0x7F }, text)
+        let read = try ResumeToken(text)
+        XCTAssertEqual(read.description, text)
+        XCTAssertEqual(read.point, token.point)
+        XCTAssertEqual(read.paging, token.paging)
+        XCTAssertEqual(read.pageSize, 40)
+        for (signal, source) in token.signals { XCTAssertEqual(read.signals[signal], source, signal.rawValue) }
+        // Resolved: what the run did not read is absent, never detected again.
+        XCTAssertEqual(read.signals[.total], SignalSource.none)
+    }
+
+    func testAnUnresolvedTokenLeavesItsOpenPartsToDetection() throws {
+        let token = ResumeToken(fingerprint: 1, paging: .detect, signals: [:], resolved: false, pageSize: 0,
+                                point: ResumePoint(url: "https://h/x", skip: 0, itemsBefore: 0))
+        let read = try ResumeToken(token.description)
+        XCTAssertEqual(read.paging, .detect)
+        XCTAssertTrue(read.signals.isEmpty)
+    }
+
+    func testTextThatIsNotATokenIsRefused() {
+        let valid = ResumeToken(fingerprint: 1, paging: pageNumbers, signals: [:], resolved: true, pageSize: 10,
+                                point: ResumePoint(url: "https://h/x?page=3", skip: 0, itemsBefore: 20)).description
+        for text in ["", "sheaf-resume-1.", "sheaf-resume-2." + valid.dropFirst(15), "sheaf-resume-1.!!!",
+                     String(valid.dropLast(8)), "sheaf-resume-1." + "e30"] { // e30 is "{}"
+            XCTAssertThrowsError(try ResumeToken(text), text) { error in
+                XCTAssertEqual((error as? SheafError)?.code, .invalidArgument)
+            }
+        }
+    }
+
+    func testAFingerprintIgnoresBudgetsButNotTheDescription() {
+        let redactor = Redactor([])
+        var description = ListDescription(path: "/x")
+        let url = "https://h/x"
+        let plain = ResumeToken.fingerprint(description, firstURL: url, redactor: redactor)
+        description.maxPages = 3
+        description.maxItems = 7
+        XCTAssertEqual(ResumeToken.fingerprint(description, firstURL: url, redactor: redactor), plain)
+        description.paging = pageNumbers
+        XCTAssertNotEqual(ResumeToken.fingerprint(description, firstURL: url, redactor: redactor), plain)
+        XCTAssertNotEqual(ResumeToken.fingerprint(ListDescription(path: "/x"), firstURL: url + "?a=1", redactor: redactor), plain)
+    }
+
+    // MARK: The planner
+
+    func testAPageBudgetEndsAParallelPlanWithoutFetchingPastIt() {
+        var planner = PagePlanner(firstURL: "\(base)?page=1&per_page=10", paging: pageNumbers, window: 8, maxPages: 100, pageBudget: 3)
+        _ = planner.start()
+        let actions = planner.pageArrived(0, page(10, total: 100))
+        XCTAssertEqual(actions.fetchedIndices, [1, 2])
+        XCTAssertNil(planner.pageArrived(1, page(10, total: 100)).ending)
+        let end = planner.pageArrived(2, page(10, total: 100))
+        guard case .failed(3, let error) = end.ending else { return XCTFail("\(end)") }
+        XCTAssertEqual(error.code, .pageBudget)
+        XCTAssertEqual(planner.continuation(after: 2, page(10, total: 100)), "\(base)?page=4&per_page=10")
+    }
+
+    func testAPageBudgetThatTheListFitsInEndsItComplete() {
+        var planner = PagePlanner(firstURL: "\(base)?page=1&per_page=10", paging: pageNumbers, window: 8, maxPages: 100, pageBudget: 3)
+        _ = planner.start()
+        _ = planner.pageArrived(0, page(10, total: 25))
+        _ = planner.pageArrived(1, page(10, total: 25))
+        let end = planner.pageArrived(2, page(5, total: 25))
+        XCTAssertEqual(end.ending, .allPages(expectedTotal: 25, missingPages: []))
+        XCTAssertNil(planner.continuation(after: 2, page(5, total: 25)))
+    }
+
+    func testAPageBudgetStopsAWalkOfNextLinksAtTheLinkItWouldFollow() {
+        var planner = PagePlanner(firstURL: "\(base)?c=0", paging: .next, window: 8, maxPages: 100, pageBudget: 2)
+        _ = planner.start()
+        XCTAssertEqual(planner.pageArrived(0, page(10, next: "\(base)?c=1")).fetchedIndices, [1])
+        let second = page(10, next: "\(base)?c=2")
+        let end = planner.pageArrived(1, second)
+        guard case .failed(2, let error) = end.ending else { return XCTFail("\(end)") }
+        XCTAssertEqual(error.code, .pageBudget)
+        XCTAssertEqual(planner.continuation(after: 1, second), "\(base)?c=2")
+    }
+
+    func testAResumedListCountsThePagesBeforeItAgainstTheTotal() {
+        // Resumed at page 5 of 10-item pages (the first run started at page 1): 40 items lie
+        // before, so a total of 57 leaves pages 5 and 6.
+        func resumed() -> PagePlanner {
+            var planner = PagePlanner(firstURL: "\(base)?page=5&per_page=10", paging: pageNumbers.starting(at: 5),
+                                      window: 8, maxPages: 100, origin: 1, resumedPageSize: 10)
+            _ = planner.start()
+            return planner
+        }
+        var planner = resumed()
+        XCTAssertEqual(planner.pageArrived(0, page(10, total: 57)).fetchedIndices, [1])
+        XCTAssertEqual(planner.expectedPages, 2)
+        // Resumed on the short last page: the first run's page size counts the pages before.
+        planner = resumed()
+        XCTAssertEqual(planner.pageArrived(0, page(7, total: 47)).ending, .allPages(expectedTotal: 47, missingPages: []))
+    }
+
+    // MARK: The assembler
+
+    func testTheAssemblerSkipsWhatAResumedPageDeliveredBeforeAndRecordsWhereALimitCuts() {
+        var assembler = Assembler(keepsItems: true, maxItems: 5, deduplicates: false, skipsOnFirstPage: 2)
+        let body = Array("[1,2,3,4]".utf8)
+        let items = [1..<2, 3..<4, 5..<6, 7..<8]
+        let first = Page(body: body, items: items, identities: [])
+        let delta = assembler.add(0, first)
+        XCTAssertEqual(delta.map { String(decoding: $0.json, as: UTF8.self) }, "[3,4]")
+        XCTAssertNil(assembler.cut)
+        let second = assembler.add(1, Page(body: Array("[5,6,7,8]".utf8), items: items, identities: []))
+        XCTAssertEqual(second.map { String(decoding: $0.json, as: UTF8.self) }, "[5,6,7]")
+        XCTAssertTrue(assembler.reachedLimit)
+        XCTAssertEqual(assembler.cut?.index, 1)
+        XCTAssertEqual(assembler.cut?.consumed, 3)
+    }
+}
