@@ -7,7 +7,7 @@ import Dispatch
 public final class CredentialProvider: Sendable {
     /// Makes a credential: `refresh` is false for the first one, true when the last was refused.
     /// Called on a queue of the provider's own, one call at a time, so it may block (an HTTP call
-    /// to a token endpoint). Throws, or returns nil, when it has none.
+    /// to a token endpoint). A failure when it has none.
     public typealias Make = @Sendable (_ refresh: Bool) -> Result<Credential, SheafError>
 
     /// A credential and its generation: 1 for the first, one more for each refresh.
