@@ -35,7 +35,7 @@ func cCredentialProvider(kind: sheaf_auth, name: String?, function: sheaf_creden
             }
         }
         // The name is checked now, with a stand-in value, rather than at the first request.
-        try SheafClient.validate(baseURL: "http://localhost", credential: make("x"))
+        _ = try make("x").validated()
     default:
         throw SheafError(.invalidArgument, "a credential provider needs SHEAF_AUTH_BEARER, BASIC, API_KEY_HEADER or API_KEY_QUERY")
     }

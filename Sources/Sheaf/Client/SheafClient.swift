@@ -104,7 +104,7 @@ public final class SheafClient: Sendable {
 
     /// The credentials to keep out of every message: the fixed ones, and those a provider gave.
     var redactor: Redactor {
-        credentialProvider.map { fixedRedactor.adding($0.secrets) } ?? fixedRedactor
+        credentialProvider?.redactor(adding: fixedRedactor) ?? fixedRedactor
     }
     private let fixedRedactor: Redactor
 

@@ -5,7 +5,7 @@ import FoundationEssentials
 /// JSON-escaped (`\/`, `\u002B`). Compares bytes, never grapheme clusters (a secret followed by a
 /// combining mark is still found), and is applied before any truncation, so no prefix of a secret
 /// survives a cut. The values of secret query parameters (`?api_key=…`) go too, whatever they are.
-struct Redactor: Sendable {
+struct Redactor: Sendable, Equatable {
     static let replacement = "<redacted>"
     private let secrets: [[UInt8]]
     /// Lower-cased names of query parameters whose values are secret.

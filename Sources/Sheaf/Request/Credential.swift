@@ -14,7 +14,7 @@ public enum Credential: Sendable, Equatable {
 
     /// Checks that the credential can be sent as written.
     /// - Throws: `.invalidArgument` naming what is wrong (never the secret itself).
-    func validated() throws(SheafError) -> Credential {
+    package func validated() throws(SheafError) -> Credential {
         func check(_ ok: Bool, _ what: String) throws(SheafError) {
             if !ok { throw SheafError(.invalidArgument, what) }
         }

@@ -15,8 +15,10 @@ public final class CredentialProvider: Sendable {
 
     private struct State {
         var current: Issued?
-        /// Every value handed out, for messages to hide (the most recent `secretsKept`).
+        /// The values handed out, for messages to hide (the most recent `secretsKept`), with the
+        /// redactor that hides them besides the client's own (`redactor(adding:)`).
         var secrets: [String] = []
+        var redactor: (base: Redactor, with: Redactor)?
         var waiters: [@Sendable (Result<Issued, SheafError>) -> Void] = []
         var making = false
     }
@@ -37,14 +39,18 @@ public final class CredentialProvider: Sendable {
     /// Calls `completion` with a credential newer than generation `refused` (0: any), making one
     /// when there is none: at once when one is at hand, else once the provider has answered.
     func credential(newerThan refused: Int, _ completion: @escaping @Sendable (Result<Issued, SheafError>) -> Void) {
-        let start = state.withLock { state -> Bool? in
-            if let current = state.current, current.generation > refused { return nil }
+        enum Next { case ready(Issued), wait, make }
+        let next = state.withLock { state -> Next in
+            if let current = state.current, current.generation > refused { return .ready(current) }
             state.waiters.append(completion)
             defer { state.making = true }
-            return !state.making
+            return state.making ? .wait : .make
         }
-        guard let start else { return completion(.success(state.withLock { $0.current! })) }
-        guard start else { return }
+        switch next {
+        case .ready(let issued): return completion(.success(issued))
+        case .wait: return
+        case .make: break
+        }
         let refresh = refused > 0
         queue.async { [self] in
             let made = make(refresh).flatMap { (credential) -> Result<Credential, SheafError> in
@@ -58,6 +64,7 @@ public final class CredentialProvider: Sendable {
                     let issued = (credential, (state.current?.generation ?? 0) + 1)
                     state.current = issued
                     state.secrets = Array((state.secrets + credential.secrets).suffix(Self.secretsKept))
+                    state.redactor = nil
                     return (state.waiters, .success(issued))
                 case .failure(let error):
                     return (state.waiters, .failure(error))
@@ -67,6 +74,14 @@ public final class CredentialProvider: Sendable {
         }
     }
 
-    /// The values handed out lately, for `Redactor`.
-    var secrets: [String] { state.withLock { $0.secrets } }
+    /// `base` also hiding the values handed out lately; made again only after a new credential
+    /// (a client asks on every answer it reads).
+    func redactor(adding base: Redactor) -> Redactor {
+        state.withLock { state in
+            if let made = state.redactor, made.base == base { return made.with }
+            let with = base.adding(state.secrets)
+            state.redactor = (base, with)
+            return with
+        }
+    }
 }

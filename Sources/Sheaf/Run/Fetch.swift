@@ -114,15 +114,18 @@ final class Fetch: Sendable {
         } catch {
             return finish(.failure(error))
         }
-        let counted = state.withLock { state -> Bool? in
-            guard !state.isDone, state.serial == serial else { return nil } // cancelled meanwhile
-            guard requests.started() else { return false }
+        enum Admission { case sent, cancelled, overBudget }
+        let admission = state.withLock { state -> Admission in
+            guard !state.isDone, state.serial == serial else { return .cancelled } // while a credential was made
+            guard requests.started() else { return .overBudget }
             state.isOutstanding = true
             state.sentAt = DispatchTime.now().uptimeNanoseconds
-            return true
+            return .sent
         }
-        guard let counted else { return }
-        guard counted else {
+        switch admission {
+        case .sent: break
+        case .cancelled: return
+        case .overBudget:
             return finish(.failure(SheafError(.requestBudget, "the list reached its budget of \(requests.budget ?? 0) requests", url: url)))
         }
         let task = client.transport.send(request) { [self] result in

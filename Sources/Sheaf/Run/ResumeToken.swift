@@ -43,15 +43,7 @@ public struct ResumeToken: Sendable, Equatable, CustomStringConvertible {
             signals[signal].flatMap { $0 == .none || $0 == .detect ? nil : $0 }.map { "\(JSONText.quote(signal.rawValue)):[\(JSONText.quote($0.kindName)),\(JSONText.quote($0.whereText ?? ""))]" }
         }.joined(separator: ",")
         json += "},\"w\":\(pageSize),\"u\":\(JSONText.quote(point.url)),\"i\":\(point.skip),\"n\":\(point.itemsBefore)}"
-        let base64 = Data(json.utf8).base64EncodedString()
-        return Self.prefix + String(base64.compactMap { (character: Character) -> Character? in
-            switch character {
-            case "+": "-"
-            case "/": "_"
-            case "=": nil
-            default: character
-            }
-        })
+        return Self.prefix + Base64URL.encode(Array(json.utf8))
     }
 
     init(fingerprint: UInt64, paging: Paging, signals: [Signal: SignalSource], resolved: Bool, pageSize: Int,
@@ -68,14 +60,10 @@ public struct ResumeToken: Sendable, Equatable, CustomStringConvertible {
     /// - Throws: `.invalidArgument` for text that is not a resume token of this version.
     public init(_ text: String) throws(SheafError) {
         let invalid = SheafError(.invalidArgument, "not a resume token of this version of Sheaf (they start with \"\(Self.prefix)\")")
-        guard text.hasPrefix(Self.prefix) else { throw invalid }
-        var base64 = String(text.dropFirst(Self.prefix.count)).map { $0 == "-" ? "+" : $0 == "_" ? "/" : $0 }.map(String.init).joined()
-        base64 += String(repeating: "=", count: (4 - base64.count % 4) % 4)
-        guard let data = Data(base64Encoded: base64) else { throw invalid }
+        guard text.hasPrefix(Self.prefix), let bytes = Base64URL.decode(text.dropFirst(Self.prefix.count)) else { throw invalid }
         let fields = ["/v", "/f", "/k", "/p", "/o", "/zp", "/z", "/u", "/i", "/n", "/w", "/r"]
         var targets = (fields + Signal.allCases.flatMap { ["/s/\($0.rawValue)/0", "/s/\($0.rawValue)/1"] })
             .map { JSONScanner.Target(pointer: JSONPointer($0)!, collectsElements: false) }
-        let bytes = Array(data)
         let read = bytes.withUnsafeBufferPointer { buffer -> ResumeToken? in
             let scanner = JSONScanner(buffer)
             guard (try? scanner.scanDocument(&targets)) != nil else { return nil }
@@ -115,6 +103,32 @@ public struct ResumeToken: Sendable, Equatable, CustomStringConvertible {
             hash = (hash ^ UInt64(byte)) &* 0x0000_0100_0000_01B3
         }
         return hash
+    }
+}
+
+/// Base64 with the URL and file name alphabet, unpadded (RFC 4648 §5): text for a shell argument.
+private enum Base64URL {
+    static func encode(_ bytes: [UInt8]) -> String {
+        String(Data(bytes).base64EncodedString().unicodeScalars.compactMap { scalar -> Character? in
+            switch scalar {
+            case "+": "-"
+            case "/": "_"
+            case "=": nil
+            default: Character(scalar)
+            }
+        })
+    }
+
+    static func decode(_ text: Substring) -> [UInt8]? {
+        var base64 = String(text.unicodeScalars.map { scalar -> Character in
+            switch scalar {
+            case "-": "+"
+            case "_": "/"
+            default: Character(scalar)
+            }
+        })
+        base64 += String(repeating: "=", count: (4 - base64.utf8.count % 4) % 4)
+        return Data(base64Encoded: base64).map(Array.init)
     }
 }
 

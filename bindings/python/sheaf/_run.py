@@ -73,6 +73,7 @@ class ListRun:
         self.outcome = _ffi.SHEAF_OK
         self.detail: Dict[str, Any] = {}       # the fields of the outcome's error
         self.resume_token: Optional[str] = None   # read when the list ends or is closed
+        self.ended = False                           # the outcome was read
         self._pulled = POINTER(_ffi.SnapshotStruct)()   # where sheaf_list_next puts its answer
         if self.transport is not None:   # the list's own transport, with this run as user_data
             lib.sheaf_list_set_transport(handle, _TRANSPORT_BRIDGE, self.token, None)
@@ -138,6 +139,7 @@ class ListRun:
     def _read_outcome(self) -> None:
         handle = self.handle
         self.outcome = lib.sheaf_list_wait(handle)   # at once: every snapshot was taken
+        self.ended = True
         self.detail = _ffi.list_error_detail(handle) if self.outcome not in _ffi.SUCCESSES else {}
         self.resume_token = self.current_resume_token()
 
@@ -186,7 +188,7 @@ class ListRun:
         taken and waits out the list's threads). Idempotent."""
         if self.handle is None:
             return
-        if self.started:
+        if self.started and not self.ended:
             self.cancel()
             self.resume_token = self.current_resume_token()   # after the snapshots taken
         with self.lock:

@@ -35,6 +35,9 @@ EXIT_HTTP = 3
 EXIT_NETWORK = 4
 EXIT_BAD_PAGE = 5
 EXIT_DEADLINE = 6
+
+#: The options of a run of a list, not of its description (``--explain`` ignores them).
+RUN_OPTIONS = ("max_items", "max_pages", "max_requests", "deadline", "resume")
 EXIT_INTERRUPTED = 130
 
 EXIT_STATUS_TEXT = """\
@@ -468,7 +471,7 @@ def _list_options(parser: argparse.ArgumentParser, args: argparse.Namespace) -> 
         parser.error("--first needs --paging (or --page-param, or a preset)")
     if args.page_size is not None and args.size_param is None and args.preset is None:
         parser.error("--page-size needs --size-param (the query parameter that carries it) or a preset")
-    for name in ("max_items", "max_pages", "max_requests", "deadline", "resume"):
+    for name in RUN_OPTIONS:
         if getattr(args, name) is not None:
             options[name] = getattr(args, name)
     if options.get("deadline") == 0:
@@ -622,8 +625,7 @@ def _presets(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
 
 def _explain(api, args: argparse.Namespace, base: str, path: str, token: Optional[str],
              list_options: dict, client_options: dict) -> int:
-    list_options = {name: value for name, value in list_options.items()
-                    if name not in ("max_items", "max_pages", "max_requests", "deadline", "resume")}
+    list_options = {name: value for name, value in list_options.items() if name not in RUN_OPTIONS}
     try:
         with api.Client(base, **client_options) as client:
             explained = client.explain(path, **list_options)
