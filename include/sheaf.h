@@ -754,6 +754,85 @@ SHEAF_API sheaf_result sheaf_list_prefix(sheaf_list *list, char **out_json, size
  */
 SHEAF_API sheaf_result sheaf_list_fetch_all(sheaf_list *list, char **out_json, size_t *out_length);
 
+/** Where a list stands (sheaf_list_get_status). Values are never renumbered; more may come. */
+typedef enum sheaf_list_state {
+    SHEAF_LIST_NEW = 0,      /**< Not started. */
+    SHEAF_LIST_LOADING = 1,  /**< Fetching; for a load-more list, a page asked for is on its way. */
+    SHEAF_LIST_IDLE = 2,     /**< A load-more list with every page asked for in: it waits for sheaf_list_more. */
+    SHEAF_LIST_ENDED = 3     /**< Ended: sheaf_list_wait returns the outcome at once (a pulled list may still hold snapshots to take; a load-more list has handed out every page). */
+} sheaf_list_state;
+
+/**
+ * A list's progress, filled by sheaf_list_get_status. Versioned by size: the caller sets `size`
+ * to sizeof(sheaf_list_status) as its header knows it, and the library fills the fields that fit
+ * (fields are only ever appended).
+ */
+typedef struct sheaf_list_status {
+    size_t size;                 /**< Set by the caller: sizeof(sheaf_list_status). */
+    sheaf_list_state state;
+    int64_t items;               /**< Items delivered so far, after de-duplication (pulled: taken; load-more: handed out). */
+    int64_t pages;               /**< Pages delivered so far, counted alike. */
+    int64_t expected_items;      /**< The server's total as last delivered, or -1 when unknown. */
+    int64_t expected_pages;      /**< Pages the plan expects, or -1 when unknown. */
+    int64_t pages_ready;         /**< A load-more list: pages in but not handed out yet (fetched ahead); 0 otherwise. */
+    int64_t requests_made;       /**< As sheaf_list_requests_made. */
+    int64_t requests_in_flight;  /**< As sheaf_list_requests_in_flight. */
+} sheaf_list_status;
+
+/**
+ * Fills *out_status (its `size` set by the caller) with where the list stands. Non-blocking and
+ * thread-safe: callable from any thread and from callbacks, at any time. SHEAF_E_INVALID_ARGUMENT
+ * for NULL, or a `size` below this first version's.
+ */
+SHEAF_API sheaf_result sheaf_list_get_status(sheaf_list *list, sheaf_list_status *out_status);
+
+/* ---- Loading more: a list page by page, as its caller asks ------------------------------ */
+
+/**
+ * Starts the list in load-more mode, the way an infinite-scroll view loads a list: nothing is
+ * fetched until sheaf_list_more asks, and each call asks for one page more. `look_ahead` pages
+ * (0 to the window, SHEAF_OPT_WINDOW) are fetched ahead of the ones asked for and held back
+ * until asked, so that the next sheaf_list_more returns at once. Everything the list's
+ * description says applies as to any run: paging, signals (detected from the first page),
+ * budgets, a resume token. SHEAF_E_INVALID_ARGUMENT for a look-ahead out of range; SHEAF_E_STATE
+ * for a list already started.
+ * On a load-more list, sheaf_list_prefix, sheaf_list_resume_token and sheaf_list_get_status
+ * speak of the pages handed out; sheaf_list_cancel ends it (sheaf_list_reset brings it back);
+ * sheaf_list_wait returns the outcome once sheaf_list_more has reached the end, and
+ * SHEAF_E_STATE before (only sheaf_list_more moves the list on).
+ */
+SHEAF_API sheaf_result sheaf_list_start_load_more(sheaf_list *list, int64_t look_ahead);
+
+/**
+ * Hands out the next page of a load-more list, asking for it unless it is already on its way or
+ * fetched ahead, and waits at most `timeout_ms` milliseconds for it (0: do not wait; negative:
+ * until it comes or the list ends). Thread-safe, unlike the other calls of a list: every call
+ * made while a page is on its way, from any thread, joins it and returns it, so the server sees
+ * one request per page. Returns:
+ *   SHEAF_OK, *out_json set      the page's items as a JSON array, freed with sheaf_free
+ *                                (*out_length, may be NULL: its length in bytes).
+ *   SHEAF_OK, *out_json NULL     the list completed and every page was handed out.
+ *   SHEAF_LIMIT_REACHED, SHEAF_PAGE_BUDGET_REACHED or SHEAF_REQUEST_BUDGET_REACHED, *out_json NULL
+ *                                the list ended at the caller's limit; every page was handed out.
+ *   SHEAF_PENDING                nothing within the timeout. The page stays asked for: a later
+ *                                call returns it, with no second request.
+ *   a failure                    the list ended with it, after the pages before it were handed
+ *                                out (detail: sheaf_list_error); SHEAF_E_CANCELLED when it was
+ *                                cancelled, reset or freed.
+ *   SHEAF_E_STATE                the list was not started with sheaf_list_start_load_more.
+ *   SHEAF_E_REENTRANT            called with a timeout from inside a Sheaf callback.
+ */
+SHEAF_API sheaf_result sheaf_list_more(sheaf_list *list, int64_t timeout_ms, char **out_json, size_t *out_length);
+
+/**
+ * Starts a load-more list over, as a pull-to-refresh does: what is in flight is cancelled, the
+ * pages handed out are forgotten, and the next sheaf_list_more asks for the first page again.
+ * Calls of sheaf_list_more waiting on other threads return SHEAF_E_CANCELLED. Also brings back
+ * a list that ended or was cancelled. Non-blocking. SHEAF_E_STATE for a list not started with
+ * sheaf_list_start_load_more.
+ */
+SHEAF_API sheaf_result sheaf_list_reset(sheaf_list *list);
+
 /* ---- Single requests -------------------------------------------------------------------- */
 
 /**

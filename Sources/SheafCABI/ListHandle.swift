@@ -7,6 +7,7 @@ import Glibc
 /// The `sheaf_list` behind the opaque pointer: a description being built, then one run of it.
 final class ListHandle: Sendable, ErrorRecording {
     private struct State {
+        var started: Bool { run != nil || pager != nil }
         var description: ListDescription
         var keepsItems = true
         /// The list's own transport, in place of the client's.
@@ -14,6 +15,8 @@ final class ListHandle: Sendable, ErrorRecording {
         /// Headers of every page request, replacing the client's of the same name.
         var headers: [HTTPHeader] = []
         var run: ListRun?
+        /// Set when the list was started in load-more mode (sheaf_list_start_load_more).
+        var pager: ListPager?
         /// Set when the list was started for pulling (sheaf_list_start_pull).
         var pull: SnapshotQueue<PulledSnapshot>?
         /// The last snapshot sheaf_list_next handed out: its C memory stays alive (at least
@@ -34,7 +37,7 @@ final class ListHandle: Sendable, ErrorRecording {
     /// Changes what the list will run with; refused once it has started.
     private func configure(_ change: (inout State) throws(SheafError) -> Void) throws(SheafError) {
         try state.withLock { (state) throws(SheafError) in
-            guard state.run == nil else { throw SheafError(.state, "the list has already been started") }
+            guard !state.started else { throw SheafError(.state, "the list has already been started") }
             try change(&state)
         }
     }
@@ -61,7 +64,7 @@ final class ListHandle: Sendable, ErrorRecording {
     func start(keepingItems force: Bool = false, onSnapshot: (@Sendable (Snapshot) -> Bool)?,
                pulling: Bool = false) throws(SheafError) -> ListRun {
         let (run, pull) = try state.withLock { (state) throws(SheafError) -> (ListRun, SnapshotQueue<PulledSnapshot>?) in
-            guard state.run == nil else { throw SheafError(.state, "a list runs once; create a new list to run it again") }
+            guard !state.started else { throw SheafError(.state, "a list runs once; create a new list to run it again") }
             let client = try client.makeClient(transport: state.transport, headers: state.headers)
             let keepsItems = state.keepsItems || force
             let pull = pulling ? SnapshotQueue<PulledSnapshot>() : nil
@@ -82,7 +85,18 @@ final class ListHandle: Sendable, ErrorRecording {
         return run
     }
 
-    var run: ListRun? { state.withLock { $0.run } }
+    /// Starts the list in load-more mode: nothing is fetched until the pager is asked.
+    func startLoadMore(lookAhead: Int) throws(SheafError) {
+        try state.withLock { (state) throws(SheafError) in
+            guard !state.started else { throw SheafError(.state, "a list runs once; create a new list to run it again") }
+            let client = try client.makeClient(transport: state.transport, headers: state.headers)
+            state.pager = try client.makePager(state.description, keepsItems: state.keepsItems, lookAhead: lookAhead)
+        }
+    }
+
+    /// The run: the list's one run, or a load-more list's current one.
+    var run: ListRun? { state.withLock { $0.pager?.run ?? $0.run } }
+    var pager: ListPager? { state.withLock { $0.pager } }
 
     func recordError(_ error: SheafError?) {
         state.withLock { $0.lastError = error }
@@ -112,7 +126,8 @@ final class ListHandle: Sendable, ErrorRecording {
 
     /// The prefix delivered so far: on a pulled list, through the last snapshot taken.
     func prefixJSON() -> [UInt8] {
-        let (run, pulling, taken) = state.withLock { ($0.run, $0.pull != nil, $0.lastTaken) }
+        let (run, pulling, taken, pager) = state.withLock { ($0.run, $0.pull != nil, $0.lastTaken, $0.pager) }
+        if let pager { return pager.prefixJSON() }
         guard let run else { return Array("[]".utf8) }
         guard pulling else { return run.prefixJSON() }
         return taken.map { run.prefixJSON(through: $0.snapshot) } ?? Array("[]".utf8)
@@ -122,9 +137,40 @@ final class ListHandle: Sendable, ErrorRecording {
     /// The token that resumes after the prefix delivered so far (see `prefixJSON`); before the
     /// run, the one it would resume from.
     func resumeToken() -> ResumeToken? {
-        let (run, pulling, taken, description) = state.withLock { ($0.run, $0.pull != nil, $0.lastTaken, $0.description) }
+        let (run, pulling, taken, description, pager) = state.withLock {
+            ($0.run, $0.pull != nil, $0.lastTaken, $0.description, $0.pager)
+        }
+        if let pager { return pager.resumeToken() }
         guard let run else { return description.resume }
         return pulling ? run.resumeToken(through: taken?.snapshot) : run.resumeToken()
+    }
+
+    /// Where the list stands (sheaf_list_get_status).
+    func status() -> sheaf_list_status {
+        let (run, pull, taken, pager) = state.withLock { ($0.run, $0.pull, $0.lastTaken, $0.pager) }
+        var status = sheaf_list_status()
+        status.size = MemoryLayout<sheaf_list_status>.size
+        let last: Snapshot?
+        if let pager {
+            last = pager.lastPage
+            status.pages_ready = Int64(pager.pagesReady)
+            switch pager.status {
+            case .idle: status.state = SHEAF_LIST_IDLE
+            case .loading: status.state = SHEAF_LIST_LOADING
+            case .ended: status.state = SHEAF_LIST_ENDED
+            }
+        } else {
+            last = pull != nil ? taken?.snapshot : run?.lastDelivered
+            status.state = run == nil ? SHEAF_LIST_NEW : run?.outcome == nil ? SHEAF_LIST_LOADING : SHEAF_LIST_ENDED
+        }
+        status.items = Int64(last?.delta.totalItems ?? 0)
+        status.pages = Int64(last?.delta.pages ?? 0)
+        status.expected_items = Int64(last?.expectedItems ?? -1)
+        status.expected_pages = Int64(last?.expectedPages ?? -1)
+        let current = pager?.run ?? run
+        status.requests_made = Int64(current?.requestsMade ?? 0)
+        status.requests_in_flight = Int64(current?.requestsInFlight ?? 0)
+        return status
     }
 
     static func from(_ pointer: OpaquePointer?) -> ListHandle? {
@@ -195,6 +241,7 @@ public func sheaf_list_free(_ list: OpaquePointer?) {
     guard let list, let handle = ListHandle.from(list) else { return }
     // A pulled list first lets go of its snapshots, so a delivery waiting for room returns.
     handle.pull?.close()
+    handle.pager?.close()
     // Cancels and waits out a running callback; from inside the list's own callback it only
     // cancels, and the run's hold on the handle ends after that callback returns.
     handle.run?.close()
@@ -444,6 +491,12 @@ public func sheaf_list_next(_ list: OpaquePointer?, _ timeoutMs: Int64,
 @c @implementation
 public func sheaf_list_wait(_ list: OpaquePointer?) -> sheaf_result {
     guard let handle = ListHandle.from(list) else { return failure(SheafError(.invalidArgument, "the list must not be NULL")) }
+    if let pager = handle.pager {
+        guard let outcome = pager.outcome else {
+            return failure(SheafError(.state, "a load-more list goes on only as sheaf_list_more asks: it has not ended"), on: handle)
+        }
+        return report(outcome, on: handle)
+    }
     guard let run = handle.run else { return failure(SheafError(.state, "the list has not been started"), on: handle) }
     if !CallbackContext.isInsideCallback { handle.pull?.close() } // nobody takes snapshots any more
     do {
@@ -456,7 +509,7 @@ public func sheaf_list_wait(_ list: OpaquePointer?) -> sheaf_result {
 @c @implementation
 public func sheaf_list_cancel(_ list: OpaquePointer?) -> sheaf_result {
     guard let handle = ListHandle.from(list) else { return failure(SheafError(.invalidArgument, "the list must not be NULL")) }
-    handle.run?.cancel()
+    if let pager = handle.pager { pager.cancel() } else { handle.run?.cancel() }
     return success()
 }
 
@@ -509,6 +562,65 @@ public func sheaf_list_fetch_all(_ list: OpaquePointer?, _ outJSON: UnsafeMutabl
     return result
 }
 
+@c @implementation
+public func sheaf_list_get_status(_ list: OpaquePointer?, _ outStatus: UnsafeMutablePointer<sheaf_list_status>?) -> sheaf_result {
+    guard let handle = ListHandle.from(list), let outStatus else {
+        return failure(SheafError(.invalidArgument, "the list and out_status must not be NULL"))
+    }
+    var status = handle.status()
+    let size = outStatus.pointee.size
+    guard size >= MemoryLayout<sheaf_list_status>.size else {
+        return failure(SheafError(.invalidArgument, "out_status->size (\(size)) is below sizeof(sheaf_list_status) of the first version"))
+    }
+    // A caller built against a later header passes a larger struct: the fields this library
+    // knows are filled, and its size is left as the caller set it.
+    status.size = size
+    outStatus.pointee = status
+    return success()
+}
+
+@c @implementation
+public func sheaf_list_start_load_more(_ list: OpaquePointer?, _ lookAhead: Int64) -> sheaf_result {
+    withList(list) { (handle) throws(SheafError) in
+        guard let pages = Int(exactly: lookAhead) else { throw SheafError(.invalidArgument, "the look-ahead is out of range") }
+        try handle.startLoadMore(lookAhead: pages)
+    }
+}
+
+@c @implementation
+public func sheaf_list_more(_ list: OpaquePointer?, _ timeoutMs: Int64, _ outJSON: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?,
+                            _ outLength: UnsafeMutablePointer<Int>?) -> sheaf_result {
+    guard let handle = ListHandle.from(list), let outJSON else {
+        return failure(SheafError(.invalidArgument, "the list and out_json must not be NULL"))
+    }
+    outJSON.pointee = nil
+    outLength?.pointee = 0
+    guard let pager = handle.pager else {
+        return failure(SheafError(.state, "the list was not started with sheaf_list_start_load_more"), on: handle)
+    }
+    do {
+        switch try pager.next(timeoutMilliseconds: timeoutMs < 0 ? nil : Int(clamping: timeoutMs)) {
+        case .page(let page):
+            handOver(page.delta.json, outJSON, outLength)
+            return success()
+        case .pending:
+            return success(SHEAF_PENDING)
+        case .end(let outcome):
+            return report(outcome, on: handle)
+        }
+    } catch {
+        return failure(error, on: handle)
+    }
+}
+
+@c @implementation
+public func sheaf_list_reset(_ list: OpaquePointer?) -> sheaf_result {
+    withList(list) { (handle) throws(SheafError) in
+        guard let pager = handle.pager else { throw SheafError(.state, "the list was not started with sheaf_list_start_load_more") }
+        pager.reset()
+    }
+}
+
 /// The C view of a snapshot whose delta is at `json` (NUL-terminated, `length` bytes before it).
 private func cSnapshot(_ snapshot: Snapshot, json: UnsafePointer<CChar>, length: Int) -> sheaf_snapshot {
     sheaf_snapshot(
@@ -552,9 +664,7 @@ final class PulledSnapshot: @unchecked Sendable {
     private let json: UnsafeMutablePointer<CChar>?
 
     init(_ snapshot: Snapshot) {
-        var counts = snapshot
-        counts.delta.json = []
-        self.snapshot = counts
+        self.snapshot = snapshot.counts
         json = CString.mallocCopy(snapshot.delta.json)
         value = .allocate(capacity: 1)
         value.initialize(to: cSnapshot(snapshot, json: json.map { UnsafePointer($0) } ?? UnsafePointer(emptyText.pointer),

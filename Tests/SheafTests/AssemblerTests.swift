@@ -34,7 +34,7 @@ private struct TrackedAssembler {
     }
 
     mutating func add(_ index: Int, _ page: Page) -> SnapshotDelta? {
-        let delta = assembler.add(index, page)
+        let delta = assembler.add(index, page).first
         if let delta { prefixBytes = delta.prefixBytes }
         return delta
     }
@@ -235,12 +235,23 @@ final class AssemblerTests: XCTestCase {
             index += 1
         }
         // A duplicate of a recent item is dropped; one older than the window is not.
-        XCTAssertEqual(streaming.add(index, page([limit + 1_500, 5]))?.items, 1)
+        XCTAssertEqual(streaming.add(index, page([limit + 1_500, 5])).first?.items, 1)
         XCTAssertEqual(streaming.itemCount, limit + 2_000 + 1)
         var keeping = Assembler(keepsItems: true, maxItems: nil, deduplicates: true)
         for (position, start) in stride(from: 0, to: limit + 2_000, by: 1_000).enumerated() {
             _ = keeping.add(position, page(Array(start..<(start + 1_000))))
         }
-        XCTAssertEqual(keeping.add(index, page([5]))?.items, 0, "a list that keeps its items remembers every identity")
+        XCTAssertEqual(keeping.add(index, page([5])).first?.items, 0, "a list that keeps its items remembers every identity")
+    }
+
+    func testALoadMoreAssemblerHandsOutOneDeltaPerPageWhateverTheArrivalOrder() {
+        var assembler = Assembler(keepsItems: true, maxItems: nil, deduplicates: false, deltaPerPage: true)
+        XCTAssertTrue(assembler.add(2, page([5])).isEmpty)
+        XCTAssertTrue(assembler.add(1, page([3, 4])).isEmpty)
+        let deltas = assembler.add(0, page([1, 2]))
+        XCTAssertEqual(deltas.map { numbers($0.json) ?? [] }, [[1, 2], [3, 4], [5]])
+        XCTAssertEqual(deltas.map(\.pages), [1, 2, 3])
+        XCTAssertEqual(deltas.map(\.totalItems), [2, 4, 5])
+        XCTAssertEqual(numbers(assembler.prefixJSON(bytes: deltas[1].prefixBytes)), [1, 2, 3, 4])
     }
 }

@@ -136,10 +136,10 @@ final class ResumeTests: XCTestCase {
         let body = Array("[1,2,3,4]".utf8)
         let items = [1..<2, 3..<4, 5..<6, 7..<8]
         let first = Page(body: body, items: items, identities: [])
-        let delta = assembler.add(0, first)
+        let delta = assembler.add(0, first).first
         XCTAssertEqual(delta.map { String(decoding: $0.json, as: UTF8.self) }, "[3,4]")
         XCTAssertNil(assembler.cut)
-        let second = assembler.add(1, Page(body: Array("[5,6,7,8]".utf8), items: items, identities: []))
+        let second = assembler.add(1, Page(body: Array("[5,6,7,8]".utf8), items: items, identities: [])).first
         XCTAssertEqual(second.map { String(decoding: $0.json, as: UTF8.self) }, "[5,6,7]")
         XCTAssertTrue(assembler.reachedLimit)
         XCTAssertEqual(assembler.cut?.index, 1)

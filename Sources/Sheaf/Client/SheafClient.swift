@@ -79,6 +79,12 @@ public final class SheafClient: Sendable {
         try ListRun(client: self, description: description, keepsItems: keepsItems, onSnapshot: onSnapshot)
     }
 
+    /// A list loaded page by page as the caller asks (`ListPager`), `lookAhead` pages fetched
+    /// ahead of the ones asked for. Nothing is fetched before the first `next`.
+    public func makePager(_ description: ListDescription, keepsItems: Bool = true, lookAhead: Int = 0) throws(SheafError) -> ListPager {
+        try ListPager(client: self, description: description, keepsItems: keepsItems, lookAhead: lookAhead)
+    }
+
     /// A run whose snapshots are pushed into `queue` and count against the window until taken.
     package func makePulledList<Element>(_ description: ListDescription, keepsItems: Bool, into queue: SnapshotQueue<Element>,
                                          _ prepare: @escaping @Sendable (Snapshot) -> Element) throws(SheafError) -> ListRun {

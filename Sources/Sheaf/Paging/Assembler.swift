@@ -8,6 +8,8 @@ struct Assembler {
     /// Stop after this many items.
     let maxItems: Int?
     let deduplicates: Bool
+    /// One delta per page rather than per advance (a load-more list hands out single pages).
+    let deltaPerPage: Bool
     /// Items of page 0 to leave out: a resumed list delivered them before.
     let skipsOnFirstPage: Int
 
@@ -37,20 +39,30 @@ struct Assembler {
     /// The digest of the last page added with items.
     private var lastDigest: (index: Int, digest: Int)?
 
-    init(keepsItems: Bool, maxItems: Int?, deduplicates: Bool, skipsOnFirstPage: Int = 0) {
+    init(keepsItems: Bool, maxItems: Int?, deduplicates: Bool, skipsOnFirstPage: Int = 0, deltaPerPage: Bool = false) {
         self.keepsItems = keepsItems
+        self.deltaPerPage = deltaPerPage
         self.maxItems = maxItems
         self.deduplicates = deduplicates
         self.skipsOnFirstPage = skipsOnFirstPage
     }
 
-    /// Adds page `index`; returns what the prefix gained, or nil when it did not advance.
-    mutating func add(_ index: Int, _ page: Page) -> SnapshotDelta? {
-        guard !reachedLimit, repeatedPage == nil, index >= nextIndex else { return nil }
+    /// Adds page `index`; returns what the prefix gained: nothing when it did not advance, else
+    /// one delta (with `deltaPerPage`, one delta per page added).
+    mutating func add(_ index: Int, _ page: Page) -> [SnapshotDelta] {
+        guard !reachedLimit, repeatedPage == nil, index >= nextIndex else { return [] }
         pending[index] = page
+        var deltas: [SnapshotDelta] = []
         var json: [UInt8] = [UInt8(ascii: "[")]
         var added = 0
-        let firstPage = nextIndex
+        var open = false // pages were added since the last delta was closed
+        func close() {
+            json.append(UInt8(ascii: "]"))
+            deltas.append(SnapshotDelta(json: json, items: added, totalItems: itemCount, pages: pageCount, prefixBytes: prefix.count))
+            json = [UInt8(ascii: "[")]
+            added = 0
+            open = false
+        }
         while let page = pending.removeValue(forKey: nextIndex) {
             if let digest = Self.digest(page) {
                 if let last = lastDigest, last.index == nextIndex - 1, last.digest == digest {
@@ -62,15 +74,16 @@ struct Assembler {
             }
             nextIndex += 1
             pageCount += 1
+            open = true
             added += append(page, index: nextIndex - 1, to: &json, first: added == 0)
             if reachedLimit {
                 pending.removeAll()
                 break
             }
+            if deltaPerPage { close() }
         }
-        guard nextIndex > firstPage else { return nil }
-        json.append(UInt8(ascii: "]"))
-        return SnapshotDelta(json: json, items: added, totalItems: itemCount, pages: pageCount, prefixBytes: prefix.count)
+        if open { close() }
+        return deltas
     }
 
     /// A digest of the page's items as they are written, nil for a page without items.

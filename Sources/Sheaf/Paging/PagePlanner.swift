@@ -47,6 +47,10 @@ struct PagePlanner {
     let maxPages: Int
     /// The caller's page budget: reaching it ends the list, not as a failure.
     let pageBudget: Int?
+    /// A load-more list's gate: pages at or past it wait until `raiseGate` lets them go.
+    private(set) var pageGate: Int?
+    /// The next link (or cursor URL) of a sequential walk that waits at the gate.
+    private var gatedLink: (url: String, index: Int)?
     /// For a resumed list, the page number or offset its first run started at (the addressing
     /// value of this run's page 0 is `paging.first`): the pages before it count against the
     /// server's totals.
@@ -87,8 +91,9 @@ struct PagePlanner {
     ///   - firstURL: the first page's URL, with its page parameters already set.
     ///   - hasNextSignal: whether pages name their successor (then a page without one is the last).
     init(firstURL: String, paging: Paging = .next, pagesSignalTheEnd: Bool = true, window: Int, maxPages: Int,
-         pageBudget: Int? = nil, origin: Int? = nil, resumedPageSize: Int? = nil) {
+         pageBudget: Int? = nil, pageGate: Int? = nil, origin: Int? = nil, resumedPageSize: Int? = nil) {
         template = firstURL
+        self.pageGate = pageGate
         self.paging = paging
         self.walksPageNumbers = false
         self.window = window
@@ -171,6 +176,17 @@ struct PagePlanner {
             return speculativePageArrived(index, .empty, notFound: error)
         }
         return fail(index: index, error)
+    }
+
+    /// A load-more list lets pages below `gate` go: what waited at the old gate is fetched.
+    mutating func raiseGate(to gate: Int) -> [Action] {
+        guard !isFinished, let current = pageGate, gate > current else { return [] }
+        pageGate = gate
+        if let waiting = gatedLink {
+            gatedLink = nil
+            return launchGuarded(waiting.url, index: waiting.index)
+        }
+        return mode == .firstPage ? [] : fillWindow()
     }
 
     /// Stops planning (the caller stopped, cancelled or hit its item limit).
@@ -343,6 +359,7 @@ struct PagePlanner {
         while failure == nil, inFlight.count < window, nextIndex < limit,
               nextIndex < (inFlight.min() ?? nextIndex) + 2 * window {
             if let stop = budgetStop(at: nextIndex) { return actions + stop }
+            if isGated(nextIndex) { break }
             guard let url = url(forIndex: nextIndex) else {
                 return actions + fail(index: nextIndex, SheafError(.badPage, "cannot build the URL of page \(nextIndex + 1) from \(template)"))
             }
@@ -370,6 +387,10 @@ struct PagePlanner {
 
     private mutating func launchGuarded(_ url: String, index: Int) -> [Action] {
         if let stop = budgetStop(at: index) { return stop }
+        if isGated(index) {
+            gatedLink = (url, index)
+            return []
+        }
         guard index < maxPages else {
             return fail(index: index, SheafError(.pageLimit, "the list has more than the page cap of \(maxPages) pages", url: url))
         }
@@ -381,6 +402,11 @@ struct PagePlanner {
     private mutating func budgetStop(at index: Int) -> [Action]? {
         guard let pageBudget, index >= pageBudget else { return nil }
         return fail(index: index, SheafError(.pageBudget, "the list reached its budget of \(pageBudget) pages"))
+    }
+
+    /// Whether page `index` waits at a load-more list's gate.
+    private func isGated(_ index: Int) -> Bool {
+        pageGate.map { index >= $0 } ?? false
     }
 
     private mutating func launch(_ url: String, remembered: Bool = true) -> [Action] {

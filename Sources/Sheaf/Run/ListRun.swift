@@ -23,6 +23,13 @@ public struct Snapshot: Sendable {
     public var expectedPages: Int?
     /// Where the list goes on after this snapshot.
     var resumePoint: ResumePoint
+
+    /// The snapshot without its delta's items: what is kept of it to count and to resume.
+    package var counts: Snapshot {
+        var counts = self
+        counts.delta.json = []
+        return counts
+    }
 }
 
 /// One run of one list: plans pages, fetches them in a window, assembles the ordered prefix and
@@ -45,6 +52,8 @@ public final class ListRun: Sendable {
         var outcome: ListOutcome?
         /// How much of the kept prefix has been delivered: the prefix a caller may see.
         var deliveredPrefixBytes = 0
+        /// The last snapshot delivered, without its delta's items (its counts).
+        var delivered: Snapshot?
         /// Snapshots queued for the callback but not yet delivered.
         var queuedSnapshots = 0
         /// Fetches held back while the callback is behind (at most a window of snapshots queued).
@@ -86,8 +95,10 @@ public final class ListRun: Sendable {
     /// Requests waiting for an answer now.
     public var requestsInFlight: Int { requests.inFlight }
 
+    /// - Parameter pageGate: for a load-more list (`ListPager`), the pages it may fetch before
+    ///   `raisePageGate`; each of them is a snapshot of its own.
     init(client: SheafClient, description: ListDescription, keepsItems: Bool, acknowledgesSnapshots: Bool = false,
-         onSnapshot: (@Sendable (Snapshot) -> Bool)?) throws(SheafError) {
+         pageGate: Int? = nil, onSnapshot: (@Sendable (Snapshot) -> Bool)?) throws(SheafError) {
         self.acknowledgesSnapshots = acknowledgesSnapshots
         try description.check()
         var firstURL = try client.firstURL(of: description)
@@ -118,9 +129,11 @@ public final class ListRun: Sendable {
         let planner = PagePlanner(firstURL: firstURL, paging: description.paging == .detect ? .next : description.paging,
                                   pagesSignalTheEnd: PageReader(description).pagesSignalTheEnd,
                                   window: configuration.window, maxPages: configuration.maxPages,
-                                  pageBudget: description.maxPages, origin: origin, resumedPageSize: resumedPageSize)
+                                  pageBudget: description.maxPages, pageGate: pageGate, origin: origin,
+                                  resumedPageSize: resumedPageSize)
         let assembler = Assembler(keepsItems: keepsItems, maxItems: description.maxItems,
-                                  deduplicates: description.source(of: .identity) != .none, skipsOnFirstPage: start.skip)
+                                  deduplicates: description.source(of: .identity) != .none, skipsOnFirstPage: start.skip,
+                                  deltaPerPage: pageGate != nil)
         self.client = client
         self.description = description
         self.startPoint = start
@@ -170,6 +183,11 @@ public final class ListRun: Sendable {
     /// The outcome, once the run has finished; nil before.
     public var outcome: ListOutcome? { state.withLock { $0.outcome } }
 
+    /// Lets a load-more run fetch its pages below `gate` (see `ListPager`).
+    func raisePageGate(to gate: Int) {
+        perform(page: nil) { $0.planner.raiseGate(to: gate) }
+    }
+
     /// Stops the run: in-flight requests are abandoned, no snapshot is delivered any more, and
     /// the outcome becomes `.cancelled` unless it was already decided.
     public func cancel() {
@@ -184,6 +202,10 @@ public final class ListRun: Sendable {
             delivery.sync {}
         }
     }
+
+    /// The last snapshot delivered (through the one being delivered, inside a callback), its
+    /// delta without items: the counts of the prefix delivered so far.
+    public var lastDelivered: Snapshot? { state.withLock { $0.delivered } }
 
     /// The ordered prefix delivered so far (through the snapshot being delivered, inside a
     /// callback), as one JSON array.
@@ -211,8 +233,12 @@ public final class ListRun: Sendable {
     }
 
     private func resumeToken(at point: ResumePoint) -> ResumeToken? {
-        let (resolution, outcome, served) = state.withLock { ($0.resolution, $0.outcome, $0.planner.servedPageSize) }
-        guard var url = point.url, outcome != .complete else { return nil }
+        let (resolution, outcome, served, end) = state.withLock {
+            ($0.resolution, $0.outcome, $0.planner.servedPageSize, $0.assembledResume)
+        }
+        // A completed list leaves nothing to resume after its last page; before it, it does
+        // (snapshots a puller or a pager has not taken yet).
+        guard var url = point.url, outcome != .complete || point != end else { return nil }
         let read = resolution?.description ?? description
         let paging = read.paging.starting(at: origin ?? read.paging.first ?? 0)
         url = client.redactor.removingSecretParameters(of: url, keeping: paging.parameter)
@@ -338,7 +364,7 @@ public final class ListRun: Sendable {
                     if index >= (state.lastPage?.index ?? 0) { state.lastPage = (index, content) }
                     state.pageEnds[index] = (content.url, action == .acceptEmpty(index: index)
                                                 ? nil : state.planner.continuation(after: index, content))
-                    if let delta = state.assembler.add(index, content) {
+                    for delta in state.assembler.add(index, content) {
                         state.assembledResume = resumePoint(after: delta, &state)
                         let snapshot = Snapshot(delta: delta, expectedItems: state.planner.expectedTotal,
                                                 expectedPages: state.planner.expectedPages, resumePoint: state.assembledResume)
@@ -499,6 +525,7 @@ public final class ListRun: Sendable {
             if !state.silenced {
                 state.deliveredPrefixBytes = snapshot.delta.prefixBytes
                 state.deliveredResume = snapshot.resumePoint
+                state.delivered = snapshot.counts
             }
         }
         let silenced: Bool

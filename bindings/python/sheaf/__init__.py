@@ -37,6 +37,7 @@ from .errors import (
 )
 from .hooks import Event
 from .request import ApiKey, Response
+from .pager import Pager
 from .snapshot import Items, Snapshot
 from .stream import SnapshotStream
 from .transport import Transport
@@ -60,6 +61,7 @@ __all__ = [
     "Event",
     "Snapshot",
     "SnapshotStream",
+    "Pager",
     "Transport",
     "Query",
     "Description",

@@ -78,6 +78,11 @@ SHEAF_BUDGET_PAGES = 2
 SHEAF_BUDGET_REQUESTS = 3
 SHEAF_BUDGET_DEADLINE_MS = 4
 
+SHEAF_LIST_NEW = 0
+SHEAF_LIST_LOADING = 1
+SHEAF_LIST_IDLE = 2
+SHEAF_LIST_ENDED = 3
+
 SHEAF_TRANSPORT_OTHER = 0
 SHEAF_TRANSPORT_TIMEOUT = 1
 SHEAF_TRANSPORT_CONNECT = 2
@@ -179,6 +184,22 @@ class SnapshotStruct(Structure):
         ("pages", c_size_t),            # size_t pages;
         ("expected_items", c_int64),    # int64_t expected_items;
         ("expected_pages", c_int64),    # int64_t expected_pages;
+    ]
+
+
+class ListStatusStruct(Structure):
+    """``struct sheaf_list_status`` (versioned by size: ``size`` is set before the call)."""
+
+    _fields_ = [
+        ("size", c_size_t),                 # size_t size;
+        ("state", c_int),                   # sheaf_list_state state;
+        ("items", c_int64),                 # int64_t items;
+        ("pages", c_int64),                 # int64_t pages;
+        ("expected_items", c_int64),        # int64_t expected_items;
+        ("expected_pages", c_int64),        # int64_t expected_pages;
+        ("pages_ready", c_int64),           # int64_t pages_ready;
+        ("requests_made", c_int64),         # int64_t requests_made;
+        ("requests_in_flight", c_int64),    # int64_t requests_in_flight;
     ]
 
 
@@ -478,6 +499,16 @@ def declare(library: Any) -> None:
     fn("sheaf_list_prefix", _sheaf_result, [ListHandle, POINTER(c_void_p), POINTER(c_size_t)])
     # sheaf_result sheaf_list_fetch_all(sheaf_list *list, char **out_json, size_t *out_length);
     fn("sheaf_list_fetch_all", _sheaf_result, [ListHandle, POINTER(c_void_p), POINTER(c_size_t)])
+    # sheaf_result sheaf_list_get_status(sheaf_list *list, sheaf_list_status *out_status);
+    fn("sheaf_list_get_status", _sheaf_result, [ListHandle, POINTER(ListStatusStruct)])
+
+    # ---- Loading more
+    # sheaf_result sheaf_list_start_load_more(sheaf_list *list, int64_t look_ahead);
+    fn("sheaf_list_start_load_more", _sheaf_result, [ListHandle, c_int64])
+    # sheaf_result sheaf_list_more(sheaf_list *list, int64_t timeout_ms, char **out_json, size_t *out_length);
+    fn("sheaf_list_more", _sheaf_result, [ListHandle, c_int64, POINTER(c_void_p), POINTER(c_size_t)])
+    # sheaf_result sheaf_list_reset(sheaf_list *list);
+    fn("sheaf_list_reset", _sheaf_result, [ListHandle])
 
     # ---- Single requests
     # sheaf_result sheaf_request_new(sheaf_request **out_request, sheaf_client *client,
@@ -546,6 +577,7 @@ _CHECKED = (
     "sheaf_list_new", "sheaf_list_add_query", "sheaf_list_set_paging", "sheaf_list_set_signal",
     "sheaf_list_use_preset", "sheaf_list_description", "sheaf_preset_description",
     "sheaf_list_set_max_items", "sheaf_list_set_keep_items", "sheaf_list_set_budget", "sheaf_list_set_resume", "sheaf_list_set_transport", "sheaf_list_cancel",
+    "sheaf_list_get_status", "sheaf_list_reset",
     "sheaf_request_cancel",
 )
 

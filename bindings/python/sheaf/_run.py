@@ -80,15 +80,19 @@ class ListRun:
 
     # ---- running ----------------------------------------------------------------------------
 
-    def start(self) -> None:
-        """Registers the run and starts the list in the background."""
+    def start(self, look_ahead: Optional[int] = None) -> None:
+        """Registers the run and starts the list in the background: pulled, or with
+        `look_ahead`, in load-more mode (nothing is fetched until asked)."""
         client, self.client = self.client, None   # the C list keeps the C client alive
         assert client is not None, "a list runs once"
         if client.closed:
             raise UsageError(Result.STATE, "the client was closed before the list started")
         with _runs_lock:
             _runs[self.token] = self
-        result = lib.sheaf_list_start_pull(self.handle)
+        if look_ahead is None:
+            result = lib.sheaf_list_start_pull(self.handle)
+        else:
+            result = lib.sheaf_list_start_load_more(self.handle, look_ahead)
         if result != _ffi.SHEAF_OK:
             raise error_for(result, **_ffi.last_error_detail())
         with self.lock:
@@ -199,7 +203,11 @@ class ListRun:
 
 
 def _items(snapshot: _ffi.SnapshotStruct) -> List[Any]:
-    raw = ctypes.string_at(snapshot.delta_json, snapshot.delta_length) if snapshot.delta_length else b"[]"
+    return decode_items(ctypes.string_at(snapshot.delta_json, snapshot.delta_length) if snapshot.delta_length else b"[]")
+
+
+def decode_items(raw: bytes) -> List[Any]:
+    """A JSON array of items the library handed over, decoded."""
     try:
         return json.loads(raw)
     except ValueError as error:

@@ -15,6 +15,7 @@ from ._closing import Closing
 from ._ffi import lib
 from ._run import ListRun
 from .description import Description
+from .pager import Pager
 from .errors import Error, Result, UsageError
 from .request import ApiKey, Headers, Response, header_pairs, named_pairs, send
 from .snapshot import Items
@@ -307,6 +308,29 @@ class Client(Closing):
         return SnapshotStream(self._new_run(path, description, parts, query, headers, max_items=max_items,
                                             max_pages=max_pages, max_requests=max_requests, deadline=deadline,
                                             resume=resume))
+
+    def pager(self, path: str, description: Optional[Description] = None, *, look_ahead: int = 0,
+              query: Optional[Query] = None, max_items: Optional[int] = None, max_pages: Optional[int] = None,
+              max_requests: Optional[int] = None, deadline: Optional[float] = None, resume: Optional[str] = None,
+              headers: Optional[Headers] = None, **parts: Any) -> Pager:
+        """The list at `path`, loaded one page per :meth:`Pager.more` call ("load more").
+
+        Takes the same arguments as :meth:`fetch_all` (checked now), and `look_ahead`: how many
+        pages (0 to the client's ``concurrency``) to fetch ahead of the ones asked for, held back
+        until asked, so the next ``more()`` returns at once. Nothing is fetched before the first
+        ``more()``.
+
+        Returns:
+            A :class:`Pager`; close it (or use ``with``) to end the list.
+        """
+        run = self._new_run(path, description, parts, query, headers, max_items=max_items, max_pages=max_pages,
+                            max_requests=max_requests, deadline=deadline, resume=resume)
+        try:
+            lib.sheaf_list_set_keep_items(run.handle, 1)   # Pager.items reads them back
+            return Pager(run, _whole(look_ahead, "look_ahead"))
+        except BaseException:
+            run.close()
+            raise
 
     def explain(self, path: str, description: Optional[Description] = None, *, query: Optional[Query] = None,
                 **parts: Any) -> Description:
