@@ -3,6 +3,8 @@ import PackageDescription
 
 let package = Package(
     name: "sheaf",
+    // Synchronization's Atomic (request counters) and typed throws in async code set the floor.
+    platforms: [.macOS(.v15), .iOS(.v18), .tvOS(.v18), .watchOS(.v11), .visionOS(.v2)],
     products: [
         // The pure-Swift core and the libcurl transport, for Swift users.
         .library(name: "Sheaf", targets: ["Sheaf", "SheafCurl"]),

@@ -14,7 +14,7 @@ extension SheafError.Code {
         case .reentrant: SHEAF_E_REENTRANT
         case .http: SHEAF_E_HTTP
         case .transport: SHEAF_E_TRANSPORT
-        case .badPage: SHEAF_E_BAD_PAGE
+        case .badPage, .decoding: SHEAF_E_BAD_PAGE
         case .incomplete: SHEAF_E_INCOMPLETE
         case .loop: SHEAF_E_LOOP
         case .pageLimit: SHEAF_E_PAGE_LIMIT

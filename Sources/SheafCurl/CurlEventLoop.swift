@@ -4,6 +4,8 @@ import Sheaf
 import Glibc
 #elseif canImport(Musl)
 import Musl
+#elseif canImport(Darwin)
+import Darwin
 #endif
 
 /// One libcurl multi handle and the dedicated pthread that drives it.

@@ -2,6 +2,10 @@ import CCurl
 import Sheaf
 #if canImport(Glibc)
 import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
 #endif
 
 /// One request's record in the event loop, from the queue through libcurl to its completion.

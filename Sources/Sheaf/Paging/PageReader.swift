@@ -177,7 +177,7 @@ struct PageReader: Sendable {
             case UInt8(ascii: "\""):
                 let text = (try? scanner.decodeString(at: range.lowerBound)) ?? ""
                 return text.isEmpty ? nil : text
-            case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9") where allowsNumber:
+            case UInt8(ascii: "-") where allowsNumber, UInt8(ascii: "0")...UInt8(ascii: "9") where allowsNumber:
                 return String(decoding: scanner.bytes[range], as: UTF8.self)
             default:
                 throw SheafError(.badPage, "\(url): the \(signal.rawValue) at \"\(pointer ?? "")\" is neither a string nor null",

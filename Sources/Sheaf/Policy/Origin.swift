@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
 import FoundationEssentials
+#else
+import Foundation
+#endif
 
 /// The (scheme, host, port) triple that decides where credentials may go (RFC 6454).
 struct Origin: Hashable, Sendable, CustomStringConvertible {

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
 import FoundationEssentials
+#else
+import Foundation
+#endif
 
 /// Removes secrets from text meant for people (messages, body excerpts, server error fields),
 /// whole and in every spelling a server or URL may give them: as written, percent-encoded, or

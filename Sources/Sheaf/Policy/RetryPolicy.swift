@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
 import FoundationEssentials
+#else
+import Foundation
+#endif
 
 /// When and how long to wait before another attempt of an idempotent request.
 public struct RetryPolicy: Sendable, Equatable {

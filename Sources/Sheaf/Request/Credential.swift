@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
 import FoundationEssentials
+#else
+import Foundation
+#endif
 
 /// How a client proves who it is. Sent only to the base URL's origin (never to a next link,
 /// redirect or absolute URL elsewhere), and kept out of every message in every spelling.

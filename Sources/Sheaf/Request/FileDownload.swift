@@ -2,6 +2,8 @@
 import Glibc
 #elseif canImport(Musl)
 import Musl
+#elseif canImport(Darwin)
+import Darwin
 #endif
 
 /// Where a transport may stream a successful response body instead of collecting it in memory.
@@ -94,7 +96,7 @@ final class FileDownload: ResponseBodySink, @unchecked Sendable {
             guard failure == nil, descriptor >= 0 else { return false }
             var offset = 0
             while offset < chunk.count {
-                let count = Glibc.write(descriptor, chunk.baseAddress! + offset, chunk.count - offset)
+                let count = systemWrite(descriptor, chunk.baseAddress! + offset, chunk.count - offset)
                 if count < 0 {
                     if errno == EINTR { continue }
                     failure = Self.ioError("cannot write \(partPath)")
@@ -162,4 +164,9 @@ final class FileDownload: ResponseBodySink, @unchecked Sendable {
     private static func ioError(_ what: String) -> SheafError {
         SheafError(.io, "\(what): \(String(cString: strerror(errno)))")
     }
+}
+
+/// write(2), named apart from `FileDownload.write`.
+private func systemWrite(_ descriptor: Int32, _ bytes: UnsafeRawPointer, _ count: Int) -> Int {
+    write(descriptor, bytes, count)
 }

@@ -33,11 +33,22 @@ public final class ListPager: Sendable {
         case end(ListOutcome)
     }
 
-    /// One `next` waiting for a page.
+    /// One `next` waiting for a page: a blocked thread, or a suspended task.
     private final class Waiter: @unchecked Sendable {
-        // Safe: `answer` is read and written only under the pager's lock.
+        // Safe: `answer` and `resume` are read and written only under the pager's lock.
         let ready = DispatchSemaphore(value: 0)
         var answer: Next?
+        var resume: CheckedContinuation<Next, Never>?
+
+        func give(_ next: Next) {
+            guard answer == nil else { return }
+            answer = next
+            if let resume {
+                resume.resume(returning: next)
+            } else {
+                ready.signal()
+            }
+        }
     }
 
     private struct State {
@@ -85,7 +96,66 @@ public final class ListPager: Sendable {
     ///   errors at the first page (as `ListRun.init`).
     public func next(timeoutMilliseconds: Int? = nil) throws(SheafError) -> Next {
         if timeoutMilliseconds != 0, CallbackContext.isInsideCallback { throw SheafError.blockingCallInsideCallback }
-        let step = try state.withLock { (state) throws(SheafError) -> Step in
+        switch try ask() {
+        case .answer(let answer):
+            return answer
+        case .handOut(let page, let moves):
+            try carryOut(moves)
+            return .page(page)
+        case .wait(let waiter, let moves):
+            try carryOut(moves)
+            let deadline = timeoutMilliseconds.map { DispatchTime.now() + .milliseconds(max(0, $0)) } ?? .distantFuture
+            if waiter.ready.wait(timeout: deadline) == .timedOut, leave(waiter) { return .pending }
+            return state.withLock { _ in waiter.answer! }
+        }
+    }
+
+    /// Hands out the next page as `next` does, suspending (not blocking) until it comes or the
+    /// list ends; never `.pending`.
+    /// - Throws: `.cancelled` when the task is cancelled while it waits; the page stays asked
+    ///   for, and the next call hands it out. Otherwise as `next`.
+    public func more() async throws(SheafError) -> Next {
+        let waiter: Waiter
+        switch try ask() {
+        case .answer(let answer):
+            return answer
+        case .handOut(let page, let moves):
+            try carryOut(moves)
+            return .page(page)
+        case .wait(let asked, let moves):
+            try carryOut(moves)
+            waiter = asked
+        }
+        let answer = await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Next, Never>) in
+                let answer = state.withLock { _ -> Next? in
+                    if waiter.answer == nil { waiter.resume = continuation }
+                    return waiter.answer
+                }
+                if let answer { continuation.resume(returning: answer) }
+            }
+        } onCancel: {
+            if leave(waiter) {
+                state.withLock { _ in waiter.give(.end(.failed(SheafError(.cancelled, "the task was cancelled")))) }
+            }
+        }
+        if case .end(.failed(let error)) = answer, error.code == .cancelled, Task.isCancelled { throw error }
+        return answer
+    }
+
+    /// Takes `waiter` off the list of those waiting, unless it was answered; returns whether it was.
+    private func leave(_ waiter: Waiter) -> Bool {
+        state.withLock { state -> Bool in
+            guard waiter.answer == nil else { return false }
+            state.waiters.removeAll { $0 === waiter }
+            return true
+        }
+    }
+
+    /// Decides, under the lock, what a `next` does: answer at once, hand out a page that is in,
+    /// or wait for the page asked for.
+    private func ask() throws(SheafError) -> Step {
+        try state.withLock { (state) throws(SheafError) -> Step in
             guard !state.closed else { return .answer(.end(.failed(Self.closed))) }
             var moves = Moves(starts: state.run == nil, generation: state.generation)
             if state.run == nil { state.run = try makeRun(generation: state.generation) }
@@ -101,25 +171,6 @@ public final class ListPager: Sendable {
             let waiter = Waiter()
             state.waiters.append(waiter)
             return .wait(waiter, moves)
-        }
-        switch step {
-        case .answer(let answer):
-            return answer
-        case .handOut(let page, let moves):
-            try carryOut(moves)
-            return .page(page)
-        case .wait(let waiter, let moves):
-            try carryOut(moves)
-            let deadline = timeoutMilliseconds.map { DispatchTime.now() + .milliseconds(max(0, $0)) } ?? .distantFuture
-            if waiter.ready.wait(timeout: deadline) == .timedOut {
-                let gaveUp = state.withLock { state -> Bool in
-                    guard waiter.answer == nil else { return false } // answered while timing out
-                    state.waiters.removeAll { $0 === waiter }
-                    return true
-                }
-                if gaveUp { return .pending }
-            }
-            return state.withLock { _ in waiter.answer! }
         }
     }
 
@@ -216,7 +267,7 @@ public final class ListPager: Sendable {
     }
 
     /// The current run (for its request counts and description); nil before the first `next`.
-    public var run: ListRun? { state.withLock { $0.run } }
+    package var run: ListRun? { state.withLock { $0.run } }
 
     /// The pages handed out so far, as one JSON array.
     public func prefixJSON() -> [UInt8] {
@@ -262,10 +313,7 @@ public final class ListPager: Sendable {
 
     /// Answers every waiting `next` alike: they all asked for the same page.
     private func answer(_ state: inout State, _ answer: Next) {
-        for waiter in state.waiters {
-            waiter.answer = answer
-            waiter.ready.signal()
-        }
+        for waiter in state.waiters { waiter.give(answer) }
         state.waiters.removeAll()
     }
 }

@@ -44,6 +44,8 @@ public final class ListRun: Sendable {
         var fetches: [Int: (serial: Int, fetch: Fetch)] = [:]
         var fetchSerial = 0
         var started = false
+        /// `whenFinished` bodies given before the start.
+        var finishHandlers: [@Sendable () -> Void] = []
         /// Set once the outcome is decided; later events are ignored.
         var ending: ListOutcome?
         /// Set when the caller asked to stop (callback) or cancelled: no more callbacks.
@@ -149,17 +151,20 @@ public final class ListRun: Sendable {
 
     /// Starts fetching; returns at once. A run starts once.
     public func start() throws(SheafError) {
-        try state.withLock { (state) throws(SheafError) in
+        let handlers = try state.withLock { (state) throws(SheafError) -> [@Sendable () -> Void] in
             guard !state.started else { throw SheafError(.state, "the list has already been started") }
             state.started = true
             done.enter()
+            defer { state.finishHandlers = [] }
             if let milliseconds = description.deadlineMilliseconds {
                 state.deadline = Deadline(after: milliseconds) { [weak self] in
                     self?.stop(SheafError(.deadline, "the list did not end within its deadline of \(milliseconds) ms"),
                                byCallback: false, silencing: false)
                 }
             }
+            return state.finishHandlers
         }
+        handlers.forEach { done.notify(queue: .global(), execute: $0) }
         perform(page: nil) { $0.planner.start() }
     }
 
@@ -175,9 +180,13 @@ public final class ListRun: Sendable {
     }
 
     /// Runs `body` once the run has finished and every snapshot callback has returned (on a
-    /// global queue). Call it after `start()`.
+    /// global queue); given before `start()`, once the run that starts then has finished.
     public func whenFinished(_ body: @escaping @Sendable () -> Void) {
-        done.notify(queue: .global(), execute: body)
+        let started = state.withLock { state in
+            if !state.started { state.finishHandlers.append(body) }
+            return state.started
+        }
+        if started { done.notify(queue: .global(), execute: body) }
     }
 
     /// The outcome, once the run has finished; nil before.
@@ -205,7 +214,7 @@ public final class ListRun: Sendable {
 
     /// The last snapshot delivered (through the one being delivered, inside a callback), its
     /// delta without items: the counts of the prefix delivered so far.
-    public var lastDelivered: Snapshot? { state.withLock { $0.delivered } }
+    package var lastDelivered: Snapshot? { state.withLock { $0.delivered } }
 
     /// The ordered prefix delivered so far (through the snapshot being delivered, inside a
     /// callback), as one JSON array.
@@ -215,7 +224,7 @@ public final class ListRun: Sendable {
 
     /// The ordered prefix through `snapshot`, one of this run's, as one JSON array (for a caller
     /// that takes snapshots from a `SnapshotQueue`: what it has taken, not what was queued).
-    public func prefixJSON(through snapshot: Snapshot) -> [UInt8] {
+    package func prefixJSON(through snapshot: Snapshot) -> [UInt8] {
         state.withLock { $0.assembler.prefixJSON(bytes: snapshot.delta.prefixBytes) }
     }
 

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
 import FoundationEssentials
+#else
+import Foundation
+#endif
 
 /// Where a list goes on after the items delivered so far: the page to fetch next, how many of
 /// its items were delivered already (an item limit may cut a page), and how many items came

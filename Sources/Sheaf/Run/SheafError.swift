@@ -5,7 +5,8 @@ public struct SheafError: Error, Sendable, Equatable, CustomStringConvertible {
         enum Value: Sendable, Hashable {
             case invalidArgument, unsupported, state, reentrant, http, transport, badPage, incomplete,
                  loop, pageLimit, bodyTooLarge, crossOrigin, stopped, cancelled, `internal`,
-                 notFollowed, undetected, repeatedPage, io, pageBudget, requestBudget, deadline, credential
+                 notFollowed, undetected, repeatedPage, io, pageBudget, requestBudget, deadline, credential,
+                 decoding
         }
         let value: Value
         init(_ value: Value) { self.value = value }
@@ -42,6 +43,9 @@ public struct SheafError: Error, Sendable, Equatable, CustomStringConvertible {
         public static let deadline = Code(.deadline)
         /// The credential provider gave no credential.
         public static let credential = Code(.credential)
+        /// An item (or a response body) did not decode as the caller's `Decodable` type (the
+        /// Swift API only; in C it would be a bad page).
+        public static let decoding = Code(.decoding)
     }
 
     public var code: Code
@@ -55,8 +59,10 @@ public struct SheafError: Error, Sendable, Equatable, CustomStringConvertible {
     public var bodyExcerpt: String?
     /// For `.http`: the server's own error text, from its error fields.
     public var serverMessage: String?
-    /// For `.badPage`: the JSON pointer concerned.
+    /// For `.badPage`: the JSON pointer concerned; for `.decoding`, the place inside the item.
     public var jsonPointer: String?
+    /// For `.decoding`: the index in the list of the item that did not decode.
+    public var itemIndex: Int?
     /// For `.badPage`: the byte offset in the body where reading failed.
     public var jsonOffset: Int?
     /// For `.notFollowed`: the signal seen, e.g. `Link rel="next"`.

@@ -1,5 +1,7 @@
 #if canImport(Glibc)
 import Glibc
+#elseif canImport(Musl)
+import Musl
 #elseif canImport(Darwin)
 import Darwin
 #endif
@@ -9,9 +11,9 @@ import Darwin
 /// Swift's cooperative pool is only as wide as the core count, so blocking it would cap a
 /// window of 8 at 2 requests on a 2-core machine. Here every job gets a thread: an idle one
 /// if there is one, a new one otherwise; idle threads exit after a while.
-public final class BlockingWorkers: Sendable {
+package final class BlockingWorkers: Sendable {
     /// The process-wide pool.
-    public static let shared = BlockingWorkers()
+    package static let shared = BlockingWorkers()
 
     private struct State {
         var jobs: [@Sendable () -> Void] = []
@@ -29,7 +31,7 @@ public final class BlockingWorkers: Sendable {
     }
 
     /// Runs `job` on a worker thread, marked as inside a callback.
-    public func run(_ job: @escaping @Sendable () -> Void) {
+    package func run(_ job: @escaping @Sendable () -> Void) {
         let spawn = state.withLock { state -> Bool in
             state.jobs.append(job)
             if state.idle > state.jobs.count - state.head - 1 { return false }
@@ -101,11 +103,15 @@ final class ConditionSignal: @unchecked Sendable {
 
     init() {
         pthread_mutex_init(mutex, nil)
+        #if canImport(Darwin)
+        pthread_cond_init(condition, nil) // its relative timed wait is monotonic
+        #else
         var attributes = pthread_condattr_t()
         pthread_condattr_init(&attributes)
         pthread_condattr_setclock(&attributes, CLOCK_MONOTONIC)
         pthread_cond_init(condition, &attributes)
         pthread_condattr_destroy(&attributes)
+        #endif
     }
 
     deinit {
@@ -124,13 +130,19 @@ final class ConditionSignal: @unchecked Sendable {
 
     /// Waits for a wake-up; false when `seconds` passed without one.
     func wait(seconds: Int) -> Bool {
+        #if canImport(Darwin)
+        var relative = timespec(tv_sec: seconds, tv_nsec: 0)
+        func timedWait() -> Int32 { pthread_cond_timedwait_relative_np(condition, mutex, &relative) }
+        #else
         var deadline = timespec()
         clock_gettime(CLOCK_MONOTONIC, &deadline)
         deadline.tv_sec += seconds
+        func timedWait() -> Int32 { pthread_cond_timedwait(condition, mutex, &deadline) }
+        #endif
         pthread_mutex_lock(mutex)
         defer { pthread_mutex_unlock(mutex) }
         while permits == 0 {
-            if pthread_cond_timedwait(condition, mutex, &deadline) == ETIMEDOUT { return false }
+            if timedWait() == ETIMEDOUT { return false }
         }
         permits -= 1
         return true

@@ -1,0 +1,224 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
+/// What a list that failed had delivered: the error, with every field of `SheafError` readable on
+/// it (`failure.httpStatus`, `failure.message`...), and the items decoded before it.
+@dynamicMemberLookup
+public struct ListFailure<Item: Sendable>: Error, Sendable, CustomStringConvertible {
+    public var error: SheafError
+    /// The items delivered before the failure, in order.
+    public var items: [Item]
+
+    public init(error: SheafError, items: [Item]) {
+        self.error = error
+        self.items = items
+    }
+
+    public subscript<Value>(dynamicMember keyPath: KeyPath<SheafError, Value>) -> Value {
+        error[keyPath: keyPath]
+    }
+
+    public var description: String { error.message }
+}
+
+/// One snapshot of a list whose items are decoded: the items it added, and the counts of the
+/// ordered prefix so far.
+public struct ListSnapshot<Item: Sendable>: Sendable {
+    /// The items this snapshot added, in order.
+    public let items: [Item]
+    /// Items in the prefix so far (after de-duplication), and pages.
+    public let itemCount: Int
+    public let pageCount: Int
+    /// The server's total, and the pages the plan expects, when known.
+    public let expectedItems: Int?
+    public let expectedPages: Int?
+    private let prefixItems: PrefixItems<Item>?
+    private let run: ListRun
+    private let snapshot: Snapshot
+
+    init(items: [Item], snapshot: Snapshot, prefix: PrefixItems<Item>?, run: ListRun) {
+        self.items = items
+        itemCount = snapshot.delta.totalItems
+        pageCount = snapshot.delta.pages
+        expectedItems = snapshot.expectedItems
+        expectedPages = snapshot.expectedPages
+        prefixItems = prefix
+        self.run = run
+        self.snapshot = snapshot.counts
+    }
+
+    /// Every item of the prefix through this snapshot (copied out when asked for).
+    public var prefix: [Item] { prefixItems?.first(itemCount) ?? items }
+
+    /// The token that goes on after this snapshot (`ListDescription.resume`); nil when the list
+    /// completed with it.
+    public var resumeToken: ResumeToken? { run.resumeToken(through: snapshot) }
+}
+
+/// The decoded items of a list's prefix, grown by the run's delivery thread and read by the
+/// snapshots (each up to its own count).
+final class PrefixItems<Item: Sendable>: Sendable {
+    private let items = Locked<[Item]>([])
+
+    func append(_ more: [Item]) { items.withLock { $0 += more } }
+
+    func first(_ count: Int) -> [Item] { items.withLock { Array($0.prefix(count)) } }
+}
+
+/// The snapshots of one list as an `AsyncSequence`, their new items decoded (off the caller's
+/// executor, on the run's own thread, while the next pages are fetched).
+///
+/// The list starts with the first `next()`. A slow consumer holds the fetching back (at most a
+/// window of snapshots wait). Cancelling the task, or leaving the loop, cancels the list: what is
+/// in flight is abandoned and nothing is delivered afterwards. The sequence ends (nil) when the
+/// list completes or stops where its description's budgets say; a failure is thrown (the items
+/// before it were yielded), as is an item that does not decode (`.decoding`, naming its index).
+public struct ListSnapshots<Item: Decodable & Sendable>: AsyncSequence, Sendable {
+    public typealias Element = ListSnapshot<Item>
+    public typealias Failure = SheafError
+
+    let client: SheafClient
+    let description: ListDescription
+    let decoder: ItemDecoder<Item>
+    let keepsPrefix: Bool
+
+    public func makeAsyncIterator() -> Iterator {
+        Iterator(driver: SnapshotDriver(client: client, description: description, decoder: decoder, keepsPrefix: keepsPrefix))
+    }
+
+    public struct Iterator: AsyncIteratorProtocol {
+        let driver: SnapshotDriver<Item>
+
+        public mutating func next() async throws(SheafError) -> ListSnapshot<Item>? {
+            try await driver.next()
+        }
+
+        public mutating func next(isolation actor: isolated (any Actor)?) async throws(SheafError) -> ListSnapshot<Item>? {
+            try await driver.next()
+        }
+    }
+}
+
+/// Runs one list for an iterator of `ListSnapshots`: starts it, decodes its snapshots as they
+/// come, hands them over one `next()` at a time, and cancels the list when the iterator goes.
+final class SnapshotDriver<Item: Decodable & Sendable>: Sendable {
+    private enum Delivery: Sendable {
+        case snapshot(ListSnapshot<Item>)
+        case failure(SheafError)
+    }
+
+    private struct State {
+        var run: ListRun?
+        /// Delivered and not taken yet (at most a window: the run holds back while they wait).
+        var ready: [Delivery] = []
+        var finished = false
+        /// The sequence said its last word (nil, or an error): every later `next()` is nil.
+        var over = false
+        var waiting: CheckedContinuation<Void, Never>?
+    }
+
+    private let client: SheafClient
+    private let description: ListDescription
+    private let decoder: ItemDecoder<Item>
+    private let prefix: PrefixItems<Item>?
+    private let state = Locked(State())
+
+    init(client: SheafClient, description: ListDescription, decoder: ItemDecoder<Item>, keepsPrefix: Bool) {
+        self.client = client
+        self.description = description
+        self.decoder = decoder
+        prefix = keepsPrefix ? PrefixItems() : nil
+    }
+
+    deinit {
+        // The iterator is gone (a loop left early, a task that ended): so is the list.
+        state.withLock { $0.run }?.cancel()
+    }
+
+    func next() async throws(SheafError) -> ListSnapshot<Item>? {
+        let run = try startedRun()
+        while true {
+            if Task.isCancelled {
+                // Nothing is delivered after a cancellation, not even what was ready.
+                run.cancel()
+                let wasOver = state.withLock { state in
+                    defer { state.over = true }
+                    return state.over
+                }
+                if wasOver { return nil }
+                throw SheafError(.cancelled, "the task was cancelled")
+            }
+            let taken = state.withLock { state -> Delivery?? in
+                if !state.ready.isEmpty { return state.ready.removeFirst() }
+                return state.finished || state.over ? .some(nil) : nil
+            }
+            switch taken {
+            case .some(.some(.snapshot(let snapshot))):
+                run.snapshotTaken()
+                return snapshot
+            case .some(.some(.failure(let error))):
+                state.withLock { $0.over = true }
+                run.cancel()
+                throw error
+            case .some(.none):
+                let alreadyOver = state.withLock { state in
+                    defer { state.over = true }
+                    return state.over
+                }
+                guard !alreadyOver, case .failed(let error)? = run.outcome else { return nil }
+                throw error
+            case .none:
+                await withTaskCancellationHandler {
+                    await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                        let ready = state.withLock { state -> Bool in
+                            if !state.ready.isEmpty || state.finished { return true }
+                            state.waiting = continuation
+                            return false
+                        }
+                        if ready { continuation.resume() }
+                    }
+                } onCancel: {
+                    run.cancel()
+                }
+            }
+        }
+    }
+
+    /// The run, started at the first `next()`.
+    private func startedRun() throws(SheafError) -> ListRun {
+        if let run = state.withLock({ $0.run }) { return run }
+        let decoder = decoder, prefix = prefix
+        let run = try ListRun(client: client, description: description, keepsItems: false, acknowledgesSnapshots: true) {
+            [weak self] snapshot in
+            guard let self, let run = state.withLock({ $0.run }) else { return false }
+            // Decoded here, on the run's delivery thread: the caller's executor only takes them.
+            let delta = snapshot.delta
+            do throws(SheafError) {
+                let items = try decoder.decode(delta.json, offset: delta.totalItems - delta.items)
+                prefix?.append(items)
+                deliver(.snapshot(ListSnapshot(items: items, snapshot: snapshot, prefix: prefix, run: run)))
+                return true
+            } catch {
+                deliver(.failure(error))
+                return false
+            }
+        }
+        state.withLock { $0.run = run }
+        try run.start()
+        run.whenFinished { [weak self] in self?.deliver(nil) }
+        return run
+    }
+
+    /// Hands a snapshot (or, nil, the end) to the `next()` waiting for it, or keeps it.
+    private func deliver(_ delivery: Delivery?) {
+        let waiting = state.withLock { state -> CheckedContinuation<Void, Never>? in
+            if let delivery { state.ready.append(delivery) } else { state.finished = true }
+            defer { state.waiting = nil }
+            return state.waiting
+        }
+        waiting?.resume()
+    }
+}
