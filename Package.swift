@@ -20,6 +20,8 @@ let package = Package(
         .systemLibrary(name: "CSheafHeader"),
         .target(name: "SheafCABI", dependencies: ["Sheaf", "SheafCurl", "CSheafHeader"],
                 exclude: ["exports.map"]),
-        .testTarget(name: "SheafTests", dependencies: ["Sheaf", "SheafCurl"]),
+        // The README's Swift quick start, compiled as written (SheafTests checks the two agree).
+        .target(name: "SheafQuickStart", dependencies: ["Sheaf", "SheafCurl"], path: "Tests/QuickStart"),
+        .testTarget(name: "SheafTests", dependencies: ["Sheaf", "SheafCurl", "SheafQuickStart"]),
     ]
 )
