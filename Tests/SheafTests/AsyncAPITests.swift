@@ -187,3 +187,63 @@ final class AsyncAPITests: XCTestCase {
         try await Task.sleep(nanoseconds: 200_000_000) // what was cancelled has had time to go on, if it would
     }
 }
+
+/// An async transport serving the fake anchor API, counting what it was asked and cancelled.
+private struct FakeAsyncBackend: AsyncTransport {
+    let api = FakeAnchorAPI(count: 95)
+    let delayNanoseconds: UInt64
+    let counts = Shared((sent: 0, cancelled: 0))
+
+    func send(_ request: HTTPRequest) async throws -> HTTPResponse {
+        counts.update { $0.sent += 1 }
+        if request.url.contains("fail") { throw URLFailure() }
+        do {
+            try await Task.sleep(nanoseconds: delayNanoseconds)
+        } catch {
+            counts.update { $0.cancelled += 1 }
+            throw error
+        }
+        return HTTPResponse(status: 200, body: Array(api.body(request.url).utf8))
+    }
+
+    struct URLFailure: Error {}
+}
+
+final class AsyncTransportTests: XCTestCase {
+    func testAnAsyncBackendServesAListAndIsCancelledWithIt() async throws {
+        let backend = FakeAsyncBackend(delayNanoseconds: 1_000_000)
+        let client = try SheafClient(baseURL: scriptedBase, transport: AsyncTransportAdapter(backend))
+        let items = try await client.fetchAll(Thing.self, anchorList())
+        XCTAssertEqual(items, things(0..<95))
+        XCTAssertEqual(backend.counts.value.sent, 10)
+
+        let slow = FakeAsyncBackend(delayNanoseconds: 10_000_000_000)
+        let slowClient = try SheafClient(baseURL: scriptedBase, transport: AsyncTransportAdapter(slow))
+        let task = Task { try await slowClient.fetchAll(Thing.self, anchorList()) }
+        for _ in 0..<500 where slow.counts.value.sent == 0 { try await Task.sleep(nanoseconds: 2_000_000) }
+        task.cancel()
+        do {
+            _ = try await task.value
+            XCTFail("not cancelled")
+        } catch let failure as ListFailure<Thing> {
+            XCTAssertEqual(failure.code, .cancelled)
+        }
+        for _ in 0..<500 where slow.counts.value.cancelled == 0 { try await Task.sleep(nanoseconds: 2_000_000) }
+        XCTAssertEqual(slow.counts.value.cancelled, 1, "the exchange in flight was cancelled with the list")
+    }
+
+    func testTheErrorMappingHookDecidesWhatIsRetried() async throws {
+        let backend = FakeAsyncBackend(delayNanoseconds: 0)
+        var configuration = ClientConfiguration()
+        configuration.retry.baseDelayMilliseconds = 0
+        let mapped = AsyncTransportAdapter(backend) { _ in TransportError(.timeout, "mapped") }
+        let client = try SheafClient(baseURL: scriptedBase, transport: mapped, configuration: configuration)
+        do {
+            _ = try await client.fetchAll(Thing.self, anchorList("/v1/things?fail=1"))
+            XCTFail("no failure")
+        } catch {
+            XCTAssertEqual(error.code, .transport)
+            XCTAssertEqual(backend.counts.value.sent, configuration.retry.maxAttempts, "a timeout is retried")
+        }
+    }
+}
