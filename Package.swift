@@ -22,6 +22,8 @@ let package = Package(
                 exclude: ["exports.map"]),
         // The README's Swift quick start, compiled as written (SheafTests checks the two agree).
         .target(name: "SheafQuickStart", dependencies: ["Sheaf", "SheafCurl"], path: "Tests/QuickStart"),
+        // bench/swift.py's driver: the async API against the blocking one and JSONDecoder alone.
+        .executableTarget(name: "sheaf-swift-bench", dependencies: ["Sheaf", "SheafCurl"], path: "bench/swift"),
         .testTarget(name: "SheafTests", dependencies: ["Sheaf", "SheafCurl", "SheafQuickStart"]),
     ]
 )
