@@ -232,6 +232,21 @@ final class AsyncTransportTests: XCTestCase {
         XCTAssertEqual(slow.counts.value.cancelled, 1, "the exchange in flight was cancelled with the list")
     }
 
+    func testASlowConsumerHoldsTheFetchingBack() async throws {
+        let transport = ScriptedTransport()
+        let api = FakeAnchorAPI(count: 1000)
+        transport.on(scriptedList) { request, _ in api.reply(request) }
+        let client = try scriptedClient(transport) { $0.window = 2 }
+        var snapshots = client.snapshots(Thing.self, anchorList()).makeAsyncIterator()
+        let first = try await snapshots.next()
+        XCTAssertEqual(first?.items, things(0..<10))
+        try await Task.sleep(nanoseconds: 300_000_000) // the consumer is busy; the server answers at once
+        XCTAssertLessThanOrEqual(transport.requests.count, 8, "a window of snapshots waits, a window of pages is in flight")
+        var count = 10
+        while let snapshot = try await snapshots.next() { count += snapshot.items.count }
+        XCTAssertEqual(count, 1000)
+    }
+
     func testTheErrorMappingHookDecidesWhatIsRetried() async throws {
         let backend = FakeAsyncBackend(delayNanoseconds: 0)
         var configuration = ClientConfiguration()
