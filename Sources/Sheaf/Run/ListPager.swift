@@ -96,18 +96,14 @@ public final class ListPager: Sendable {
     ///   errors at the first page (as `ListRun.init`).
     public func next(timeoutMilliseconds: Int? = nil) throws(SheafError) -> Next {
         if timeoutMilliseconds != 0, CallbackContext.isInsideCallback { throw SheafError.blockingCallInsideCallback }
-        switch try ask() {
-        case .answer(let answer):
-            return answer
-        case .handOut(let page, let moves):
-            try carryOut(moves)
-            return .page(page)
-        case .wait(let waiter, let moves):
-            try carryOut(moves)
-            let deadline = timeoutMilliseconds.map { DispatchTime.now() + .milliseconds(max(0, $0)) } ?? .distantFuture
-            if waiter.ready.wait(timeout: deadline) == .timedOut, leave(waiter) { return .pending }
-            return state.withLock { _ in waiter.answer! }
+        let waiter: Waiter
+        switch try askAndMove() {
+        case .now(let answer): return answer
+        case .later(let asked): waiter = asked
         }
+        let deadline = timeoutMilliseconds.map { DispatchTime.now() + .milliseconds(max(0, $0)) } ?? .distantFuture
+        if waiter.ready.wait(timeout: deadline) == .timedOut, leave(waiter) { return .pending }
+        return state.withLock { _ in waiter.answer! }
     }
 
     /// Hands out the next page as `next` does, suspending (not blocking) until it comes or the
@@ -116,15 +112,9 @@ public final class ListPager: Sendable {
     ///   for, and the next call hands it out. Otherwise as `next`.
     public func more() async throws(SheafError) -> Next {
         let waiter: Waiter
-        switch try ask() {
-        case .answer(let answer):
-            return answer
-        case .handOut(let page, let moves):
-            try carryOut(moves)
-            return .page(page)
-        case .wait(let asked, let moves):
-            try carryOut(moves)
-            waiter = asked
+        switch try askAndMove() {
+        case .now(let answer): return answer
+        case .later(let asked): waiter = asked
         }
         let answer = await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<Next, Never>) in
@@ -141,6 +131,26 @@ public final class ListPager: Sendable {
         }
         if case .end(.failed(let error)) = answer, error.code == .cancelled, Task.isCancelled { throw error }
         return answer
+    }
+
+    /// What a `next` comes to once it has asked: an answer now, or a page to wait for.
+    private enum Asked {
+        case now(Next)
+        case later(Waiter)
+    }
+
+    /// Asks (`ask`) and carries out what that takes: a run started or its gate raised.
+    private func askAndMove() throws(SheafError) -> Asked {
+        switch try ask() {
+        case .answer(let answer):
+            return .now(answer)
+        case .handOut(let page, let moves):
+            try carryOut(moves)
+            return .now(.page(page))
+        case .wait(let waiter, let moves):
+            try carryOut(moves)
+            return .later(waiter)
+        }
     }
 
     /// Takes `waiter` off the list of those waiting, unless it was answered; returns whether it was.
