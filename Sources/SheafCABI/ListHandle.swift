@@ -24,6 +24,17 @@ final class ListHandle: Sendable, ErrorRecording {
         var lastTaken: PulledSnapshot?
         /// The outcome's error, or the last failed call's (sheaf_list_error).
         var lastError: SheafError?
+
+        /// The run: the list's one run, or a load-more list's current one.
+        var current: ListRun? { pager?.run ?? run }
+
+        /// The last snapshot the caller has seen: handed out by sheaf_list_more, taken with
+        /// sheaf_list_next, or delivered to the callback. The prefix, the resume token and the
+        /// counts a caller is told end there.
+        var seen: Snapshot? {
+            if let pager { return pager.lastPage }
+            return pull != nil ? lastTaken?.snapshot : run?.lastDelivered
+        }
     }
 
     let client: ClientHandle
@@ -95,7 +106,7 @@ final class ListHandle: Sendable, ErrorRecording {
     }
 
     /// The run: the list's one run, or a load-more list's current one.
-    var run: ListRun? { state.withLock { $0.pager?.run ?? $0.run } }
+    var run: ListRun? { state.withLock { $0.current } }
     var pager: ListPager? { state.withLock { $0.pager } }
 
     func recordError(_ error: SheafError?) {
@@ -107,13 +118,13 @@ final class ListHandle: Sendable, ErrorRecording {
     /// A call succeeded: the error of an earlier call goes, unless it is the run's outcome.
     func clearErrorBeforeTheOutcome() {
         state.withLock { state in
-            if state.run?.outcome == nil { state.lastError = nil }
+            if state.current?.outcome == nil { state.lastError = nil }
         }
     }
 
     /// The description as pinned (before a run) or as the run uses it.
     func descriptionJSON() -> [UInt8] {
-        let (run, description) = state.withLock { ($0.run, $0.description) }
+        let (run, description) = state.withLock { ($0.current, $0.description) }
         return run?.descriptionJSON() ?? description.json(resolution: nil, plan: nil)
     }
     var pull: SnapshotQueue<PulledSnapshot>? { state.withLock { $0.pull } }
@@ -124,35 +135,28 @@ final class ListHandle: Sendable, ErrorRecording {
         return UnsafePointer(pulled.value)
     }
 
-    /// The prefix delivered so far: on a pulled list, through the last snapshot taken.
+    /// The prefix the caller has seen (`State.seen`).
     func prefixJSON() -> [UInt8] {
-        let (run, pulling, taken, pager) = state.withLock { ($0.run, $0.pull != nil, $0.lastTaken, $0.pager) }
-        if let pager { return pager.prefixJSON() }
-        guard let run else { return Array("[]".utf8) }
-        guard pulling else { return run.prefixJSON() }
-        return taken.map { run.prefixJSON(through: $0.snapshot) } ?? Array("[]".utf8)
+        let (run, seen) = state.withLock { ($0.current, $0.seen) }
+        guard let run, let seen else { return Array("[]".utf8) }
+        return run.prefixJSON(through: seen)
     }
     var keepsItems: Bool { state.withLock { $0.keepsItems } }
 
-    /// The token that resumes after the prefix delivered so far (see `prefixJSON`); before the
-    /// run, the one it would resume from.
+    /// The token that resumes after the prefix the caller has seen; before the run, the one it
+    /// would resume from.
     func resumeToken() -> ResumeToken? {
-        let (run, pulling, taken, description, pager) = state.withLock {
-            ($0.run, $0.pull != nil, $0.lastTaken, $0.description, $0.pager)
-        }
-        if let pager { return pager.resumeToken() }
+        let (run, seen, description) = state.withLock { ($0.current, $0.seen, $0.description) }
         guard let run else { return description.resume }
-        return pulling ? run.resumeToken(through: taken?.snapshot) : run.resumeToken()
+        return run.resumeToken(through: seen)
     }
 
     /// Where the list stands (sheaf_list_get_status).
     func status() -> sheaf_list_status {
-        let (run, pull, taken, pager) = state.withLock { ($0.run, $0.pull, $0.lastTaken, $0.pager) }
+        let (run, seen, pager) = state.withLock { ($0.current, $0.seen, $0.pager) }
         var status = sheaf_list_status()
         status.size = MemoryLayout<sheaf_list_status>.size
-        let last: Snapshot?
         if let pager {
-            last = pager.lastPage
             status.pages_ready = Int64(pager.pagesReady)
             switch pager.status {
             case .idle: status.state = SHEAF_LIST_IDLE
@@ -160,16 +164,14 @@ final class ListHandle: Sendable, ErrorRecording {
             case .ended: status.state = SHEAF_LIST_ENDED
             }
         } else {
-            last = pull != nil ? taken?.snapshot : run?.lastDelivered
             status.state = run == nil ? SHEAF_LIST_NEW : run?.outcome == nil ? SHEAF_LIST_LOADING : SHEAF_LIST_ENDED
         }
-        status.items = Int64(last?.delta.totalItems ?? 0)
-        status.pages = Int64(last?.delta.pages ?? 0)
-        status.expected_items = Int64(last?.expectedItems ?? -1)
-        status.expected_pages = Int64(last?.expectedPages ?? -1)
-        let current = pager?.run ?? run
-        status.requests_made = Int64(current?.requestsMade ?? 0)
-        status.requests_in_flight = Int64(current?.requestsInFlight ?? 0)
+        status.items = Int64(seen?.delta.totalItems ?? 0)
+        status.pages = Int64(seen?.delta.pages ?? 0)
+        status.expected_items = Int64(seen?.expectedItems ?? -1)
+        status.expected_pages = Int64(seen?.expectedPages ?? -1)
+        status.requests_made = Int64(run?.requestsMade ?? 0)
+        status.requests_in_flight = Int64(run?.requestsInFlight ?? 0)
         return status
     }
 

@@ -1276,15 +1276,16 @@ done:
 
 typedef struct {
     sheaf_list *list;
+    int64_t timeout_ms;
     sheaf_result result;
-    json_t *items;
+    json_t *items;   /* the page, parsed; NULL when there was none */
 } more_call;
 
 static void *call_more(void *argument) {
     more_call *call = argument;
     char *json = NULL;
     size_t length = 0;
-    call->result = sheaf_list_more(call->list, -1, &json, &length);
+    call->result = sheaf_list_more(call->list, call->timeout_ms, &json, &length);
     call->items = json ? parse_array(json, length) : NULL;
     sheaf_free(json);
     return NULL;
@@ -1292,16 +1293,10 @@ static void *call_more(void *argument) {
 
 /* One sheaf_list_more on this thread: checks it hands out items first..first+count-1. */
 static void check_more(sheaf_list *list, int64_t timeout_ms, long first, long count) {
-    more_call call = { list, SHEAF_E_INTERNAL, NULL };
-    char *json = NULL;
-    size_t length = 0;
-    call.result = sheaf_list_more(list, timeout_ms, &json, &length);
-    if (CHECK_LIST_RESULT(list, call.result, SHEAF_OK) && CHECK(json != NULL)) {
-        json_t *items = parse_array(json, length);
-        CHECK_ITEMS(items, first, count);
-        json_decref(items);
-    }
-    sheaf_free(json);
+    more_call call = { list, timeout_ms, SHEAF_E_INTERNAL, NULL };
+    call_more(&call);
+    if (CHECK_LIST_RESULT(list, call.result, SHEAF_OK) && CHECK(call.items != NULL)) CHECK_ITEMS(call.items, first, count);
+    json_decref(call.items);
 }
 
 static sheaf_list_status status_of(sheaf_list *list) {
@@ -1335,7 +1330,7 @@ static void load_more_fetches_a_page_per_call_and_joins_calls_in_flight(void) {
     more_call calls[CALLERS];
     pthread_t threads[CALLERS];
     for (int i = 0; i < CALLERS; i++) {
-        calls[i] = (more_call){ list, SHEAF_E_INTERNAL, NULL };
+        calls[i] = (more_call){ list, -1, SHEAF_E_INTERNAL, NULL };
         CHECK_INT(pthread_create(&threads[i], NULL, call_more, &calls[i]), 0);
     }
     for (int i = 0; i < CALLERS; i++) {

@@ -107,14 +107,17 @@ public struct ListSnapshots<Item: Decodable & Sendable>: AsyncSequence, Sendable
 final class SnapshotDriver<Item: Decodable & Sendable>: Sendable {
     private enum Delivery: Sendable {
         case snapshot(ListSnapshot<Item>)
+        /// An item that did not decode.
         case failure(SheafError)
+        /// The run has finished.
+        case end
     }
 
     private struct State {
         var run: ListRun?
-        /// Delivered and not taken yet (at most a window: the run holds back while they wait).
+        /// Delivered and not taken yet, in order (at most a window of snapshots: the run holds
+        /// back while they wait).
         var ready: [Delivery] = []
-        var finished = false
         /// The sequence said its last word (nil, or an error): every later `next()` is nil.
         var over = false
         var waiting: CheckedContinuation<Void, Never>?
@@ -142,39 +145,29 @@ final class SnapshotDriver<Item: Decodable & Sendable>: Sendable {
         let run = try startedRun()
         while true {
             if Task.isCancelled {
-                // Nothing is delivered after a cancellation, not even what was ready.
-                run.cancel()
-                let wasOver = state.withLock { state in
-                    defer { state.over = true }
-                    return state.over
-                }
-                if wasOver { return nil }
+                run.cancel() // nothing is handed out after a cancellation, not even what was ready
+                if endSequence() { return nil }
                 throw SheafError(.cancelled, "the task was cancelled")
             }
-            let taken = state.withLock { state -> Delivery?? in
-                if !state.ready.isEmpty { return state.ready.removeFirst() }
-                return state.finished || state.over ? .some(nil) : nil
+            let taken = state.withLock { state -> Delivery? in
+                state.over ? .end : state.ready.isEmpty ? nil : state.ready.removeFirst()
             }
             switch taken {
-            case .some(.some(.snapshot(let snapshot))):
+            case .snapshot(let snapshot)?:
                 run.snapshotTaken()
                 return snapshot
-            case .some(.some(.failure(let error))):
-                state.withLock { $0.over = true }
+            case .failure(let error)?:
+                endSequence()
                 run.cancel()
                 throw error
-            case .some(.none):
-                let alreadyOver = state.withLock { state in
-                    defer { state.over = true }
-                    return state.over
-                }
-                guard !alreadyOver, case .failed(let error)? = run.outcome else { return nil }
+            case .end?:
+                guard !endSequence(), case .failed(let error)? = run.outcome else { return nil }
                 throw error
-            case .none:
+            case nil:
                 await withTaskCancellationHandler {
                     await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
                         let ready = state.withLock { state -> Bool in
-                            if !state.ready.isEmpty || state.finished { return true }
+                            if !state.ready.isEmpty { return true }
                             state.waiting = continuation
                             return false
                         }
@@ -184,6 +177,15 @@ final class SnapshotDriver<Item: Decodable & Sendable>: Sendable {
                     run.cancel()
                 }
             }
+        }
+    }
+
+    /// Marks the sequence as over; returns whether it already was.
+    @discardableResult
+    private func endSequence() -> Bool {
+        state.withLock { state in
+            defer { state.over = true }
+            return state.over
         }
     }
 
@@ -208,14 +210,14 @@ final class SnapshotDriver<Item: Decodable & Sendable>: Sendable {
         }
         state.withLock { $0.run = run }
         try run.start()
-        run.whenFinished { [weak self] in self?.deliver(nil) }
+        run.whenFinished { [weak self] in self?.deliver(.end) }
         return run
     }
 
-    /// Hands a snapshot (or, nil, the end) to the `next()` waiting for it, or keeps it.
-    private func deliver(_ delivery: Delivery?) {
+    /// Wakes the `next()` waiting for a delivery, or keeps it for the next one.
+    private func deliver(_ delivery: Delivery) {
         let waiting = state.withLock { state -> CheckedContinuation<Void, Never>? in
-            if let delivery { state.ready.append(delivery) } else { state.finished = true }
+            state.ready.append(delivery)
             defer { state.waiting = nil }
             return state.waiting
         }

@@ -69,6 +69,9 @@ public final class ListPager: Sendable {
         /// Set by `cancel` until a `reset`: a run started now is cancelled at once.
         var cancelled = false
         var closed = false
+
+        /// The list has ended and every page was handed out.
+        var ended: Bool { finished && ready.isEmpty }
     }
 
     private let client: SheafClient
@@ -141,16 +144,9 @@ public final class ListPager: Sendable {
 
     /// Asks (`ask`) and carries out what that takes: a run started or its gate raised.
     private func askAndMove() throws(SheafError) -> Asked {
-        switch try ask() {
-        case .answer(let answer):
-            return .now(answer)
-        case .handOut(let page, let moves):
-            try carryOut(moves)
-            return .now(.page(page))
-        case .wait(let waiter, let moves):
-            try carryOut(moves)
-            return .later(waiter)
-        }
+        let (asked, moves) = try ask()
+        if let moves { try carryOut(moves) }
+        return asked
     }
 
     /// Takes `waiter` off the list of those waiting, unless it was answered; returns whether it was.
@@ -163,47 +159,39 @@ public final class ListPager: Sendable {
     }
 
     /// Decides, under the lock, what a `next` does: answer at once, hand out a page that is in,
-    /// or wait for the page asked for.
-    private func ask() throws(SheafError) -> Step {
-        try state.withLock { (state) throws(SheafError) -> Step in
-            guard !state.closed else { return .answer(.end(.failed(Self.closed))) }
-            var moves = Moves(starts: state.run == nil, generation: state.generation)
-            if state.run == nil { state.run = try makeRun(generation: state.generation) }
+    /// or wait for the page asked for; and what the run must do for it.
+    private func ask() throws(SheafError) -> (Asked, Moves?) {
+        try state.withLock { (state) throws(SheafError) -> (Asked, Moves?) in
+            guard !state.closed else { return (.now(.end(.failed(Self.closed))), nil) }
+            let starts = state.run == nil
+            if starts { state.run = try makeRun(generation: state.generation) }
             let run = state.run!
-            moves.run = run
+            var moves = Moves(run: run, startedGeneration: starts ? state.generation : nil)
             if state.handedOut == state.asked {
-                if state.finished, state.ready.isEmpty { return .answer(.end(run.outcome!)) }
+                if state.ended { return (.now(.end(run.outcome!)), nil) }
                 state.asked += 1
-                if !moves.starts { moves.gate = state.asked + lookAhead } // a new run starts with its gate
+                if !starts { moves.gate = state.asked + lookAhead } // a new run starts with its gate
             }
-            if let page = take(&state) { return .handOut(page, moves) } // a page fetched ahead
-            if state.finished { return .answer(.end(run.outcome!)) }
+            if let page = take(&state) { return (.now(.page(page)), moves) } // a page fetched ahead
+            if state.finished { return (.now(.end(run.outcome!)), nil) }
             let waiter = Waiter()
             state.waiters.append(waiter)
-            return .wait(waiter, moves)
+            return (.later(waiter), moves)
         }
     }
 
-    /// What `next` decided under the lock, to carry out outside it.
-    private enum Step {
-        case answer(Next)
-        case handOut(Snapshot, Moves)
-        case wait(Waiter, Moves)
-    }
-
-    /// What a run must do for a `next`: start, or fetch up to a raised gate.
+    /// What a run must do for a `next`: start (a new run, of that generation), or fetch up to a
+    /// raised gate.
     private struct Moves {
-        var starts: Bool
-        var generation: Int
-        var run: ListRun?
+        let run: ListRun
+        var startedGeneration: Int?
         var gate: Int?
     }
 
     private func carryOut(_ moves: Moves) throws(SheafError) {
-        guard let run = moves.run else { return }
-        if moves.starts {
+        let run = moves.run
+        if let generation = moves.startedGeneration {
             try run.start()
-            let generation = moves.generation
             run.whenFinished { [weak self] in self?.runFinished(generation: generation) }
             // A reset between the decision and the start: the run started is nobody's; a cancel:
             // it must not go on.
@@ -259,7 +247,7 @@ public final class ListPager: Sendable {
 
     public var status: Status {
         state.withLock { state in
-            if state.finished, state.ready.isEmpty { return .ended }
+            if state.ended { return .ended }
             return state.handedOut < state.asked && state.ready.isEmpty ? .loading : .idle
         }
     }
@@ -273,7 +261,7 @@ public final class ListPager: Sendable {
 
     /// How the list ended, once the pager has `.ended`; nil before.
     public var outcome: ListOutcome? {
-        state.withLock { state in state.finished && state.ready.isEmpty ? state.run?.outcome : nil }
+        state.withLock { state in state.ended ? state.run?.outcome : nil }
     }
 
     /// The current run (for its request counts and description); nil before the first `next`.

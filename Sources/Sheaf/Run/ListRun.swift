@@ -52,9 +52,8 @@ public final class ListRun: Sendable {
         var silenced = false
         var stoppedByCallback = false
         var outcome: ListOutcome?
-        /// How much of the kept prefix has been delivered: the prefix a caller may see.
-        var deliveredPrefixBytes = 0
-        /// The last snapshot delivered, without its delta's items (its counts).
+        /// The last snapshot delivered, without its delta's items: where the prefix a caller
+        /// may see ends, its counts, and where the list goes on after it.
         var delivered: Snapshot?
         /// Snapshots queued for the callback but not yet delivered.
         var queuedSnapshots = 0
@@ -66,9 +65,8 @@ public final class ListRun: Sendable {
         var lastPage: (index: Int, page: Page)?
         /// Of each accepted page not yet in the prefix: its URL, and the URL of the page after it.
         var pageEnds: [Int: (url: String?, next: String?)] = [:]
-        /// Where the list goes on after the prefix assembled so far, and after the prefix delivered.
+        /// Where the list goes on after the prefix assembled so far.
         var assembledResume: ResumePoint
-        var deliveredResume: ResumePoint
         /// Ends the run when the caller's deadline passes.
         var deadline: Deadline?
     }
@@ -142,7 +140,7 @@ public final class ListRun: Sendable {
         self.origin = origin
         self.resumedPageSize = resumedPageSize
         requests = RequestCounters(budget: description.maxRequests)
-        var state = State(planner: planner, assembler: assembler, assembledResume: start, deliveredResume: start)
+        var state = State(planner: planner, assembler: assembler, assembledResume: start)
         state.resolution = resolution
         self.state = Locked(state)
         self.onSnapshot = Locked(onSnapshot.map(SnapshotCallbackBox.init))
@@ -219,7 +217,7 @@ public final class ListRun: Sendable {
     /// The ordered prefix delivered so far (through the snapshot being delivered, inside a
     /// callback), as one JSON array.
     public func prefixJSON() -> [UInt8] {
-        state.withLock { $0.assembler.prefixJSON(bytes: $0.deliveredPrefixBytes) }
+        state.withLock { $0.assembler.prefixJSON(bytes: $0.delivered?.delta.prefixBytes ?? 0) }
     }
 
     /// The ordered prefix through `snapshot`, one of this run's, as one JSON array (for a caller
@@ -230,18 +228,16 @@ public final class ListRun: Sendable {
 
     private static let deliveryKey = DispatchSpecificKey<ObjectIdentifier>()
 
-    /// The token that resumes the list after the prefix delivered so far (for a pulled run,
-    /// after `snapshot`, the last one taken, or at the start when none was): nil when the list
+    /// The token that resumes the list after the prefix delivered so far: nil when the list
     /// ended there, or completed.
     public func resumeToken() -> ResumeToken? {
-        resumeToken(at: state.withLock { $0.deliveredResume })
+        resumeToken(through: lastDelivered)
     }
 
+    /// The token that resumes the list after `snapshot`, one of this run's (for a puller or a
+    /// pager: the last one it took), or at the start when it is nil.
     package func resumeToken(through snapshot: Snapshot?) -> ResumeToken? {
-        resumeToken(at: snapshot?.resumePoint ?? startPoint)
-    }
-
-    private func resumeToken(at point: ResumePoint) -> ResumeToken? {
+        let point = snapshot?.resumePoint ?? startPoint
         let (resolution, outcome, served, end) = state.withLock {
             ($0.resolution, $0.outcome, $0.planner.servedPageSize, $0.assembledResume)
         }
@@ -531,11 +527,7 @@ public final class ListRun: Sendable {
 
     private func deliver(_ snapshot: Snapshot) {
         let record = { (state: inout State) in
-            if !state.silenced {
-                state.deliveredPrefixBytes = snapshot.delta.prefixBytes
-                state.deliveredResume = snapshot.resumePoint
-                state.delivered = snapshot.counts
-            }
+            if !state.silenced { state.delivered = snapshot.counts }
         }
         let silenced: Bool
         if acknowledgesSnapshots {
