@@ -117,7 +117,7 @@ final class AsyncAPITests: XCTestCase {
             XCTAssertEqual(error.itemIndex, 256)
             XCTAssertEqual(error.jsonPointer, "/name")
             XCTAssertTrue(error.message.contains("item 256"), error.message)
-            XCTAssertEqual(error.items.count, 250, "the pages before the one that failed")
+            XCTAssertEqual(error.items.count, 256, "every item before the one that failed, however the pages were delivered")
         }
     }
 

@@ -107,8 +107,8 @@ public struct ListSnapshots<Item: Decodable & Sendable>: AsyncSequence, Sendable
 final class SnapshotDriver<Item: Decodable & Sendable>: Sendable {
     private enum Delivery: Sendable {
         case snapshot(ListSnapshot<Item>)
-        /// An item that did not decode.
-        case failure(SheafError)
+        /// An item that did not decode, and the items of its snapshot before it.
+        case failure(SheafError, before: [Item])
         /// The run has finished.
         case end
     }
@@ -121,6 +121,8 @@ final class SnapshotDriver<Item: Decodable & Sendable>: Sendable {
         /// The sequence said its last word (nil, or an error): every later `next()` is nil.
         var over = false
         var waiting: CheckedContinuation<Void, Never>?
+        /// When an item did not decode: the items of its snapshot before it (never yielded).
+        var decodedBeforeFailure: [Item] = []
     }
 
     private let client: SheafClient
@@ -141,6 +143,10 @@ final class SnapshotDriver<Item: Decodable & Sendable>: Sendable {
         state.withLock { $0.run }?.cancel()
     }
 
+    /// After an item failed to decode: the items of its snapshot before it, which the sequence
+    /// did not yield (`fetchAll` adds them to its failure's items).
+    var decodedBeforeFailure: [Item] { state.withLock { $0.decodedBeforeFailure } }
+
     func next() async throws(SheafError) -> ListSnapshot<Item>? {
         let run = try startedRun()
         while true {
@@ -156,7 +162,8 @@ final class SnapshotDriver<Item: Decodable & Sendable>: Sendable {
             case .snapshot(let snapshot)?:
                 run.snapshotTaken()
                 return snapshot
-            case .failure(let error)?:
+            case .failure(let error, let before)?:
+                state.withLock { $0.decodedBeforeFailure = before }
                 endSequence()
                 run.cancel()
                 throw error
@@ -197,14 +204,15 @@ final class SnapshotDriver<Item: Decodable & Sendable>: Sendable {
             [weak self] snapshot in
             guard let self, let run = state.withLock({ $0.run }) else { return false }
             // Decoded here, on the run's delivery thread: the caller's executor only takes them.
-            let delta = snapshot.delta
+            let delta = snapshot.delta, offset = delta.totalItems - delta.items
             do throws(SheafError) {
-                let items = try decoder.decode(delta.json, offset: delta.totalItems - delta.items)
+                let items = try decoder.decode(delta.json, offset: offset)
                 prefix?.append(items)
                 deliver(.snapshot(ListSnapshot(items: items, snapshot: snapshot, prefix: prefix, run: run)))
                 return true
             } catch {
-                deliver(.failure(error))
+                let before = error.itemIndex.map { decoder.decodeFirst($0 - offset, of: delta.json) } ?? []
+                deliver(.failure(error, before: before))
                 return false
             }
         }

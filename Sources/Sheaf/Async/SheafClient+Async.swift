@@ -15,8 +15,8 @@ extension SheafClient {
     ///
     /// - Returns: every item; fewer when the description's budgets stop the list early (its
     ///   `maxItems`, `maxPages`, `maxRequests`), which is not a failure.
-    /// - Throws: `ListFailure` with the error (every field of `SheafError`) and the items decoded
-    ///   before it: an HTTP failure after retries, a page that is not what the list describes, an
+    /// - Throws: `ListFailure` with the error (every field of `SheafError`) and every item decoded
+    ///   before it (for an item that does not decode: the items before that one): an HTTP failure after retries, a page that is not what the list describes, an
     ///   item that does not decode as `Item` (`.decoding`, naming the item's index and the JSON
     ///   location inside it), `.cancelled` when the task is cancelled.
     public func fetchAll<Item: Decodable & Sendable>(_ type: Item.Type, _ description: ListDescription,
@@ -29,7 +29,7 @@ extension SheafClient {
                 items += snapshot.items
             }
         } catch {
-            throw ListFailure(error: error, items: items)
+            throw ListFailure(error: error, items: items + snapshots.driver.decodedBeforeFailure)
         }
         return items
     }
