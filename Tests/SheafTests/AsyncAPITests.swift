@@ -228,8 +228,8 @@ final class AsyncTransportTests: XCTestCase {
         } catch let failure as ListFailure<Thing> {
             XCTAssertEqual(failure.code, .cancelled)
         }
-        for _ in 0..<500 where slow.counts.value.cancelled == 0 { try await Task.sleep(nanoseconds: 2_000_000) }
-        XCTAssertEqual(slow.counts.value.cancelled, 1, "the exchange in flight was cancelled with the list")
+        for _ in 0..<500 where slow.counts.value.cancelled < slow.counts.value.sent { try await Task.sleep(nanoseconds: 2_000_000) }
+        XCTAssertEqual(slow.counts.value.cancelled, slow.counts.value.sent, "every exchange in flight was cancelled with the list")
     }
 
     func testASlowConsumerHoldsTheFetchingBack() async throws {
@@ -251,6 +251,7 @@ final class AsyncTransportTests: XCTestCase {
         let backend = FakeAsyncBackend(delayNanoseconds: 0)
         var configuration = ClientConfiguration()
         configuration.retry.baseDelayMilliseconds = 0
+        configuration.window = 1 // page one alone
         let mapped = AsyncTransportAdapter(backend) { _ in TransportError(.timeout, "mapped") }
         let client = try SheafClient(baseURL: scriptedBase, transport: mapped, configuration: configuration)
         do {

@@ -233,7 +233,7 @@ final class ListRunTests: XCTestCase {
         let api = FakeAnchorAPI(count: 25)
         transport.on(scriptedList) { request, _ in api.reply(request) }
         _ = try scriptedClient(transport).fetchAll(anchorList())
-        XCTAssertEqual(transport.requests.count, 3)
+        XCTAssertEqual((1...3).map { transport.requestCount(scriptedPage($0)) }, [1, 1, 1])
         for request in transport.requests {
             XCTAssertEqual(request.method, "GET")
             XCTAssertEqual(request.headers.first(named: "authorization"), "Bearer \(scriptedToken)")
@@ -257,7 +257,56 @@ final class ListRunTests: XCTestCase {
         var description = anchorList("/v1/things?sort=name", pageSize: 25)
         description.query = [("filter", "a b&c")]
         XCTAssertEqual(try scriptedClient(transport).fetchAll(description).outcome, .complete)
-        XCTAssertEqual(transport.requests.map(\.url), ["\(scriptedList)?sort=name&filter=a%20b%26c&page=1&per_page=25"])
+        XCTAssertEqual(transport.requests.first?.url, "\(scriptedList)?sort=name&filter=a%20b%26c&page=1&per_page=25")
+    }
+
+    // MARK: Pages asked for ahead of page one
+
+    func testPagesAheadThatAnswerBeforePageOneAreHeldAndTheListStaysInOrder() throws {
+        let transport = ScriptedTransport()
+        let api = FakeAnchorAPI(count: 200)
+        transport.on(scriptedList) { request, _ in
+            request.url == scriptedPage(1) ? api.reply(request).after(100) : api.reply(request)
+        }
+        let log = SnapshotLog()
+        let run = try scriptedClient(transport).makeList(anchorList(), onSnapshot: log.callback)
+        try run.start()
+        XCTAssertEqual(outcome(of: run), .complete)
+        XCTAssertEqual(log.ids, Array(0..<200), "the snapshots grow in list order")
+        XCTAssertEqual(Set(transport.requests.prefix(8).map(\.url)), Set((1...8).map { scriptedPage($0) }),
+                       "the window went out before page one answered")
+        XCTAssertEqual(transport.requests.map(\.url).sorted(), (1...20).map { scriptedPage($0) }.sorted(), "each page once")
+    }
+
+    func testAListShorterThanTheWindowIgnoresWhatThePagesAheadAnswered() throws {
+        for status in [200, 404, 500] {
+            let transport = ScriptedTransport()
+            let api = FakeAnchorAPI(count: 15)
+            transport.on(scriptedList) { request, _ in
+                switch request.url {
+                case scriptedPage(1): api.reply(request).after(50)
+                case scriptedPage(2): api.reply(request)
+                default: status == 200 ? api.reply(request) : .status(status)
+                }
+            }
+            let (json, outcome) = try scriptedClient(transport) { $0.retry.maxAttempts = 1 }.fetchAll(anchorList())
+            XCTAssertEqual(outcome, .complete, "pages past the end answered \(status)")
+            XCTAssertEqual(itemIDs(json), Array(0..<15))
+        }
+    }
+
+    func testPagesAheadOfADetectedListAreReadTheWayPageOneIsRead() throws {
+        // Paging given, items left to detect: pages that answer first wait for page one's shape.
+        let transport = ScriptedTransport()
+        let api = FakeAnchorAPI(count: 45)
+        transport.on(scriptedList) { request, _ in
+            request.url == scriptedPage(1) ? api.reply(request).after(50) : api.reply(request)
+        }
+        var description = ListDescription(path: "/v1/things")
+        description.paging = .pageNumber(.init(parameter: "page", first: 1, size: .init(parameter: "per_page", value: 10)))
+        let (json, outcome) = try scriptedClient(transport).fetchAll(description)
+        XCTAssertEqual(outcome, .complete)
+        XCTAssertEqual(itemIDs(json), Array(0..<45))
     }
 
     func testALinkedListIsWalkedAndRelativeNextLinksResolve() throws {
@@ -278,9 +327,10 @@ final class ListRunTests: XCTestCase {
         let (json, outcome) = try scriptedClient(transport).fetchAll(anchorList(pageSize: 500))
         XCTAssertEqual(outcome, .complete)
         XCTAssertEqual(itemIDs(json), Array(0..<250))
-        XCTAssertEqual(transport.requests.map(\.url).sorted(),
-                       (1...3).map { "\(scriptedList)?page=\($0)&per_page=500" },
+        let asked = transport.requests.map(\.url)
+        XCTAssertEqual((1...3).map { page in asked.filter { $0 == "\(scriptedList)?page=\(page)&per_page=500" }.count }, [1, 1, 1],
                        "the server's next link keeps asking for 500; it serves 100")
+        XCTAssertLessThanOrEqual(asked.count, ClientConfiguration().window, "only the pages asked for ahead of page one")
     }
 
     func testDuplicatesAcrossPagesAreDroppedWhenTheListHasAnIdentity() throws {
@@ -364,11 +414,7 @@ final class ListRunTests: XCTestCase {
         let (json, outcome) = try scriptedClient(transport).fetchAll(anchorList())
         XCTAssertEqual(outcome, .complete)
         XCTAssertEqual(itemIDs(json), Array(0..<50))
-        XCTAssertEqual(transport.requestCount(scriptedPage(3)), 3)
-        XCTAssertEqual(transport.requestCount(scriptedPage(4)), 2)
-        XCTAssertEqual(transport.requestCount(scriptedPage(5)), 2)
-        XCTAssertEqual(transport.requestCount(scriptedPage(2)), 2)
-        XCTAssertEqual(transport.requests.count, 5 + 5)
+        XCTAssertEqual((1...5).map { transport.requestCount(scriptedPage($0)) }, [1, 2, 3, 2, 2])
     }
 
     func testRetriesStopAfterTheLastAttemptWithTheLastStatus() throws {
@@ -477,7 +523,7 @@ final class ListRunTests: XCTestCase {
         let outcome = try scriptedClient(transport).fetchAll(anchorList()).outcome
         XCTAssertEqual(outcome, .complete)
         XCTAssertGreaterThanOrEqual(Date().timeIntervalSince(started), 0.95)
-        XCTAssertEqual(transport.requests.count, 2)
+        XCTAssertEqual(transport.requestCount(scriptedPage(1)), 2)
     }
 
     // MARK: Redirects and credentials

@@ -14,8 +14,9 @@ private func pageURL(_ number: Int, _ rest: String = "&per_page=100") -> String 
 }
 
 private func planner(paging: Paging = pageNumbers, hasNext: Bool = true, window: Int = 4,
-                     maxPages: Int = 10_000, first: String = "\(base)?page=1&per_page=500") -> PagePlanner {
-    PagePlanner(firstURL: first, paging: paging, pagesSignalTheEnd: hasNext, window: window, maxPages: maxPages)
+                     maxPages: Int = 10_000, first: String = "\(base)?page=1&per_page=500", pagesAhead: Int = 1) -> PagePlanner {
+    PagePlanner(firstURL: first, paging: paging, pagesSignalTheEnd: hasNext, window: window, maxPages: maxPages,
+                pagesAhead: pagesAhead)
 }
 
 private func makePlanner(window: Int = 4) -> PagePlanner { planner(window: window) }
@@ -628,5 +629,87 @@ final class PagePlannerTests: XCTestCase {
                 XCTAssertEqual(missing, [2, 4, 5])
             }
         }
+    }
+
+    // MARK: Pages asked for ahead of page one
+
+    func testAddressablePagesGoOutWithPageOneAndStandWhenThePlanAsksForThem() {
+        var planner = planner(window: 4, pagesAhead: 4)
+        XCTAssertEqual(planner.start().fetches, [0: pageURL(1, "&per_page=500"), 1: pageURL(2, "&per_page=500"),
+                                                 2: pageURL(3, "&per_page=500"), 3: pageURL(4, "&per_page=500")])
+        // The server's next link lists the parameters in another order: the same page.
+        let actions = planner.pageArrived(0, page(100, next: "\(base)?per_page=500&page=2", total: 1000))
+        XCTAssertEqual(actions, [.accept(index: 0), .fetch(index: 4, url: "\(base)?per_page=500&page=5")],
+                       "pages 2-4 stand; the window has room for page 5")
+        XCTAssertEqual(planner.mode, .parallel(pageCount: 10))
+        for index in 1...3 { XCTAssertEqual(planner.pageArrived(index, page(100)), [.accept(index: index)] + [.fetch(index: 4 + index, url: "\(base)?per_page=500&page=\(5 + index)")]) }
+    }
+
+    func testPagesAheadPastTheEndOfAShortListAreAbandoned() {
+        var planner = planner(window: 4, pagesAhead: 4)
+        _ = planner.start()
+        let actions = planner.pageArrived(0, page(100, total: 150))
+        XCTAssertEqual(actions, [.accept(index: 0), .cancel([2, 3])])
+        XCTAssertEqual(planner.pageArrived(1, page(50)), [.accept(index: 1), .finish(.allPages(expectedTotal: 150, missingPages: []))])
+    }
+
+    func testAListOnOnePageAbandonsEveryPageAheadAndFinishes() {
+        var planner = planner(window: 4, pagesAhead: 4)
+        _ = planner.start()
+        XCTAssertEqual(planner.pageArrived(0, page(7, total: 7)),
+                       [.accept(index: 0), .cancel([1, 2, 3]), .finish(.allPages(expectedTotal: 7, missingPages: []))])
+        XCTAssertEqual(planner.pageArrived(2, page(0)), [], "an abandoned page changes nothing")
+    }
+
+    func testOffsetsAheadOnTheSizeAskedForAreReplannedOnTheSizeServed() {
+        let offsets = Paging.offset(.init(parameter: "offset", first: 0, size: .init(parameter: "limit", value: 100)))
+        var planner = planner(paging: offsets, window: 3, first: "\(base)?offset=0&limit=100", pagesAhead: 3)
+        XCTAssertEqual(planner.start().fetches, [0: "\(base)?offset=0&limit=100", 1: "\(base)?offset=100&limit=100",
+                                                 2: "\(base)?offset=200&limit=100"])
+        // The server serves 50: the pages asked for ahead would skip items 50-99 and 150-199.
+        let actions = planner.pageArrived(0, page(50, total: 400))
+        XCTAssertEqual(actions, [.accept(index: 0), .cancel([1, 2]),
+                                 .fetch(index: 1, url: "\(base)?offset=50&limit=100"),
+                                 .fetch(index: 2, url: "\(base)?offset=100&limit=100"),
+                                 .fetch(index: 3, url: "\(base)?offset=150&limit=100")])
+        XCTAssertEqual(planner.mode, .parallel(pageCount: 8))
+    }
+
+    func testWithoutASizeSentOffsetsWaitForPageOne() {
+        let offsets = Paging.offset(.init(parameter: "offset", first: 0, size: .init(parameter: "limit", value: nil)))
+        var planner = planner(paging: offsets, window: 3, first: "\(base)?offset=0", pagesAhead: 3)
+        XCTAssertEqual(planner.start().fetches.count, 1)
+    }
+
+    func testNextLinksAndCursorsWaitForPageOne() {
+        var planner = planner(paging: .next, window: 4, first: base, pagesAhead: 4)
+        XCTAssertEqual(planner.start().fetches.count, 1)
+    }
+
+    func testPagesAheadStayWithinThePageCapTheBudgetAndTheGate() {
+        var capped = planner(window: 8, maxPages: 3, pagesAhead: 8)
+        XCTAssertEqual(capped.start().fetches.count, 3)
+        var budgeted = PagePlanner(firstURL: "\(base)?page=1&per_page=500", paging: pageNumbers, window: 8, maxPages: 100,
+                                   pageBudget: 2, pagesAhead: 8)
+        XCTAssertEqual(budgeted.start().fetches.count, 2)
+        var gated = PagePlanner(firstURL: "\(base)?page=1&per_page=500", paging: pageNumbers, window: 8, maxPages: 100,
+                                pageGate: 1, pagesAhead: 8)
+        XCTAssertEqual(gated.start().fetches.count, 1)
+    }
+
+    func testAPageAheadThatFailsAfterPageOneEndedTheListIsIgnoredButBeforeTheEndItFails() {
+        // Past the end (the plan abandoned it): nothing.
+        var short = planner(window: 4, pagesAhead: 4)
+        _ = short.start()
+        _ = short.pageArrived(0, page(100, total: 150))
+        XCTAssertEqual(short.pageFailed(3, httpError(500)), [])
+        // Within the list: the failure it always was.
+        var long = planner(window: 4, pagesAhead: 4)
+        _ = long.start()
+        _ = long.pageArrived(0, page(100, total: 1000))
+        guard case .failed(let index, _)? = (long.pageFailed(2, httpError(500)) + long.pageArrived(1, page(100))).ending else {
+            return XCTFail("no failure")
+        }
+        XCTAssertEqual(index, 2)
     }
 }

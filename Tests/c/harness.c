@@ -1004,7 +1004,8 @@ static void destroy_functions_run_once_when_nothing_needs_the_user_data(void) {
     for (int i = 0; i < 200 && atomic_load(&g_destroyed_transport) == 0; i++) sleep_ms(10);
     CHECK_INT(atomic_load(&g_destroyed_transport), 1);
     CHECK_INT(atomic_load(&g_destroyed_snapshot), 1);
-    CHECK_INT(atomic_load(&transport.calls), 3);
+    /* The three pages, and at most a window of pages asked for ahead of page one. */
+    CHECK(atomic_load(&transport.calls) >= 3 && atomic_load(&transport.calls) <= 8);
 }
 
 /* Every convention of Tests/server/conventions.py, detected and through its preset. */

@@ -84,15 +84,25 @@ struct PagePlanner {
     /// before it is in.
     private var continuation: String?
     private var pendingNextLink: String?
+    /// How many pages (page one included) are asked for before page one answers, when their
+    /// addresses are known without it (page numbers, or offsets with a page size sent).
+    let pagesAhead: Int
+    /// The URLs of those pages while the first page has not answered: they stand if the plan
+    /// page one decides asks for the same pages, and are abandoned otherwise.
+    private var aheadURLs: [Int: String] = [:]
     private var failure: (index: Int, error: SheafError)?
     private(set) var isFinished = false
 
     /// - Parameters:
     ///   - firstURL: the first page's URL, with its page parameters already set.
     ///   - hasNextSignal: whether pages name their successor (then a page without one is the last).
+    ///   - pagesAhead: the pages to ask for at once when their addresses are known (1: page one
+    ///     alone; within the window, the page cap, the page budget and a load-more gate).
     init(firstURL: String, paging: Paging = .next, pagesSignalTheEnd: Bool = true, window: Int, maxPages: Int,
-         pageBudget: Int? = nil, pageGate: Int? = nil, origin: Int? = nil, resumedPageSize: Int? = nil) {
+         pageBudget: Int? = nil, pageGate: Int? = nil, origin: Int? = nil, resumedPageSize: Int? = nil,
+         pagesAhead: Int = 1) {
         template = firstURL
+        self.pagesAhead = pagesAhead
         self.pageGate = pageGate
         self.paging = paging
         self.walksPageNumbers = false
@@ -111,8 +121,8 @@ struct PagePlanner {
         case .pageNumber:
             step = 1
             walksPageNumbers = !pagesSignalTheEnd
-        case .offset:
-            step = nil // the served page size, once page one is in
+        case .offset(let numbering):
+            step = numbering.size?.value // the size asked for; the size served once page one is in
             walksPageNumbers = !pagesSignalTheEnd
         default:
             step = nil
@@ -130,7 +140,21 @@ struct PagePlanner {
     }
 
     mutating func start() -> [Action] {
-        launch(template)
+        launch(template) + launchAhead()
+    }
+
+    /// Pages 1..<pagesAhead, asked for with page one when their addresses are known without
+    /// it: the window fills one round trip earlier. Never a failure: page one decides what the
+    /// list is, and a plan that does not need them abandons them.
+    private mutating func launchAhead() -> [Action] {
+        guard paging.isNumbered, step != nil else { return [] }
+        let limit = min(pagesAhead, window, maxPages, pageBudget ?? .max, pageGate ?? .max)
+        var actions: [Action] = []
+        while nextIndex < limit, let url = url(forIndex: nextIndex) {
+            aheadURLs[nextIndex] = url
+            actions += launch(url, remembered: false)
+        }
+        return actions
     }
 
     /// Page `index` arrived and was read.
@@ -200,7 +224,28 @@ struct PagePlanner {
 
     // MARK: Plans
 
+    /// Plans the list from page one. Pages asked for ahead of it stand where the plan asks for
+    /// the same URL (their query in any order) at the same place; the others are abandoned
+    /// (a plan on another page size, a list shorter than the window, a walk by next link).
     private mutating func planAfterFirstPage(_ page: Page) -> [Action] {
+        guard !aheadURLs.isEmpty else { return planFromFirstPage(page) }
+        let ahead = aheadURLs
+        aheadURLs = [:]
+        inFlight.subtract(ahead.keys)
+        nextIndex = 1
+        var kept = Set<Int>()
+        let planned = planFromFirstPage(page).filter { action in
+            guard case .fetch(let index, let url) = action, let sent = ahead[index], URLText.sameResource(sent, url) else {
+                return true
+            }
+            kept.insert(index)
+            return false
+        }
+        let abandoned = Set(ahead.keys).subtracting(kept).sorted()
+        return (abandoned.isEmpty ? [] : [.cancel(abandoned)]) + planned
+    }
+
+    private mutating func planFromFirstPage(_ page: Page) -> [Action] {
         servedPageSize = page.items.count
         expectedTotal = page.total
         if paging == .single { return finishIfIdle() }

@@ -111,6 +111,15 @@ enum URLText {
         return components.string ?? url
     }
 
+    /// Whether `a` and `b` name the same resource with the same query parameters, in any order
+    /// (a server's next link may list them in its own order).
+    static func sameResource(_ a: String, _ b: String) -> Bool {
+        if a == b { return true }
+        guard withoutQuery(a) == withoutQuery(b) else { return false }
+        let order = { (x: (String, String), y: (String, String)) in x.0 != y.0 ? x.0 < y.0 : x.1 < y.1 }
+        return queryPairs(a).sorted(by: order).elementsEqual(queryPairs(b).sorted(by: order), by: ==)
+    }
+
     /// `text` with its %XX escapes decoded (as UTF-8; an invalid escape is kept as written).
     static func percentDecoded(_ text: String) -> String {
         guard text.utf8.contains(UInt8(ascii: "%")) else { return text }

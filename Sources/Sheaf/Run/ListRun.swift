@@ -69,6 +69,9 @@ public final class ListRun: Sendable {
         var assembledResume: ResumePoint
         /// Ends the run when the caller's deadline passes.
         var deadline: Deadline?
+        /// Answers for pages asked for ahead of page one that came before it: read and planned
+        /// once page one has decided what the list is (and how to read it, when detected).
+        var aheadOfPageOne: [(index: Int, serial: Int, answer: Result<(url: String, response: HTTPResponse), SheafError>)] = []
     }
 
     private let client: SheafClient
@@ -130,7 +133,7 @@ public final class ListRun: Sendable {
                                   pagesSignalTheEnd: PageReader(description).pagesSignalTheEnd,
                                   window: configuration.window, maxPages: configuration.maxPages,
                                   pageBudget: description.maxPages, pageGate: pageGate, origin: origin,
-                                  resumedPageSize: resumedPageSize)
+                                  resumedPageSize: resumedPageSize, pagesAhead: Self.pagesAhead(description, window: configuration.window))
         let assembler = Assembler(keepsItems: keepsItems, maxItems: description.maxItems,
                                   deduplicates: description.source(of: .identity) != .none, skipsOnFirstPage: start.skip,
                                   deltaPerPage: pageGate != nil)
@@ -254,9 +257,20 @@ public final class ListRun: Sendable {
                            pageSize: resumedPageSize ?? served, point: resumed)
     }
 
+    /// Pages asked for before page one answers (when they can be addressed): a window, within
+    /// the request budget, and no more than the item limit needs at the size asked for (none
+    /// ahead when that size is unknown).
+    private static func pagesAhead(_ description: ListDescription, window: Int) -> Int {
+        let ahead = min(window, description.maxRequests ?? .max)
+        guard let maxItems = description.maxItems else { return ahead }
+        guard let size = description.paging.size?.value, size > 0 else { return 1 }
+        return min(ahead, maxItems / size + (maxItems % size == 0 ? 0 : 1))
+    }
+
     // MARK: Events
 
     private func pageArrived(_ index: Int, serial: Int, url: String, response: HTTPResponse) {
+        if heldForPageOne(index, serial, .success((url, response))) { return }
         let page: Page
         var detection: Detector.Resolution?
         do {
@@ -280,6 +294,33 @@ public final class ListRun: Sendable {
             // Logged before the pages it plans are sent, so the log reads in order.
             if index == 0, let hooks = client.hooks { logPlan(hooks, state, url: url) }
             return actions
+        }
+        if index == 0 { replayAheadOfPageOne() }
+    }
+
+    /// Keeps the answer for a page after the first while page one has not been planned.
+    private func heldForPageOne(_ index: Int, _ serial: Int,
+                                _ answer: Result<(url: String, response: HTTPResponse), SheafError>) -> Bool {
+        guard index > 0 else { return false }
+        return state.withLock { state in
+            guard state.ending == nil, state.planner.mode == .firstPage, !state.planner.isFinished else { return false }
+            state.aheadOfPageOne.append((index, serial, answer))
+            return true
+        }
+    }
+
+    /// Hands in the answers that came ahead of page one, now that it has been planned (those
+    /// for pages the plan abandoned are ignored as any abandoned answer is).
+    private func replayAheadOfPageOne() {
+        let held = state.withLock { state in
+            defer { state.aheadOfPageOne = [] }
+            return state.ending == nil ? state.aheadOfPageOne : []
+        }
+        for (index, serial, answer) in held {
+            switch answer {
+            case .success(let (url, response)): pageArrived(index, serial: serial, url: url, response: response)
+            case .failure(let error): pageFailed(index, serial: serial, error)
+            }
         }
     }
 
@@ -317,7 +358,9 @@ public final class ListRun: Sendable {
     }
 
     private func pageFailed(_ index: Int, serial: Int, _ error: SheafError) {
+        if heldForPageOne(index, serial, .failure(error)) { return }
         perform(page: (index, serial, .empty)) { $0.planner.pageFailed(index, error) }
+        if index == 0 { replayAheadOfPageOne() }
     }
 
     /// Asks the planner (through `decide`) and carries out its actions: planning, assembly and

@@ -70,6 +70,14 @@ def stats(server: APIServer) -> Dict[str, Any]:
         return json.load(response)
 
 
+def pages_asked(urls: List[str], parameter: str = "page") -> List[int]:
+    """The page numbers of `urls` (paths or URLs), in order. A list sends a window of pages with
+    page one, before it knows how long the list is: tests count the pages they mean."""
+    from urllib.parse import parse_qs, urlsplit
+
+    return [int(parse_qs(urlsplit(url).query)[parameter][0]) for url in urls]
+
+
 def expected_items(n: int, start: int = 0) -> List[Dict[str, Any]]:
     """Items start..n-1 as the server makes them."""
     return [{"id": i, "name": f"item-{i}"} for i in range(start, n)]

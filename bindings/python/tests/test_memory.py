@@ -5,11 +5,16 @@ from __future__ import annotations
 import ctypes
 import gc
 import os
+import subprocess
+import sys
 import threading
 import tracemalloc
+from typing import Iterator
+
+import pytest
 
 import sheaf
-from conftest import expected_items
+from conftest import REPO, expected_items
 
 ANCHOR = dict(items="/items", next="/next_page", total="/total", paging="page:page",
               size_param="per_page", page_size=10, id="/id")
@@ -19,6 +24,21 @@ ANCHOR = dict(items="/items", next="/next_page", total="/total", paging="page:pa
 # quarantine and shadow memory grows with use, so RSS says nothing about leaks there: LeakSanitizer
 # and the C stress test check those builds instead; the object and thread counts still apply.
 RSS_MEANINGFUL = not os.environ.get("SHEAF_SANITIZER")
+
+
+@pytest.fixture(scope="module")
+def own_process_api() -> Iterator[str]:
+    """The test server in a process of its own: what these tests measure is the client's memory,
+    not the server's log of its requests."""
+    server = subprocess.Popen([sys.executable, str(REPO / "Tests" / "server" / "api_server.py"), "--quiet",
+                               "--exit-on-stdin-eof"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        line = server.stdout.readline()
+        assert line.startswith("PORT "), line
+        yield f"http://127.0.0.1:{int(line.split()[1])}"
+    finally:
+        server.stdin.close()
+        server.wait(timeout=30)
 
 
 def rss_bytes() -> int:
@@ -46,8 +66,8 @@ def run_lists(client: sheaf.Client, count: int) -> None:
             assert client.fetch_all("/anchor?n=30", **ANCHOR) == expected_items(30)
 
 
-def test_two_hundred_lists_leave_no_python_or_native_growth(api):
-    with sheaf.Client(api.base_url) as client:
+def test_two_hundred_lists_leave_no_python_or_native_growth(own_process_api):
+    with sheaf.Client(own_process_api) as client:
         run_lists(client, 40)   # warm up: caches, the library's threads, the server's
         gc.collect()
         callbacks_before = callback_objects()
@@ -65,13 +85,12 @@ def test_two_hundred_lists_leave_no_python_or_native_growth(api):
     assert growth < 256 * 1024, f"Python memory grew by {growth} bytes over 200 lists"
     assert not RSS_MEANINGFUL or rss_after - rss_before < 16 * 1024 * 1024, f"RSS grew by {rss_after - rss_before} bytes"
     assert callback_objects() == callbacks_before
-    # The binding's own threads (one waiter per list) are all gone; the in-process test server's
-    # connection threads come and go with curl's connection cache, so they are not counted.
+    # The binding's own threads (one waiter per list) are all gone.
     assert [t.name for t in threading.enumerate() if t.name.startswith("sheaf-")] == []
     assert sheaf._live_runs() == 0
 
 
-def test_lists_through_a_python_transport_leave_nothing_behind(api):
+def test_lists_through_a_python_transport_leave_nothing_behind(own_process_api):
     import urllib.error
     import urllib.request
 
@@ -84,7 +103,7 @@ def test_lists_through_a_python_transport_leave_nothing_behind(api):
             with error:
                 return error.code, error.headers, error.read()
 
-    with sheaf.Client(api.base_url, transport=transport) as client:
+    with sheaf.Client(own_process_api, transport=transport) as client:
         run_lists(client, 8)
         gc.collect()
         callbacks_before = callback_objects()
