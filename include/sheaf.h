@@ -104,7 +104,7 @@ typedef enum sheaf_result {
     SHEAF_E_NOT_FOLLOWED = 18,     /**< The last page signals more (a Link rel="next", has_more, a next field, a total above what arrived) that the description does not follow; the error names the signal and the option or preset that would. */
     SHEAF_E_UNDETECTED = 19,       /**< Detection could not decide the list's shape (no items array, or several candidates); the error names the candidates and the options that choose. */
     SHEAF_E_REPEATED_PAGE = 20,    /**< Two consecutive pages hold the same items byte for byte: the server ignores the paging parameter (or the description names the wrong one). */
-    SHEAF_E_IO = 21,               /**< A download's file could not be written: its folder cannot be created, it is not writable, or the disk is full. The destination is left as it was. */
+    SHEAF_E_IO = 21,               /**< A download's file could not be written: its folder cannot be created, it is not writable, or the disk is full (the destination is left as it was); or a list's output (sheaf_list_start_write_fd) could not be written. */
     SHEAF_PAGE_BUDGET_REACHED = 22,    /**< The list stopped at the caller's page budget (SHEAF_BUDGET_PAGES); sheaf_list_resume_token goes on from there. */
     SHEAF_REQUEST_BUDGET_REACHED = 23, /**< The list stopped at the caller's request budget (SHEAF_BUDGET_REQUESTS); sheaf_list_resume_token goes on from there. */
     SHEAF_E_DEADLINE = 24,         /**< The list did not end within the caller's deadline (SHEAF_BUDGET_DEADLINE_MS); what arrived before stays delivered. */
@@ -753,6 +753,42 @@ SHEAF_API sheaf_result sheaf_list_prefix(sheaf_list *list, char **out_json, size
  * otherwise it is set to "[]". *out_length may be NULL. From inside a callback: SHEAF_E_REENTRANT.
  */
 SHEAF_API sheaf_result sheaf_list_fetch_all(sheaf_list *list, char **out_json, size_t *out_length);
+
+/** How sheaf_list_start_write and sheaf_list_start_write_fd write a list's items. Values are never renumbered. */
+typedef enum sheaf_format {
+    SHEAF_FORMAT_JSON = 0,        /**< One JSON array, an item per line: "[\n", the items separated by ",\n", "\n]\n" ("[]\n" when empty). */
+    SHEAF_FORMAT_JSON_LINES = 1   /**< JSON lines: each item, then "\n"; a line break inside an item (indented JSON) becomes a space. */
+} sheaf_format;
+
+/**
+ * Receives a list's output, in order, on a library thread (never two calls at once for one
+ * list; `bytes` is borrowed for the call and not NUL-terminated). Return 0 once the bytes are
+ * written; non-zero stops the list with SHEAF_E_STOPPED.
+ */
+typedef int (*sheaf_write_fn)(void *user_data, const char *bytes, size_t length);
+
+/**
+ * Starts the list in the background, writing its items to `write` as they arrive, in order and
+ * de-duplicated: the bytes the pages brought, never parsed twice, and not kept (sheaf_list_prefix
+ * is then SHEAF_E_STATE; memory stays flat however long the list). A slow `write` holds the
+ * fetching back. sheaf_list_wait returns once the output is complete (a JSON array closed, also
+ * after a failure: what was written is well-formed, and the result says whether it is the whole
+ * list) with the list's result; sheaf_list_get_status, sheaf_list_cancel and
+ * sheaf_list_resume_token (the token after the items written) work as for any list. `destroy`
+ * (may be NULL) is called with `user_data` once, after the last call. A list runs once:
+ * SHEAF_E_STATE otherwise; an unknown format: SHEAF_E_INVALID_ARGUMENT.
+ */
+SHEAF_API sheaf_result sheaf_list_start_write(sheaf_list *list, sheaf_format format, sheaf_write_fn write,
+                                              void *user_data, sheaf_destroy_fn destroy);
+
+/**
+ * As sheaf_list_start_write, to the file descriptor `fd` (a file, a pipe, a socket). `fd` stays
+ * the caller's: it is not closed and must stay open until sheaf_list_wait returns. A write that
+ * fails ends the list with SHEAF_E_IO and the system's reason (a full disk; a pipe whose reader
+ * left, when the program ignores SIGPIPE: by default that signal ends the program, as it would
+ * any tool writing to a closed pipe).
+ */
+SHEAF_API sheaf_result sheaf_list_start_write_fd(sheaf_list *list, int fd, sheaf_format format);
 
 /** Where a list stands (sheaf_list_get_status). Values are never renumbered; more may come. */
 typedef enum sheaf_list_state {

@@ -72,12 +72,17 @@ final class ListHandle: Sendable, ErrorRecording {
 
     /// Starts the run with `onSnapshot` (nil: no callback), or, `pulling`, with its snapshots
     /// queued for sheaf_list_next (the run holds back while a window of them wait).
-    func start(keepingItems force: Bool = false, onSnapshot: (@Sendable (Snapshot) -> Bool)?,
-               pulling: Bool = false) throws(SheafError) -> ListRun {
+    /// - Parameters:
+    ///   - keepingItems: in place of sheaf_list_set_keep_items (fetch-all keeps them, an output
+    ///     does not).
+    ///   - finishing: see `ListRun.finishing`.
+    func start(keepingItems: Bool? = nil, onSnapshot: (@Sendable (Snapshot) -> Bool)?, pulling: Bool = false,
+               finishing: (@Sendable (ListOutcome) -> ListOutcome)? = nil) throws(SheafError) -> ListRun {
         let (run, pull) = try state.withLock { (state) throws(SheafError) -> (ListRun, SnapshotQueue<PulledSnapshot>?) in
             guard !state.started else { throw SheafError(.state, "a list runs once; create a new list to run it again") }
             let client = try client.makeClient(transport: state.transport, headers: state.headers)
-            let keepsItems = state.keepsItems || force
+            if let keepingItems { state.keepsItems = keepingItems }
+            let keepsItems = state.keepsItems
             let pull = pulling ? SnapshotQueue<PulledSnapshot>() : nil
             // The C copy of a pulled snapshot is made on the run's delivery thread, not on the
             // caller's thread that takes it.
@@ -91,6 +96,7 @@ final class ListHandle: Sendable, ErrorRecording {
             state.pull = pull
             return (run, pull)
         }
+        if let finishing { run.finishing(finishing) }
         try run.start()
         if let pull { run.whenFinished { pull.finish() } }
         return run
@@ -455,6 +461,36 @@ public func sheaf_list_start(_ list: OpaquePointer?, _ onSnapshot: sheaf_snapsho
         }
         _ = try handle.start(onSnapshot: deliver)
     }
+}
+
+@c @implementation
+public func sheaf_list_start_write(_ list: OpaquePointer?, _ format: sheaf_format, _ write: sheaf_write_fn?,
+                                   _ userData: UnsafeMutableRawPointer?, _ destroy: sheaf_destroy_fn?) -> sheaf_result {
+    let owned = CUserData(userData, destroy: destroy) // released on every path
+    return withList(list) { (handle) throws(SheafError) in
+        guard let write else { throw SheafError(.invalidArgument, "the write function must not be NULL") }
+        try startOutput(handle, format) { bytes in
+            let done = write(owned.pointer, bytes.baseAddress?.assumingMemoryBound(to: CChar.self), bytes.count) == 0
+            return done ? nil : SheafError(.stopped, "the write function asked to stop")
+        }
+    }
+}
+
+@c @implementation
+public func sheaf_list_start_write_fd(_ list: OpaquePointer?, _ fd: Int32, _ format: sheaf_format) -> sheaf_result {
+    withList(list) { (handle) throws(SheafError) in
+        guard fd >= 0 else { throw SheafError(.invalidArgument, "the file descriptor must be 0 or more") }
+        try startOutput(handle, format, ItemOutput.fileDescriptor(fd))
+    }
+}
+
+/// Starts `handle`'s list writing its items to `sink` in `format` (items not kept).
+private func startOutput(_ handle: ListHandle, _ format: sheaf_format, _ sink: @escaping ItemOutput.Sink) throws(SheafError) {
+    guard let format = ItemFormat(rawValue: Int(format.rawValue)) else {
+        throw SheafError(.invalidArgument, "unknown output format \(format.rawValue)")
+    }
+    let output = ItemOutput(format: format, sink: sink)
+    _ = try handle.start(keepingItems: false, onSnapshot: { output.write($0.delta) }, finishing: output.finish)
 }
 
 @c @implementation

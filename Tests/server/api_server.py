@@ -26,6 +26,7 @@ Query parameters common to the list endpoints (/anchor, /drf, /array):
                   with {"error":"injected","status":S} (+ "Retry-After: 0" for 429 and 503)
   garbage=K       page K answers 200 with the body "this is not json"
   short=K         (/anchor, /drf) the list really has n-K items but still claims n
+  indent=1        (/anchor) the page pretty-printed, two spaces a level (items span lines)
   bearer=T        (any endpoint) answer 401 {"error":"bad credentials"} unless the request
                   carries "Authorization: Bearer T" (an expired token gets the same answer)
   bearer_from=K   with bearer=: only requests for page K and later (?page=, from 1) need it, as
@@ -483,7 +484,10 @@ class Handler(BaseHTTPRequestHandler):
         if not endless and not q.flag("nototal"):
             parts.append(',"total":%d' % n)
         parts.append("}")
-        self.send(200, "".join(parts).encode())
+        body = "".join(parts)
+        if q.flag("indent"):   # pretty-printed, as GitHub's API answers: line breaks inside items
+            body = json.dumps(json.loads(body), indent=2)
+        self.send(200, body.encode())
 
     def drf(self, q: Query) -> None:
         try:

@@ -54,12 +54,15 @@ struct Assembler {
         pending[index] = page
         var deltas: [SnapshotDelta] = []
         var json: [UInt8] = [UInt8(ascii: "[")]
+        var ends: [Int] = []
         var added = 0
         var open = false // pages were added since the last delta was closed
         func close() {
             json.append(UInt8(ascii: "]"))
-            deltas.append(SnapshotDelta(json: json, items: added, totalItems: itemCount, pages: pageCount, prefixBytes: prefix.count))
+            deltas.append(SnapshotDelta(json: json, items: added, totalItems: itemCount, pages: pageCount, prefixBytes: prefix.count,
+                                        itemEnds: ends))
             json = [UInt8(ascii: "[")]
+            ends = []
             added = 0
             open = false
         }
@@ -75,7 +78,7 @@ struct Assembler {
             nextIndex += 1
             pageCount += 1
             open = true
-            added += append(page, index: nextIndex - 1, to: &json, first: added == 0)
+            added += append(page, index: nextIndex - 1, to: &json, ends: &ends, first: added == 0)
             if reachedLimit {
                 pending.removeAll()
                 break
@@ -100,8 +103,9 @@ struct Assembler {
         pending = pending.filter { $0.key <= index }
     }
 
-    /// Appends the new items of page `index` to `json` (and the kept prefix); returns how many.
-    private mutating func append(_ page: Page, index: Int, to json: inout [UInt8], first: Bool) -> Int {
+    /// Appends the new items of page `index` to `json` (and the kept prefix), and where each
+    /// ends to `ends`; returns how many.
+    private mutating func append(_ page: Page, index: Int, to json: inout [UInt8], ends: inout [Int], first: Bool) -> Int {
         var added = 0
         var needsComma = !first
         for (position, range) in page.items.enumerated() where index > 0 || position >= skipsOnFirstPage {
@@ -117,6 +121,7 @@ struct Assembler {
             if needsComma { json.append(UInt8(ascii: ",")) }
             needsComma = true
             json.append(contentsOf: page.body[range])
+            ends.append(json.count)
             if keepsItems {
                 if !prefix.isEmpty { prefix.append(UInt8(ascii: ",")) }
                 prefix.append(contentsOf: page.body[range])
@@ -163,4 +168,6 @@ public struct SnapshotDelta: Sendable {
     public var pages: Int
     /// Bytes of the kept prefix once this delta is in it (0 when items are not kept).
     var prefixBytes: Int
+    /// Where each item ends in `json` (the next one starts after a comma).
+    package var itemEnds: [Int] = []
 }

@@ -94,15 +94,10 @@ final class FileDownload: ResponseBodySink, @unchecked Sendable {
     func write(_ chunk: UnsafeRawBufferPointer) -> Bool {
         lock.withLock {
             guard failure == nil, descriptor >= 0 else { return false }
-            var offset = 0
-            while offset < chunk.count {
-                let count = systemWrite(descriptor, chunk.baseAddress! + offset, chunk.count - offset)
-                if count < 0 {
-                    if errno == EINTR { continue }
-                    failure = Self.ioError("cannot write \(partPath)")
-                    return false
-                }
-                offset += count
+            let code = writeAll(descriptor, chunk)
+            guard code == 0 else {
+                failure = SheafError(.io, "cannot write \(partPath): \(errnoText(code))")
+                return false
             }
             written += Int64(chunk.count)
             return true
@@ -162,11 +157,6 @@ final class FileDownload: ResponseBodySink, @unchecked Sendable {
     }
 
     private static func ioError(_ what: String) -> SheafError {
-        SheafError(.io, "\(what): \(String(cString: strerror(errno)))")
+        SheafError(.io, "\(what): \(errnoText(errno))")
     }
-}
-
-/// write(2), named apart from `FileDownload.write`.
-private func systemWrite(_ descriptor: Int32, _ bytes: UnsafeRawPointer, _ count: Int) -> Int {
-    write(descriptor, bytes, count)
 }

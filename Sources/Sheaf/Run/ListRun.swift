@@ -46,6 +46,9 @@ public final class ListRun: Sendable {
         var started = false
         /// `whenFinished` bodies given before the start.
         var finishHandlers: [@Sendable () -> Void] = []
+        /// Runs after the last snapshot callback, before the outcome is known to anyone, and
+        /// may replace it (`finishing(_:)`).
+        var finishing: (@Sendable (ListOutcome) -> ListOutcome)?
         /// Set once the outcome is decided; later events are ignored.
         var ending: ListOutcome?
         /// Set when the caller asked to stop (callback) or cancelled: no more callbacks.
@@ -188,6 +191,13 @@ public final class ListRun: Sendable {
             return state.started
         }
         if started { done.notify(queue: .global(), execute: body) }
+    }
+
+    /// Runs `body` on the delivery thread after the last snapshot callback and before `wait()`
+    /// returns; the outcome it returns is the run's (an output that could not be written turns
+    /// the stop it caused into its own failure). Given before `start()`.
+    package func finishing(_ body: @escaping @Sendable (ListOutcome) -> ListOutcome) {
+        state.withLock { $0.finishing = body }
     }
 
     /// The outcome, once the run has finished; nil before.
@@ -522,12 +532,14 @@ public final class ListRun: Sendable {
             state.ending = outcome
         }
         delivery.async { [self] in
+            let (ending, finishing) = self.state.withLock { state in
+                (state.stoppedByCallback ? .failed(SheafError(.stopped, "the snapshot callback asked to stop")) : state.ending!,
+                 state.finishing)
+            }
+            let outcome = finishing.map { $0(ending) } ?? ending
             self.state.withLock { state in
-                if state.stoppedByCallback {
-                    state.outcome = .failed(SheafError(.stopped, "the snapshot callback asked to stop"))
-                } else {
-                    state.outcome = state.ending
-                }
+                state.outcome = outcome
+                state.finishing = nil
             }
             onSnapshot.withLock { $0 = nil } // drop the caller's context: no callback after the end
             done.leave()

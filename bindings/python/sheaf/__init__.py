@@ -38,7 +38,7 @@ from .errors import (
 from .hooks import Event
 from .request import ApiKey, Response
 from .pager import Pager
-from .snapshot import Items, Snapshot
+from .snapshot import Items, Progress, Snapshot, Written
 from .stream import SnapshotStream
 from .transport import Transport
 
@@ -73,6 +73,8 @@ __all__ = [
     "DeadlineError",
     "CredentialError",
     "Items",
+    "Progress",
+    "Written",
     "TransportError",
     "DecodingError",
     "IncompleteError",

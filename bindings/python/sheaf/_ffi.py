@@ -83,6 +83,10 @@ SHEAF_LIST_LOADING = 1
 SHEAF_LIST_IDLE = 2
 SHEAF_LIST_ENDED = 3
 
+# enum sheaf_format
+SHEAF_FORMAT_JSON = 0
+SHEAF_FORMAT_JSON_LINES = 1
+
 SHEAF_TRANSPORT_OTHER = 0
 SHEAF_TRANSPORT_TIMEOUT = 1
 SHEAF_TRANSPORT_CONNECT = 2
@@ -505,6 +509,8 @@ def declare(library: Any) -> None:
     # ---- Loading more
     # sheaf_result sheaf_list_start_load_more(sheaf_list *list, int64_t look_ahead);
     fn("sheaf_list_start_load_more", _sheaf_result, [ListHandle, c_int64])
+    # sheaf_result sheaf_list_start_write_fd(sheaf_list *list, int fd, sheaf_format format);
+    fn("sheaf_list_start_write_fd", _sheaf_result, [ListHandle, c_int, c_int])
     # sheaf_result sheaf_list_more(sheaf_list *list, int64_t timeout_ms, char **out_json, size_t *out_length);
     fn("sheaf_list_more", _sheaf_result, [ListHandle, c_int64, POINTER(c_void_p), POINTER(c_size_t)])
     # sheaf_result sheaf_list_reset(sheaf_list *list);

@@ -45,9 +45,10 @@ class Progress:
     """
 
     def __init__(self, stream: TextIO, enabled: bool, min_interval: float = 0.1,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic, live: bool = True) -> None:
         self.stream = stream
         self.enabled = enabled
+        self.live = live                   # False: only the final line (the items share the terminal)
         self.min_interval = min_interval
         self.clock = clock
         self.start = clock()
@@ -112,13 +113,13 @@ class Progress:
 
     def start_waiting(self) -> None:
         """Shows that the list started, before its first page arrives."""
-        if self.enabled:
+        if self.enabled and self.live:
             self._draw(self.text())
             self.last_draw = self.clock()
 
     def update(self, snapshot, force: bool = False) -> None:
         self.snapshot = snapshot
-        if not self.enabled:
+        if not (self.enabled and self.live):
             return
         now = self.clock()
         if not force and self.last_draw is not None and now - self.last_draw < self.min_interval:

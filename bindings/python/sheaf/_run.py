@@ -24,8 +24,9 @@ import decimal
 import itertools
 import json
 import threading
+import time
 from ctypes import POINTER, byref
-from typing import TYPE_CHECKING, Any, Dict, List, Optional
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
 
 from . import _ffi
 from ._ffi import lib
@@ -80,16 +81,19 @@ class ListRun:
 
     # ---- running ----------------------------------------------------------------------------
 
-    def start(self, look_ahead: Optional[int] = None) -> None:
-        """Registers the run and starts the list in the background: pulled, or with
-        `look_ahead`, in load-more mode (nothing is fetched until asked)."""
+    def start(self, look_ahead: Optional[int] = None, output: Optional[Tuple[int, int]] = None) -> None:
+        """Registers the run and starts the list in the background: pulled; with `look_ahead`,
+        in load-more mode (nothing is fetched until asked); with `output` (a file descriptor and
+        a ``SHEAF_FORMAT_*``), writing its items there."""
         client, self.client = self.client, None   # the C list keeps the C client alive
         assert client is not None, "a list runs once"
         if client.closed:
             raise UsageError(Result.STATE, "the client was closed before the list started")
         with _runs_lock:
             _runs[self.token] = self
-        if look_ahead is None:
+        if output is not None:
+            result = lib.sheaf_list_start_write_fd(self.handle, *output)
+        elif look_ahead is None:
             result = lib.sheaf_list_start_pull(self.handle)
         else:
             result = lib.sheaf_list_start_load_more(self.handle, look_ahead)
@@ -118,6 +122,25 @@ class ListRun:
                 raise Error(_ffi.SHEAF_E_INTERNAL,
                             f"snapshot version {snapshot.version} is older than this package reads")
             return snapshot
+
+    def status(self) -> _ffi.ListStatusStruct:
+        """Where the list stands (counts, and whether it has ended)."""
+        status = _ffi.ListStatusStruct(size=ctypes.sizeof(_ffi.ListStatusStruct))
+        with self.lock:
+            if self.handle is not None:
+                lib.sheaf_list_get_status(self.handle, byref(status))
+        return status
+
+    def wait_output(self, seconds: float) -> bool:
+        """For a list writing its output: whether it has ended (its outcome then read), after
+        waiting at most `seconds` (Ctrl-C is seen between two looks)."""
+        deadline = time.monotonic() + seconds
+        while self.status().state != _ffi.SHEAF_LIST_ENDED:
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(min(0.02, seconds))
+        self._read_outcome()
+        return True
 
     def next_items(self) -> Optional[List[Any]]:
         """The items the next snapshot added, or None after the last snapshot."""

@@ -12,11 +12,12 @@ is `sheaf.cli:main`.
 from __future__ import annotations
 
 import argparse
+import errno
 import json
 import os
 import signal
 import sys
-from typing import Any, BinaryIO, Iterable, List, Optional, Sequence, Tuple
+from typing import List, Optional, Sequence, Tuple
 from urllib.parse import urlsplit
 
 from ._progress import Progress
@@ -273,7 +274,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     output = get.add_argument_group("output")
     output.add_argument("--format", choices=("jsonl", "json"), default="jsonl",
-                        help="jsonl: one compact JSON item per line (default); json: one array")
+                        help="jsonl: one JSON item per line, as the server sent it (default); json: one array")
     output.add_argument("-o", "--output", metavar="FILE",
                         help="write the items to FILE instead of stdout")
     output.add_argument("--quiet", "-q", action="store_true",
@@ -389,50 +390,6 @@ class AtomicFile:
                 os.unlink(self.temporary)
             except FileNotFoundError:
                 pass
-
-
-def _dump(item: Any) -> bytes:
-    try:
-        return json.dumps(item, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
-    except UnicodeEncodeError:  # a lone surrogate (a legal \\ud800 escape): keep it escaped
-        return json.dumps(item, separators=(",", ":")).encode("ascii")
-
-
-class ItemWriter:
-    """Writes items as JSON lines or as one JSON array, flushing after every batch."""
-
-    def __init__(self, out: BinaryIO, fmt: str) -> None:
-        self.out = out
-        self.fmt = fmt
-        self.count = 0
-        self.opened = False
-        self.closed = False
-
-    def write(self, items: Iterable[Any]) -> None:
-        chunks: List[bytes] = []
-        if self.fmt == "jsonl":
-            for item in items:
-                chunks.append(_dump(item))
-                chunks.append(b"\n")
-                self.count += 1
-        else:
-            for item in items:
-                chunks.append(b",\n" if self.opened else b"[\n")
-                self.opened = True
-                chunks.append(_dump(item))
-                self.count += 1
-        if chunks:
-            self.out.write(b"".join(chunks))
-            self.out.flush()
-
-    def close(self) -> None:
-        """Ends the output (closes the JSON array); idempotent."""
-        if self.closed:
-            return
-        self.closed = True
-        if self.fmt == "json":
-            self.out.write(b"\n]\n" if self.opened else b"[]\n")
-        self.out.flush()
 
 
 # ---- running -------------------------------------------------------------------------------
@@ -670,67 +627,34 @@ def _get(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         out = target.file
     else:
         out = sys.stdout.buffer
-    writer = ItemWriter(out, args.format)
-    progress = Progress(sys.stderr, enabled=not args.quiet and _isatty(sys.stderr))
-    shares_terminal = progress.enabled and not args.output and _isatty(sys.stdout)
-
-    def emit(items) -> None:
-        if items:
-            if shares_terminal:
-                progress.clear()
-            writer.write(items)
-
+    # The library writes the items itself, from the bytes the pages brought (nothing decoded in
+    # Python). When they go to the terminal the progress line is on, only its final state is
+    # drawn, after them.
+    shares_terminal = not args.output and _isatty(sys.stdout)
+    progress = Progress(sys.stderr, enabled=not args.quiet and _isatty(sys.stderr), live=not shares_terminal)
     status, message, note = EXIT_OK, None, ""
-    snapshots, resume = None, None   # the token after the items written
-    # The token after each count of items written, for the last two snapshots: a Ctrl-C may come
-    # between writing a snapshot's items and noting its token, and the count written decides.
-    marks: dict = {}
+    resume = None   # the token after the items written
     try:
         try:
             with api.Client(base, **client_options) as client:
                 progress.start_waiting()
-                snapshots = client.stream(path, **list_options)
-                marks[0] = snapshots.resume_token
-                try:
-                    for snapshot in snapshots:
-                        marks = {writer.count: marks.get(writer.count),
-                                 writer.count + len(snapshot.items): snapshot.resume_token}
-                        emit(snapshot.items)
-                        progress.update(snapshot, force=shares_terminal and bool(snapshot.items))
-                finally:
-                    close = getattr(snapshots, "close", None)
-                    if close is not None:
-                        close()
-            resume = getattr(snapshots, "resume_token", None)   # the list's end: every item was written
+                written = client.fetch_to(path, out, format=args.format, progress=progress.update, **list_options)
+            resume = written.resume_token
             if resume is not None:
                 note = "stopped where asked"
+        except api.FileError as e:
+            if target is None and os.strerror(errno.EPIPE) in e.message:
+                # The reader went away (`sheaf get ... | head`): stop quietly.
+                _silence(out)
+                progress.clear()
+                return EXIT_OK
+            status, message, note = EXIT_FAILURE, _error_message(api, e, token), "failed"
         except api.Error as e:
-            # A stream's error carries no items (they were all yielded already); should it ever
-            # carry the delivered prefix, write the part not written yet.
-            delivered = list(getattr(e, "items", None) or ())
-            if len(delivered) > writer.count:
-                emit(delivered[writer.count:])
             status, message = _exit_status(api, e), _error_message(api, e, token)
-            resume = getattr(snapshots, "resume_token", None)
-            note = "failed"
-        except KeyboardInterrupt:
+            resume, note = e.resume_token, "failed"
+        except KeyboardInterrupt as e:
             status, message, note = EXIT_INTERRUPTED, "interrupted", "interrupted"
-            resume = marks.get(writer.count)
-        finally:
-            writer.close()
-    except BrokenPipeError:
-        # The reader went away (`sheaf get ... | head`): stop quietly; nothing more to write.
-        try:
-            devnull = os.open(os.devnull, os.O_WRONLY)
-            os.dup2(devnull, out.fileno())
-        except (OSError, ValueError):
-            pass
-        progress.clear()
-        return EXIT_OK
-    except OSError as e:
-        progress.finish("failed")
-        _error(f"cannot write the items: {e.strerror or e}")
-        return EXIT_FAILURE
+            resume = getattr(e, "resume_token", None)
     finally:
         if target is not None:
             try:
@@ -742,15 +666,24 @@ def _get(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
                 target.discard()
                 _error(f"cannot write {args.output}: {e.strerror or e}")
                 status = status or EXIT_FAILURE
-
+    items_written = progress.snapshot.item_count if progress.snapshot is not None else 0
     progress.finish(note)
     if message is not None:
         _error(message)
     # After a failure, a token is worth printing when items were written (a failure before any
     # is re-run as it was), and not with -o: a failed run keeps nothing there.
-    if resume is not None and (status == EXIT_OK or (writer.count > 0 and target is None)):
+    if resume is not None and (status == EXIT_OK or (items_written > 0 and target is None)):
         _error(f"to go on: --resume {resume}")
     return status
+
+
+def _silence(out) -> None:
+    """Points `out` at /dev/null: its reader left, and nothing may fail writing to it at exit."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, out.fileno())
+    except (OSError, ValueError):
+        pass
 
 
 def _read_argument(parser: argparse.ArgumentParser, text: str, flag: str) -> bytes:

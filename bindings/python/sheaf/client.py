@@ -18,7 +18,7 @@ from .description import Description
 from .pager import Pager
 from .errors import Error, Result, UsageError
 from .request import ApiKey, Headers, Response, header_pairs, named_pairs, send
-from .snapshot import Items
+from .snapshot import Items, Progress, Written
 from .stream import SnapshotStream
 from .transport import Transport
 
@@ -309,6 +309,61 @@ class Client(Closing):
                                             max_pages=max_pages, max_requests=max_requests, deadline=deadline,
                                             resume=resume))
 
+    def fetch_to(self, path: str, out: Union[int, Any], description: Optional[Description] = None, *,
+                 format: str = "json", progress: Optional[Callable[[Progress], None]] = None,
+                 query: Optional[Query] = None, max_items: Optional[int] = None, max_pages: Optional[int] = None,
+                 max_requests: Optional[int] = None, deadline: Optional[float] = None, resume: Optional[str] = None,
+                 headers: Optional[Headers] = None, **parts: Any) -> Written:
+        """Writes every item of the list at `path` to `out` as it arrives, in order and
+        de-duplicated, without decoding it: the library writes the bytes the pages brought from
+        its own threads, and nothing is kept (memory stays flat however long the list).
+
+        Takes the same arguments as :meth:`fetch_all`, and:
+            out: a file descriptor, or a binary file with ``fileno()`` (flushed first; it stays
+                open). What was written before a failure stays written.
+            format: ``"json"``: one array, an item per line (closed also after a failure, so
+                the output is well-formed); ``"jsonl"``: an item per line.
+            progress: called on this thread about ten times a second with a :class:`Progress`.
+
+        Returns:
+            :class:`Written`: the count of items written, the outcome and the resume token.
+
+        Raises:
+            Error: as :meth:`fetch_all` (its ``items`` empty: they were written);
+                :class:`FileError` (``Result.IO``) when `out` cannot be written, with the
+                system's reason. Ctrl-C stops the list: the ``KeyboardInterrupt`` then carries
+                ``resume_token``, which goes on after the items written.
+        """
+        formats = {"json": _ffi.SHEAF_FORMAT_JSON, "jsonl": _ffi.SHEAF_FORMAT_JSON_LINES}
+        if format not in formats:
+            raise UsageError(Result.INVALID_ARGUMENT, f"format must be one of {', '.join(formats)}, not {format!r}")
+        if isinstance(out, int):
+            descriptor = out
+        else:
+            out.flush()
+            descriptor = out.fileno()
+        run = self._new_run(path, description, parts, query, headers, max_items=max_items, max_pages=max_pages,
+                            max_requests=max_requests, deadline=deadline, resume=resume)
+        final = _ffi.ListStatusStruct()
+        try:
+            run.start(output=(descriptor, formats[format]))
+            while not run.wait_output(0.1):
+                if progress is not None:
+                    progress(_progress(run.status()))
+        except KeyboardInterrupt as interrupt:
+            final = run.status()
+            run.close()   # cancels; the token goes on after the items written
+            interrupt.resume_token = run.resume_token   # type: ignore[attr-defined]
+            raise
+        finally:
+            if run.handle is not None:
+                final = run.status()
+            run.close()
+            if progress is not None:
+                progress(_progress(final))
+        run.raise_outcome([])
+        return Written(final.items, Result(run.outcome), run.resume_token)
+
     def pager(self, path: str, description: Optional[Description] = None, *, look_ahead: int = 0,
               query: Optional[Query] = None, max_items: Optional[int] = None, max_pages: Optional[int] = None,
               max_requests: Optional[int] = None, deadline: Optional[float] = None, resume: Optional[str] = None,
@@ -431,6 +486,12 @@ def _set_tls(handle: _ffi.ClientHandle, verify: Union[bool, str], cert: Union[No
 
 
 # ---- describing a list ------------------------------------------------------------------------
+
+def _progress(status: _ffi.ListStatusStruct) -> Progress:
+    return Progress(status.items, status.pages, None if status.expected_items < 0 else status.expected_items,
+                    None if status.expected_pages < 0 else status.expected_pages, status.requests_in_flight,
+                    status.requests_made)
+
 
 def _query_pairs(query: Optional[Query]) -> List[Tuple[str, str]]:
     """Every query parameter as (name, value) text; a list or tuple value repeats the name."""

@@ -189,8 +189,9 @@ class UsageError(Error, ValueError):
 
 
 class FileError(Error):
-    """A download's file could not be written: its folder cannot be created, it is not writable,
-    or the disk is full. The destination is left as it was."""
+    """A file could not be written: a download's (its folder cannot be created, it is not
+    writable, the disk is full; the destination is left as it was), or the output of
+    ``Client.fetch_to`` (the message has the system's reason)."""
 
 
 class DeadlineError(Error, TimeoutError):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, List, Optional
+from typing import Any, List, NamedTuple, Optional
 
 
 @dataclass(frozen=True, repr=False)
@@ -74,4 +74,30 @@ class Items(list):  # type: ignore[type-arg]
         return self.resume_token is None
 
 
-__all__ = ["Snapshot", "Items"]
+class Written(NamedTuple):
+    """What ``Client.fetch_to`` returns: how many items it wrote and how the list ended
+    (``outcome`` and ``resume_token`` as in :class:`Items`)."""
+
+    items: int
+    outcome: Any
+    resume_token: Optional[str]
+
+    @property
+    def complete(self) -> bool:
+        """Whether every item of the list was written."""
+        return self.resume_token is None
+
+
+class Progress(NamedTuple):
+    """Where a list stands, as ``Client.fetch_to`` reports it while it writes (the counts a
+    :class:`Snapshot` carries, without its items)."""
+
+    item_count: int
+    page_count: int
+    expected_items: Optional[int]
+    expected_pages: Optional[int]
+    requests_in_flight: int
+    requests_made: int
+
+
+__all__ = ["Snapshot", "Items", "Written", "Progress"]
