@@ -16,9 +16,10 @@ extension SheafClient {
     /// - Returns: every item; fewer when the description's budgets stop the list early (its
     ///   `maxItems`, `maxPages`, `maxRequests`), which is not a failure.
     /// - Throws: `ListFailure` with the error (every field of `SheafError`) and every item decoded
-    ///   before it (for an item that does not decode: the items before that one): an HTTP failure after retries, a page that is not what the list describes, an
-    ///   item that does not decode as `Item` (`.decoding`, naming the item's index and the JSON
-    ///   location inside it), `.cancelled` when the task is cancelled.
+    ///   before it (for an item that does not decode: every item before that one): an HTTP
+    ///   failure after retries, a page that is not what the list describes, an item that does
+    ///   not decode as `Item` (`.decoding`, naming the item's index and the JSON location inside
+    ///   it), `.cancelled` when the task is cancelled.
     public func fetchAll<Item: Decodable & Sendable>(_ type: Item.Type, _ description: ListDescription,
                                                      decoder: JSONDecoder = JSONDecoder()) async throws(ListFailure<Item>) -> [Item] {
         var items: [Item] = []

@@ -7,7 +7,7 @@ import Darwin
 #endif
 
 /// How a list's items are written out (`ItemOutput`).
-public enum ItemFormat: Int, Sendable, CaseIterable {
+public enum ItemFormat: Int, Sendable {
     /// One JSON array, an item per line: "[\n", the items separated by ",\n", then "\n]\n"
     /// ("[]\n" for no items).
     case jsonArray = 0
@@ -27,7 +27,6 @@ package final class ItemOutput: Sendable {
         var opened = false
         var finished = false
         var failure: SheafError?
-        var items = 0
     }
 
     private let format: ItemFormat
@@ -48,9 +47,6 @@ package final class ItemOutput: Sendable {
         }
     }
 
-    /// Items written so far.
-    package var itemsWritten: Int { state.withLock { $0.items } }
-
     /// Writes the items of `delta`; false once writing failed (the run should stop: `finish`
     /// then reports the failure).
     package func write(_ delta: SnapshotDelta) -> Bool {
@@ -63,7 +59,6 @@ package final class ItemOutput: Sendable {
                 state.failure = error
                 return false
             }
-            state.items += delta.items
             return true
         }
     }

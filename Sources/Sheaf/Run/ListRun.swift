@@ -536,7 +536,8 @@ public final class ListRun: Sendable {
                 (state.stoppedByCallback ? .failed(SheafError(.stopped, "the snapshot callback asked to stop")) : state.ending!,
                  state.finishing)
             }
-            let outcome = finishing.map { $0(ending) } ?? ending
+            // A caller's code may run in it (a write function): a blocking call there is refused.
+            let outcome = finishing.map { body in CallbackContext.run { body(ending) } } ?? ending
             self.state.withLock { state in
                 state.outcome = outcome
                 state.finishing = nil

@@ -276,6 +276,8 @@ _sheaf_result = c_int  # enum sheaf_result
 
 # typedef void (*sheaf_request_done_fn)(sheaf_request *request, sheaf_result result, void *user_data);
 REQUEST_DONE_FN = CFUNCTYPE(None, RequestHandle, _sheaf_result, c_void_p)
+# int (*sheaf_write_fn)(void *user_data, const char *bytes, size_t length);
+WRITE_FN = CFUNCTYPE(c_int, c_void_p, c_void_p, c_size_t)
 
 
 # ---- finding the library ----------------------------------------------------------------------
@@ -509,6 +511,9 @@ def declare(library: Any) -> None:
     # ---- Loading more
     # sheaf_result sheaf_list_start_load_more(sheaf_list *list, int64_t look_ahead);
     fn("sheaf_list_start_load_more", _sheaf_result, [ListHandle, c_int64])
+    # sheaf_result sheaf_list_start_write(sheaf_list *list, sheaf_format format, sheaf_write_fn write,
+    #                                     void *user_data, sheaf_destroy_fn destroy);
+    fn("sheaf_list_start_write", _sheaf_result, [ListHandle, c_int, WRITE_FN, c_void_p, DESTROY_FN])
     # sheaf_result sheaf_list_start_write_fd(sheaf_list *list, int fd, sheaf_format format);
     fn("sheaf_list_start_write_fd", _sheaf_result, [ListHandle, c_int, c_int])
     # sheaf_result sheaf_list_more(sheaf_list *list, int64_t timeout_ms, char **out_json, size_t *out_length);
