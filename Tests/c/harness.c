@@ -1211,6 +1211,8 @@ static void lists_write_their_items_to_a_function_or_a_file_descriptor(void) {
             CHECK_LIST_RESULT(list, sheaf_list_start_write(list, (sheaf_format)format, collect_output, &out, destroy_collected),
                               SHEAF_OK);
             CHECK_LIST_RESULT(list, sheaf_list_wait(list), SHEAF_OK);
+            /* The library's threads let go of their last references just after: wait (bounded). */
+            for (int i = 0; i < 200 && atomic_load(&out.destroyed) == 0; i++) sleep_ms(10);
             CHECK_INT(atomic_load(&out.destroyed), 1);
             json_t *items = format == SHEAF_FORMAT_JSON ? parse_array(out.bytes, out.length) : parse_lines(out.bytes, out.length);
             CHECK_ITEMS(items, 0, list_size());

@@ -532,19 +532,23 @@ public final class ListRun: Sendable {
             state.ending = outcome
         }
         delivery.async { [self] in
-            let (ending, finishing) = self.state.withLock { state in
-                (state.stoppedByCallback ? .failed(SheafError(.stopped, "the snapshot callback asked to stop")) : state.ending!,
-                 state.finishing)
-            }
-            // A caller's code may run in it (a write function): a blocking call there is refused.
-            let outcome = finishing.map { body in CallbackContext.run { body(ending) } } ?? ending
-            self.state.withLock { state in
-                state.outcome = outcome
-                state.finishing = nil
-            }
+            let outcome = finalOutcome()
+            self.state.withLock { $0.outcome = outcome }
             onSnapshot.withLock { $0 = nil } // drop the caller's context: no callback after the end
             done.leave()
         }
+    }
+
+    /// The outcome, once the last snapshot was delivered: the ending, or the stop a callback
+    /// asked for, as the finishing step (dropped here, with what it holds) makes it.
+    private func finalOutcome() -> ListOutcome {
+        let (ending, finishing) = state.withLock { state in
+            defer { state.finishing = nil }
+            return (state.stoppedByCallback ? .failed(SheafError(.stopped, "the snapshot callback asked to stop")) : state.ending!,
+                    state.finishing)
+        }
+        // A caller's code may run in it (a write function): a blocking call there is refused.
+        return finishing.map { body in CallbackContext.run { body(ending) } } ?? ending
     }
 
     /// The caller of a pulled run stops taking snapshots: the run stops as when a callback asks to.
