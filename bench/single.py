@@ -10,7 +10,7 @@ Rows (medians of --runs):
       requests.Session and httpx.Client (skipped when a package is missing; a venv with them:
       python3 -m venv build/bench-venv && build/bench-venv/bin/pip install requests httpx)
 
-The server (Tests/server/api_server.py) runs in a process of its own. The library comes from
+The server (Tests/server/api_server.py, as bench/run.py starts it) runs in a process of its own. The library comes from
 $SHEAF_LIBRARY_PATH or build/lib. Every loop is bounded by --runs and --calls.
 """
 
@@ -31,14 +31,8 @@ os.environ.setdefault("SHEAF_LIBRARY_PATH", str(REPO / "build" / "lib" / "libshe
 
 import sheaf  # noqa: E402
 
-
-def start_server() -> tuple:
-    process = subprocess.Popen([sys.executable, str(REPO / "Tests" / "server" / "api_server.py"), "--quiet",
-                                "--exit-on-stdin-eof"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-    line = process.stdout.readline()
-    if not line.startswith("PORT "):
-        raise SystemExit(f"the test server did not start: {line!r}")
-    return process, f"http://127.0.0.1:{int(line.split()[1])}"
+sys.path.insert(0, str(REPO / "bench"))
+from run import Server  # noqa: E402  (the loopback server the other benchmarks use)
 
 
 def median_seconds(runs: int, body) -> float:
@@ -56,7 +50,9 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--calls", type=int, default=1000)
     args = parser.parse_args()
-    server, base = start_server()
+    server = Server()
+    server.start()
+    base = server.base
     rows = []
     try:
         size = args.size_mb << 20
@@ -93,8 +89,7 @@ def main() -> int:
                 theirs = median_seconds(args.runs, lambda: [session.get(path) for _ in range(args.calls)])
             rows.append(("L1", f"  {name}", f"{theirs / args.calls * 1e6:,.0f} us/call", f"{theirs / ours:.2f}x (theirs / ours)"))
     finally:
-        server.stdin.close()
-        server.wait(timeout=10)
+        server.stop()
     width = max(len(row[1]) for row in rows)
     print(f"sheaf {sheaf.library_version()}, python {sys.version.split()[0]}, runs {args.runs} (medians)")
     for row in rows:

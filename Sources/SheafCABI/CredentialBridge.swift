@@ -21,24 +21,21 @@ final class CredentialReply: @unchecked Sendable {
 /// A `CredentialProvider` whose credentials come from the embedder's C function.
 func cCredentialProvider(kind: sheaf_auth, name: String?, function: sheaf_credential_fn,
                          userData: CUserData) throws(SheafError) -> CredentialProvider {
+    func named() throws(SheafError) -> String {
+        guard let name else { throw SheafError(.invalidArgument, "this auth kind needs a name (the user, header or parameter)") }
+        return name
+    }
     let make: @Sendable (String) -> Credential
     switch kind {
-    case SHEAF_AUTH_BEARER:
-        make = { .bearer($0) }
-    case SHEAF_AUTH_BASIC, SHEAF_AUTH_API_KEY_HEADER, SHEAF_AUTH_API_KEY_QUERY:
-        guard let name else { throw SheafError(.invalidArgument, "this auth kind needs a name (the user, header or parameter)") }
-        make = { @Sendable value in
-            switch kind {
-            case SHEAF_AUTH_BASIC: .basic(user: name, password: value)
-            case SHEAF_AUTH_API_KEY_HEADER: .apiKeyHeader(name: name, value: value)
-            default: .apiKeyQuery(name: name, value: value)
-            }
-        }
-        // The name is checked now, with a stand-in value, rather than at the first request.
-        _ = try make("x").validated()
+    case SHEAF_AUTH_BEARER: make = { .bearer($0) }
+    case SHEAF_AUTH_BASIC: let user = try named(); make = { .basic(user: user, password: $0) }
+    case SHEAF_AUTH_API_KEY_HEADER: let header = try named(); make = { .apiKeyHeader(name: header, value: $0) }
+    case SHEAF_AUTH_API_KEY_QUERY: let parameter = try named(); make = { .apiKeyQuery(name: parameter, value: $0) }
     default:
         throw SheafError(.invalidArgument, "a credential provider needs SHEAF_AUTH_BEARER, BASIC, API_KEY_HEADER or API_KEY_QUERY")
     }
+    // The name is checked now, with a stand-in value, rather than at the first request.
+    _ = try make("x").validated()
     return CredentialProvider(queryParameter: kind == SHEAF_AUTH_API_KEY_QUERY ? name : nil) { refresh in
         let reply = CredentialReply(refresh: refresh)
         let pointer = Unmanaged.passRetained(reply)

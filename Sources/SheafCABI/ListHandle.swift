@@ -79,8 +79,7 @@ final class ListHandle: Sendable, ErrorRecording {
     func start(keepingItems: Bool? = nil, onSnapshot: (@Sendable (Snapshot) -> Bool)?, pulling: Bool = false,
                finishing: (@Sendable (ListOutcome) -> ListOutcome)? = nil) throws(SheafError) -> ListRun {
         let (run, pull) = try state.withLock { (state) throws(SheafError) -> (ListRun, SnapshotQueue<PulledSnapshot>?) in
-            guard !state.started else { throw SheafError(.state, "a list runs once; create a new list to run it again") }
-            let client = try client.makeClient(transport: state.transport, headers: state.headers)
+            let client = try clientForTheRun(state)
             if let keepingItems { state.keepsItems = keepingItems }
             let keepsItems = state.keepsItems
             let pull = pulling ? SnapshotQueue<PulledSnapshot>() : nil
@@ -105,10 +104,15 @@ final class ListHandle: Sendable, ErrorRecording {
     /// Starts the list in load-more mode: nothing is fetched until the pager is asked.
     func startLoadMore(lookAhead: Int) throws(SheafError) {
         try state.withLock { (state) throws(SheafError) in
-            guard !state.started else { throw SheafError(.state, "a list runs once; create a new list to run it again") }
-            let client = try client.makeClient(transport: state.transport, headers: state.headers)
+            let client = try clientForTheRun(state)
             state.pager = try client.makePager(state.description, keepsItems: state.keepsItems, lookAhead: lookAhead)
         }
+    }
+
+    /// The client the list runs with (its own transport and headers); refused once it has run.
+    private func clientForTheRun(_ state: State) throws(SheafError) -> SheafClient {
+        guard !state.started else { throw SheafError(.state, "a list runs once; create a new list to run it again") }
+        return try client.makeClient(transport: state.transport, headers: state.headers)
     }
 
     /// The run: the list's one run, or a load-more list's current one.
@@ -161,7 +165,6 @@ final class ListHandle: Sendable, ErrorRecording {
     func status() -> sheaf_list_status {
         let (run, seen, pager) = state.withLock { ($0.current, $0.seen, $0.pager) }
         var status = sheaf_list_status()
-        status.size = MemoryLayout<sheaf_list_status>.size
         if let pager {
             status.pages_ready = Int64(pager.pagesReady)
             switch pager.status {
@@ -393,12 +396,7 @@ public func sheaf_preset_description(_ name: UnsafePointer<CChar>?, _ outJSON: U
 
 @c @implementation
 public func sheaf_list_set_max_items(_ list: OpaquePointer?, _ maxItems: Int64) -> sheaf_result {
-    withList(list) { (handle) throws(SheafError) in
-        guard maxItems >= 0, let limit = Int(exactly: maxItems) else {
-            throw SheafError(.invalidArgument, "max items must not be negative")
-        }
-        try handle.describe { $0.maxItems = limit == 0 ? nil : limit }
-    }
+    sheaf_list_set_budget(list, SHEAF_BUDGET_ITEMS, maxItems)
 }
 
 @c @implementation
@@ -605,11 +603,11 @@ public func sheaf_list_get_status(_ list: OpaquePointer?, _ outStatus: UnsafeMut
     guard let handle = ListHandle.from(list), let outStatus else {
         return failure(SheafError(.invalidArgument, "the list and out_status must not be NULL"))
     }
-    var status = handle.status()
     let size = outStatus.pointee.size
     guard size >= MemoryLayout<sheaf_list_status>.size else {
         return failure(SheafError(.invalidArgument, "out_status->size (\(size)) is below sizeof(sheaf_list_status) of the first version"))
     }
+    var status = handle.status()
     // A caller built against a later header passes a larger struct: the fields this library
     // knows are filled, and its size is left as the caller set it.
     status.size = size

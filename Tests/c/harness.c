@@ -1171,6 +1171,14 @@ static void max_items_stops_the_list_at_exactly_that_many(void) {
 
 /* ---- tests: output written by the library ---------------------------------------------------- */
 
+/* The list's status, checked to be had. */
+static sheaf_list_status status_of(sheaf_list *list) {
+    sheaf_list_status status = { .size = sizeof status };
+    CHECK_LIST_RESULT(list, sheaf_list_get_status(list, &status), SHEAF_OK);
+    return status;
+}
+
+
 /* Collects what sheaf_list_start_write hands over; stops after `stop_after` calls (0: never). */
 struct collected { char *bytes; size_t length; int calls, stop_after; atomic_int destroyed; };
 
@@ -1219,8 +1227,7 @@ static void lists_write_their_items_to_a_function_or_a_file_descriptor(void) {
             CHECK(out.length > 0 && out.bytes[out.length - 1] == '\n');
             char *prefix = (char *)0x1;
             CHECK_LIST_RESULT(list, sheaf_list_prefix(list, &prefix, NULL), SHEAF_E_STATE);   /* not kept */
-            sheaf_list_status status = { .size = sizeof status };
-            CHECK_LIST_RESULT(list, sheaf_list_get_status(list, &status), SHEAF_OK);
+            sheaf_list_status status = status_of(list);
             CHECK_INT(status.items, list_size());
             CHECK_INT(status.state, SHEAF_LIST_ENDED);
             json_decref(items);
@@ -1413,12 +1420,6 @@ static void check_more(sheaf_list *list, int64_t timeout_ms, long first, long co
     call_more(&call);
     if (CHECK_LIST_RESULT(list, call.result, SHEAF_OK) && CHECK(call.items != NULL)) CHECK_ITEMS(call.items, first, count);
     json_decref(call.items);
-}
-
-static sheaf_list_status status_of(sheaf_list *list) {
-    sheaf_list_status status = { .size = sizeof status };
-    CHECK_LIST_RESULT(list, sheaf_list_get_status(list, &status), SHEAF_OK);
-    return status;
 }
 
 static size_t anchor_requests(void) {
@@ -2005,7 +2006,7 @@ static int send_flaky(sheaf_client *client, const char *method, const char *key,
 
 static void requests_retry_only_what_is_safe_to_repeat(void) {
     sheaf_client *client = client_for(&g_server, NULL);
-    CHECK_RESULT(sheaf_client_set_option(client, SHEAF_OPT_RETRY_BASE_MS, 1), SHEAF_OK);
+    set_option(client, SHEAF_OPT_RETRY_BASE_MS, 1);
     char key[64];
     snprintf(key, sizeof key, "get-%lld", now_ms());
     CHECK_RESULT(send_flaky(client, "GET", key, 0, NULL), SHEAF_OK);
@@ -2114,7 +2115,7 @@ static void every_credential_kind_goes_only_to_its_origin(void) {
         CHECK_RESULT(sheaf_request_new(&request, client, "GET", foreign), SHEAF_OK);
         CHECK_RESULT(sheaf_request_send(request), SHEAF_E_CROSS_ORIGIN);
         sheaf_request_free(request);
-        CHECK_RESULT(sheaf_client_set_option(client, SHEAF_OPT_CROSS_ORIGIN, 1), SHEAF_OK);
+        set_option(client, SHEAF_OPT_CROSS_ORIGIN, 1);
         CHECK_RESULT(sheaf_request_new(&request, client, "GET", foreign), SHEAF_OK);
         CHECK_RESULT(sheaf_request_add_header(request, "Cookie", "session=1"), SHEAF_OK);
         echo = send_and_decode(request, SHEAF_OK);
@@ -2258,7 +2259,7 @@ static void downloads_stream_to_a_file_that_appears_only_when_complete(void) {
     snprintf(destination, sizeof destination, "%s/a/b/file.bin", folder);   /* folders created */
     snprintf(part, sizeof part, "%s.part", destination);
     sheaf_client *client = client_for(&g_server, NULL);
-    CHECK_RESULT(sheaf_client_set_option(client, SHEAF_OPT_RETRY_BASE_MS, 1), SHEAF_OK);
+    set_option(client, SHEAF_OPT_RETRY_BASE_MS, 1);
 
     int64_t done = -2, expected = -2;
     CHECK_RESULT(download(client, "/req/download?size=1000000", destination, &done, &expected), SHEAF_OK);
@@ -2291,7 +2292,7 @@ static void downloads_stream_to_a_file_that_appears_only_when_complete(void) {
     /* Failures leave the old file as it was, and no part file. */
     write_text(destination, "old");
     CHECK_RESULT(download(client, "/req/error/drf", destination, NULL, NULL), SHEAF_E_HTTP);
-    CHECK_RESULT(sheaf_client_set_option(client, SHEAF_OPT_MAX_ATTEMPTS, 2), SHEAF_OK);
+    set_option(client, SHEAF_OPT_MAX_ATTEMPTS, 2);
     CHECK_RESULT(download(client, "/req/download?size=5000&lie=100", destination, NULL, NULL), SHEAF_E_TRANSPORT);
     FILE *file = fopen(destination, "rb");
     char text[8] = { 0 };
@@ -2461,8 +2462,8 @@ static void hooks_log_every_attempt_and_tell_events_without_secrets(void) {
     static const char *secret_token = "s3cret-token-value", *secret_key = "k3y-secret-value";
     hook_recorder recorder = { .lock = PTHREAD_MUTEX_INITIALIZER };
     sheaf_client *client = client_for(&g_server, secret_token);
-    CHECK_RESULT(sheaf_client_set_option(client, SHEAF_OPT_RETRY_BASE_MS, 1), SHEAF_OK);
-    CHECK_RESULT(sheaf_client_set_option(client, SHEAF_OPT_MAX_ATTEMPTS, 3), SHEAF_OK);
+    set_option(client, SHEAF_OPT_RETRY_BASE_MS, 1);
+    set_option(client, SHEAF_OPT_MAX_ATTEMPTS, 3);
     CHECK_RESULT(sheaf_client_set_log(client, (sheaf_log_level)9, on_log_record, &recorder, NULL), SHEAF_E_INVALID_ARGUMENT);
     CHECK_RESULT(sheaf_client_set_log(client, SHEAF_LOG_INFO, on_log_record, &recorder, on_recorder_destroy), SHEAF_OK);
     CHECK_RESULT(sheaf_client_set_event_handler(client, on_client_event, &recorder, on_recorder_destroy), SHEAF_OK);
@@ -2492,7 +2493,7 @@ static void hooks_log_every_attempt_and_tell_events_without_secrets(void) {
     CHECK_RESULT(send_simple(client, path), SHEAF_E_HTTP);
     /* A list: one record of its plan, and one per page (one at a time, so their order is
      * fixed: with a window, pages asked for ahead of page one may answer before it is planned). */
-    CHECK_RESULT(sheaf_client_set_option(client, SHEAF_OPT_WINDOW, 1), SHEAF_OK);
+    set_option(client, SHEAF_OPT_WINDOW, 1);
     sheaf_list *list = NULL;
     CHECK_RESULT(sheaf_list_new(&list, client, "/anchor?n=30&per_page=10"), SHEAF_OK);
     CHECK_RESULT(sheaf_list_use_preset(list, "anchor"), SHEAF_OK);
@@ -2504,8 +2505,8 @@ static void hooks_log_every_attempt_and_tell_events_without_secrets(void) {
     /* A dead port: offline after every attempt, on a client of its own with the same hooks. */
     sheaf_client *dead = NULL;
     CHECK_RESULT(sheaf_client_new(&dead, "http://127.0.0.1:1"), SHEAF_OK);
-    CHECK_RESULT(sheaf_client_set_option(dead, SHEAF_OPT_RETRY_BASE_MS, 1), SHEAF_OK);
-    CHECK_RESULT(sheaf_client_set_option(dead, SHEAF_OPT_MAX_ATTEMPTS, 2), SHEAF_OK);
+    set_option(dead, SHEAF_OPT_RETRY_BASE_MS, 1);
+    set_option(dead, SHEAF_OPT_MAX_ATTEMPTS, 2);
     CHECK_RESULT(sheaf_client_set_event_handler(dead, on_client_event, &recorder, NULL), SHEAF_OK);
     CHECK_RESULT(send_simple(dead, "/x"), SHEAF_E_TRANSPORT);
     sheaf_client_free(dead);   /* every event of `dead` has been handed over when this returns */

@@ -21,21 +21,11 @@ struct ItemDecoder<Item: Decodable & Sendable>: Sendable {
         }
     }
 
-    /// The first `count` items of `json` (a JSON array that `decode` refused at item `count`),
+    /// The first `count` items of `delta` (whose items `decode` refused at item `count`),
     /// decoded: what comes before the item that failed. Empty when they cannot be had.
-    func decodeFirst(_ count: Int, of json: [UInt8]) -> [Item] {
-        guard count > 0 else { return [] }
-        var targets = [JSONScanner.Target(pointer: JSONPointer("")!, collectsElements: true)]
-        let elements: [Range<Int>]? = json.withUnsafeBufferPointer { bytes in
-            do {
-                try JSONScanner(bytes).scanDocument(&targets)
-                return targets[0].elements
-            } catch {
-                return nil
-            }
-        }
-        guard let elements, elements.count >= count else { return [] }
-        var prefix = Array(json[..<elements[count - 1].upperBound])
+    func decodeFirst(_ count: Int, of delta: SnapshotDelta) -> [Item] {
+        guard count > 0, count <= delta.itemEnds.count else { return [] }
+        var prefix = Array(delta.json[..<delta.itemEnds[count - 1]])
         prefix.append(UInt8(ascii: "]"))
         return (try? decoder.decode([Item].self, from: Data(prefix))) ?? []
     }

@@ -211,7 +211,7 @@ final class SnapshotDriver<Item: Decodable & Sendable>: Sendable {
                 deliver(.snapshot(ListSnapshot(items: items, snapshot: snapshot, prefix: prefix, run: run)))
                 return true
             } catch {
-                let before = error.itemIndex.map { decoder.decodeFirst($0 - offset, of: delta.json) } ?? []
+                let before = error.itemIndex.map { decoder.decodeFirst($0 - offset, of: delta) } ?? []
                 deliver(.failure(error, before: before))
                 return false
             }

@@ -62,9 +62,15 @@ extension SheafClient {
     /// - Throws: `.invalidArgument` for a request that cannot be sent; the transport's failure
     ///   when no response came (after retries); `.cancelled` when the task is cancelled.
     public func response(for request: Request) async throws(SheafError) -> Response {
+        try await exchange(request).response
+    }
+
+    /// Sends `request`: the response, and the request's error for it (a failing status, with the
+    /// server's own fields; a download that could not be saved).
+    private func exchange(_ request: Request) async throws(SheafError) -> (response: Response, error: SheafError?) {
         let run = try makeRequest(request)
         let outcome = await withTaskCancellationHandler {
-            await withCheckedContinuation { (continuation: CheckedContinuation<Result<Response, SheafError>, Never>) in
+            await withCheckedContinuation { (continuation: CheckedContinuation<Result<(Response, SheafError?), SheafError>, Never>) in
                 do throws(SheafError) {
                     try run.start()
                 } catch {
@@ -72,7 +78,7 @@ extension SheafClient {
                 }
                 run.whenFinished {
                     let (response, error) = run.outcome
-                    continuation.resume(returning: response.map { .success($0) }
+                    continuation.resume(returning: response.map { .success(($0, error)) }
                         ?? .failure(error ?? SheafError(.internal, "a request ended without an outcome")))
                 }
             }
@@ -90,7 +96,7 @@ extension SheafClient {
         var request = Request(method: "GET", path: path)
         request.query = query
         request.headers = headers
-        return try decoded(type, try await response(for: request), decoder: decoder)
+        return try decoded(type, try await exchange(request), decoder: decoder)
     }
 
     /// Sends `body` encoded as JSON with `method` to `path` and decodes the answer as `Value`.
@@ -106,15 +112,14 @@ extension SheafClient {
         } catch {
             throw SheafError(.invalidArgument, "the body could not be encoded as JSON: \(error)")
         }
-        return try decoded(type, try await response(for: request), decoder: decoder)
+        return try decoded(type, try await exchange(request), decoder: decoder)
     }
 
-    /// The body of a successful `response` decoded as `Value`; a failing status as its error.
-    private func decoded<Value: Decodable>(_ type: Value.Type, _ response: Response, decoder: JSONDecoder) throws(SheafError) -> Value {
-        guard (200..<300).contains(response.status) else {
-            throw HTTPFailure.error(for: HTTPResponse(status: response.status, headers: response.headers, body: response.body),
-                                    url: response.url, attempts: response.attempts, redactor: redactor)
-        }
+    /// The body of a successful response decoded as `Value`; the request's error otherwise.
+    private func decoded<Value: Decodable>(_ type: Value.Type, _ exchanged: (response: Response, error: SheafError?),
+                                           decoder: JSONDecoder) throws(SheafError) -> Value {
+        if let error = exchanged.error { throw error }
+        let response = exchanged.response
         do {
             return try decoder.decode(Value.self, from: Data(response.body))
         } catch let error as DecodingError {

@@ -46,11 +46,10 @@ final class Fetch: Sendable {
         var isOutstanding = false
         /// When the attempt at the transport was sent (for the log).
         var sentAt: UInt64 = 0
-        /// The generation of the provided credential sent (0: none), and whether a 401 already
-        /// had it refreshed: a request is refreshed once.
+        /// The generation of the provided credential sent (0: none), and the one a 401 refused
+        /// (0: none yet): a request is refreshed once.
         var credentialGeneration = 0
         var refusedGeneration = 0
-        var refreshed = false
     }
 
     /// Past the request timeout, a transport gets this long to report the timeout itself before
@@ -174,7 +173,7 @@ final class Fetch: Sendable {
             state.task = nil
             settleOutstanding(&state)
             return state.isDone ? nil : (state.attempt, state.redirects, state.template, state.sentAt,
-                                         state.credentialGeneration > 0 && !state.refreshed)
+                                         state.credentialGeneration > 0 && state.refusedGeneration == 0)
         }
         guard let (attempt, redirects, template, sentAt, refreshes) = current else { return }
         let retry = client.configuration.retry
@@ -197,7 +196,6 @@ final class Fetch: Sendable {
         case .refreshCredential:
             // The same attempt again with a newer credential; it does not count as a retry.
             state.withLock { state in
-                state.refreshed = true
                 state.refusedGeneration = state.credentialGeneration
                 state.attempt -= 1
             }

@@ -28,6 +28,7 @@ public struct Snapshot: Sendable {
     package var counts: Snapshot {
         var counts = self
         counts.delta.json = []
+        counts.delta.itemEnds = []
         return counts
     }
 }
@@ -81,10 +82,9 @@ public final class ListRun: Sendable {
     private let description: ListDescription
     /// What a resume token of this run is bound to (`ResumeToken.fingerprint`).
     private let fingerprint: UInt64
-    /// Where this run starts, and the first page number or offset of the list's first run.
+    /// Where this run starts (the first page number or offset of the list's first run, and the
+    /// page size it was served, are the planner's).
     private let startPoint: ResumePoint
-    private let origin: Int?
-    private let resumedPageSize: Int?
     private let state: Locked<State>
     private let delivery = DispatchQueue(label: "sheaf.list.snapshots")
     private let done = DispatchGroup()
@@ -143,8 +143,6 @@ public final class ListRun: Sendable {
         self.client = client
         self.description = description
         self.startPoint = start
-        self.origin = origin
-        self.resumedPageSize = resumedPageSize
         requests = RequestCounters(budget: description.maxRequests)
         var state = State(planner: planner, assembler: assembler, assembledResume: start)
         state.resolution = resolution
@@ -251,8 +249,8 @@ public final class ListRun: Sendable {
     /// pager: the last one it took), or at the start when it is nil.
     package func resumeToken(through snapshot: Snapshot?) -> ResumeToken? {
         let point = snapshot?.resumePoint ?? startPoint
-        let (resolution, outcome, served, end) = state.withLock {
-            ($0.resolution, $0.outcome, $0.planner.servedPageSize, $0.assembledResume)
+        let (resolution, outcome, end, origin, pageSize) = state.withLock {
+            ($0.resolution, $0.outcome, $0.assembledResume, $0.planner.origin, $0.planner.resumedPageSize ?? $0.planner.servedPageSize)
         }
         // A completed list leaves nothing to resume after its last page; before it, it does
         // (snapshots a puller or a pager has not taken yet).
@@ -264,7 +262,7 @@ public final class ListRun: Sendable {
         resumed.url = url
         // Once the first page is read, what was not detected is absent: never detected again.
         return ResumeToken(fingerprint: fingerprint, paging: paging, signals: read.signals, resolved: resolution != nil,
-                           pageSize: resumedPageSize ?? served, point: resumed)
+                           pageSize: pageSize, point: resumed)
     }
 
     /// Pages asked for before page one answers (when they can be addressed): a window, within

@@ -38,9 +38,9 @@ def format_rate(rate: float) -> str:
 class Progress:
     """One status line on a terminal: items, pages, requests in flight, rate and ETA.
 
-    `update` is called once per snapshot and redraws at most every `min_interval` seconds
-    (the first and the forced calls always draw). `clear` erases the line (before other
-    output goes to the same terminal); `finish` draws the final state and ends the line.
+    `update` is given where the list stands and redraws at most every `min_interval` seconds
+    (the first call always draws). `clear` erases the line (before other output goes to the
+    same terminal); `finish` draws the final state and ends the line.
     A disabled Progress does nothing at all.
     """
 
@@ -117,12 +117,12 @@ class Progress:
             self._draw(self.text())
             self.last_draw = self.clock()
 
-    def update(self, snapshot, force: bool = False) -> None:
+    def update(self, snapshot) -> None:
         self.snapshot = snapshot
         if not (self.enabled and self.live):
             return
         now = self.clock()
-        if not force and self.last_draw is not None and now - self.last_draw < self.min_interval:
+        if self.last_draw is not None and now - self.last_draw < self.min_interval:
             return
         self.last_draw = now
         self._draw(self.text())

@@ -131,16 +131,18 @@ class ListRun:
                 lib.sheaf_list_get_status(self.handle, byref(status))
         return status
 
-    def wait_output(self, seconds: float) -> bool:
-        """For a list writing its output: whether it has ended (its outcome then read), after
-        waiting at most `seconds` (Ctrl-C is seen between two looks)."""
+    def wait_output(self, seconds: float) -> _ffi.ListStatusStruct:
+        """For a list writing its output: its status once it has ended (its outcome then read)
+        or after `seconds` (Ctrl-C is seen between two looks)."""
         deadline = time.monotonic() + seconds
-        while self.status().state != _ffi.SHEAF_LIST_ENDED:
+        while True:
+            status = self.status()
+            if status.state == _ffi.SHEAF_LIST_ENDED:
+                self._read_outcome()
+                return status
             if time.monotonic() >= deadline:
-                return False
+                return status
             time.sleep(min(0.02, seconds))
-        self._read_outcome()
-        return True
 
     def next_items(self) -> Optional[List[Any]]:
         """The items the next snapshot added, or None after the last snapshot."""
@@ -206,9 +208,7 @@ class ListRun:
             self.error = None  # no cycle through the traceback's frames
             raise error
         if self.outcome not in _ffi.SUCCESSES:
-            failure = error_for(self.outcome, items=items, **self.detail)
-            failure.resume_token = self.resume_token
-            raise failure
+            raise error_for(self.outcome, items=items, resume_token=self.resume_token, **self.detail)
 
     def close(self) -> None:
         """Stops the list if it runs and frees it (the library lets go of the snapshots not

@@ -344,23 +344,23 @@ class Client(Closing):
             descriptor = out.fileno()
         run = self._new_run(path, description, parts, query, headers, max_items=max_items, max_pages=max_pages,
                             max_requests=max_requests, deadline=deadline, resume=resume)
-        final = _ffi.ListStatusStruct()
         try:
-            run.start(output=(descriptor, formats[format]))
-            while not run.wait_output(0.1):
+            try:
+                run.start(output=(descriptor, formats[format]))
+                while True:
+                    status = run.wait_output(0.1)
+                    if status.state == _ffi.SHEAF_LIST_ENDED:
+                        break
+                    if progress is not None:
+                        progress(_progress(status))
+            finally:
+                final = run.status()
+                run.close()   # cancels if it still runs; the token goes on after the items written
                 if progress is not None:
-                    progress(_progress(run.status()))
+                    progress(_progress(final))
         except KeyboardInterrupt as interrupt:
-            final = run.status()
-            run.close()   # cancels; the token goes on after the items written
             interrupt.resume_token = run.resume_token   # type: ignore[attr-defined]
             raise
-        finally:
-            if run.handle is not None:
-                final = run.status()
-            run.close()
-            if progress is not None:
-                progress(_progress(final))
         run.raise_outcome([])
         return Written(final.items, Result(run.outcome), run.resume_token)
 
@@ -379,9 +379,8 @@ class Client(Closing):
             A :class:`Pager`; close it (or use ``with``) to end the list.
         """
         run = self._new_run(path, description, parts, query, headers, max_items=max_items, max_pages=max_pages,
-                            max_requests=max_requests, deadline=deadline, resume=resume)
+                            max_requests=max_requests, deadline=deadline, resume=resume, keep_items=True)
         try:
-            lib.sheaf_list_set_keep_items(run.handle, 1)   # Pager.items reads them back
             return Pager(run, _whole(look_ahead, "look_ahead"))
         except BaseException:
             run.close()
@@ -413,7 +412,7 @@ class Client(Closing):
     def _new_run(self, path: str, description: Optional[Description], parts: Dict[str, Any],
                  query: Optional[Query], headers: Optional[Headers] = None, *, max_items: Optional[int] = None,
                  max_pages: Optional[int] = None, max_requests: Optional[int] = None, deadline: Optional[float] = None,
-                 resume: Optional[str] = None) -> ListRun:
+                 resume: Optional[str] = None, keep_items: bool = False) -> ListRun:
         handle_of_client = self._handle
         if handle_of_client is None:
             raise UsageError(Result.STATE, "the client is closed")
@@ -445,7 +444,8 @@ class Client(Closing):
                 if not isinstance(resume, str):
                     raise UsageError(Result.INVALID_ARGUMENT, f"resume must be a str, not {type(resume).__name__}")
                 lib.sheaf_list_set_resume(handle, _ffi.encode(resume))
-            lib.sheaf_list_set_keep_items(handle, 0)   # the items are kept, if at all, in Python
+            # Items are kept, if at all, in Python; a pager's by the library (Pager.items reads them back).
+            lib.sheaf_list_set_keep_items(handle, int(keep_items))
         except BaseException:
             run.close()
             raise

@@ -95,7 +95,7 @@ class Error(Exception):
 
     def __init__(self, code: int, message: str = "", *, items: Optional[List[Any]] = None, url: str = "",
                  server_message: str = "", json_pointer: str = "", json_offset: int = -1, signal: str = "",
-                 hint: str = "") -> None:
+                 hint: str = "", resume_token: Optional[str] = None) -> None:
         try:
             code = Result(code)
         except ValueError:
@@ -109,7 +109,7 @@ class Error(Exception):
         self.json_offset = json_offset
         self.signal = signal
         self.hint = hint
-        self.resume_token: Optional[str] = None
+        self.resume_token = resume_token
         super().__init__(self.message)
 
     def __str__(self) -> str:

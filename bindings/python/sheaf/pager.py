@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import threading
-from ctypes import byref, c_size_t, c_void_p, sizeof
+from ctypes import byref, c_size_t, c_void_p
 from typing import Any, Iterator, List, Optional, Tuple
 
 from . import _ffi
@@ -59,9 +59,8 @@ class Pager(Iterator[List[Any]], Closing):
                 return decode_items(_ffi.take_string(pointer, length.value))
             if result in _ffi.SUCCESSES:
                 return None
-            failure = error_for(result, items=[], **_ffi.last_error_detail())
-            failure.resume_token = run.current_resume_token()
-            raise failure
+            detail = _ffi.last_error_detail()   # before any other call replaces this thread's last error
+            raise error_for(result, items=[], resume_token=run.current_resume_token(), **detail)
         finally:
             self._leave()
 
@@ -100,13 +99,11 @@ class Pager(Iterator[List[Any]], Closing):
     # ---- where it stands ----------------------------------------------------------------------
 
     def _status(self) -> _ffi.ListStatusStruct:
-        status = _ffi.ListStatusStruct(size=sizeof(_ffi.ListStatusStruct))
         run = self._enter()
         try:
-            lib.sheaf_list_get_status(run.handle, byref(status))
+            return run.status()
         finally:
             self._leave()
-        return status
 
     @property
     def status(self) -> str:

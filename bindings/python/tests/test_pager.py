@@ -10,15 +10,10 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 from conftest import expected_items, stats
-from test_conventions import CONVENTIONS, N, path_of
+from test_conventions import CONVENTIONS, N, path_of, plain
 
 import sheaf
 from sheaf import Result
-
-
-def _plain(items: list) -> list:
-    """Elasticsearch wraps each document in a hit."""
-    return [item["_source"] if "_source" in item else item for item in items]
 
 
 def _requests(api, path: str) -> int:
@@ -52,8 +47,8 @@ def test_each_call_fetches_one_page_of_every_convention(api, name: str) -> None:
             assert pager.pages == len(pages)
             assert _requests(api, path_of(name)) == len(pages)
         assert pager.done and pager.outcome == Result.OK and pager.resume_token is None
-        assert _plain(pager.items) == expected_items(N)
-    assert _plain([item for page in pages for item in page]) == expected_items(N)
+        assert plain(pager.items) == expected_items(N)
+    assert plain([item for page in pages for item in page]) == expected_items(N)
     assert all(pages[:-1]), "only the last page may be empty (a list that ends with an empty page)"
 
 

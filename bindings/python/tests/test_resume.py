@@ -10,7 +10,7 @@ import time
 
 import pytest
 from conftest import expected_items, stats
-from test_conventions import CONVENTIONS, N, PAGE_SIZES, path_of
+from test_conventions import CONVENTIONS, N, PAGE_SIZES, path_of, plain
 
 import sheaf
 from sheaf import Result
@@ -18,11 +18,6 @@ from sheaf import Result
 
 def _path(name: str) -> str:
     return f"{path_of(name)}?n={N}{CONVENTIONS[name][0]}"
-
-
-def _plain(items: list) -> list:
-    """Elasticsearch wraps each document in a hit."""
-    return [item["_source"] if "_source" in item else item for item in items]
 
 
 def _token_json(token: str) -> dict:
@@ -40,7 +35,7 @@ def test_an_item_limit_inside_a_page_resumes_item_exact(api, name: str) -> None:
         assert _token_json(first.resume_token)["i"] == 3
         rest = client.fetch_all(_path(name), resume=first.resume_token)
     assert rest.outcome == Result.OK and rest.resume_token is None
-    assert _plain(first + rest) == expected_items(N)
+    assert plain(first + rest) == expected_items(N)
 
 
 @pytest.mark.parametrize("name", sorted(CONVENTIONS))
@@ -53,7 +48,7 @@ def test_a_failure_mid_list_resumes_from_the_page_that_failed(api, name: str) ->
         assert error.status == 500 and len(error.items) == 2 * PAGE_SIZES[name]
         assert error.resume_token is not None
         rest = client.fetch_all(path, resume=error.resume_token)
-    assert _plain(error.items + rest) == expected_items(N)
+    assert plain(error.items + rest) == expected_items(N)
 
 
 @pytest.mark.parametrize("name", ["github", "drf-limit", "drf-cursor", "stripe", "fastapi-page", "jira"])
