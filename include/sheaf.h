@@ -355,7 +355,7 @@ SHEAF_API sheaf_result sheaf_client_set_tls_file(sheaf_client *client, sheaf_tls
 
 /** Integer options of a client. Append-only. Set before starting lists; running lists keep theirs. */
 typedef enum sheaf_option {
-    SHEAF_OPT_WINDOW = 1,             /**< Pages in flight at once, 1..64; default 8. */
+    SHEAF_OPT_WINDOW = 1,             /**< Pages in flight at once, 1..64; default 8. With SHEAF_OPT_ADAPTIVE_WINDOW (the default), the window a list starts with. */
     SHEAF_OPT_MAX_PAGES = 2,          /**< Page cap per list, >= 1; default 10000. */
     SHEAF_OPT_MAX_BODY_BYTES = 3,     /**< Body cap per response, 1..2^40 (1 TiB); default 64 MiB. */
     SHEAF_OPT_MAX_ATTEMPTS = 4,       /**< Attempts per request including the first, 1..100; default 4. */
@@ -365,7 +365,9 @@ typedef enum sheaf_option {
     SHEAF_OPT_CONNECT_TIMEOUT_MS = 8, /**< Connect timeout in ms, 0 = transport default; default 10000. */
     SHEAF_OPT_MAX_REDIRECTS = 9,      /**< Redirects followed per request, 0..50; default 10. */
     SHEAF_OPT_CROSS_ORIGIN = 10,      /**< A next link, redirect or absolute path at another origin: 0 = refused with SHEAF_E_CROSS_ORIGIN (default), 1 = followed without credentials (never https to http). */
-    SHEAF_OPT_TLS_INSECURE = 11       /**< 1 = do not verify the server's certificate or host name (for tests against self-signed servers; never in production); default 0. */
+    SHEAF_OPT_TLS_INSECURE = 11,      /**< 1 = do not verify the server's certificate or host name (for tests against self-signed servers; never in production); default 0. */
+    SHEAF_OPT_ADAPTIVE_WINDOW = 12,   /**< 1 = a list's window adapts to the server (default): it grows while latency holds, up to SHEAF_OPT_MAX_WINDOW; shrinks when latency rises (not below where it started) and on 429, 503, 504 or a timeout (down to 1). 0 = it stays at SHEAF_OPT_WINDOW. Either way Retry-After and rate-limit headers (RateLimit, X-RateLimit-Remaining/-Reset) hold new requests back. */
+    SHEAF_OPT_MAX_WINDOW = 13         /**< The most pages an adaptive window lets in flight, 1..64; default 64 (a lower value caps the starting window too). */
 } sheaf_option;
 
 /**
@@ -399,7 +401,8 @@ typedef enum sheaf_log_kind {
     SHEAF_LOG_REQUEST = 1,   /**< One attempt at the transport and its answer or failure. */
     SHEAF_LOG_RETRY = 2,     /**< A transient failure, tried again after delay_ms. */
     SHEAF_LOG_REDIRECT = 3,  /**< A redirect followed. */
-    SHEAF_LOG_PLAN = 4       /**< How a list is fetched: parallel, speculative or sequential, and why. */
+    SHEAF_LOG_PLAN = 4,      /**< How a list is fetched: parallel, speculative or sequential, and why. */
+    SHEAF_LOG_WINDOW = 5     /**< A list's window changed (SHEAF_LOG_INFO when a server's refusal shrank it, SHEAF_LOG_DEBUG otherwise). */
 } sheaf_log_kind;
 
 /** The version of sheaf_log_record this header describes; fields are only ever appended. */
@@ -813,6 +816,7 @@ typedef struct sheaf_list_status {
     int64_t pages_ready;         /**< A load-more list: pages in but not handed out yet (fetched ahead); 0 otherwise. */
     int64_t requests_made;       /**< As sheaf_list_requests_made. */
     int64_t requests_in_flight;  /**< As sheaf_list_requests_in_flight. */
+    int64_t window;              /**< Pages the list lets in flight now (see SHEAF_OPT_ADAPTIVE_WINDOW); 0 before it starts. */
 } sheaf_list_status;
 
 /**

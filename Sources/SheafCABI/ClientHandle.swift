@@ -80,6 +80,9 @@ final class ClientHandle: Sendable {
                 configuration.crossOrigin = try flag(value, "the cross-origin policy") ? .followWithoutCredentials : .refuse
             case SHEAF_OPT_TLS_INSECURE:
                 configuration.tls.insecure = try flag(value, "SHEAF_OPT_TLS_INSECURE")
+            case SHEAF_OPT_ADAPTIVE_WINDOW:
+                configuration.adaptsWindow = try flag(value, "SHEAF_OPT_ADAPTIVE_WINDOW")
+            case SHEAF_OPT_MAX_WINDOW: configuration.maxWindow = value
             default: throw SheafError(.invalidArgument, "unknown option \(option.rawValue)")
             }
             settings.configuration = try configuration.validated()

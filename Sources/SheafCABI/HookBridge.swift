@@ -57,6 +57,7 @@ extension LogRecord.Kind {
         case .retry: SHEAF_LOG_RETRY
         case .redirect: SHEAF_LOG_REDIRECT
         case .plan: SHEAF_LOG_PLAN
+        case .window: SHEAF_LOG_WINDOW
         }
     }
 }

@@ -181,6 +181,7 @@ final class ListHandle: Sendable, ErrorRecording {
         status.expected_pages = Int64(seen?.expectedPages ?? -1)
         status.requests_made = Int64(run?.requestsMade ?? 0)
         status.requests_in_flight = Int64(run?.requestsInFlight ?? 0)
+        status.window = Int64(run?.window ?? 0)
         return status
     }
 
@@ -603,15 +604,19 @@ public func sheaf_list_get_status(_ list: OpaquePointer?, _ outStatus: UnsafeMut
     guard let handle = ListHandle.from(list), let outStatus else {
         return failure(SheafError(.invalidArgument, "the list and out_status must not be NULL"))
     }
+    // The first version ended before `window`. A caller built against an older header passes a
+    // smaller struct, one built against a later header a larger one: the fields both know are
+    // filled, and `size` is left as the caller set it.
+    let firstVersion = MemoryLayout<sheaf_list_status>.offset(of: \sheaf_list_status.window)!
     let size = outStatus.pointee.size
-    guard size >= MemoryLayout<sheaf_list_status>.size else {
+    guard size >= firstVersion else {
         return failure(SheafError(.invalidArgument, "out_status->size (\(size)) is below sizeof(sheaf_list_status) of the first version"))
     }
     var status = handle.status()
-    // A caller built against a later header passes a larger struct: the fields this library
-    // knows are filled, and its size is left as the caller set it.
     status.size = size
-    outStatus.pointee = status
+    withUnsafeBytes(of: &status) { bytes in
+        UnsafeMutableRawPointer(outStatus).copyMemory(from: bytes.baseAddress!, byteCount: min(size, bytes.count))
+    }
     return success()
 }
 

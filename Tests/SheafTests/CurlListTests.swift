@@ -10,6 +10,7 @@ final class CurlListTests: XCTestCase {
         defer { server.stop() }
         var configuration = ClientConfiguration()
         configuration.window = 8
+        configuration.adaptsWindow = false
         let client = try SheafClient(baseURL: server.baseURL, bearerToken: "curl-token", transport: CurlTransport(),
                                      configuration: configuration)
         var description = ListDescription(path: "/anchor?n=1000&latency_ms=20")

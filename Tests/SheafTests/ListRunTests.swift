@@ -11,6 +11,8 @@ func scriptedClient(_ transport: ScriptedTransport,
                     _ configure: (inout ClientConfiguration) -> Void = { _ in }) throws -> SheafClient {
     var configuration = ClientConfiguration()
     configuration.retry.baseDelayMilliseconds = 0
+    // Plans are tested within a window of a fixed size (the adaptive window has tests of its own).
+    configuration.adaptsWindow = false
     configure(&configuration)
     return try SheafClient(baseURL: scriptedBase, bearerToken: scriptedToken, transport: transport,
                            configuration: configuration)

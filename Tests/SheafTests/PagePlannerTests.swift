@@ -645,6 +645,16 @@ final class PagePlannerTests: XCTestCase {
         for index in 1...3 { XCTAssertEqual(planner.pageArrived(index, page(100)), [.accept(index: index)] + [.fetch(index: 4 + index, url: "\(base)?per_page=500&page=\(5 + index)")]) }
     }
 
+    func testPagesAheadStandThoughTheWindowShrankBeforePageOneAnswered() {
+        var planner = planner(window: 4, pagesAhead: 4)
+        _ = planner.start()
+        planner.window = 2 // a page ahead was refused: the window shrank
+        let actions = planner.pageArrived(0, page(100, total: 1000))
+        XCTAssertEqual(actions, [.accept(index: 0)], "pages 2-4 stand, none asked for again, none added")
+        XCTAssertEqual(planner.pageArrived(1, page(100)), [.accept(index: 1)], "3 in flight: over the window of 2")
+        XCTAssertEqual(planner.pageArrived(2, page(100)), [.accept(index: 2), .fetch(index: 4, url: pageURL(5, "&per_page=500"))])
+    }
+
     func testPagesAheadPastTheEndOfAShortListAreAbandoned() {
         var planner = planner(window: 4, pagesAhead: 4)
         _ = planner.start()

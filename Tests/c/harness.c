@@ -16,6 +16,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -879,12 +880,35 @@ static void waiting_on_a_pulled_list_stops_the_pulling(void) {
     sheaf_client_free(client);
 }
 
-/* The server's max_in_flight while one list of 20 slow pages runs with the given window; with
- * `reports_total` 0 the pages carry no total, so pages past the end may be asked for too. */
+/* The list's status, checked to be had. */
+static sheaf_list_status status_of(sheaf_list *list) {
+    sheaf_list_status status = { .size = sizeof status };
+    CHECK_LIST_RESULT(list, sheaf_list_get_status(list, &status), SHEAF_OK);
+    return status;
+}
+
+/* A caller built against the first sheaf_list_status (before `window`) gets the fields it
+ * knows, and nothing is written past them. */
+static void check_a_first_version_status(sheaf_list *list) {
+    union { sheaf_list_status status; unsigned char bytes[sizeof(sheaf_list_status)]; } old;
+    memset(&old, 0x5a, sizeof old);
+    size_t first = offsetof(sheaf_list_status, window);
+    old.status.size = first;
+    CHECK_LIST_RESULT(list, sheaf_list_get_status(list, &old.status), SHEAF_OK);
+    CHECK_INT(old.status.size, first);
+    CHECK_INT(old.status.state, SHEAF_LIST_ENDED);
+    int untouched = 1;
+    for (size_t i = first; i < sizeof old; i++) untouched &= old.bytes[i] == 0x5a;
+    CHECK(untouched);
+}
+
+/* The server's max_in_flight while one list of 20 slow pages runs with the given fixed window;
+ * with `reports_total` 0 the pages carry no total, so pages past the end may be asked for too. */
 static long long max_in_flight_for(int window, sheaf_transport_fn transport, void *transport_data,
                                    int reports_total) {
     sheaf_client *client = client_for(&g_server, NULL);
     if (client == NULL) return -1;
+    set_option(client, SHEAF_OPT_ADAPTIVE_WINDOW, 0);
     if (window > 0) set_option(client, SHEAF_OPT_WINDOW, window);
     if (transport != NULL)
         CHECK_CLIENT_RESULT(client, sheaf_client_set_transport(client, transport, transport_data, NULL), SHEAF_OK);
@@ -912,6 +936,53 @@ static long long max_in_flight_for(int window, sheaf_transport_fn transport, voi
     long long max_in_flight = stats_max_in_flight(stats);
     json_decref(stats);
     return max_in_flight;
+}
+
+/* A list of 40 pages of 50 ms on a client whose adaptive window may reach 16; `query` adds the
+ * server's limits. Returns the server's stats (the caller frees them); *window is the list's
+ * window when it ended. */
+static json_t *adaptive_run(const char *query, long long *window) {
+    sheaf_client *client = client_for(&g_server, NULL);
+    if (client == NULL) return NULL;
+    set_option(client, SHEAF_OPT_MAX_WINDOW, 16);
+    fresh_server(&g_server);
+    char path[160];
+    snprintf(path, sizeof path, "/anchor?n=%d&latency_ms=50%s", 40 * page_size(), query);
+    sheaf_list *list = anchor_list(client, path, page_size(), ANCHOR_ALL);
+    json_t *items = NULL;
+    if (list != NULL) {
+        CHECK_INT(status_of(list).window, 0);   /* not started */
+        CHECK_LIST_RESULT(list, fetch_all(list, &items), SHEAF_OK);
+        CHECK_ITEMS(items, 0, 40 * page_size());
+        *window = status_of(list).window;
+        check_a_first_version_status(list);
+    }
+    json_decref(items);
+    sheaf_list_free(list);
+    sheaf_client_free(client);
+    return test_server_stats(&g_server);
+}
+
+static void an_adaptive_window_grows_while_the_server_keeps_up(void) {
+    long long window = 0;
+    json_t *stats = adaptive_run("", &window);
+    /* Latency holds at 50 ms: the window grows past where it started, never past its maximum. */
+    long long most = stats_max_in_flight(stats);
+    if (!CHECK(most > 8 && most <= 16)) fprintf(stderr, "    at most %lld in flight\n", most);
+    if (!CHECK(window > 8 && window <= 16)) fprintf(stderr, "    the window ended at %lld\n", window);
+    json_decref(stats);
+}
+
+static void an_adaptive_window_shrinks_to_what_a_refusing_server_takes(void) {
+    long long window = 0;
+    json_t *stats = adaptive_run("&limit=4", &window);
+    /* The server answers 429 to a fifth request in flight: the list still completes (the
+     * refused pages are retried), the window ends at 4 (a try at 5 was refused), and refusals
+     * are few: the first window's four, and a rare try at five. */
+    long long refused = json_integer_value(json_object_get(stats, "refused"));
+    if (!CHECK(refused >= 1 && refused <= 8)) fprintf(stderr, "    %lld refused\n", refused);
+    if (!CHECK(window >= 1 && window <= 4)) fprintf(stderr, "    the window ended at %lld\n", window);
+    json_decref(stats);
 }
 
 static void the_default_window_of_8_is_filled(void) {
@@ -1171,12 +1242,6 @@ static void max_items_stops_the_list_at_exactly_that_many(void) {
 
 /* ---- tests: output written by the library ---------------------------------------------------- */
 
-/* The list's status, checked to be had. */
-static sheaf_list_status status_of(sheaf_list *list) {
-    sheaf_list_status status = { .size = sizeof status };
-    CHECK_LIST_RESULT(list, sheaf_list_get_status(list, &status), SHEAF_OK);
-    return status;
-}
 
 
 /* Collects what sheaf_list_start_write hands over; stops after `stop_after` calls (0: never). */
@@ -2573,6 +2638,8 @@ static const test_case tests[] = {
     TEST(a_pulled_list_nobody_pulls_holds_back_and_frees_promptly, 1),
     TEST(waiting_on_a_pulled_list_stops_the_pulling, 1),
     TEST(the_default_window_of_8_is_filled, 0),
+    TEST(an_adaptive_window_grows_while_the_server_keeps_up, 0),
+    TEST(an_adaptive_window_shrinks_to_what_a_refusing_server_takes, 0),
     TEST(a_window_of_4_is_filled_and_not_exceeded, 0),
     TEST(page_numbers_without_a_total_still_fill_the_window, 0),
     TEST(a_blocking_transport_still_fills_the_window, 1),

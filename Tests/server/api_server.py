@@ -31,6 +31,14 @@ Query parameters common to the list endpoints (/anchor, /drf, /array):
                   carries "Authorization: Bearer T" (an expired token gets the same answer)
   bearer_from=K   with bearer=: only requests for page K and later (?page=, from 1) need it, as
                   when a token expires in the middle of a list
+  capacity=C      at most C requests (of all that carry capacity=C) are served at once; the
+                  others wait their turn, so latency rises above C in flight
+  limit=C         a request arriving while C others (carrying limit=C) are served is answered
+                  429 {"error":"too many requests"} at once (with Retry-After: X when
+                  limit_retry_after=X); /_stats counts them as "refused"
+  ratelimit=R:W   R requests per W-second window (all that carry the same R:W): every answer
+                  has RateLimit-Policy: "default";q=R;w=W and RateLimit: "default";r=LEFT;t=RESET,
+                  and past R a 429 with Retry-After: RESET ("refused" in /_stats)
 
 Endpoints:
   GET /anchor?page=N&per_page=S   {"items":[...],"next_page":url|null,"total":n}
@@ -54,6 +62,7 @@ from __future__ import annotations
 import argparse
 import collections
 import json
+import math
 import os
 import signal
 import socket
@@ -94,6 +103,10 @@ class ServerState:
         self.max_in_flight = 0
         self.log: collections.deque = collections.deque(maxlen=LOG_LIMIT)
         self.fail_counts: dict = {}
+        self.refused = 0                 # 429s answered by limit= and ratelimit=
+        self.capacities: dict = {}       # capacity=C -> a semaphore of C
+        self.limited: dict = {}          # limit=C -> requests being served under it
+        self.windows: dict = {}          # ratelimit=R:W -> [window start, requests in it]
 
     def begin(self, path: str, authorization: str | None) -> None:
         with self.lock:
@@ -114,6 +127,8 @@ class ServerState:
             self.max_in_flight = self.in_flight
             self.log.clear()
             self.fail_counts.clear()
+            self.refused = 0
+            self.windows.clear()
 
     def snapshot(self) -> dict:
         with self.lock:
@@ -121,8 +136,41 @@ class ServerState:
                 "requests": self.requests,
                 "max_in_flight": self.max_in_flight,
                 "in_flight": self.in_flight,
+                "refused": self.refused,
                 "log": list(self.log),
             }
+
+    def capacity(self, size: int) -> threading.Semaphore:
+        with self.lock:
+            return self.capacities.setdefault(size, threading.Semaphore(size))
+
+    def enter_limit(self, size: int) -> bool:
+        """True (and counts it in) while fewer than `size` requests are served under limit=size."""
+        with self.lock:
+            if self.limited.get(size, 0) >= size:
+                self.refused += 1
+                return False
+            self.limited[size] = self.limited.get(size, 0) + 1
+            return True
+
+    def leave_limit(self, size: int) -> None:
+        with self.lock:
+            self.limited[size] -= 1
+
+    def take_rate(self, allowed: int, seconds: int) -> tuple:
+        """ratelimit=R:W: counts a request in the current W-second window; returns (admitted,
+        requests left, seconds until the window resets)."""
+        with self.lock:
+            now = time.monotonic()
+            window = self.windows.get((allowed, seconds))
+            if window is None or now - window[0] >= seconds:
+                window = self.windows[(allowed, seconds)] = [now, 0]
+            reset = max(1, math.ceil(window[0] + seconds - now))
+            if window[1] >= allowed:
+                self.refused += 1
+                return False, 0, reset
+            window[1] += 1
+            return True, allowed - window[1], reset
 
     def take_failure(self, key: tuple, limit: int) -> bool:
         """True (and counts it) while fewer than `limit` failures were injected for `key`."""
@@ -258,7 +306,7 @@ class Handler(BaseHTTPRequestHandler):
         if content_type and body:
             lines.append(f"Content-Type: {content_type}")
         lines.append(f"Content-Length: {len(body)}")
-        for name, value in headers or ():
+        for name, value in [*(headers or ()), *getattr(self, "_extra_headers", ())]:
             lines.append(f"{name}: {value}")
         if self.close_connection:
             lines.append("Connection: close")
@@ -326,6 +374,7 @@ class Handler(BaseHTTPRequestHandler):
             self.send_json(405, {"error": "method not allowed"})
 
     def dispatch(self, method: str) -> None:
+        self._extra_headers = ()  # one handler serves every request of its connection
         split = urlsplit(self.path)
         path = split.path
         if path.startswith("/req/"):
@@ -356,18 +405,17 @@ class Handler(BaseHTTPRequestHandler):
                 self.send_json(404, {"error": "not found"})
                 return
             cache = self.server.page_cache
+            q = Query(split.query)
             if cache is not None and path != "/redirect" and "bearer=" not in self.path:
                 hit = cache.get(self.path)
                 if hit is not None:
                     latency, status, body, content_type, headers = hit
-                    if latency > 0:
-                        time.sleep(latency / 1000.0)
-                    self.send(status, body, content_type, headers)
+                    if self.work(q, latency):
+                        self.send(status, body, content_type, headers)
                     return
-            q = Query(split.query)
             try:
-                if path != "/redirect":
-                    self.sleep_latency(q)
+                if path != "/redirect" and not self.work(q, self.latency(q)):
+                    return
                 if self.refuses_credential(q):
                     return
                 if cache is not None and path != "/redirect" and not q.has("fail"):
@@ -415,12 +463,45 @@ class Handler(BaseHTTPRequestHandler):
         else:
             self.send_json(404, {"error": "not found"})
 
-    def sleep_latency(self, q: Query) -> None:
+    def latency(self, q: Query) -> int:
         ms = q.integer("latency_ms", None, 0, MAX_LATENCY_MS)
-        if ms is None:
-            ms = self.server.latency_ms
-        if ms > 0:
-            time.sleep(ms / 1000.0)
+        return self.server.latency_ms if ms is None else ms
+
+    def work(self, q: Query, latency_ms: int) -> bool:
+        """The request's latency, served within capacity=, limit= and ratelimit=; False when it
+        was answered 429 instead."""
+        state = self.server.state
+        rate = q.text("ratelimit")
+        if rate is not None:
+            try:
+                allowed, seconds = (int(part) for part in rate.split(":"))
+            except ValueError:
+                raise BadParam("ratelimit")
+            admitted, left, reset = state.take_rate(allowed, seconds)
+            self._extra_headers = [("RateLimit-Policy", f'"default";q={allowed};w={seconds}'),
+                                   ("RateLimit", f'"default";r={left};t={reset}')]
+            if not admitted:
+                self.send_json(429, {"error": "too many requests"}, headers=[("Retry-After", str(reset))])
+                return False
+        limit = q.integer("limit", None, 1, 10000)
+        if limit is not None and not state.enter_limit(limit):
+            wait = q.integer("limit_retry_after", None, 0, 3600)
+            self.send_json(429, {"error": "too many requests"},
+                           headers=None if wait is None else [("Retry-After", str(wait))])
+            return False
+        capacity = q.integer("capacity", None, 1, 10000)
+        gate = None if capacity is None else state.capacity(capacity)
+        if gate is not None:
+            gate.acquire()
+        try:
+            if latency_ms > 0:
+                time.sleep(latency_ms / 1000.0)
+        finally:
+            if gate is not None:
+                gate.release()
+            if limit is not None:
+                state.leave_limit(limit)
+        return True
 
     # -- shared list logic --
 

@@ -19,6 +19,9 @@ public struct LogRecord: Sendable, Equatable {
         case redirect
         /// How a list is fetched: its resolved description, the plan and the window.
         case plan
+        /// A list's window changed: it grew while latency held, or shrank on a refusal or a
+        /// slowing server.
+        case window
     }
 
     public var level: Level

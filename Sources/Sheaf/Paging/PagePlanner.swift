@@ -43,7 +43,8 @@ struct PagePlanner {
     }
 
     private(set) var paging: Paging
-    let window: Int
+    /// Pages in flight at most; the driver may change it between events (an adaptive window).
+    var window: Int
     let maxPages: Int
     /// The caller's page budget: reaching it ends the list, not as a failure.
     let pageBudget: Int?
@@ -232,6 +233,11 @@ struct PagePlanner {
         let ahead = aheadURLs
         aheadURLs = [:]
         inFlight.subtract(ahead.keys)
+        // Pages already asked for are kept though the window shrank meanwhile (a refusal): asking
+        // for them again would cost a request each.
+        let window = self.window
+        self.window = max(window, ahead.count)
+        defer { self.window = window }
         nextIndex = 1
         var kept = Set<Int>()
         let planned = planFromFirstPage(page).filter { action in

@@ -9,8 +9,13 @@ public enum CrossOriginPolicy: Sendable, Equatable {
 
 /// Limits and policies of a client, applied to every list it runs.
 public struct ClientConfiguration: Sendable, Equatable {
-    /// Pages in flight at once (1...64).
+    /// Pages in flight at once (1...64): the window a list starts with.
     public var window = 8
+    /// Whether the window adapts to the server (grows while latency holds, shrinks on refusals
+    /// and rising latency; see `WindowLimiter`) or stays at `window`.
+    public var adaptsWindow = true
+    /// The most pages an adapting window lets in flight (1...64).
+    public var maxWindow = 64
     /// The most pages one list may fetch.
     public var maxPages = 10_000
     /// The largest response body accepted.
@@ -39,6 +44,7 @@ public struct ClientConfiguration: Sendable, Equatable {
             if !ok { throw SheafError(.invalidArgument, what) }
         }
         try check((1...64).contains(window), "the window must be between 1 and 64, not \(window)")
+        try check((1...64).contains(maxWindow), "the window's maximum must be between 1 and 64, not \(maxWindow)")
         try check(maxPages >= 1, "the page cap must be at least 1, not \(maxPages)")
         try check((1...Self.bodyCapLimit).contains(maxBodyBytes), "the body cap must be between 1 byte and 1 TiB, not \(maxBodyBytes)")
         try check((1...100).contains(retry.maxAttempts), "attempts must be between 1 and 100, not \(retry.maxAttempts)")

@@ -44,8 +44,10 @@ final class Fetch: Sendable {
         var isDone = false
         /// Whether an attempt is at the transport, counted in `requests.inFlight`.
         var isOutstanding = false
-        /// When the attempt at the transport was sent (for the log).
+        /// When the attempt at the transport was sent (for the log and the window), and the
+        /// list's requests at the transport then, itself included.
         var sentAt: UInt64 = 0
+        var inFlightAtSend = 0
         /// The generation of the provided credential sent (0: none), and the one a 401 refused
         /// (0: none yet): a request is refreshed once.
         var credentialGeneration = 0
@@ -60,11 +62,14 @@ final class Fetch: Sendable {
     private let state: Locked<State>
     private let completion: Completion
     private let requests: RequestCounters
+    /// A list's window: told of every answer, and obeyed when it says to wait before sending.
+    private let pace: PaceControl?
 
     init(client: SheafClient, url: String, template: FetchTemplate = FetchTemplate(), requests: RequestCounters,
-         completion: @escaping Completion) {
+         pace: PaceControl? = nil, completion: @escaping Completion) {
         self.client = client
         self.requests = requests
+        self.pace = pace
         self.state = Locked(State(url: url, template: template))
         self.completion = completion
     }
@@ -85,6 +90,14 @@ final class Fetch: Sendable {
     }
 
     private func attempt() {
+        if let pace {
+            let (isDone, isRetry) = state.withLock { ($0.isDone, $0.attempt > 0) }
+            if isDone { return }
+            // The server asked the list to hold back (Retry-After, a spent rate limit).
+            let wait = pace.pause
+            if wait > 0 { return schedule(after: wait) }
+            if isRetry, !pace.roomForRetry(requests, otherwise: { [self] in attempt() }) { return }
+        }
         let next = state.withLock { state -> (url: String, template: FetchTemplate, serial: Int)? in
             guard !state.isDone else { return nil }
             state.attempt += 1
@@ -119,6 +132,7 @@ final class Fetch: Sendable {
             guard requests.started() else { return .overBudget }
             state.isOutstanding = true
             state.sentAt = DispatchTime.now().uptimeNanoseconds
+            state.inFlightAtSend = requests.inFlight
             return .sent
         }
         switch admission {
@@ -167,15 +181,20 @@ final class Fetch: Sendable {
     }
 
     private func handle(_ result: Result<HTTPResponse, TransportError>, url: String, serial: Int) {
-        let current = state.withLock { state -> (attempt: Int, redirects: Int, template: FetchTemplate, sentAt: UInt64, refreshes: Bool)? in
+        // Requests sent together reach the server in any order: what it saw is the most of the
+        // list's requests in flight at the send and at the answer (this one still counted).
+        let inFlightAtAnswer = requests.inFlight
+        let current = state.withLock { state -> (attempt: Int, redirects: Int, template: FetchTemplate, sentAt: UInt64,
+                                                 inFlight: Int, refreshes: Bool)? in
             // An answer after the deadline, or for an attempt already replaced, is ignored.
             guard state.serial == serial, state.isOutstanding else { return nil }
             state.task = nil
             settleOutstanding(&state)
-            return state.isDone ? nil : (state.attempt, state.redirects, state.template, state.sentAt,
+            return state.isDone ? nil : (state.attempt, state.redirects, state.template, state.sentAt, state.inFlightAtSend,
                                          state.credentialGeneration > 0 && state.refusedGeneration == 0)
         }
-        guard let (attempt, redirects, template, sentAt, refreshes) = current else { return }
+        guard let (attempt, redirects, template, sentAt, inFlight, refreshes) = current else { return }
+        pace?.record(result, sentAt: sentAt, inFlight: max(inFlight, inFlightAtAnswer))
         let retry = client.configuration.retry
         var policy = AnswerPolicy(client.configuration, redactor: client.redactor, template: template)
         policy.refreshesCredential = refreshes
@@ -221,7 +240,10 @@ final class Fetch: Sendable {
     /// The attempt at the transport is over (answered or abandoned): count it once, and stop its
     /// deadline.
     private func settleOutstanding(_ state: inout State) {
-        if state.isOutstanding { requests.finished() }
+        if state.isOutstanding {
+            requests.finished()
+            pace?.requestFinished(requests)
+        }
         state.isOutstanding = false
         state.deadline?.cancel()
         state.deadline = nil

@@ -93,6 +93,7 @@ public final class ListRun: Sendable {
     /// on every read, so a long stream grew quadratically slow and finally overflowed the stack.
     private let onSnapshot: Locked<SnapshotCallbackBox?>
     private let requests: RequestCounters
+    private let pace: PaceControl
     /// Whether a delivered snapshot stays pending until `snapshotTaken` (a pulled run).
     private let acknowledgesSnapshots: Bool
 
@@ -100,6 +101,8 @@ public final class ListRun: Sendable {
     public var requestsMade: Int { requests.requestsMade }
     /// Requests waiting for an answer now.
     public var requestsInFlight: Int { requests.inFlight }
+    /// Pages the run lets in flight now (see `ClientConfiguration.adaptsWindow`).
+    public var window: Int { pace.window }
 
     /// - Parameter pageGate: for a load-more list (`ListPager`), the pages it may fetch before
     ///   `raisePageGate`; each of them is a snapshot of its own.
@@ -132,11 +135,12 @@ public final class ListRun: Sendable {
         let configuration = client.configuration
         let needsDetection = description.paging == .detect || Signal.allCases.contains { description.source(of: $0) == .detect }
         let resolution = needsDetection ? nil : Detector.Resolution(description: description, detected: [], pagingDetected: false)
+        let pace = PaceControl(configuration, hooks: client.hooks)
         let planner = PagePlanner(firstURL: firstURL, paging: description.paging == .detect ? .next : description.paging,
                                   pagesSignalTheEnd: PageReader(description).pagesSignalTheEnd,
-                                  window: configuration.window, maxPages: configuration.maxPages,
+                                  window: pace.window, maxPages: configuration.maxPages,
                                   pageBudget: description.maxPages, pageGate: pageGate, origin: origin,
-                                  resumedPageSize: resumedPageSize, pagesAhead: Self.pagesAhead(description, window: configuration.window))
+                                  resumedPageSize: resumedPageSize, pagesAhead: Self.pagesAhead(description, window: pace.window))
         let assembler = Assembler(keepsItems: keepsItems, maxItems: description.maxItems,
                                   deduplicates: description.source(of: .identity) != .none, skipsOnFirstPage: start.skip,
                                   deltaPerPage: pageGate != nil)
@@ -144,6 +148,7 @@ public final class ListRun: Sendable {
         self.description = description
         self.startPoint = start
         requests = RequestCounters(budget: description.maxRequests)
+        self.pace = pace
         var state = State(planner: planner, assembler: assembler, assembledResume: start)
         state.resolution = resolution
         self.state = Locked(state)
@@ -335,10 +340,13 @@ public final class ListRun: Sendable {
     /// One record of how the list is fetched, once page one has decided it.
     private func logPlan(_ hooks: Hooks, _ state: State, url: String) {
         hooks.log(.info) {
+            let configuration = client.configuration
+            let windowText = configuration.adaptsWindow && configuration.window < configuration.maxWindow
+                ? "a window of \(state.planner.window) adapting up to \(configuration.maxWindow)" : "\(state.planner.window)"
             let json = String(decoding: describe(state), as: UTF8.self)
             let why = switch state.planner.mode {
-            case .parallel(let pages): "the \(pages) pages are addressed and their count is known: \(client.configuration.window) in flight"
-            case .speculative: "the pages are addressed, their count unknown: \(client.configuration.window) in flight ahead of the end"
+            case .parallel(let pages): "the \(pages) pages are addressed and their count is known: \(windowText) in flight"
+            case .speculative: "the pages are addressed, their count unknown: \(windowText) in flight ahead of the end"
             case .sequential, .firstPage: "each page names the next (a link or a cursor): one at a time"
             }
             let url = client.redactor.redact(url)
@@ -383,13 +391,14 @@ public final class ListRun: Sendable {
                 guard state.fetches[page.index]?.serial == page.serial else { return } // abandoned
                 state.fetches[page.index] = nil
             }
+            state.planner.window = pace.window
             for action in decide(&state) {
                 switch action {
                 case .fetch(let index, let url):
                     guard state.ending == nil else { continue }
                     state.fetchSerial += 1
                     let serial = state.fetchSerial
-                    let fetch = Fetch(client: client, url: url, requests: requests) { [self] result in
+                    let fetch = Fetch(client: client, url: url, requests: requests, pace: pace) { [self] result in
                         switch result {
                         case .success(let value):
                             // Reading a page is CPU work: keep it off the transport's thread.

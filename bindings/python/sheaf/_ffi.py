@@ -103,6 +103,7 @@ SHEAF_LOG_REQUEST = 1
 SHEAF_LOG_RETRY = 2
 SHEAF_LOG_REDIRECT = 3
 SHEAF_LOG_PLAN = 4
+SHEAF_LOG_WINDOW = 5
 
 SHEAF_EVENT_AUTH_REFUSED = 1
 SHEAF_EVENT_OFFLINE = 2
@@ -121,6 +122,8 @@ SHEAF_OPT_CONNECT_TIMEOUT_MS = 8
 SHEAF_OPT_MAX_REDIRECTS = 9
 SHEAF_OPT_CROSS_ORIGIN = 10
 SHEAF_OPT_TLS_INSECURE = 11
+SHEAF_OPT_ADAPTIVE_WINDOW = 12
+SHEAF_OPT_MAX_WINDOW = 13
 
 SHEAF_AUTH_NONE = 0
 SHEAF_AUTH_BEARER = 1
@@ -204,6 +207,7 @@ class ListStatusStruct(Structure):
         ("pages_ready", c_int64),           # int64_t pages_ready;
         ("requests_made", c_int64),         # int64_t requests_made;
         ("requests_in_flight", c_int64),    # int64_t requests_in_flight;
+        ("window", c_int64),                # int64_t window;
     ]
 
 

@@ -74,7 +74,7 @@ class Progress:
         else:
             parts.append(f"{format_count(pages)} pages")
         if not final:
-            parts.append(f"{s.requests_in_flight} in flight")
+            parts.append(f"{s.requests_in_flight} in flight" + (f" (window {s.window})" if s.window else ""))
         rate = items / elapsed
         parts.append(f"{format_rate(rate)} items/s")
         if final:

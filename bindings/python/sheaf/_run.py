@@ -154,15 +154,18 @@ class ListRun:
         snapshot = self._pull()
         if snapshot is None:
             return _END
+        status = _ffi.ListStatusStruct(size=ctypes.sizeof(_ffi.ListStatusStruct))
+        lib.sheaf_list_get_status(self.handle, byref(status))
         return Snapshot(
             items=_items(snapshot),
             item_count=snapshot.items,
             page_count=snapshot.pages,
             expected_items=None if snapshot.expected_items < 0 else snapshot.expected_items,
             expected_pages=None if snapshot.expected_pages < 0 else snapshot.expected_pages,
-            requests_in_flight=lib.sheaf_list_requests_in_flight(self.handle),
-            requests_made=lib.sheaf_list_requests_made(self.handle),
+            requests_in_flight=status.requests_in_flight,
+            requests_made=status.requests_made,
             resume_token=self.current_resume_token(),
+            window=status.window,
         )
 
     def _read_outcome(self) -> None:

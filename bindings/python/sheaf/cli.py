@@ -259,7 +259,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     limits = get.add_argument_group("fetching")
     limits.add_argument("--concurrency", metavar="N", type=_positive,
-                        help="pages in flight at once, 1-64 (default 8)")
+                        help="pages in flight at once, 1-64 (default 8): where the window starts; it then "
+                             "grows while the server keeps up and shrinks when it slows or refuses")
+    limits.add_argument("--max-concurrency", metavar="N", type=_positive,
+                        help="the most pages the window lets in flight, 1-64 (default 64)")
+    limits.add_argument("--fixed-window", action="store_true",
+                        help="keep --concurrency pages in flight; do not adapt")
     limits.add_argument("--max-items", metavar="N", type=_positive,
                         help="stop after N items (exit status 0)")
     limits.add_argument("--max-pages", metavar="N", type=_positive,
@@ -438,10 +443,12 @@ def _list_options(parser: argparse.ArgumentParser, args: argparse.Namespace) -> 
 
 def _client_options(parser: argparse.ArgumentParser, args: argparse.Namespace, api) -> dict:
     options: dict = {}
-    for name in ("concurrency", "timeout", "max_attempts"):
+    for name in ("concurrency", "max_concurrency", "timeout", "max_attempts"):
         value = getattr(args, name, None)
         if value is not None:
             options[name] = value
+    if getattr(args, "fixed_window", False):
+        options["adaptive_window"] = False
     if options.get("timeout") == 0:
         options["timeout"] = None  # no limit
     given = [flag for flag, value in (("--token", args.token), ("--basic", args.basic), ("--api-key", args.api_key),

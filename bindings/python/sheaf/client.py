@@ -44,7 +44,13 @@ class Client(Closing):
             without credentials (never https to http), instead of failing with PolicyError.
         secret_params: query parameters whose values messages hide, besides the built-in
             ``api_key``, ``access_token``, ``token``, ``key``, ``signature``, ``sig``...
-        concurrency: pages in flight at once, 1..64 (the window).
+        concurrency: pages in flight at once, 1..64 (the window): where an adaptive window
+            starts, or the window when ``adaptive_window`` is False.
+        adaptive_window: let each list's window find what the server takes: it grows while
+            latency holds, up to ``max_concurrency``, and shrinks when latency rises (not below
+            ``concurrency``) or on 429, 503, 504 and timeouts. Either way, ``Retry-After`` and
+            rate-limit headers hold requests back.
+        max_concurrency: the most pages an adaptive window lets in flight, 1..64.
         max_pages: page cap per list; a longer walk fails with PolicyError.
         max_body_bytes: body cap per response; a larger body fails with DecodingError.
         max_attempts: attempts per request including the first, 1..100.
@@ -74,6 +80,7 @@ class Client(Closing):
     """
 
     def __init__(self, base_url: str, token: Optional[str] = None, *, concurrency: int = 8,
+                 adaptive_window: bool = True, max_concurrency: int = 64,
                  max_pages: int = 10000, max_body_bytes: int = 64 << 20, max_attempts: int = 4,
                  retry_base: float = 0.1, retry_max: float = 30.0, timeout: Optional[float] = 30.0,
                  connect_timeout: Optional[float] = 10.0, max_redirects: int = 10,
@@ -114,6 +121,8 @@ class Client(Closing):
             self._hooks = hooks.install(handle, on_event)
             options = (
                 (_ffi.SHEAF_OPT_WINDOW, "concurrency", _whole(concurrency, "concurrency")),
+                (_ffi.SHEAF_OPT_ADAPTIVE_WINDOW, "adaptive_window", 1 if adaptive_window else 0),
+                (_ffi.SHEAF_OPT_MAX_WINDOW, "max_concurrency", _whole(max_concurrency, "max_concurrency")),
                 (_ffi.SHEAF_OPT_MAX_PAGES, "max_pages", _whole(max_pages, "max_pages")),
                 (_ffi.SHEAF_OPT_MAX_BODY_BYTES, "max_body_bytes", _whole(max_body_bytes, "max_body_bytes")),
                 (_ffi.SHEAF_OPT_MAX_ATTEMPTS, "max_attempts", _whole(max_attempts, "max_attempts")),
@@ -490,7 +499,7 @@ def _set_tls(handle: _ffi.ClientHandle, verify: Union[bool, str], cert: Union[No
 def _progress(status: _ffi.ListStatusStruct) -> Progress:
     return Progress(status.items, status.pages, None if status.expected_items < 0 else status.expected_items,
                     None if status.expected_pages < 0 else status.expected_pages, status.requests_in_flight,
-                    status.requests_made)
+                    status.requests_made, status.window)
 
 
 def _query_pairs(query: Optional[Query]) -> List[Tuple[str, str]]:

@@ -29,7 +29,7 @@ _LEVELS = ((_ffi.SHEAF_LOG_DEBUG, logging.DEBUG), (_ffi.SHEAF_LOG_INFO, logging.
            (_ffi.SHEAF_LOG_WARNING, logging.WARNING), (_ffi.SHEAF_LOG_ERROR, logging.ERROR))
 _PYTHON_LEVEL = dict(_LEVELS)
 _KINDS = {_ffi.SHEAF_LOG_REQUEST: "request", _ffi.SHEAF_LOG_RETRY: "retry", _ffi.SHEAF_LOG_REDIRECT: "redirect",
-          _ffi.SHEAF_LOG_PLAN: "plan"}
+          _ffi.SHEAF_LOG_PLAN: "plan", _ffi.SHEAF_LOG_WINDOW: "window"}
 _EVENTS = {_ffi.SHEAF_EVENT_AUTH_REFUSED: "auth_refused", _ffi.SHEAF_EVENT_OFFLINE: "offline",
            _ffi.SHEAF_EVENT_SERVER_UNAVAILABLE: "server_unavailable", _ffi.SHEAF_EVENT_RATE_LIMITED: "rate_limited",
            _ffi.SHEAF_EVENT_RETRYING: "retrying"}

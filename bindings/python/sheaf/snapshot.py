@@ -23,6 +23,8 @@ class Snapshot:
         requests_made: requests the list had sent by then, retries and redirects included.
         resume_token: the token that goes on after this snapshot (pass it as ``resume=``), or
             None when the list ends with it.
+        window: the pages the list let in flight then (it adapts to the server unless the
+            client was made with ``adaptive_window=False``).
     """
 
     items: List[Any]
@@ -33,6 +35,7 @@ class Snapshot:
     requests_in_flight: int
     requests_made: int
     resume_token: Optional[str] = None
+    window: int = 0
 
     def __repr__(self) -> str:
         expected = "?" if self.expected_items is None else str(self.expected_items)
@@ -98,6 +101,7 @@ class Progress(NamedTuple):
     expected_pages: Optional[int]
     requests_in_flight: int
     requests_made: int
+    window: int = 0
 
 
 __all__ = ["Snapshot", "Items", "Written", "Progress"]

@@ -23,7 +23,7 @@ def test_an_anchor_list_of_1000_arrives_whole_and_in_order(api):
 
 
 def test_pages_are_fetched_concurrently_in_the_window(api):
-    with sheaf.Client(api.base_url, concurrency=4) as client:
+    with sheaf.Client(api.base_url, concurrency=4, adaptive_window=False) as client:
         items = client.fetch_all("/anchor?n=1000&latency_ms=30", **ANCHOR)
     assert items == expected_items(1000)
     assert stats(api)["max_in_flight"] == 4
@@ -34,7 +34,7 @@ def test_pages_are_fetched_concurrently_in_the_window(api):
     ("/array?n=1010&latency_ms=30", dict(paging="page:page", size_param="per_page", page_size=50)),  # nothing
 ])
 def test_page_numbers_without_a_total_are_fetched_concurrently_too(api, path, options):
-    with sheaf.Client(api.base_url, concurrency=4) as client:
+    with sheaf.Client(api.base_url, concurrency=4, adaptive_window=False) as client:
         items = client.fetch_all(path, **options)
     assert items == expected_items(1010)
     seen = stats(api)

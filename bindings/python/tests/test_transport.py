@@ -52,7 +52,7 @@ class BlockingTransport:
 
 def test_a_blocking_python_transport_still_fills_the_window(api):
     transport = BlockingTransport()
-    with sheaf.Client(api.base_url, TOKEN, transport=transport) as client:
+    with sheaf.Client(api.base_url, TOKEN, transport=transport, adaptive_window=False) as client:
         items = client.fetch_all("/anchor?n=1000&latency_ms=100", **ANCHOR)
     assert items == expected_items(1000)
     assert transport.calls == 20

@@ -1,0 +1,270 @@
+import Dispatch
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
+/// How many pages of one list are in flight: a window that finds what the server can take.
+/// Pure: answers and the clock come in as values, decisions come out, so every rule is tested
+/// without a server.
+///
+/// - **Growth.** It starts at the configured window and grows while latency holds: by one per
+///   answer at first (doubling each round trip, as TCP's slow start), then by one per window of
+///   answers, never above the maximum.
+/// - **Latency.** The queue the list builds at the server is estimated as TCP Vegas does:
+///   `window × (1 − best latency / recent latency)`. Past a few requests of queue the window
+///   shrinks in proportion, at most once per round trip, and never below where it started:
+///   latency alone only undoes growth.
+/// - **Refusals.** A 429, 503 or 504, or a timeout, to a request sent while `n` requests were
+///   in flight says the server takes fewer than `n`: the window drops to `n − 1` (down to 1).
+///   Reaching `n` again waits for a number of good answers (4 windows' worth at first) that
+///   doubles with each refusal, up to 256, so refusals stay rare.
+/// - **The server's word.** `Retry-After` on a refusal holds every new request back for that long;
+///   rate-limit headers (`RateLimit`, `X-RateLimit-Remaining`/`-Reset`) bound the window by the
+///   requests left, and hold requests back until the reset when none are (within the retry cap).
+/// A fixed window keeps its size and still obeys the server's word.
+struct WindowLimiter {
+    /// One answer (or failure) of one attempt.
+    struct Answer: Equatable {
+        enum Kind: Equatable {
+            /// A 2xx: its latency counts.
+            case ok
+            /// The server is over its capacity: 429, 503, 504 or a timeout.
+            case refused
+            /// Anything else (a 404, a 500, a connection refused): says nothing of capacity.
+            case other
+        }
+
+        var kind: Kind
+        /// When the attempt was sent, and how long until its answer (nanoseconds of one clock).
+        var sentAt: UInt64
+        var latency: UInt64
+        /// The list's requests at the transport while it was, itself included (the most of
+        /// those at its send and at its answer).
+        var inFlight: Int
+        /// A refusal's Retry-After, in milliseconds (within the retry cap).
+        var retryAfterMilliseconds: Int? = nil
+        var rateLimit: RateLimitHeaders? = nil
+    }
+
+    /// Why the window changed, for the log.
+    enum Reason: Equatable {
+        case latencyHolds
+        case latencyRose
+        case refused(inFlight: Int)
+    }
+
+    /// The most good answers a try past a refused level waits for.
+    static let longestProbeWait = 256
+
+    let adaptive: Bool
+    /// Where it starts; latency never takes it below.
+    let start: Int
+    let maximum: Int
+    /// The longest the server's word may hold requests back (the retry cap), in milliseconds.
+    let longestPauseMilliseconds: Int
+    private(set) var window: Int
+    /// Nothing new is sent before this time (Retry-After, or a rate limit spent until its reset).
+    private(set) var pausedUntil: UInt64 = 0
+    /// Latencies of good answers: the best seen and a moving average, in nanoseconds.
+    private(set) var best: UInt64?
+    private(set) var average: Double = 0
+    private var slowStart = true
+    /// Growth by one per window of answers, accumulated.
+    private var growth = 0.0
+    /// The last time the window shrank: answers to requests sent before it say nothing new.
+    private var lastCut: UInt64 = 0
+    /// After a refusal: the fewest requests in flight the server refused, the good answers
+    /// wanted before the window reaches it again, and the good answers since.
+    private var refusedAt: Int?
+    private var probeAfter = 0
+    private var sinceProbe = 0
+    /// Requests left until `until`, as the server's rate-limit headers last said.
+    private var allowance: (remaining: Int, until: UInt64)?
+
+    init(adaptive: Bool, start: Int, maximum: Int, longestPauseMilliseconds: Int) {
+        self.adaptive = adaptive
+        self.maximum = max(1, maximum)
+        self.start = min(max(1, start), self.maximum)
+        // Bounded before it is multiplied into nanoseconds (a retry cap may be any Int).
+        self.longestPauseMilliseconds = min(max(0, longestPauseMilliseconds), Int(Int32.max))
+        window = self.start
+    }
+
+    /// The pages the list may have in flight at `now`: the window, within the requests the
+    /// server's rate limit leaves.
+    func current(at now: UInt64) -> Int {
+        guard let allowance, now < allowance.until else { return window }
+        return max(1, min(window, allowance.remaining))
+    }
+
+    /// How long a request about to be sent at `now` waits first; 0 for none.
+    func pause(at now: UInt64) -> Int {
+        pausedUntil > now ? Int((pausedUntil - now) / 1_000_000) + 1 : 0
+    }
+
+    /// Takes in one answer received at `now`; returns the window's change, if any.
+    mutating func record(_ answer: Answer, at now: UInt64) -> (from: Int, to: Int, reason: Reason)? {
+        obey(answer, at: now)
+        let before = window
+        let reason: Reason?
+        switch answer.kind {
+        case .ok: reason = adaptive ? measured(answer, at: now) : nil
+        case .refused: reason = adaptive ? refused(answer, at: now) : nil
+        case .other: reason = nil
+        }
+        guard let reason, window != before else { return nil }
+        return (before, window, reason)
+    }
+
+    private mutating func obey(_ answer: Answer, at now: UInt64) {
+        let pauseLimit = UInt64(longestPauseMilliseconds) * 1_000_000
+        if let milliseconds = answer.retryAfterMilliseconds {
+            pausedUntil = max(pausedUntil, now + min(UInt64(max(0, milliseconds)) * 1_000_000, pauseLimit))
+        }
+        guard let limit = answer.rateLimit else { return }
+        // Seconds from a server are bounded before they are multiplied.
+        let reset = UInt64(min(limit.resetSeconds ?? 1, 1 << 32)) * 1_000_000_000
+        allowance = (limit.remaining, now + reset)
+        if limit.remaining == 0, reset <= pauseLimit {
+            pausedUntil = max(pausedUntil, now + reset)
+        }
+    }
+
+    private mutating func measured(_ answer: Answer, at now: UInt64) -> Reason? {
+        let latency = max(answer.latency, 1)
+        best = min(best ?? latency, latency)
+        // A window's worth of answers moves the average most of the way.
+        average = average == 0 ? Double(latency) : average + (Double(latency) - average) * 2 / Double(window + 1)
+        // One slow answer ends the doubling (the average lags a window behind): growth goes on
+        // by one a round trip.
+        if slowStart, Double(latency) > 1.5 * Double(best!) + 1_000_000 { slowStart = false }
+        let ratio = Double(best!) / max(average, 1)
+        let queue = Double(window) * (1 - ratio)
+        let tolerated = Double(max(2, window / 8))
+        if queue > 2 * tolerated {
+            slowStart = false
+            guard answer.sentAt >= lastCut, window > start else { return nil }
+            window = max(start, Int(Double(window) * ratio))
+            lastCut = now
+            return .latencyRose
+        }
+        guard queue <= tolerated, window < maximum else { return nil }
+        if let refusedAt, window + 1 >= refusedAt {
+            // The step would reach what the server refused: taken only after enough good answers.
+            sinceProbe += 1
+            guard sinceProbe >= probeAfter else { return nil }
+            sinceProbe = 0
+            window += 1
+            self.refusedAt = window + 1
+        } else if slowStart {
+            window += 1
+        } else {
+            growth += 1 / Double(window)
+            guard growth >= 1 else { return nil }
+            growth = 0
+            window += 1
+        }
+        return .latencyHolds
+    }
+
+    private mutating func refused(_ answer: Answer, at now: UInt64) -> Reason? {
+        slowStart = false
+        growth = 0
+        sinceProbe = 0
+        refusedAt = min(refusedAt ?? .max, max(1, answer.inFlight))
+        // A refusal to a request sent after the last cut is news: the next try past what the
+        // server took waits twice as long. One sent before it only adds what its count says.
+        if answer.sentAt >= lastCut {
+            probeAfter = min(probeAfter == 0 ? 4 * window : 2 * probeAfter, Self.longestProbeWait)
+            lastCut = now
+        }
+        let taken = max(1, answer.inFlight - 1)
+        guard taken < window else { return nil }
+        window = taken
+        return .refused(inFlight: answer.inFlight)
+    }
+}
+
+/// One list's window, shared by its fetches (which report every attempt and wait out a pause
+/// before sending) and its run (which plans within it). Logs each change of the window.
+final class PaceControl: Sendable {
+    private struct State {
+        var limiter: WindowLimiter
+        /// Attempts after the first (retries) waiting for the list's requests at the transport to
+        /// fall below the window: a window that shrank must not be overrun by retries.
+        var waiting: [@Sendable () -> Void] = []
+    }
+
+    private let state: Locked<State>
+    private let hooks: Hooks?
+
+    init(_ configuration: ClientConfiguration, hooks: Hooks?) {
+        state = Locked(State(limiter: WindowLimiter(adaptive: configuration.adaptsWindow, start: configuration.window,
+                                                    maximum: configuration.maxWindow,
+                                                    longestPauseMilliseconds: configuration.retry.maxDelayMilliseconds)))
+        self.hooks = hooks
+    }
+
+    static var now: UInt64 { DispatchTime.now().uptimeNanoseconds }
+
+    /// The pages the list may have in flight now.
+    var window: Int { state.withLock { $0.limiter.current(at: Self.now) } }
+
+    /// Milliseconds a request about to be sent waits first (0: none).
+    var pause: Int { state.withLock { $0.limiter.pause(at: Self.now) } }
+
+    /// Whether a retry may go to the transport now; if not, `retry` runs once a request of the
+    /// list has finished and the window has room.
+    func roomForRetry(_ requests: RequestCounters, otherwise retry: @escaping @Sendable () -> Void) -> Bool {
+        state.withLock { state in
+            if requests.inFlight < state.limiter.current(at: Self.now) { return true }
+            state.waiting.append(retry)
+            return false
+        }
+    }
+
+    /// A request of the list left the transport (`requests` counts it out already): a waiting
+    /// retry goes, if the window has room.
+    func requestFinished(_ requests: RequestCounters) {
+        let next = state.withLock { state -> (@Sendable () -> Void)? in
+            guard !state.waiting.isEmpty, requests.inFlight < state.limiter.current(at: Self.now) else { return nil }
+            return state.waiting.removeFirst()
+        }
+        if let next { DispatchQueue.global().async(execute: next) }
+    }
+
+    /// Takes in the answer to an attempt sent at `sentAt` with `inFlight` requests of the list at
+    /// the transport (itself included).
+    func record(_ result: Result<HTTPResponse, TransportError>, sentAt: UInt64, inFlight: Int) {
+        let now = Self.now
+        var answer = WindowLimiter.Answer(kind: .other, sentAt: sentAt, latency: now &- sentAt, inFlight: inFlight)
+        switch result {
+        case .success(let response):
+            answer.rateLimit = RateLimitHeaders.parse(response.headers)
+            switch response.status {
+            case 200...299:
+                answer.kind = .ok
+            case 429, 503, 504:
+                answer.kind = .refused
+                answer.retryAfterMilliseconds = response.headers.first(named: "Retry-After")
+                    .flatMap { RetryPolicy.parseRetryAfter($0, now: Date()) }.map { $0 * 1000 }
+            default:
+                break
+            }
+        case .failure(let error):
+            if error.kind == .timeout { answer.kind = .refused }
+        }
+        guard let change = state.withLock({ $0.limiter.record(answer, at: now) }), let hooks else { return }
+        let level: LogRecord.Level = if case .refused = change.reason { .info } else { .debug }
+        hooks.log(level) {
+            let why = switch change.reason {
+            case .latencyHolds: "answers come as fast as the best (\(answer.latency / 1_000_000) ms)"
+            case .latencyRose: "answers slowed to \(answer.latency / 1_000_000) ms: the server queues them"
+            case .refused(let inFlight): "the server refused a request with \(inFlight) in flight"
+            }
+            return LogRecord(level: level, kind: .window, message: "window \(change.from) → \(change.to): \(why)")
+        }
+    }
+}

@@ -1,0 +1,207 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+import XCTest
+@testable import Sheaf
+
+private let ms: UInt64 = 1_000_000
+
+/// Feeds a limiter answers on a clock of its own: each `round` is one round trip in which every
+/// page of the window answers.
+private struct Drive {
+    var limiter: WindowLimiter
+    var now: UInt64 = 100_000 * ms
+
+    init(adaptive: Bool = true, start: Int = 8, maximum: Int = 64) {
+        limiter = WindowLimiter(adaptive: adaptive, start: start, maximum: maximum, longestPauseMilliseconds: 30_000)
+    }
+
+    /// One answer of `kind` after `latency` ms, sent with `inFlight` requests out.
+    @discardableResult
+    mutating func answer(_ kind: WindowLimiter.Answer.Kind = .ok, latency: UInt64 = 50, inFlight: Int? = nil,
+                         retryAfter: Int? = nil, rateLimit: RateLimitHeaders? = nil) -> (from: Int, to: Int, reason: WindowLimiter.Reason)? {
+        now += 1 * ms
+        let answer = WindowLimiter.Answer(kind: kind, sentAt: now - latency * ms, latency: latency * ms,
+                                          inFlight: inFlight ?? limiter.window, retryAfterMilliseconds: retryAfter,
+                                          rateLimit: rateLimit)
+        return limiter.record(answer, at: now)
+    }
+
+    /// A round trip: a window of answers after `latency` ms each.
+    mutating func round(latency: UInt64 = 50) {
+        for _ in 0..<limiter.window { answer(latency: latency) }
+        now += latency * ms
+    }
+}
+
+final class WindowLimiterTests: XCTestCase {
+    func testTheWindowDoublesEachRoundTripWhileLatencyHoldsUpToItsMaximum() {
+        var drive = Drive(maximum: 40)
+        XCTAssertEqual(drive.limiter.window, 8)
+        drive.round()
+        XCTAssertEqual(drive.limiter.window, 16)
+        drive.round()
+        XCTAssertEqual(drive.limiter.window, 32)
+        drive.round()
+        XCTAssertEqual(drive.limiter.window, 40)
+        XCTAssertNil(drive.answer(), "at the maximum nothing changes")
+    }
+
+    func testAMaximumBelowTheStartCapsTheStart() {
+        XCTAssertEqual(Drive(start: 8, maximum: 5).limiter.window, 5)
+    }
+
+    func testRisingLatencyShrinksTheWindowButNeverBelowWhereItStarted() {
+        var drive = Drive()
+        drive.round()
+        drive.round()
+        XCTAssertEqual(drive.limiter.window, 32)
+        // The server queues: answers take twice as long. The window shrinks, once per round
+        // trip, and stops at 8.
+        var cuts = 0
+        for _ in 0..<10 {
+            let before = drive.limiter.window
+            drive.round(latency: 100)
+            if drive.limiter.window < before { cuts += 1 }
+        }
+        XCTAssertEqual(drive.limiter.window, 8)
+        XCTAssertGreaterThanOrEqual(cuts, 1)
+        XCTAssertEqual(drive.answer(latency: 200)?.to, nil, "latency alone never goes below the start")
+    }
+
+    func testOneSlowAnswerEndsTheDoubling() {
+        var drive = Drive()
+        drive.answer(latency: 50)
+        drive.answer(latency: 120) // the server is queueing
+        let before = drive.limiter.window
+        for _ in 0..<8 { drive.answer(latency: 50) }
+        XCTAssertLessThan(drive.limiter.window, before + 8, "after a slow answer growth is one a round trip, not one an answer")
+    }
+
+    func testARefusalTakesTheWindowBelowTheRequestsInFlightThen() {
+        var drive = Drive()
+        let change = drive.answer(.refused, inFlight: 5)
+        XCTAssertEqual(change?.from, 8)
+        XCTAssertEqual(change?.to, 4)
+        XCTAssertEqual(change?.reason, .refused(inFlight: 5))
+        XCTAssertNil(drive.answer(.refused, inFlight: 7), "a refusal with more in flight says nothing new")
+        drive.answer(.refused, inFlight: 1)
+        XCTAssertEqual(drive.limiter.window, 1, "never below 1")
+    }
+
+    func testTheWindowTriesAgainWhatWasRefusedOnlyAfterMoreAndMoreGoodAnswers() {
+        var drive = Drive()
+        drive.answer(.refused, inFlight: 5) // the server takes 4: the first try at 5 waits 32 answers
+        var answers = 0
+        while drive.limiter.window == 4, answers < 1000 {
+            drive.answer(inFlight: 4)
+            answers += 1
+        }
+        XCTAssertEqual(drive.limiter.window, 5)
+        XCTAssertEqual(answers, 32)
+        // Refused again at 5: the next try waits twice as long.
+        drive.now += 100 * ms
+        drive.answer(.refused, inFlight: 5)
+        XCTAssertEqual(drive.limiter.window, 4)
+        answers = 0
+        while drive.limiter.window == 4, answers < 1000 {
+            drive.answer(inFlight: 4)
+            answers += 1
+        }
+        XCTAssertEqual(answers, 64)
+    }
+
+    func testTheWaitBeforeTryingAgainIsBounded() {
+        // A server that refused many times (a flapping 503) is tried again within 256 answers.
+        var drive = Drive()
+        for _ in 0..<20 {
+            drive.now += 100 * ms
+            drive.answer(.refused, inFlight: 5)
+        }
+        XCTAssertEqual(drive.limiter.window, 4)
+        var answers = 0
+        while drive.limiter.window == 4, answers < 1000 {
+            drive.answer(inFlight: 4)
+            answers += 1
+        }
+        XCTAssertEqual(answers, 256)
+    }
+
+    func testRetryAfterHoldsEveryRequestBackWithinTheCap() {
+        var drive = Drive()
+        XCTAssertEqual(drive.limiter.pause(at: drive.now), 0)
+        drive.answer(.refused, inFlight: 3, retryAfter: 2_000)
+        let pause = drive.limiter.pause(at: drive.now)
+        XCTAssertTrue((1_999...2_001).contains(pause), "\(pause)")
+        XCTAssertEqual(drive.limiter.pause(at: drive.now + 2_001 * ms), 0)
+        drive.answer(.refused, inFlight: 3, retryAfter: 3_600_000) // an hour: the retry cap (30 s) bounds it
+        XCTAssertLessThanOrEqual(drive.limiter.pause(at: drive.now), 30_001)
+    }
+
+    func testRateLimitHeadersBoundTheWindowAndASpentLimitPausesUntilTheReset() {
+        var drive = Drive()
+        drive.answer(rateLimit: RateLimitHeaders(remaining: 3, resetSeconds: 10))
+        XCTAssertEqual(drive.limiter.current(at: drive.now), 3)
+        XCTAssertEqual(drive.limiter.pause(at: drive.now), 0)
+        drive.answer(rateLimit: RateLimitHeaders(remaining: 0, resetSeconds: 2))
+        XCTAssertEqual(drive.limiter.current(at: drive.now), 1)
+        XCTAssertTrue((1_999...2_001).contains(drive.limiter.pause(at: drive.now)))
+        // Past the reset the limit no longer binds.
+        XCTAssertGreaterThan(drive.limiter.current(at: drive.now + 2_001 * ms), 1)
+        // A reset further off than the retry cap is not waited for: the server's answer decides.
+        drive.now += 3_000 * ms
+        drive.answer(rateLimit: RateLimitHeaders(remaining: 0, resetSeconds: 3_600))
+        XCTAssertEqual(drive.limiter.pause(at: drive.now), 0)
+    }
+
+    func testAFixedWindowKeepsItsSizeButObeysTheServer() {
+        var drive = Drive(adaptive: false, start: 6)
+        drive.round()
+        drive.answer(.refused, inFlight: 5, retryAfter: 1_000)
+        drive.round(latency: 500)
+        XCTAssertEqual(drive.limiter.window, 6)
+        XCTAssertGreaterThan(drive.limiter.pause(at: drive.now - 500 * ms), 0)
+    }
+
+    func testAnswersThatSayNothingOfCapacityChangeNothing() {
+        var drive = Drive()
+        XCTAssertNil(drive.answer(.other, latency: 5_000, inFlight: 1))
+        XCTAssertEqual(drive.limiter.window, 8)
+    }
+}
+
+final class RateLimitHeadersTests: XCTestCase {
+    private func parse(_ headers: [(String, String)], now: Date = Date(timeIntervalSince1970: 1_700_000_000)) -> RateLimitHeaders? {
+        RateLimitHeaders.parse(headers.map { HTTPHeader(name: $0.0, value: $0.1) }, now: now)
+    }
+
+    func testTheIETFStructuredFieldTakesTheMostRestrictivePolicy() {
+        XCTAssertEqual(parse([("RateLimit", #""default";r=50;t=30"#)]), RateLimitHeaders(remaining: 50, resetSeconds: 30))
+        XCTAssertEqual(parse([("ratelimit", #""hour";r=500;t=1800, "burst";r=0;t=2"#)]),
+                       RateLimitHeaders(remaining: 0, resetSeconds: 2))
+    }
+
+    func testTheEarlierDraftsDictionaryAndSeparateFields() {
+        XCTAssertEqual(parse([("RateLimit", "limit=100, remaining=7, reset=12")]), RateLimitHeaders(remaining: 7, resetSeconds: 12))
+        XCTAssertEqual(parse([("RateLimit-Remaining", "9"), ("RateLimit-Reset", "4")]), RateLimitHeaders(remaining: 9, resetSeconds: 4))
+    }
+
+    func testGitHubsHeadersWithAResetInUnixTime() {
+        XCTAssertEqual(parse([("x-ratelimit-remaining", "0"), ("x-ratelimit-reset", "1700000042"), ("x-ratelimit-limit", "60")]),
+                       RateLimitHeaders(remaining: 0, resetSeconds: 42))
+        XCTAssertEqual(parse([("X-RateLimit-Remaining", "5"), ("X-RateLimit-Reset", "1600000000")]),
+                       RateLimitHeaders(remaining: 5, resetSeconds: 0), "a reset in the past is now")
+    }
+
+    func testNothingUsableIsNoLimit() {
+        XCTAssertNil(parse([]))
+        XCTAssertNil(parse([("X-RateLimit-Remaining", "-3")]))
+        XCTAssertNil(parse([("X-RateLimit-Remaining", "lots")]))
+        XCTAssertNil(parse([("RateLimit", "garbage;;==")]))
+        XCTAssertEqual(parse([("X-RateLimit-Remaining", "2"), ("X-RateLimit-Reset", "99999999999999999999")]),
+                       RateLimitHeaders(remaining: 2, resetSeconds: nil), "a reset out of range is dropped")
+        XCTAssertEqual(parse([("X-RateLimit-Remaining", "2"), ("X-RateLimit-Reset", "9223372036854775807")])?.remaining, 2)
+    }
+}

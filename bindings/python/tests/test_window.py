@@ -1,0 +1,70 @@
+"""The adaptive window: it grows while the server keeps up, shrinks to what a refusing server
+takes, and obeys the server's rate-limit headers (Tests/server/api_server.py: capacity=, limit=,
+ratelimit=)."""
+
+from __future__ import annotations
+
+import logging
+
+import sheaf
+from conftest import expected_items, stats
+
+PAGES = dict(paging="page:page", size_param="per_page", page_size=50)
+
+
+def windows_seen(client: sheaf.Client, path: str, **options) -> list:
+    """The window each snapshot of the list reports, in order (the list checked whole)."""
+    seen, items = [], []
+    for snapshot in client.stream(path, **PAGES, **options):
+        seen.append(snapshot.window)
+        items.extend(snapshot.items)
+    assert items == expected_items(len(items))
+    return seen
+
+
+def test_the_window_grows_while_latency_holds_and_never_past_its_maximum(api):
+    with sheaf.Client(api.base_url, max_concurrency=20) as client:
+        seen = windows_seen(client, "/anchor?n=3000&latency_ms=40")
+    assert len(seen) >= 2 and seen[0] >= 8
+    assert max(seen) > 8, seen
+    assert max(seen) <= 20, seen
+    assert 8 < stats(api)["max_in_flight"] <= 20
+
+
+def test_a_fixed_window_stays_where_it_is(api):
+    with sheaf.Client(api.base_url, concurrency=6, adaptive_window=False) as client:
+        seen = windows_seen(client, "/anchor?n=2000&latency_ms=20")
+    assert set(seen) == {6}
+    assert stats(api)["max_in_flight"] == 6
+
+
+def test_a_server_that_queues_past_its_capacity_stops_the_growth(api):
+    # Past 8 requests the server queues: latency doubles, so the window does not run to its
+    # maximum as it does when latency holds (above); latency alone never takes it below 8.
+    with sheaf.Client(api.base_url, max_concurrency=64) as client:
+        seen = windows_seen(client, "/anchor?n=4000&latency_ms=40&capacity=8")
+    assert min(seen) >= 8, seen
+    assert seen[-1] < 32, seen
+
+
+def test_a_server_that_refuses_above_4_in_flight_gets_4_and_few_refusals(api, caplog):
+    with caplog.at_level(logging.INFO, logger="sheaf"), sheaf.Client(api.base_url) as client:
+        seen = windows_seen(client, "/anchor?n=3000&latency_ms=30&limit=4")
+    seen_by_server = stats(api)
+    # The first window's requests past the fourth are refused, then the window is 4; trying 5
+    # again waits for more good answers each time it is refused.
+    refused = seen_by_server["refused"]
+    assert 1 <= refused <= 0.1 * seen_by_server["requests"], seen_by_server
+    assert seen[-1] <= 4, seen
+    shrunk = [r.getMessage() for r in caplog.records if getattr(r, "sheaf_kind", None) == "window"]
+    assert any("the server refused a request with" in message for message in shrunk), shrunk
+
+
+def test_rate_limit_headers_hold_requests_back_until_the_reset(api):
+    # 12 requests a second, said in RateLimit headers; 30 pages need three such seconds. A client
+    # that ignores the headers sends them in the first second and sees 18 refusals.
+    with sheaf.Client(api.base_url) as client:
+        items = client.fetch_all("/anchor?n=1500&ratelimit=12:1", **PAGES)
+    assert items == expected_items(1500)
+    seen_by_server = stats(api)
+    assert seen_by_server["refused"] <= 2, seen_by_server
