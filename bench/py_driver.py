@@ -208,7 +208,8 @@ def sheaf_options(args) -> dict:
 def make_client(args):
     import sheaf
     transport, calls = (python_transport(args.base) if args.transport == "python" else (None, None))
-    client = sheaf.Client(args.base, concurrency=args.window, max_pages=args.max_pages, transport=transport)
+    client = sheaf.Client(args.base, concurrency=args.window, adaptive_window=args.adaptive == 1,
+                          max_pages=args.max_pages, transport=transport)
     return client, calls
 
 
@@ -294,7 +295,7 @@ def run_sheaf_cli(args) -> dict:
 
     def command(path: str, out: str) -> float:
         argv = [sys.executable, "-m", "sheaf", "get", args.base + path, "--quiet", "-o", out,
-                "--concurrency", str(args.window)]
+                "--concurrency", str(args.window)] + ([] if args.adaptive else ["--fixed-window"])
         start = time.perf_counter()
         finished = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, timeout=600)
         seconds = time.perf_counter() - start
@@ -328,6 +329,8 @@ def main(argv=None) -> int:
     p.add_argument("--path", required=True, help="the list's path and query, without page/per_page")
     p.add_argument("--expect", type=int, required=True)
     p.add_argument("--window", type=int, default=8)
+    p.add_argument("--adaptive", type=int, choices=(0, 1), default=0,
+                   help="Sheaf's window adapts from --window (default: it stays at --window)")
     p.add_argument("--page-size", type=int, default=50)
     p.add_argument("--addressing", choices=("page", "next", "detect"), default="page")
     p.add_argument("--total", type=int, choices=(0, 1), default=1)

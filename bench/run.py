@@ -45,7 +45,7 @@ SMALL_PAGES, SMALL_PER_PAGE = 2000, 5   # P7's per-snapshot cost with next to no
 RUN_TIMEOUT_S = 300            # one measured run
 SLOW_RUNS = 3                  # runs of a 10 s scenario (serial walks) at most
 
-ALL_IDS = ["P1", "P1D", "P2", "P3", "P4", "P4C", "P5", "P6", "P7", "P11", "M1", "M2", "M3"]
+ALL_IDS = ["P1", "P1A", "P1D", "P2", "P3", "P4", "P4C", "P5", "P6", "P7", "P11", "M1", "M2", "M3"]
 
 
 # ---- the server ----------------------------------------------------------------------------------
@@ -103,7 +103,8 @@ class Server:
 
     def stats(self) -> dict:
         s = self.get("/_stats")
-        return {"requests": s["requests"], "max_in_flight": s["max_in_flight"], "in_flight": s["in_flight"]}
+        return {"requests": s["requests"], "max_in_flight": s["max_in_flight"], "in_flight": s["in_flight"],
+                "refused": s.get("refused", 0)}
 
     def stop(self) -> None:
         proc, self.proc = self.proc, None
@@ -268,6 +269,7 @@ class Bench:
                 stats = self.server.stats()
                 result["server_requests"] = stats["requests"]
                 result["server_max_in_flight"] = stats["max_in_flight"]
+                result["server_refused"] = stats["refused"]
                 m.runs.append(result)
                 self.progress(f"{s.key} run {len(m.runs)}/{s.runs}: {result.get('seconds', 0):.3f} s")
         for s in todo:
@@ -282,11 +284,12 @@ class Bench:
 
     # -- argv builders --
 
-    def c_spec(self, key: str, mode: str, lst: "ListDef", runs: int, *, window: int = 8,
+    def c_spec(self, key: str, mode: str, lst: "ListDef", runs: int, *, window: int = 8, adaptive: bool = False,
                transport: str = "curl", keep: int = 0, warmup: int = 0, timeout: float = RUN_TIMEOUT_S,
                extra: Sequence[str] = ()) -> Spec:
         argv = [self.driver, mode, "--base", self.server.base, "--path", lst.path, "--expect", str(lst.n),
-                "--window", str(window), "--transport", transport, "--keep", str(keep),
+                "--window", str(window), "--adaptive", "1" if adaptive else "0",
+                "--transport", transport, "--keep", str(keep),
                 "--max-pages", str(max(lst.pages + 10, 10000))]
         if lst.addressing == "page":
             argv += ["--page-param", "page", "--first-page", "1", "--size-param", "per_page",
@@ -405,7 +408,12 @@ class Scenarios:
         self.python_rows = bench.python_ok is None
 
     def floor_window(self, window: int, lst: ListDef) -> float:
+        """A list whose paging is found on page one: page one, then the rest W at a time."""
         return (1 + math.ceil((lst.pages - 1) / window)) * L_MS / 1000.0
+
+    def floor_ahead(self, window: int, lst: ListDef) -> float:
+        """A list whose pages are addressed before page one answers: W at a time from the start."""
+        return math.ceil(lst.pages / window) * L_MS / 1000.0
 
     # Shared measurements (each runs once, whichever scenario asks first).
     def c_p1(self) -> Measured:
@@ -462,8 +470,9 @@ class Scenarios:
     def P1(self) -> List[Row]:
         m = self.c_p1()
         self.serial_baseline()
-        floor = self.floor_window(8, self.p1)
-        rows = [self.window_row("P1", f"N={N_PAGES}x{PER_PAGE}, L={L_MS} ms, total, W=8 (fetch_all, C)", m, floor, 1.10, 8)]
+        floor = self.floor_ahead(8, self.p1)
+        rows = [self.window_row("P1", f"N={N_PAGES}x{PER_PAGE}, L={L_MS} ms, total, page parameter given, fixed W=8 (fetch_all, C)",
+                                m, floor, 1.05, 8)]
         rows += self.baseline_rows("P1", m, [("requests, serial walk", "requests serial P1"),
                                              ("ThreadPoolExecutor W=8 + requests", "threadpool P1 W=8")])
         return rows
@@ -531,10 +540,59 @@ class Scenarios:
                   b.py_spec("threadpool P1 W=32", "threadpool", self.p1, self.runs, window=32))
         self.serial_baseline()
         m = b.results["C fetch P2"]
-        floor = self.floor_window(32, self.p1)
-        rows = [self.window_row("P2", "the same list, W=32", m, floor, 1.15, 32)]
+        floor = self.floor_ahead(32, self.p1)
+        rows = [self.window_row("P2", "the same list, fixed W=32", m, floor, 1.15, 32)]
         rows += self.baseline_rows("P2", m, [("requests, serial walk", "requests serial P1"),
                                              ("ThreadPoolExecutor W=32 + requests", "threadpool P1 W=32")])
+        return rows
+
+    # -- P1a: the adaptive window (the client's default) --
+    def P1A(self) -> List[Row]:
+        b = self.b
+        capacity = ListDef(self.p1.path + "&capacity=32", N_PAGES, PER_PAGE)
+        limited = ListDef(self.p1.path + "&limit=4", N_PAGES, PER_PAGE)
+        self.c_p1()
+        b.measure(b.c_spec("C fetch P1 adaptive", "fetch", self.p1, self.runs, adaptive=True, warmup=1),
+                  b.c_spec("C fetch P1 capacity 32", "fetch", capacity, self.runs, adaptive=True),
+                  b.c_spec("C fetch P1 capacity 32 W=8", "fetch", capacity, self.runs),
+                  b.py_spec("threadpool P1 capacity 32 W=8", "threadpool", capacity, self.runs),
+                  b.c_spec("C fetch P1 limit 4", "fetch", limited, self.runs, adaptive=True))
+        rows = []
+        m, best = b.results["C fetch P1 adaptive"], b.results["threadpool P1 W=8"]
+        label = f"P1 with the default adaptive window (starts at 8, up to 64), C"
+        if m.error or not m.runs or best.error or not best.runs:
+            rows.append(failed_row("P1a", label, m if (m.error or not m.runs) else best))
+        else:
+            ratio = m.median() / best.median()
+            rows.append(fill_counts(Row("P1a", label, sheaf=secs(m.median()),
+                                        floor=f"{secs(best.median())} (ThreadPoolExecutor W=8)", ratio=f"{ratio:.2f}x",
+                                        target="<= 0.90x the best Python baseline", met=yes(ratio <= 0.90)), m))
+        floor32 = self.floor_ahead(32, capacity)
+        for key, label, limit in (("C fetch P1 capacity 32", "server capacity 32 (more requests wait their turn), adaptive window, C", 1.25),
+                                  ("C fetch P1 capacity 32 W=8", "  the same, fixed W=8, C", None),
+                                  ("threadpool P1 capacity 32 W=8", "  the same, ThreadPoolExecutor W=8 + requests", None)):
+            m = b.results[key]
+            target = f"<= {limit:.2f}x the floor at W=32" if limit else "(report)"
+            if m.error or not m.runs:
+                rows.append(failed_row("P1a", label, m, target))
+                continue
+            ratio = m.median() / floor32
+            rows.append(fill_counts(Row("P1a", label, sheaf=secs(m.median()), floor=secs(floor32), ratio=f"{ratio:.2f}x",
+                                        target=target, met=yes(ratio <= limit) if limit else "-"), m))
+        m = b.results["C fetch P1 limit 4"]
+        label = "server answering 429 above 4 in flight, adaptive window, C"
+        target = "<= 1.30x the floor at W=4; 429s <= 5%"
+        if m.error or not m.runs:
+            rows.append(failed_row("P1a", label, m, target))
+        else:
+            floor4 = self.floor_ahead(4, limited)
+            ratio = m.median() / floor4
+            refused = statistics.median(m.values("server_refused"))
+            share = refused / statistics.median(m.values("server_requests"))
+            rows.append(fill_counts(Row("P1a", label, sheaf=secs(m.median()), floor=secs(floor4), ratio=f"{ratio:.2f}x",
+                                        target=target, met=yes(ratio <= 1.30 and share <= 0.05)), m))
+            rows.append(Row("P1a", "  429s answered (median of the runs)", sheaf=f"{refused:.0f} ({share:.1%})",
+                            target="<= 5% of requests", met=yes(share <= 0.05), runs=str(len(m.runs))))
         return rows
 
     # -- P3 --
@@ -544,7 +602,7 @@ class Scenarios:
         self.serial_baseline()
         m = b.results["C fetch P3"]
         label = f"N={self.p3.pages}x{PER_PAGE}, page numbers, no total, W=8: speculative parallel walk"
-        rows = [self.window_row("P3", label, m, self.floor_window(8, self.p3), 1.5, 8)]
+        rows = [self.window_row("P3", label, m, self.floor_ahead(8, self.p3), 1.5, 8)]
         rows += self.baseline_rows("P3", m, [("requests, serial walk", "requests serial P1")])
         if m.runs:
             b.notes.append(f"P3's requests include the pages fetched past the list's end before its last page "
@@ -610,7 +668,7 @@ class Scenarios:
             specs.append(b.py_spec("Py fetch P1 Python transport", "sheaf-fetch", self.p1, self.runs,
                                    transport="python", warmup=1))
         b.measure(*specs)
-        floor = self.floor_window(8, self.p1)
+        floor = self.floor_ahead(8, self.p1)
         m = b.results["C fetch P1 blocking transport"]
         rows = [self.window_row("P6", "P1 through a blocking C transport (a socket per request)", m, floor, 1.10, 8)]
         if self.python_rows:

@@ -7,7 +7,8 @@
  *   sheaf_bench floor  --base URL --path PATH --pages P [--reps R] [--window W]
  *
  * List options (the test API's /anchor by default):
- *   --window W (8)  --items PTR (/items)  --next PTR (/next_page; "" = none)
+ *   --window W (8; fixed unless --adaptive 1, then where it starts, up to --max-window, 64)
+ *   --items PTR (/items)  --next PTR (/next_page; "" = none)
  *   --total PTR (/total; "" = none)  --page-param NAME (none: next links only)  --first-page K (1)
  *   --size-param NAME  --page-size S  --max-pages M  --identity PTR (none)
  *
@@ -114,6 +115,8 @@ typedef struct options {
     const char *path;
     long long expect;
     int window;
+    int adaptive;             /* --adaptive 1: the window adapts (from --window up to --max-window) */
+    int max_window;
     const char *items;
     const char *next;
     const char *total;
@@ -137,6 +140,7 @@ typedef struct options {
 static void usage(void) {
     fprintf(stderr,
             "usage: sheaf_bench fetch|stream|floor --base URL --path PATH [--expect N] [--window W]\n"
+            "       [--adaptive 0|1] [--max-window M]\n"
             "       [--items PTR] [--next PTR] [--total PTR] [--page-param NAME] [--first-page K]\n"
             "       [--size-param NAME] [--page-size S] [--max-pages M] [--identity PTR] [--preset NAME] [--detect 0|1]\n"
             "       [--transport curl|blocking] [--keep 0|1] [--pages P] [--reps R] [--check 0|1]\n");
@@ -154,7 +158,7 @@ static long long number(const char *text, const char *name, long long lo, long l
 
 static options parse_options(int argc, char **argv) {
     options o = {
-        .expect = -1, .window = 8, .items = "/items", .next = "/next_page", .total = "/total",
+        .expect = -1, .window = 8, .max_window = 64, .items = "/items", .next = "/next_page", .total = "/total",
         .first_page = 1, .transport = "curl", .keep = 0, .reps = 5, .check = 1,
     };
     if (argc < 2) usage();
@@ -167,6 +171,8 @@ static options parse_options(int argc, char **argv) {
         else if (strcmp(name, "--path") == 0) o.path = value;
         else if (strcmp(name, "--expect") == 0) o.expect = number(value, name, 0, INT64_MAX / 2);
         else if (strcmp(name, "--window") == 0) o.window = (int)number(value, name, 1, 64);
+        else if (strcmp(name, "--adaptive") == 0) o.adaptive = (int)number(value, name, 0, 1);
+        else if (strcmp(name, "--max-window") == 0) o.max_window = (int)number(value, name, 1, 64);
         else if (strcmp(name, "--items") == 0) { o.items = value; o.given |= 1; }
         else if (strcmp(name, "--next") == 0) { o.next = value; o.given |= 2; }
         else if (strcmp(name, "--total") == 0) { o.total = value; o.given |= 4; }
@@ -220,7 +226,9 @@ static const char *list_message(const sheaf_list *list) {
 static sheaf_client *make_client(const options *o, blocking_transport *transport) {
     sheaf_client *client = NULL;
     if (sheaf_client_new(&client, o->base) != SHEAF_OK) die(EXIT_SETUP, "sheaf_client_new: %s", last_message());
-    if (sheaf_client_set_option(client, SHEAF_OPT_WINDOW, o->window) != SHEAF_OK)
+    if (sheaf_client_set_option(client, SHEAF_OPT_WINDOW, o->window) != SHEAF_OK ||
+        sheaf_client_set_option(client, SHEAF_OPT_ADAPTIVE_WINDOW, o->adaptive) != SHEAF_OK ||
+        sheaf_client_set_option(client, SHEAF_OPT_MAX_WINDOW, o->max_window) != SHEAF_OK)
         die(EXIT_SETUP, "window: %s", last_message());
     if (o->max_pages > 0 && sheaf_client_set_option(client, SHEAF_OPT_MAX_PAGES, o->max_pages) != SHEAF_OK)
         die(EXIT_SETUP, "max pages: %s", last_message());
