@@ -332,7 +332,51 @@ def test_stats_log_and_reset(server):
     r = get(server, "/_reset", method="POST", data=b"{}")
     assert r.status == 200 and r.json() == {"ok": True}
     stats = get(server, "/_stats").json()
-    assert stats == {"requests": 0, "max_in_flight": 0, "in_flight": 0, "log": []}
+    assert stats == {"requests": 0, "max_in_flight": 0, "in_flight": 0, "refused": 0, "log": []}
+
+
+def concurrently(server, paths):
+    """GETs every path at once (a thread each); the responses in the order of `paths`."""
+    answers = [None] * len(paths)
+
+    def one(i, path):
+        answers[i] = get(server, path)
+
+    threads = [threading.Thread(target=one, args=(i, p)) for i, p in enumerate(paths)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=TIMEOUT)
+    return answers
+
+
+def test_limit_answers_429_past_its_requests_in_flight(server):
+    answers = concurrently(server, [f"/anchor?page={k}&n=50&latency_ms=300&limit=2&limit_retry_after=7" for k in (1, 2, 3)])
+    statuses = sorted(a.status for a in answers)
+    assert statuses == [200, 200, 429]
+    refused = next(a for a in answers if a.status == 429)
+    assert refused.headers["Retry-After"] == "7" and refused.json() == {"error": "too many requests"}
+    assert get(server, "/_stats").json()["refused"] == 1
+    assert get(server, "/anchor?page=1&n=50&limit=2").status == 200  # the slots were given back
+
+
+def test_capacity_makes_requests_past_it_wait_their_turn(server):
+    start = time.monotonic()
+    answers = concurrently(server, [f"/anchor?page={k}&n=50&latency_ms=150&capacity=1" for k in (1, 2)])
+    assert [a.status for a in answers] == [200, 200]
+    assert time.monotonic() - start >= 0.29  # one after the other: 2 x 150 ms
+    assert get(server, "/_stats").json()["refused"] == 0
+
+
+def test_ratelimit_counts_down_in_headers_then_refuses_until_the_reset(server):
+    seen = [get(server, "/anchor?page=1&n=5&ratelimit=2:60") for _ in range(3)]
+    assert [a.status for a in seen] == [200, 200, 429]
+    assert all(a.headers["RateLimit-Policy"] == '"default";q=2;w=60' for a in seen)
+    assert [a.headers["RateLimit"].split(";")[1] for a in seen] == ["r=1", "r=0", "r=0"]
+    reset = int(seen[2].headers["RateLimit"].split("t=")[1])
+    assert 1 <= reset <= 60 and seen[2].headers["Retry-After"] == str(reset)
+    # Another connection's request without ratelimit= carries no such header.
+    assert get(server, "/anchor?page=1&n=5").headers.get("RateLimit") is None
 
 
 def test_keep_alive(server):

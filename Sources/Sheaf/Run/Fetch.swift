@@ -96,7 +96,9 @@ final class Fetch: Sendable {
             // The server asked the list to hold back (Retry-After, a spent rate limit).
             let wait = pace.pause
             if wait > 0 { return schedule(after: wait) }
-            if isRetry, !pace.roomForRetry(requests, otherwise: { [self] in attempt() }) { return }
+            // Weakly: the run holds its fetches while they are in flight, and a waiting retry
+            // must not keep a cancelled one (and through its completion, the run) alive.
+            if isRetry, !pace.roomForRetry(requests, otherwise: { [weak self] in self?.attempt() }) { return }
         }
         let next = state.withLock { state -> (url: String, template: FetchTemplate, serial: Int)? in
             guard !state.isDone else { return nil }
