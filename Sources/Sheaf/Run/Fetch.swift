@@ -196,7 +196,6 @@ final class Fetch: Sendable {
                                          state.credentialGeneration > 0 && state.refusedGeneration == 0)
         }
         guard let (attempt, redirects, template, sentAt, inFlight, refreshes) = current else { return }
-        pace?.record(result, sentAt: sentAt, inFlight: max(inFlight, inFlightAtAnswer))
         let retry = client.configuration.retry
         var policy = AnswerPolicy(client.configuration, redactor: client.redactor, template: template)
         policy.refreshesCredential = refreshes
@@ -209,6 +208,8 @@ final class Fetch: Sendable {
             hooks.deliver(AttemptReport(method: template.method, url: url, redactor: client.redactor, attempt: attempt,
                                         milliseconds: milliseconds, result: result, decision: decision))
         }
+        // After the attempt's own record: a change of the window it causes is logged after it.
+        pace?.record(result, sentAt: sentAt, inFlight: max(inFlight, inFlightAtAnswer))
         switch decision {
         case .deliver(let response):
             finish(.success(Fetched(url: url, response: response, attempts: attempt)))

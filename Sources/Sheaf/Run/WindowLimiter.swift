@@ -140,7 +140,9 @@ struct WindowLimiter {
         // One slow answer ends the doubling (the average lags a window behind): growth goes on
         // by one a round trip.
         if slowStart, Double(latency) > 1.5 * Double(best!) + 1_000_000 { slowStart = false }
-        let ratio = Double(best!) / max(average, 1)
+        // A millisecond added to both: at loopback latencies (well under one) the ratio would be
+        // scheduling noise.
+        let ratio = (Double(best!) + 1e6) / (average + 1e6)
         let queue = Double(window) * (1 - ratio)
         let tolerated = Double(max(2, window / 8))
         if queue > 2 * tolerated {
@@ -209,6 +211,12 @@ final class PaceControl: Sendable {
 
     static var now: UInt64 { DispatchTime.now().uptimeNanoseconds }
 
+    /// "0.4 ms", "51.0 ms".
+    private static func milliseconds(_ nanoseconds: UInt64) -> String {
+        let tenths = nanoseconds / 100_000
+        return "\(tenths / 10).\(tenths % 10) ms"
+    }
+
     /// The pages the list may have in flight now.
     var window: Int { state.withLock { $0.limiter.current(at: Self.now) } }
 
@@ -260,8 +268,8 @@ final class PaceControl: Sendable {
         let level: LogRecord.Level = if case .refused = change.reason { .info } else { .debug }
         hooks.log(level) {
             let why = switch change.reason {
-            case .latencyHolds: "answers come as fast as the best (\(answer.latency / 1_000_000) ms)"
-            case .latencyRose: "answers slowed to \(answer.latency / 1_000_000) ms: the server queues them"
+            case .latencyHolds: "answers come as fast as the best (\(Self.milliseconds(answer.latency)))"
+            case .latencyRose: "answers slowed to \(Self.milliseconds(answer.latency)): the server queues them"
             case .refused(let inFlight): "the server refused a request with \(inFlight) in flight"
             }
             return LogRecord(level: level, kind: .window, message: "window \(change.from) → \(change.to): \(why)")
