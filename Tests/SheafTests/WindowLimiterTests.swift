@@ -21,12 +21,26 @@ private struct Drive {
     /// One answer of `kind` after `latency` ms, sent with `inFlight` requests out.
     @discardableResult
     mutating func answer(_ kind: WindowLimiter.Answer.Kind = .ok, latency: UInt64 = 50, inFlight: Int? = nil,
-                         retryAfter: Int? = nil, rateLimit: RateLimitHeaders? = nil) -> (from: Int, to: Int, reason: WindowLimiter.Reason)? {
+                         retryAfter: Int? = nil, rateLimit: RateLimitHeaders? = nil,
+                         sentBefore: Int? = nil) -> (from: Int, to: Int, reason: WindowLimiter.Reason)? {
         now += 1 * ms
+        // By default the answer is to the last request sent.
         let answer = WindowLimiter.Answer(kind: kind, sentAt: now - latency * ms, latency: latency * ms,
                                           inFlight: inFlight ?? limiter.window, retryAfterMilliseconds: retryAfter,
-                                          rateLimit: rateLimit)
+                                          rateLimit: rateLimit, sentBefore: sentBefore ?? max(0, limiter.sends - 1))
         return limiter.record(answer, at: now)
+    }
+
+    /// Good answers at the current window (its requests in flight) until the window moves; how
+    /// many it took (at most 1000).
+    mutating func answersUntilTheWindowMoves() -> Int {
+        let window = limiter.window
+        var answers = 0
+        while limiter.window == window, answers < 1000 {
+            answer(inFlight: window)
+            answers += 1
+        }
+        return answers
     }
 
     /// A round trip: a window of answers after `latency` ms each.
@@ -94,23 +108,13 @@ final class WindowLimiterTests: XCTestCase {
     func testTheWindowTriesAgainWhatWasRefusedOnlyAfterMoreAndMoreGoodAnswers() {
         var drive = Drive()
         drive.answer(.refused, inFlight: 5) // the server takes 4: the first try at 5 waits 32 answers
-        var answers = 0
-        while drive.limiter.window == 4, answers < 1000 {
-            drive.answer(inFlight: 4)
-            answers += 1
-        }
+        XCTAssertEqual(drive.answersUntilTheWindowMoves(), 32)
         XCTAssertEqual(drive.limiter.window, 5)
-        XCTAssertEqual(answers, 32)
         // Refused again at 5: the next try waits twice as long.
         drive.now += 100 * ms
         drive.answer(.refused, inFlight: 5)
         XCTAssertEqual(drive.limiter.window, 4)
-        answers = 0
-        while drive.limiter.window == 4, answers < 1000 {
-            drive.answer(inFlight: 4)
-            answers += 1
-        }
-        XCTAssertEqual(answers, 64)
+        XCTAssertEqual(drive.answersUntilTheWindowMoves(), 64)
     }
 
     func testTheWaitBeforeTryingAgainIsBounded() {
@@ -121,12 +125,7 @@ final class WindowLimiterTests: XCTestCase {
             drive.answer(.refused, inFlight: 5)
         }
         XCTAssertEqual(drive.limiter.window, 4)
-        var answers = 0
-        while drive.limiter.window == 4, answers < 1000 {
-            drive.answer(inFlight: 4)
-            answers += 1
-        }
-        XCTAssertEqual(answers, 256)
+        XCTAssertEqual(drive.answersUntilTheWindowMoves(), 256)
     }
 
     func testRetryAfterHoldsEveryRequestBackWithinTheCap() {
@@ -154,6 +153,23 @@ final class WindowLimiterTests: XCTestCase {
         drive.now += 3_000 * ms
         drive.answer(rateLimit: RateLimitHeaders(remaining: 0, resetSeconds: 3_600))
         XCTAssertEqual(drive.limiter.pause(at: drive.now), 0)
+    }
+
+    func testRequestsSentAfterARateLimitCountAgainstItAndStaleCountsDoNotRaiseIt() {
+        var drive = Drive()
+        drive.answer(rateLimit: RateLimitHeaders(remaining: 3, resetSeconds: 10))
+        drive.limiter.sent(at: drive.now)
+        drive.limiter.sent(at: drive.now)
+        XCTAssertEqual(drive.limiter.current(at: drive.now, inFlight: 2), 3, "two out, one left")
+        // An answer sent before those two still says 3 left: the count only goes down.
+        drive.answer(rateLimit: RateLimitHeaders(remaining: 3, resetSeconds: 10), sentBefore: 0)
+        drive.limiter.sent(at: drive.now)
+        XCTAssertEqual(drive.limiter.current(at: drive.now, inFlight: 3), 3, "none left: nothing more goes out")
+        XCTAssertEqual(drive.limiter.current(at: drive.now, inFlight: 0), 1, "never stuck with nothing in flight")
+        // The server's next window (a later reset) starts a new count.
+        drive.now += 11_000 * ms
+        drive.answer(rateLimit: RateLimitHeaders(remaining: 5, resetSeconds: 10))
+        XCTAssertEqual(drive.limiter.current(at: drive.now, inFlight: 0), 5)
     }
 
     func testAFixedWindowKeepsItsSizeButObeysTheServer() {

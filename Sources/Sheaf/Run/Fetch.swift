@@ -48,6 +48,8 @@ final class Fetch: Sendable {
         /// list's requests at the transport then, itself included.
         var sentAt: UInt64 = 0
         var inFlightAtSend = 0
+        /// The list's requests sent before it (for a rate limit's count).
+        var sentBefore = 0
         /// The generation of the provided credential sent (0: none), and the one a 401 refused
         /// (0: none yet): a request is refreshed once.
         var credentialGeneration = 0
@@ -135,6 +137,7 @@ final class Fetch: Sendable {
             state.isOutstanding = true
             state.sentAt = DispatchTime.now().uptimeNanoseconds
             state.inFlightAtSend = requests.inFlight
+            state.sentBefore = pace?.sent() ?? 0
             return .sent
         }
         switch admission {
@@ -187,15 +190,16 @@ final class Fetch: Sendable {
         // list's requests in flight at the send and at the answer (this one still counted).
         let inFlightAtAnswer = requests.inFlight
         let current = state.withLock { state -> (attempt: Int, redirects: Int, template: FetchTemplate, sentAt: UInt64,
-                                                 inFlight: Int, refreshes: Bool)? in
+                                                 sentBefore: Int, inFlight: Int, refreshes: Bool)? in
             // An answer after the deadline, or for an attempt already replaced, is ignored.
             guard state.serial == serial, state.isOutstanding else { return nil }
             state.task = nil
             settleOutstanding(&state)
-            return state.isDone ? nil : (state.attempt, state.redirects, state.template, state.sentAt, state.inFlightAtSend,
+            return state.isDone ? nil : (state.attempt, state.redirects, state.template, state.sentAt, state.sentBefore,
+                                         state.inFlightAtSend,
                                          state.credentialGeneration > 0 && state.refusedGeneration == 0)
         }
-        guard let (attempt, redirects, template, sentAt, inFlight, refreshes) = current else { return }
+        guard let (attempt, redirects, template, sentAt, sentBefore, inFlight, refreshes) = current else { return }
         let retry = client.configuration.retry
         var policy = AnswerPolicy(client.configuration, redactor: client.redactor, template: template)
         policy.refreshesCredential = refreshes
@@ -209,7 +213,7 @@ final class Fetch: Sendable {
                                         milliseconds: milliseconds, result: result, decision: decision))
         }
         // After the attempt's own record: a change of the window it causes is logged after it.
-        pace?.record(result, sentAt: sentAt, inFlight: max(inFlight, inFlightAtAnswer))
+        pace?.record(result, sentAt: sentAt, sentBefore: sentBefore, inFlight: max(inFlight, inFlightAtAnswer))
         switch decision {
         case .deliver(let response):
             finish(.success(Fetched(url: url, response: response, attempts: attempt)))

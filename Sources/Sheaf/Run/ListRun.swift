@@ -102,7 +102,7 @@ public final class ListRun: Sendable {
     /// Requests waiting for an answer now.
     public var requestsInFlight: Int { requests.inFlight }
     /// Pages the run lets in flight now (see `ClientConfiguration.adaptsWindow`).
-    public var window: Int { pace.window }
+    public var window: Int { pace.window(inFlight: requests.inFlight) }
 
     /// - Parameter pageGate: for a load-more list (`ListPager`), the pages it may fetch before
     ///   `raisePageGate`; each of them is a snapshot of its own.
@@ -138,9 +138,9 @@ public final class ListRun: Sendable {
         let pace = PaceControl(configuration, hooks: client.hooks)
         let planner = PagePlanner(firstURL: firstURL, paging: description.paging == .detect ? .next : description.paging,
                                   pagesSignalTheEnd: PageReader(description).pagesSignalTheEnd,
-                                  window: pace.window, maxPages: configuration.maxPages,
+                                  window: pace.window(inFlight: 0), maxPages: configuration.maxPages,
                                   pageBudget: description.maxPages, pageGate: pageGate, origin: origin,
-                                  resumedPageSize: resumedPageSize, pagesAhead: Self.pagesAhead(description, window: pace.window))
+                                  resumedPageSize: resumedPageSize, pagesAhead: Self.pagesAhead(description, window: pace.window(inFlight: 0)))
         let assembler = Assembler(keepsItems: keepsItems, maxItems: description.maxItems,
                                   deduplicates: description.source(of: .identity) != .none, skipsOnFirstPage: start.skip,
                                   deltaPerPage: pageGate != nil)
@@ -391,7 +391,7 @@ public final class ListRun: Sendable {
                 guard state.fetches[page.index]?.serial == page.serial else { return } // abandoned
                 state.fetches[page.index] = nil
             }
-            state.planner.window = pace.window
+            state.planner.window = pace.window(inFlight: requests.inFlight)
             for action in decide(&state) {
                 switch action {
                 case .fetch(let index, let url):

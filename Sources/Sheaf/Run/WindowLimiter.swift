@@ -46,6 +46,8 @@ struct WindowLimiter {
         /// A refusal's Retry-After, in milliseconds (within the retry cap).
         var retryAfterMilliseconds: Int? = nil
         var rateLimit: RateLimitHeaders? = nil
+        /// The list's requests sent before this one (`WindowLimiter.sent` counts them).
+        var sentBefore = 0
     }
 
     /// Why the window changed, for the log.
@@ -80,7 +82,9 @@ struct WindowLimiter {
     private var refusedAt: Int?
     private var probeAfter = 0
     private var sinceProbe = 0
-    /// Requests left until `until`, as the server's rate-limit headers last said.
+    /// Requests left until `until`: the fewest the server's rate-limit headers said in this
+    /// window of the server's, less the requests sent since (answers in flight carry counts
+    /// that are already stale).
     private var allowance: (remaining: Int, until: UInt64)?
 
     init(adaptive: Bool, start: Int, maximum: Int, longestPauseMilliseconds: Int) {
@@ -92,11 +96,26 @@ struct WindowLimiter {
         window = self.start
     }
 
-    /// The pages the list may have in flight at `now`: the window, within the requests the
-    /// server's rate limit leaves.
-    func current(at now: UInt64) -> Int {
+    /// The pages the list may have in flight at `now`, with `inFlight` requests at the
+    /// transport: the window, within the requests the server's rate limit leaves (never 0 with
+    /// nothing in flight: the server's answer then says what to do).
+    func current(at now: UInt64, inFlight: Int = 0) -> Int {
         guard let allowance, now < allowance.until else { return window }
-        return max(1, min(window, allowance.remaining))
+        return max(inFlight == 0 ? 1 : 0, min(window, inFlight + allowance.remaining))
+    }
+
+    /// Requests of the list sent so far.
+    private(set) var sends = 0
+
+    /// A request of the list was sent at `now`: one less left of a rate limit. Returns the
+    /// requests sent before it (the answer's `sentBefore`).
+    @discardableResult
+    mutating func sent(at now: UInt64) -> Int {
+        defer { sends += 1 }
+        if let allowance, now < allowance.until {
+            self.allowance = (max(0, allowance.remaining - 1), allowance.until)
+        }
+        return sends
     }
 
     /// How long a request about to be sent at `now` waits first; 0 for none.
@@ -126,7 +145,16 @@ struct WindowLimiter {
         guard let limit = answer.rateLimit else { return }
         // Seconds from a server are bounded before they are multiplied.
         let reset = UInt64(min(limit.resetSeconds ?? 1, 1 << 32)) * 1_000_000_000
-        allowance = (limit.remaining, now + reset)
+        // The count was made when this request reached the server: the ones sent after it may
+        // have been counted since, or may be yet.
+        let left = max(0, limit.remaining - max(0, sends - answer.sentBefore - 1))
+        // The same window of the server's (its reset within a second of the last one said):
+        // counts only go down in it. A later reset is a new window.
+        if let allowance, now < allowance.until, now + reset < allowance.until + 1_000_000_000 {
+            self.allowance = (min(allowance.remaining, left), now + reset)
+        } else {
+            allowance = (left, now + reset)
+        }
         if limit.remaining == 0, reset <= pauseLimit {
             pausedUntil = max(pausedUntil, now + reset)
         }
@@ -217,8 +245,13 @@ final class PaceControl: Sendable {
         return "\(tenths / 10).\(tenths % 10) ms"
     }
 
-    /// The pages the list may have in flight now.
-    var window: Int { state.withLock { $0.limiter.current(at: Self.now) } }
+    /// The pages the list may have in flight now, with `inFlight` requests at the transport.
+    func window(inFlight: Int) -> Int { state.withLock { $0.limiter.current(at: Self.now, inFlight: inFlight) } }
+
+    /// A request of the list goes to the transport; returns the requests sent before it.
+    func sent() -> Int {
+        state.withLock { $0.limiter.sent(at: Self.now) }
+    }
 
     /// Milliseconds a request about to be sent waits first (0: none).
     var pause: Int { state.withLock { $0.limiter.pause(at: Self.now) } }
@@ -227,7 +260,8 @@ final class PaceControl: Sendable {
     /// list has finished and the window has room.
     func roomForRetry(_ requests: RequestCounters, otherwise retry: @escaping @Sendable () -> Void) -> Bool {
         state.withLock { state in
-            if requests.inFlight < state.limiter.current(at: Self.now) { return true }
+            let inFlight = requests.inFlight
+            if inFlight < state.limiter.current(at: Self.now, inFlight: inFlight) { return true }
             state.waiting.append(retry)
             return false
         }
@@ -237,7 +271,8 @@ final class PaceControl: Sendable {
     /// retry goes, if the window has room.
     func requestFinished(_ requests: RequestCounters) {
         let next = state.withLock { state -> (@Sendable () -> Void)? in
-            guard !state.waiting.isEmpty, requests.inFlight < state.limiter.current(at: Self.now) else { return nil }
+            let inFlight = requests.inFlight
+            guard !state.waiting.isEmpty, inFlight < state.limiter.current(at: Self.now, inFlight: inFlight) else { return nil }
             return state.waiting.removeFirst()
         }
         if let next { DispatchQueue.global().async(execute: next) }
@@ -245,9 +280,10 @@ final class PaceControl: Sendable {
 
     /// Takes in the answer to an attempt sent at `sentAt` with `inFlight` requests of the list at
     /// the transport (itself included).
-    func record(_ result: Result<HTTPResponse, TransportError>, sentAt: UInt64, inFlight: Int) {
+    func record(_ result: Result<HTTPResponse, TransportError>, sentAt: UInt64, sentBefore: Int, inFlight: Int) {
         let now = Self.now
-        var answer = WindowLimiter.Answer(kind: .other, sentAt: sentAt, latency: now &- sentAt, inFlight: inFlight)
+        var answer = WindowLimiter.Answer(kind: .other, sentAt: sentAt, latency: now &- sentAt, inFlight: inFlight,
+                                          sentBefore: sentBefore)
         switch result {
         case .success(let response):
             answer.rateLimit = RateLimitHeaders.parse(response.headers)
