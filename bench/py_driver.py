@@ -8,6 +8,10 @@ Modes:
                     keep-alive session, following next_page from page 1
   threadpool        the baseline: page 1, then pages 2..P (P from the total) with a
                     ThreadPoolExecutor of --window threads, one keep-alive session per thread
+  httpx-window      the baseline: page 1, then pages 2..P with httpx.AsyncClient, a sliding
+                    window of --window requests (an asyncio semaphore), one connection pool
+  aiohttp-window    the same with aiohttp.ClientSession
+                    (both need their package: run the driver with a venv's python that has it)
   sheaf-fetch       sheaf.Client(...).fetch_all(...)
   sheaf-cli         `python3 -m sheaf get URL -o FILE` with no pagination flags at all (detected),
                     timed as a whole command; its start-up (the same command on an empty list)
@@ -148,6 +152,59 @@ def run_threadpool(args) -> dict:
     check_items(items, args.expect)
     return {"seconds": seconds, "pages": pages, "client": f"{library}, {args.window} threads",
             "peak_rss_kb": rss}
+
+
+def run_async_window(args, library: str) -> dict:
+    """Page 1, then pages 2..P at most --window at a time, in order: what a Python user writes
+    with an async client."""
+    import asyncio
+
+    async def walk(get):
+        first = await get(page_url(args, 1))
+        per_page, total = len(first["items"]), first.get("total")
+        if not isinstance(total, int) or per_page == 0:
+            wrong("the first page has no total or no items: the sliding window needs both")
+        pages = (total + per_page - 1) // per_page
+        if pages > args.max_pages:
+            wrong("more pages than --max-pages")
+        window = asyncio.Semaphore(args.window)
+
+        async def one(k):
+            async with window:
+                return await get(page_url(args, k))
+        rest = await asyncio.gather(*(one(k) for k in range(2, pages + 1)))
+        items = list(first["items"])
+        for page in rest:
+            items.extend(page["items"])
+        return items, pages
+
+    async def main():
+        if library == "httpx":
+            import httpx
+            limits = httpx.Limits(max_connections=args.window, max_keepalive_connections=args.window)
+            async with httpx.AsyncClient(limits=limits, timeout=60) as client:
+                async def get(url):
+                    r = await client.get(url)
+                    r.raise_for_status()
+                    return r.json()
+                start = time.perf_counter()
+                items, pages = await walk(get)
+                return time.perf_counter() - start, items, pages, f"httpx {httpx.__version__}"
+        import aiohttp
+        connector = aiohttp.TCPConnector(limit=args.window)
+        async with aiohttp.ClientSession(connector=connector, timeout=aiohttp.ClientTimeout(total=60)) as session:
+            async def get(url):
+                async with session.get(url) as r:
+                    r.raise_for_status()
+                    return await r.json()
+            start = time.perf_counter()
+            items, pages = await walk(get)
+            return time.perf_counter() - start, items, pages, f"aiohttp {aiohttp.__version__}"
+
+    seconds, items, pages, client = asyncio.run(main())
+    rss = peak_rss_kb()
+    check_items(items, args.expect)
+    return {"seconds": seconds, "pages": pages, "client": f"{client}, window {args.window}", "peak_rss_kb": rss}
 
 
 # ---- Sheaf -------------------------------------------------------------------------------------
@@ -317,6 +374,8 @@ MODES = {
     "requests-serial": run_requests_serial,
     "sheaf-cli": run_sheaf_cli,
     "threadpool": run_threadpool,
+    "httpx-window": lambda args: run_async_window(args, "httpx"),
+    "aiohttp-window": lambda args: run_async_window(args, "aiohttp"),
     "sheaf-fetch": run_sheaf_fetch,
     "sheaf-stream": run_sheaf_stream,
 }

@@ -299,9 +299,19 @@ class Bench:
         argv += list(extra)
         return Spec(key, argv, runs, warmup, env=self.c_env, timeout=timeout)
 
+    def async_python(self) -> Optional[str]:
+        """The python of build/bench-venv when it has httpx and aiohttp (the async baselines),
+        else None (their rows say how to make it)."""
+        python = Path(self.args.build_dir) / "bench-venv" / "bin" / "python"
+        if not python.exists():
+            return None
+        found = subprocess.run([str(python), "-c", "import httpx, aiohttp"], capture_output=True)
+        return str(python) if found.returncode == 0 else None
+
     def py_spec(self, key: str, mode: str, lst: "ListDef", runs: int, *, window: int = 8,
-                transport: str = "curl", warmup: int = 0, extra: Sequence[str] = ()) -> Spec:
-        argv = [sys.executable, str(PY_DRIVER), mode, "--base", self.server.base, "--path", lst.path,
+                transport: str = "curl", warmup: int = 0, extra: Sequence[str] = (),
+                python: Optional[str] = None) -> Spec:
+        argv = [python or sys.executable, str(PY_DRIVER), mode, "--base", self.server.base, "--path", lst.path,
                 "--expect", str(lst.n), "--window", str(window), "--page-size", str(lst.per_page),
                 "--addressing", lst.addressing, "--total", "1" if lst.total else "0",
                 "--transport", transport, "--max-pages", str(max(lst.pages + 10, 10000)), *extra]
@@ -418,8 +428,26 @@ class Scenarios:
     # Shared measurements (each runs once, whichever scenario asks first).
     def c_p1(self) -> Measured:
         self.b.measure(self.b.c_spec("C fetch P1", "fetch", self.p1, self.runs, warmup=1),
-                       self.b.py_spec("threadpool P1 W=8", "threadpool", self.p1, self.runs))
+                       self.b.py_spec("threadpool P1 W=8", "threadpool", self.p1, self.runs),
+                       *self.async_baselines("P1", self.p1))
         return self.b.results["C fetch P1"]
+
+    ASYNC_BASELINES = (("httpx.AsyncClient, sliding window W=8", "httpx-window"),
+                       ("aiohttp, sliding window W=8", "aiohttp-window"))
+
+    def async_baselines(self, id_: str, lst: ListDef) -> List[Spec]:
+        python = self.b.async_python()
+        if python is None:
+            return []
+        return [self.b.py_spec(f"{mode} {id_} W=8", mode, lst, self.runs, python=python, warmup=1)
+                for _, mode in self.ASYNC_BASELINES]
+
+    def async_baseline_rows(self, id_: str, sheaf: Measured) -> List[Row]:
+        if self.b.async_python() is None:
+            return [Row(id_, f"  baseline: {label}", sheaf="not run: needs build/bench-venv with httpx and aiohttp "
+                        "(python3 -m venv build/bench-venv && build/bench-venv/bin/pip install httpx aiohttp)")
+                    for label, _ in self.ASYNC_BASELINES]
+        return self.baseline_rows(id_, sheaf, [(label, f"{mode} {id_} W=8") for label, mode in self.ASYNC_BASELINES])
 
     def serial_baseline(self) -> Measured:
         self.b.measure(self.b.py_spec("requests serial P1", "requests-serial", self.p1, self.slow_runs))
@@ -430,7 +458,8 @@ class Scenarios:
         b.measure(b.floor_spec("floor P5", self.p5, self.runs, reps=3),
                   b.c_spec("C fetch P5", "fetch", self.p5, self.runs, warmup=1),
                   b.py_spec("requests serial P5", "requests-serial", self.p5, self.runs, warmup=1),
-                  b.py_spec("threadpool P5 W=8", "threadpool", self.p5, self.runs, warmup=1))
+                  b.py_spec("threadpool P5 W=8", "threadpool", self.p5, self.runs, warmup=1),
+                  *self.async_baselines("P5", self.p5))
         return b.results["C fetch P5"]
 
     def baseline_rows(self, id_: str, sheaf: Measured, baselines: List[tuple]) -> List[Row]:
@@ -475,6 +504,7 @@ class Scenarios:
                                 m, floor, 1.05, 8)]
         rows += self.baseline_rows("P1", m, [("requests, serial walk", "requests serial P1"),
                                              ("ThreadPoolExecutor W=8 + requests", "threadpool P1 W=8")])
+        rows += self.async_baseline_rows("P1", m)
         return rows
 
     # -- P1d: the same list described by items / next / total / id only, or not at all --
@@ -558,14 +588,18 @@ class Scenarios:
                   b.py_spec("threadpool P1 capacity 32 W=8", "threadpool", capacity, self.runs),
                   b.c_spec("C fetch P1 limit 4", "fetch", limited, self.runs, adaptive=True))
         rows = []
-        m, best = b.results["C fetch P1 adaptive"], b.results["threadpool P1 W=8"]
+        m = b.results["C fetch P1 adaptive"]
+        baselines = [(name, b.results[key]) for name, key in
+                     (("ThreadPoolExecutor W=8", "threadpool P1 W=8"), ("httpx W=8", "httpx-window P1 W=8"),
+                      ("aiohttp W=8", "aiohttp-window P1 W=8")) if key in b.results and b.results[key].runs]
         label = f"P1 with the default adaptive window (starts at 8, up to 64), C"
-        if m.error or not m.runs or best.error or not best.runs:
-            rows.append(failed_row("P1a", label, m if (m.error or not m.runs) else best))
+        if m.error or not m.runs or not baselines:
+            rows.append(failed_row("P1a", label, m if (m.error or not m.runs) else b.results["threadpool P1 W=8"]))
         else:
+            name, best = min(baselines, key=lambda nb: nb[1].median())
             ratio = m.median() / best.median()
             rows.append(fill_counts(Row("P1a", label, sheaf=secs(m.median()),
-                                        floor=f"{secs(best.median())} (ThreadPoolExecutor W=8)", ratio=f"{ratio:.2f}x",
+                                        floor=f"{secs(best.median())} ({name})", ratio=f"{ratio:.2f}x",
                                         target="<= 0.90x the best Python baseline", met=yes(ratio <= 0.90)), m))
         floor32 = self.floor_ahead(32, capacity)
         for key, label, limit in (("C fetch P1 capacity 32", "server capacity 32 (more requests wait their turn), adaptive window, C", 1.25),
@@ -658,6 +692,7 @@ class Scenarios:
                         target="(Sheaf / fetch alone)", runs=str(len(f.runs))))
         rows += self.baseline_rows("P5", m, [("requests, serial walk", "requests serial P5"),
                                              ("ThreadPoolExecutor W=8 + requests", "threadpool P5 W=8")])
+        rows += self.async_baseline_rows("P5", m)
         return rows
 
     # -- P6 --
