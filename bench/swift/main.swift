@@ -46,6 +46,8 @@ for signal in Signal.allCases where description.signals[signal] == nil { descrip
 description.paging = .pageNumber(.init(parameter: "page", first: 1, size: .init(parameter: "per_page", value: Int(option("--page-size"))!)))
 var configuration = ClientConfiguration()
 configuration.maxPages = 100_000
+configuration.window = 8
+configuration.adaptsWindow = false // the C driver's fixed window 8: the same plan on both sides
 let client = try SheafClient(baseURL: option("--base"), transport: CurlTransport(), configuration: configuration)
 let clock = ContinuousClock()
 
