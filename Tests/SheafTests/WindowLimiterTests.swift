@@ -43,6 +43,13 @@ private struct Drive {
         return answers
     }
 
+    /// A refusal with `inFlight` requests out, 100 ms after the last answer (news, not an echo
+    /// of an earlier cut).
+    mutating func refuse(inFlight: Int) {
+        now += 100 * ms
+        answer(.refused, inFlight: inFlight)
+    }
+
     /// A round trip: a window of answers after `latency` ms each.
     mutating func round(latency: UInt64 = 50) {
         for _ in 0..<limiter.window { answer(latency: latency) }
@@ -111,8 +118,7 @@ final class WindowLimiterTests: XCTestCase {
         XCTAssertEqual(drive.answersUntilTheWindowMoves(), 32)
         XCTAssertEqual(drive.limiter.window, 5)
         // Refused again at 5: the next try waits twice as long.
-        drive.now += 100 * ms
-        drive.answer(.refused, inFlight: 5)
+        drive.refuse(inFlight: 5)
         XCTAssertEqual(drive.limiter.window, 4)
         XCTAssertEqual(drive.answersUntilTheWindowMoves(), 64)
     }
@@ -120,10 +126,7 @@ final class WindowLimiterTests: XCTestCase {
     func testTheWaitBeforeTryingAgainIsBounded() {
         // A server that refused many times (a flapping 503) is tried again within 256 answers.
         var drive = Drive()
-        for _ in 0..<20 {
-            drive.now += 100 * ms
-            drive.answer(.refused, inFlight: 5)
-        }
+        for _ in 0..<20 { drive.refuse(inFlight: 5) }
         XCTAssertEqual(drive.limiter.window, 4)
         XCTAssertEqual(drive.answersUntilTheWindowMoves(), 256)
     }

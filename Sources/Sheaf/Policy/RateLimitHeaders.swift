@@ -19,12 +19,21 @@ struct RateLimitHeaders: Equatable {
     /// Seconds until the reset, when the server said.
     var resetSeconds: Int?
 
+    private static let names: Set<String> = ["ratelimit", "ratelimit-remaining", "ratelimit-reset",
+                                             "x-ratelimit-remaining", "x-ratelimit-reset"]
+
+    /// Reads every answer of a list: one pass over the headers.
     static func parse(_ headers: [HTTPHeader], now: Date = Date()) -> RateLimitHeaders? {
-        if let value = headers.first(named: "RateLimit"), let parsed = structured(value, now: now) { return parsed }
-        for prefix in ["RateLimit-", "X-RateLimit-"] {
-            guard let remaining = headers.first(named: prefix + "Remaining").flatMap(count) else { continue }
-            return RateLimitHeaders(remaining: remaining,
-                                    resetSeconds: headers.first(named: prefix + "Reset").flatMap { seconds($0, now: now) })
+        var found: [String: String] = [:]
+        for header in headers {
+            let name = header.name.lowercased()
+            if names.contains(name), found[name] == nil { found[name] = header.value }
+        }
+        guard !found.isEmpty else { return nil }
+        if let value = found["ratelimit"], let parsed = structured(value, now: now) { return parsed }
+        for prefix in ["ratelimit-", "x-ratelimit-"] {
+            guard let remaining = found[prefix + "remaining"].flatMap(count) else { continue }
+            return RateLimitHeaders(remaining: remaining, resetSeconds: found[prefix + "reset"].flatMap { seconds($0, now: now) })
         }
         return nil
     }

@@ -92,23 +92,26 @@ final class Fetch: Sendable {
     }
 
     private func attempt() {
-        if let pace {
-            let (isDone, isRetry) = state.withLock { ($0.isDone, $0.attempt > 0) }
-            if isDone { return }
-            // The server asked the list to hold back (Retry-After, a spent rate limit).
-            let wait = pace.pause
-            if wait > 0 { return schedule(after: wait) }
-            // Weakly: the run holds its fetches while they are in flight, and a waiting retry
-            // must not keep a cancelled one (and through its completion, the run) alive.
-            if isRetry, !pace.roomForRetry(requests, otherwise: { [weak self] in self?.attempt() }) { return }
-        }
-        let next = state.withLock { state -> (url: String, template: FetchTemplate, serial: Int)? in
-            guard !state.isDone else { return nil }
+        // The attempt to send, or how long to wait first (a pause the server asked for).
+        let step = state.withLock { state -> (next: (url: String, template: FetchTemplate, serial: Int)?, wait: Int) in
+            guard !state.isDone else { return (nil, 0) }
+            if let pace {
+                // The server asked the list to hold back (Retry-After, a spent rate limit).
+                let wait = pace.pause
+                if wait > 0 { return (nil, wait) }
+                // A retry waits for room in the window. Weakly: the run holds its fetches while
+                // they are in flight, and a waiting retry must not keep a cancelled one (and
+                // through its completion, the run) alive.
+                if state.attempt > 0, !pace.roomForRetry(requests, otherwise: { [weak self] in self?.attempt() }) {
+                    return (nil, 0)
+                }
+            }
             state.attempt += 1
             state.serial += 1
-            return (state.url, state.template, state.serial)
+            return ((state.url, state.template, state.serial), 0)
         }
-        guard let (url, template, serial) = next else { return }
+        if step.wait > 0 { return schedule(after: step.wait) }
+        guard let (url, template, serial) = step.next else { return }
         guard let provider = client.credentialProvider, client.needsProvidedCredential(url) else {
             return send(url, template, serial: serial, credential: nil)
         }

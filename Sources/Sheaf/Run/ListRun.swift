@@ -136,11 +136,12 @@ public final class ListRun: Sendable {
         let needsDetection = description.paging == .detect || Signal.allCases.contains { description.source(of: $0) == .detect }
         let resolution = needsDetection ? nil : Detector.Resolution(description: description, detected: [], pagingDetected: false)
         let pace = PaceControl(configuration, hooks: client.hooks)
+        let window = pace.window(inFlight: 0)
         let planner = PagePlanner(firstURL: firstURL, paging: description.paging == .detect ? .next : description.paging,
                                   pagesSignalTheEnd: PageReader(description).pagesSignalTheEnd,
-                                  window: pace.window(inFlight: 0), maxPages: configuration.maxPages,
+                                  window: window, maxPages: configuration.maxPages,
                                   pageBudget: description.maxPages, pageGate: pageGate, origin: origin,
-                                  resumedPageSize: resumedPageSize, pagesAhead: Self.pagesAhead(description, window: pace.window(inFlight: 0)))
+                                  resumedPageSize: resumedPageSize, pagesAhead: Self.pagesAhead(description, window: window))
         let assembler = Assembler(keepsItems: keepsItems, maxItems: description.maxItems,
                                   deduplicates: description.source(of: .identity) != .none, skipsOnFirstPage: start.skip,
                                   deltaPerPage: pageGate != nil)

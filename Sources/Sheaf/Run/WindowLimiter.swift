@@ -82,6 +82,8 @@ struct WindowLimiter {
     private var refusedAt: Int?
     private var probeAfter = 0
     private var sinceProbe = 0
+    /// Requests of the list sent so far.
+    private(set) var sends = 0
     /// Requests left until `until`: the fewest the server's rate-limit headers said in this
     /// window of the server's, less the requests sent since (answers in flight carry counts
     /// that are already stale).
@@ -104,8 +106,10 @@ struct WindowLimiter {
         return max(inFlight == 0 ? 1 : 0, min(window, inFlight + allowance.remaining))
     }
 
-    /// Requests of the list sent so far.
-    private(set) var sends = 0
+    /// Whether a request may go to the transport at `now`, with `inFlight` there already.
+    func hasRoom(at now: UInt64, inFlight: Int) -> Bool {
+        inFlight < current(at: now, inFlight: inFlight)
+    }
 
     /// A request of the list was sent at `now`: one less left of a rate limit. Returns the
     /// requests sent before it (the answer's `sentBefore`).
@@ -162,15 +166,16 @@ struct WindowLimiter {
 
     private mutating func measured(_ answer: Answer, at now: UInt64) -> Reason? {
         let latency = max(answer.latency, 1)
-        best = min(best ?? latency, latency)
+        let best = min(self.best ?? latency, latency)
+        self.best = best
         // A window's worth of answers moves the average most of the way.
         average = average == 0 ? Double(latency) : average + (Double(latency) - average) * 2 / Double(window + 1)
         // One slow answer ends the doubling (the average lags a window behind): growth goes on
         // by one a round trip.
-        if slowStart, Double(latency) > 1.5 * Double(best!) + 1_000_000 { slowStart = false }
+        if slowStart, Double(latency) > 1.5 * Double(best) + 1_000_000 { slowStart = false }
         // A millisecond added to both: at loopback latencies (well under one) the ratio would be
         // scheduling noise.
-        let ratio = (Double(best!) + 1e6) / (average + 1e6)
+        let ratio = (Double(best) + 1e6) / (average + 1e6)
         let queue = Double(window) * (1 - ratio)
         let tolerated = Double(max(2, window / 8))
         if queue > 2 * tolerated {
@@ -260,8 +265,7 @@ final class PaceControl: Sendable {
     /// list has finished and the window has room.
     func roomForRetry(_ requests: RequestCounters, otherwise retry: @escaping @Sendable () -> Void) -> Bool {
         state.withLock { state in
-            let inFlight = requests.inFlight
-            if inFlight < state.limiter.current(at: Self.now, inFlight: inFlight) { return true }
+            if state.limiter.hasRoom(at: Self.now, inFlight: requests.inFlight) { return true }
             state.waiting.append(retry)
             return false
         }
@@ -271,8 +275,7 @@ final class PaceControl: Sendable {
     /// retry goes, if the window has room.
     func requestFinished(_ requests: RequestCounters) {
         let next = state.withLock { state -> (@Sendable () -> Void)? in
-            let inFlight = requests.inFlight
-            guard !state.waiting.isEmpty, inFlight < state.limiter.current(at: Self.now, inFlight: inFlight) else { return nil }
+            guard !state.waiting.isEmpty, state.limiter.hasRoom(at: Self.now, inFlight: requests.inFlight) else { return nil }
             return state.waiting.removeFirst()
         }
         if let next { DispatchQueue.global().async(execute: next) }
