@@ -367,8 +367,16 @@ typedef enum sheaf_option {
     SHEAF_OPT_CROSS_ORIGIN = 10,      /**< A next link, redirect or absolute path at another origin: 0 = refused with SHEAF_E_CROSS_ORIGIN (default), 1 = followed without credentials (never https to http). */
     SHEAF_OPT_TLS_INSECURE = 11,      /**< 1 = do not verify the server's certificate or host name (for tests against self-signed servers; never in production); default 0. */
     SHEAF_OPT_ADAPTIVE_WINDOW = 12,   /**< 1 = a list's window adapts to the server (default): it grows while latency holds, up to SHEAF_OPT_MAX_WINDOW; shrinks when latency rises (not below where it started) and on 429, 503, 504 or a timeout (down to 1). 0 = it stays at SHEAF_OPT_WINDOW. Either way Retry-After and rate-limit headers (RateLimit, X-RateLimit-Remaining/-Reset) hold new requests back. */
-    SHEAF_OPT_MAX_WINDOW = 13         /**< The most pages an adaptive window lets in flight, 1..64; default 64 (a lower value caps the starting window too). */
+    SHEAF_OPT_MAX_WINDOW = 13,        /**< The most pages an adaptive window lets in flight, 1..64; default 64 (a lower value caps the starting window too). */
+    SHEAF_OPT_HTTP_VERSION = 14       /**< Which HTTP the libcurl transport speaks, a sheaf_http_version; default SHEAF_HTTP_AUTO. Custom transports choose their own. */
 } sheaf_option;
+
+/** Values of SHEAF_OPT_HTTP_VERSION. Append-only. */
+typedef enum sheaf_http_version {
+    SHEAF_HTTP_AUTO = 0,                 /**< HTTP/2 where TLS negotiates it (ALPN), else HTTP/1.1. Requests started together wait for the origin's first connection and share it when it speaks HTTP/2: a list's whole window then goes over one connection. */
+    SHEAF_HTTP_1_1 = 1,                  /**< HTTP/1.1 only: one connection per request in flight. */
+    SHEAF_HTTP_2_PRIOR_KNOWLEDGE = 2     /**< HTTP/2 on cleartext http:// too, without asking first (h2c by prior knowledge), for servers known to speak it; over https as SHEAF_HTTP_AUTO. */
+} sheaf_http_version;
 
 /**
  * Sets an integer option. Returns SHEAF_E_INVALID_ARGUMENT for an unknown option or a value out

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs what building and testing Sheaf needs on a Debian machine that has Swift and gcc:
-# cmake, ninja, pkg-config, jansson and libcurl headers, valgrind, python3 (+ pytest), g++.
+# cmake, ninja, pkg-config, jansson and libcurl headers, valgrind, python3 (+ pytest, hypercorn, orjson), g++.
 # Safe to rerun: when everything is already there it changes nothing and touches no network.
 set -euo pipefail
 
@@ -57,6 +57,14 @@ if ! python3 -m pytest --version >/dev/null 2>&1; then
         || { [[ $(id -u) -eq 0 ]] && apt-get install -y --no-install-recommends python3-pytest; } \
         || { echo "setup: could not install pytest" >&2; exit 1; }
     python3 -m pytest --version >/dev/null 2>&1 || { echo "setup: pytest still missing" >&2; exit 1; }
+fi
+
+# The HTTP/2 test server (hypercorn) and the fast JSON decoder the binding uses when present
+# (orjson), from PyPI, for the same python3.
+if ! python3 -c "import hypercorn, orjson" >/dev/null 2>&1; then
+    echo "setup: installing hypercorn and orjson for $(command -v python3)" >&2
+    python3 -m pip install --quiet hypercorn orjson \
+        || { echo "setup: could not install hypercorn and orjson with pip" >&2; exit 1; }
 fi
 
 echo "setup: ok (cmake $cmake_version, $(swift --version 2>/dev/null | head -n1))"

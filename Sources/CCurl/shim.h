@@ -18,6 +18,7 @@ static inline CURLcode scurl_easy_getinfo_off(CURL *h, CURLINFO i, curl_off_t *v
 
 /* CURL_GLOBAL_DEFAULT is a macro expression; a plain value for Swift. */
 static inline long scurl_global_default_flags(void) { return CURL_GLOBAL_DEFAULT; }
+static inline const curl_version_info_data *scurl_version_info(void) { return curl_version_info(CURLVERSION_NOW); }
 
 /* The CURLcode of a CURLMSG_DONE message (the anonymous union is awkward from Swift). */
 static inline CURLcode scurl_msg_result(const CURLMsg *m) { return m->data.result; }

@@ -83,6 +83,13 @@ final class ClientHandle: Sendable {
             case SHEAF_OPT_ADAPTIVE_WINDOW:
                 configuration.adaptsWindow = try flag(value, "SHEAF_OPT_ADAPTIVE_WINDOW")
             case SHEAF_OPT_MAX_WINDOW: configuration.maxWindow = value
+            case SHEAF_OPT_HTTP_VERSION:
+                switch value {
+                case Int(SHEAF_HTTP_AUTO.rawValue): configuration.httpVersion = .automatic
+                case Int(SHEAF_HTTP_1_1.rawValue): configuration.httpVersion = .http1_1
+                case Int(SHEAF_HTTP_2_PRIOR_KNOWLEDGE.rawValue): configuration.httpVersion = .http2PriorKnowledge
+                default: throw SheafError(.invalidArgument, "SHEAF_OPT_HTTP_VERSION must be a sheaf_http_version (0, 1 or 2), not \(value)")
+                }
             default: throw SheafError(.invalidArgument, "unknown option \(option.rawValue)")
             }
             settings.configuration = try configuration.validated()

@@ -67,6 +67,10 @@ final class CurlTransfer: @unchecked Sendable {
         if let problem = validate() {
             return problem
         }
+        if request.httpVersion == .http2PriorKnowledge, !CurlGlobal.priorKnowledgeWorks, request.url.lowercased().hasPrefix("http:") {
+            return TransportError(.other, "HTTP/2 by prior knowledge on http:// needs libcurl 8.0 or later: "
+                                  + "libcurl \(CurlGlobal.version) fails every request on a reused HTTP/2 connection")
+        }
         let buffer = UnsafeMutablePointer<CChar>.allocate(capacity: Int(CURL_ERROR_SIZE))
         buffer.initialize(repeating: 0, count: Int(CURL_ERROR_SIZE))
         errorBuffer = buffer
@@ -106,6 +110,16 @@ final class CurlTransfer: @unchecked Sendable {
             // A download goes to a sink a chunk at a time: libcurl's default 16 KiB buffer makes
             // one callback and one write(2) per 16 KiB; curl's own tool reads 100 KiB at a time.
             set(scurl_easy_setopt_long(handle, CURLOPT_BUFFERSIZE, Self.downloadBufferBytes))
+        }
+        switch request.httpVersion {
+        case .automatic, .http2PriorKnowledge:
+            let version = request.httpVersion == .automatic ? CURL_HTTP_VERSION_2TLS : CURL_HTTP_VERSION_2_PRIOR_KNOWLEDGE
+            set(scurl_easy_setopt_long(handle, CURLOPT_HTTP_VERSION, Int(version)))
+            // Requests started together wait for the origin's first connection instead of
+            // opening one each: over HTTP/2 the whole window then shares it.
+            set(scurl_easy_setopt_long(handle, CURLOPT_PIPEWAIT, 1))
+        case .http1_1:
+            set(scurl_easy_setopt_long(handle, CURLOPT_HTTP_VERSION, Int(CURL_HTTP_VERSION_1_1)))
         }
         if acceptEncoding {
             set("".withCString { scurl_easy_setopt_ptr(handle, CURLOPT_ACCEPT_ENCODING, $0) })

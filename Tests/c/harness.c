@@ -442,6 +442,11 @@ static void null_handles_and_bad_arguments_are_rejected(void) {
     CHECK_CLIENT_RESULT(client, sheaf_client_set_option(client, SHEAF_OPT_MAX_PAGES, 0), SHEAF_E_INVALID_ARGUMENT);
     CHECK_CLIENT_RESULT(client, sheaf_client_set_option(client, (sheaf_option)999, 1), SHEAF_E_INVALID_ARGUMENT);
     CHECK_CLIENT_RESULT(client, sheaf_client_set_option(client, SHEAF_OPT_WINDOW, 64), SHEAF_OK);
+    CHECK_CLIENT_RESULT(client, sheaf_client_set_option(client, SHEAF_OPT_HTTP_VERSION, 3), SHEAF_E_INVALID_ARGUMENT);
+    CHECK_CLIENT_RESULT(client, sheaf_client_set_option(client, SHEAF_OPT_HTTP_VERSION, -1), SHEAF_E_INVALID_ARGUMENT);
+    CHECK_CLIENT_RESULT(client, sheaf_client_set_option(client, SHEAF_OPT_HTTP_VERSION, SHEAF_HTTP_2_PRIOR_KNOWLEDGE), SHEAF_OK);
+    CHECK_CLIENT_RESULT(client, sheaf_client_set_option(client, SHEAF_OPT_HTTP_VERSION, SHEAF_HTTP_1_1), SHEAF_OK);
+    CHECK_CLIENT_RESULT(client, sheaf_client_set_option(client, SHEAF_OPT_HTTP_VERSION, SHEAF_HTTP_AUTO), SHEAF_OK);
     CHECK_RESULT(sheaf_client_set_transport(NULL, blocking_transport_get, NULL, NULL), SHEAF_E_INVALID_ARGUMENT);
 
     sheaf_list *list = (sheaf_list *)&list;

@@ -55,6 +55,8 @@ Endpoints:
   GET /status?code=S[&retry_after=X]   {"error":"status","status":S}
   GET /_stats                     {"requests":..,"max_in_flight":..,"in_flight":..,"log":[..]}
   GET|POST /_reset                {"ok":true}
+  GET /_timeline                  {"arrivals":[t..],"failures":[{"at":t,"in_flight":k}..]}: when each
+                                  request arrived and each fail= answer went out (monotonic seconds)
 """
 
 from __future__ import annotations
@@ -107,6 +109,8 @@ class ServerState:
         self.capacities: dict = {}       # capacity=C -> a semaphore of C
         self.limited: dict = {}          # limit=C -> requests being served under it
         self.windows: dict = {}          # ratelimit=R:W -> [window start, requests in it]
+        self.arrivals: collections.deque = collections.deque(maxlen=LOG_LIMIT)   # monotonic times
+        self.failures: list = []         # fail= answers: when, and how many were in flight then
 
     def begin(self, path: str, authorization: str | None) -> None:
         with self.lock:
@@ -115,6 +119,7 @@ class ServerState:
             if self.in_flight > self.max_in_flight:
                 self.max_in_flight = self.in_flight
             self.log.append({"path": path, "authorization": authorization})
+            self.arrivals.append(time.monotonic())
 
     def end(self) -> None:
         with self.lock:
@@ -126,6 +131,8 @@ class ServerState:
             # Requests still being handled stay in flight; the maximum restarts from them.
             self.max_in_flight = self.in_flight
             self.log.clear()
+            self.arrivals.clear()
+            self.failures.clear()
             self.fail_counts.clear()
             self.refused = 0
             self.windows.clear()
@@ -139,6 +146,14 @@ class ServerState:
                 "refused": self.refused,
                 "log": list(self.log),
             }
+
+    def timeline(self) -> dict:
+        with self.lock:
+            return {"arrivals": list(self.arrivals), "failures": list(self.failures)}
+
+    def note_failure(self) -> None:
+        with self.lock:
+            self.failures.append({"at": time.monotonic(), "in_flight": self.in_flight})
 
     def capacity(self, size: int) -> threading.Semaphore:
         with self.lock:
@@ -456,6 +471,8 @@ class Handler(BaseHTTPRequestHandler):
     def control(self, method: str, path: str) -> None:
         if path == "/_stats" and method == "GET":
             self.send_json(200, self.server.state.snapshot())
+        elif path == "/_timeline" and method == "GET":
+            self.send_json(200, self.server.state.timeline())
         elif path == "/_reset":
             self.server.state.reset()
             requests_api.reset()
@@ -519,6 +536,7 @@ class Handler(BaseHTTPRequestHandler):
         for spec_page, count, status, text in parse_fail_specs(q):
             if spec_page == page and self.server.state.take_failure((path, page, text), count):
                 headers = [("Retry-After", "0")] if status in (429, 503) else None
+                self.server.state.note_failure()
                 self.send_json(status, {"error": "injected", "status": status}, headers)
                 return True
         garbage = q.integer("garbage", None)

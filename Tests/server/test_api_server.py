@@ -431,3 +431,17 @@ def test_cli_sigterm():
             proc.kill()
             proc.wait(timeout=TIMEOUT)
         proc.stdout.close()
+
+
+def test_the_timeline_orders_arrivals_and_injected_failures(server):
+    get(server, "/_reset", method="POST", data=b"{}")
+    get(server, "/anchor?page=1&n=20&per_page=5")
+    assert get(server, "/anchor?page=2&n=20&per_page=5&fail=2:1:404").status == 404
+    get(server, "/anchor?page=3&n=20&per_page=5")
+    timeline = get(server, "/_timeline").json()
+    first, second, third = timeline["arrivals"]
+    (failure,) = timeline["failures"]
+    assert first <= second <= failure["at"] <= third
+    assert failure["in_flight"] == 1          # the failing request itself
+    get(server, "/_reset", method="POST", data=b"{}")
+    assert get(server, "/_timeline").json() == {"arrivals": [], "failures": []}

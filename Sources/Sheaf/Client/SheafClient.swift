@@ -152,6 +152,7 @@ public final class SheafClient: Sendable {
                                   timeoutMilliseconds: configuration.timeoutMilliseconds,
                                   connectTimeoutMilliseconds: configuration.connectTimeoutMilliseconds,
                                   maxBodyBytes: configuration.maxBodyBytes, tls: configuration.tls)
+        request.httpVersion = configuration.httpVersion
         if let download = template.download {
             // A large file takes as long as it takes: the timeout applies to a stalled transfer.
             request.sink = download

@@ -32,6 +32,8 @@ public struct ClientConfiguration: Sendable, Equatable {
     public var crossOrigin = CrossOriginPolicy.refuse
     /// Certificate authorities, client certificate, verification.
     public var tls = TLSSettings()
+    /// Which HTTP to speak: HTTP/2 multiplexes a list's window over one connection.
+    public var httpVersion = HTTPVersion.automatic
 
     /// The largest body cap accepted: 1 TiB.
     public static let bodyCapLimit = 1 << 40

@@ -22,6 +22,8 @@ public struct HTTPRequest: Sendable {
     /// For a download, in place of the whole-request timeout: give up when no byte has arrived
     /// for this long (0: never).
     public var stallTimeoutMilliseconds = 0
+    /// Which HTTP the transport speaks (transports of their own may ignore it).
+    public var httpVersion = HTTPVersion.automatic
 
     public init(method: String = "GET", url: String, headers: [HTTPHeader] = [], body: [UInt8] = [],
                 timeoutMilliseconds: Int = 0, connectTimeoutMilliseconds: Int = 0,
@@ -58,6 +60,18 @@ public struct TLSSettings: Sendable, Equatable {
         self.privateKey = privateKey
         self.insecure = insecure
     }
+}
+
+/// Which HTTP a transport speaks to the server.
+public enum HTTPVersion: Sendable, Equatable {
+    /// HTTP/2 where TLS negotiates it (ALPN), HTTP/1.1 otherwise; concurrent requests to one
+    /// origin wait for its first connection and share it when it multiplexes.
+    case automatic
+    /// HTTP/1.1 only: a connection per request in flight.
+    case http1_1
+    /// HTTP/2 from the first byte on cleartext connections too (h2c by prior knowledge), for
+    /// servers known to speak it; over TLS as `automatic`.
+    case http2PriorKnowledge
 }
 
 /// One header line; names compare case-insensitively where the core looks them up.

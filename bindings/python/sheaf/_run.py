@@ -37,6 +37,13 @@ from .transport import Transport, serve
 if TYPE_CHECKING:
     from .client import Client
 
+try:
+    import orjson as _orjson
+except ImportError:   # optional: json does the same, slower
+    _orjson = None
+_DIGITS_AS_ZERO = bytes(b"0"[0] if b"0"[0] <= byte <= b"9"[0] else b" "[0] for byte in range(256))
+_NINETEEN_DIGITS = b"0" * 19
+
 #: How long one sheaf_list_next call may wait: Ctrl-C is seen between two calls.
 _PULL_MILLISECONDS = 250
 
@@ -233,7 +240,15 @@ def _items(snapshot: _ffi.SnapshotStruct) -> List[Any]:
 
 
 def decode_items(raw: bytes) -> List[Any]:
-    """A JSON array of items the library handed over, decoded."""
+    """A JSON array of items the library handed over, decoded (by orjson when it is installed:
+    two to three times faster than json, and it shares the keys' strings across pages)."""
+    # orjson reads an integer past 64 bits as a float, silently: a run of 19 digits anywhere
+    # (strings included, to keep the check one pass over the bytes) goes to json, which keeps it.
+    if _orjson is not None and _NINETEEN_DIGITS not in raw.translate(_DIGITS_AS_ZERO):
+        try:
+            return _orjson.loads(raw)
+        except _orjson.JSONDecodeError:
+            pass   # 1e400 (json reads inf) or a lone surrogate escape: json reads both
     try:
         return json.loads(raw)
     except ValueError as error:

@@ -59,6 +59,9 @@ class Client(Closing):
         timeout: whole-request timeout in seconds; None for none.
         connect_timeout: connect timeout in seconds; None for the transport's default.
         max_redirects: redirects followed per request, 0..50.
+        http_version: ``"auto"``: HTTP/2 where TLS negotiates it, else HTTP/1.1, with a list's
+            requests sharing one HTTP/2 connection; ``"1.1"``: HTTP/1.1 only; ``"2"``: HTTP/2 on
+            cleartext ``http://`` too, by prior knowledge (h2c), for servers known to speak it.
         transport: a Python callable performing the HTTP exchanges instead of libcurl (see
             :mod:`sheaf.transport`); None for libcurl.
         on_event: called with a :class:`sheaf.Event` when a credential is refused, the server
@@ -88,7 +91,7 @@ class Client(Closing):
                  verify: Union[bool, str] = True, cert: Union[None, str, Tuple[str, str]] = None,
                  follow_cross_origin: bool = False, secret_params: Sequence[str] = (),
                  on_event: Optional[Callable[[Event], Any]] = None,
-                 token_provider: Optional[Callable[[bool], str]] = None) -> None:
+                 token_provider: Optional[Callable[[bool], str]] = None, http_version: str = "auto") -> None:
         self._handle: Optional[_ffi.ClientHandle] = None
         self._hooks: Tuple[Any, ...] = ()
         self._lock = threading.Lock()   # one close frees the handle, whichever thread calls it
@@ -96,6 +99,9 @@ class Client(Closing):
             raise UsageError(Result.INVALID_ARGUMENT, f"base_url must be a str, not {type(base_url).__name__}")
         if token is not None and not isinstance(token, str):
             raise UsageError(Result.INVALID_ARGUMENT, "token must be a str or None")
+        if http_version not in _HTTP_VERSIONS:
+            raise UsageError(Result.INVALID_ARGUMENT, f"http_version must be one of {', '.join(map(repr, _HTTP_VERSIONS))}, "
+                                                      f"not {http_version!r}")
         if transport is not None and not callable(transport):
             raise UsageError(Result.INVALID_ARGUMENT, "transport must be a callable (see sheaf.transport)")
         self.base_url = base_url
@@ -134,6 +140,7 @@ class Client(Closing):
                 (_ffi.SHEAF_OPT_MAX_REDIRECTS, "max_redirects", _whole(max_redirects, "max_redirects")),
                 (_ffi.SHEAF_OPT_CROSS_ORIGIN, "follow_cross_origin", 1 if follow_cross_origin else 0),
                 (_ffi.SHEAF_OPT_TLS_INSECURE, "verify", 1 if verify is False else 0),
+                (_ffi.SHEAF_OPT_HTTP_VERSION, "http_version", _HTTP_VERSIONS[http_version]),
             )
             for option, name, value in options:
                 try:
@@ -515,6 +522,10 @@ def _query_text(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     return str(value)
+
+
+#: Client(http_version=...) and the sheaf_http_version each stands for.
+_HTTP_VERSIONS = {"auto": _ffi.SHEAF_HTTP_AUTO, "1.1": _ffi.SHEAF_HTTP_1_1, "2": _ffi.SHEAF_HTTP_2_PRIOR_KNOWLEDGE}
 
 
 def _whole(value: Any, name: str, bits: int = 64) -> int:

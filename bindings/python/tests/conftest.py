@@ -7,6 +7,7 @@ $SHEAF_LIBRARY_PATH when set (CTest sets it), else from the build tree.
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 import time
 import urllib.request
@@ -62,6 +63,25 @@ def api(_api_session: APIServer) -> APIServer:
 def other_api(_other_session: APIServer) -> APIServer:
     """A second server: another origin (a different port)."""
     return _fresh(_other_session)
+
+
+def _openssl(*arguments: str, cwd: Path) -> None:
+    subprocess.run(["openssl", *arguments], cwd=cwd, check=True, capture_output=True, timeout=60)
+
+
+@pytest.fixture(scope="session")
+def pki(tmp_path_factory) -> Path:
+    """A CA, a server certificate for 127.0.0.1 and a client certificate, both signed by it."""
+    folder = tmp_path_factory.mktemp("pki")
+    _openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.pem",
+             "-days", "2", "-subj", "/CN=Sheaf Test CA", cwd=folder)
+    for name, extension in (("server", "subjectAltName=IP:127.0.0.1"), ("client", "extendedKeyUsage=clientAuth")):
+        _openssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", f"{name}.key", "-out", f"{name}.csr",
+                 "-subj", f"/CN={name}", cwd=folder)
+        (folder / f"{name}.ext").write_text(extension + "\n")
+        _openssl("x509", "-req", "-in", f"{name}.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial",
+                 "-out", f"{name}.pem", "-days", "2", "-extfile", f"{name}.ext", cwd=folder)
+    return folder
 
 
 def stats(server: APIServer) -> Dict[str, Any]:

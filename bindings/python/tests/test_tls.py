@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import shutil
 import ssl
-import subprocess
 from pathlib import Path
 from typing import Iterator, Tuple
 
@@ -15,25 +14,6 @@ import sheaf
 from api_server import start_server
 
 pytestmark = pytest.mark.skipif(shutil.which("openssl") is None, reason="needs the openssl command")
-
-
-def _openssl(*arguments: str, cwd: Path) -> None:
-    subprocess.run(["openssl", *arguments], cwd=cwd, check=True, capture_output=True, timeout=60)
-
-
-@pytest.fixture(scope="module")
-def pki(tmp_path_factory) -> Path:
-    """A CA, a server certificate for 127.0.0.1 and a client certificate, both signed by it."""
-    folder = tmp_path_factory.mktemp("pki")
-    _openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.pem",
-             "-days", "2", "-subj", "/CN=Sheaf Test CA", cwd=folder)
-    for name, extension in (("server", "subjectAltName=IP:127.0.0.1"), ("client", "extendedKeyUsage=clientAuth")):
-        _openssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", f"{name}.key", "-out", f"{name}.csr",
-                 "-subj", f"/CN={name}", cwd=folder)
-        (folder / f"{name}.ext").write_text(extension + "\n")
-        _openssl("x509", "-req", "-in", f"{name}.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial",
-                 "-out", f"{name}.pem", "-days", "2", "-extfile", f"{name}.ext", cwd=folder)
-    return folder
 
 
 def _https(pki: Path, require_client_cert: bool = False):
