@@ -13,9 +13,15 @@ Modes:
   aiohttp-window    the same with aiohttp.ClientSession
                     (both need their package: run the driver with a venv's python that has it)
   sheaf-fetch       sheaf.Client(...).fetch_all(...)
-  sheaf-cli         `python3 -m sheaf get URL -o FILE` with no pagination flags at all (detected),
+  sheaf-cli         `python3 -m sheaf get URL -o FILE`, with no pagination flags at all (detected)
+                    for --addressing detect or next, with `--preset anchor --page-size S` for page,
                     timed as a whole command; its start-up (the same command on an empty list)
                     is timed too and subtracted: seconds = whole - start-up
+  sheaf-fetch-404   fetch_all of a list whose page --fail-page answers 404: the run must end
+                    with sheaf.HTTPError 404 and the items of the pages before it
+  curl-parallel     the curl command fetching the list's pages 1..P (P = N / page size) with
+                    --parallel --parallel-max W --parallel-immediate, bodies to /dev/null: the
+                    fetching alone, no parsing (timed as a whole command, curl's start-up included)
   sheaf-stream      for snapshot in sheaf.Client(...).stream(...): consume snapshot.items
                     (also reported: the CPU time of the consuming thread, of json.loads as the
                     binding calls it to decode each delta, and of freeing each delta's objects)
@@ -285,25 +291,65 @@ def run_sheaf_fetch(args) -> dict:
     return out
 
 
+def run_sheaf_fetch_404(args) -> dict:
+    import sheaf
+    client, _ = make_client(args)
+    start = time.perf_counter()
+    try:
+        client.fetch_all(args.path, **sheaf_options(args))
+    except sheaf.HTTPError as error:
+        seconds = time.perf_counter() - start
+        if error.status != 404:
+            wrong(f"the list failed with HTTP {error.status}, not 404")
+        check_items(error.items, (args.fail_page - 1) * args.page_size)
+    else:
+        wrong("the list succeeded past a page that answers 404")
+    rss = peak_rss_kb()
+    client.close()
+    return {"seconds": seconds, "peak_rss_kb": rss}
+
+
+def run_curl_parallel(args) -> dict:
+    import shutil
+    import subprocess
+    import tempfile
+
+    curl = shutil.which("curl")
+    if curl is None:
+        wrong("the curl command is not installed")
+    pages = -(-args.expect // args.page_size)
+    with tempfile.NamedTemporaryFile("w", suffix=".curlrc") as config:
+        for page in range(1, pages + 1):
+            config.write(f'url = "{page_url(args, page)}"\noutput = "/dev/null"\n')
+        config.flush()
+        argv = [curl, "--silent", "--show-error", "--fail", "--parallel", "--parallel-max", str(args.window),
+                "--parallel-immediate", "--config", config.name]
+        start = time.perf_counter()
+        finished = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, timeout=600)
+        seconds = time.perf_counter() - start
+    if finished.returncode != 0:
+        wrong(f"curl exited {finished.returncode}: {finished.stderr.decode(errors='replace')[-300:]}")
+    return {"seconds": seconds, "requests": pages, "peak_rss_kb": 0}
+
+
 def time_json_loads() -> list:
-    """Times json.loads where the binding calls it (decoding each delta), in CPU seconds of the
-    calling thread: returns a one-element list that accumulates them. The cost of turning JSON
-    into Python objects is json.loads's own, the same for any Python client; what the binding
-    adds per snapshot is the rest."""
+    """Times the decoding of each delta where the binding does it (sheaf._run.decode_items:
+    orjson when installed, else json.loads), in CPU seconds of the calling thread: returns a
+    one-element list that accumulates them. Turning JSON into Python objects costs the decoder's
+    own time, the same for any Python client using it; what the binding adds per snapshot is the
+    rest."""
     import sheaf._run as binding
     spent = [0.0]
-    loads = json.loads
+    decode = binding.decode_items
 
-    class TimedJSON:
-        @staticmethod
-        def loads(data):
-            started = time.thread_time()
-            try:
-                return loads(data)
-            finally:
-                spent[0] += time.thread_time() - started
+    def timed(data):
+        started = time.thread_time()
+        try:
+            return decode(data)
+        finally:
+            spent[0] += time.thread_time() - started
 
-    binding.json = TimedJSON
+    binding.decode_items = timed
     return spent
 
 
@@ -353,6 +399,8 @@ def run_sheaf_cli(args) -> dict:
     def command(path: str, out: str) -> float:
         argv = [sys.executable, "-m", "sheaf", "get", args.base + path, "--quiet", "-o", out,
                 "--concurrency", str(args.window)] + ([] if args.adaptive else ["--fixed-window"])
+        if args.addressing == "page":   # paged as C pins it: page numbers and the page size
+            argv += ["--preset", "anchor", "--page-size", str(args.page_size)]
         start = time.perf_counter()
         finished = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, timeout=600)
         seconds = time.perf_counter() - start
@@ -378,6 +426,8 @@ MODES = {
     "aiohttp-window": lambda args: run_async_window(args, "aiohttp"),
     "sheaf-fetch": run_sheaf_fetch,
     "sheaf-stream": run_sheaf_stream,
+    "sheaf-fetch-404": run_sheaf_fetch_404,
+    "curl-parallel": run_curl_parallel,
 }
 
 
@@ -395,6 +445,7 @@ def main(argv=None) -> int:
     p.add_argument("--total", type=int, choices=(0, 1), default=1)
     p.add_argument("--transport", choices=("curl", "python"), default="curl")
     p.add_argument("--max-pages", type=int, default=100000)
+    p.add_argument("--fail-page", type=int, default=0, help="sheaf-fetch-404: the page that answers 404")
     args = p.parse_args(argv)
     result = MODES[args.mode](args)
     result.update(mode=args.mode, ok=True, items=args.expect, window=args.window,

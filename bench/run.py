@@ -34,6 +34,7 @@ from typing import Dict, List, Optional, Sequence
 
 ROOT = Path(__file__).resolve().parent.parent
 SERVER_SCRIPT = ROOT / "Tests" / "server" / "api_server.py"
+H2_SERVER_SCRIPT = ROOT / "Tests" / "server" / "h2_server.py"
 PY_DRIVER = ROOT / "bench" / "py_driver.py"
 
 L_MS = 50                      # P1-P4, P6, P7: added latency per request
@@ -45,7 +46,9 @@ SMALL_PAGES, SMALL_PER_PAGE = 2000, 5   # P7's per-snapshot cost with next to no
 RUN_TIMEOUT_S = 300            # one measured run
 SLOW_RUNS = 3                  # runs of a 10 s scenario (serial walks) at most
 
-ALL_IDS = ["P1", "P1A", "P1D", "P2", "P3", "P4", "P4C", "P5", "P6", "P7", "P11", "M1", "M2", "M3"]
+ALL_IDS = ["P1", "P1A", "P1D", "P2", "P3", "P4", "P4C", "P5", "P6", "P7", "P10", "P11", "P12", "P13",
+           "M1", "M2", "M3"]
+P13_PAGES, P13_FAILING = 20, 10        # P13: a 20-page list whose page 10 answers 404
 
 
 # ---- the server ----------------------------------------------------------------------------------
@@ -80,8 +83,11 @@ class Server:
     def base(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
+    def connection(self) -> http.client.HTTPConnection:
+        return http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
+
     def get(self, path: str) -> dict:
-        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
+        conn = self.connection()
         try:
             conn.request("GET", path)
             r = conn.getresponse()
@@ -124,6 +130,64 @@ class Server:
         proc.stdout.close()
 
 
+class H2Server(Server):
+    """Tests/server/h2_server.py (hypercorn: HTTP/2 over TLS by ALPN, HTTP/1.1 to clients that ask
+    for it) in a child process, with a certificate from a CA made for the run (`ca`)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.folder = tempfile.mkdtemp(prefix="sheaf-bench-pki-")
+        self.ca = os.path.join(self.folder, "ca.pem")
+
+    def start(self) -> None:
+        def openssl(*arguments: str) -> None:
+            subprocess.run(["openssl", *arguments], cwd=self.folder, check=True, capture_output=True, timeout=60)
+        openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.pem",
+                "-days", "2", "-subj", "/CN=Sheaf Bench CA")
+        openssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", "server.key", "-out", "server.csr",
+                "-subj", "/CN=127.0.0.1")
+        Path(self.folder, "server.ext").write_text("subjectAltName=IP:127.0.0.1\n")
+        openssl("x509", "-req", "-in", "server.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial",
+                "-out", "server.pem", "-days", "2", "-extfile", "server.ext")
+        self.proc = subprocess.Popen(
+            [sys.executable, str(H2_SERVER_SCRIPT), "--cert", os.path.join(self.folder, "server.pem"),
+             "--key", os.path.join(self.folder, "server.key")],
+            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+        ready, _, _ = select.select([self.proc.stdout], [], [], 20)
+        line = self.proc.stdout.readline() if ready else b""
+        if not line.strip().isdigit():
+            error = b"" if self.proc.poll() is None else self.proc.stderr.read()
+            self.stop()
+            raise RuntimeError(f"the HTTP/2 server did not start: {(line + error).decode(errors='replace')[-300:]}")
+        self.port = int(line)
+
+    @property
+    def base(self) -> str:
+        return f"https://127.0.0.1:{self.port}"
+
+    def connection(self) -> http.client.HTTPConnection:
+        import ssl
+        return http.client.HTTPSConnection("127.0.0.1", self.port, timeout=30,
+                                           context=ssl.create_default_context(cafile=self.ca))
+
+    def stats(self) -> dict:
+        s = self.get("/_stats")
+        return {"requests": s["requests"], "max_in_flight": s["max_in_flight"], "in_flight": s["in_flight"],
+                "refused": 0, "connections": s["connections"]}
+
+    def stop(self) -> None:
+        proc, self.proc = self.proc, None
+        if proc is not None:
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(timeout=5)
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+
 # ---- measured runs -------------------------------------------------------------------------------
 
 class RunFailed(Exception):
@@ -139,6 +203,8 @@ class Spec:
     warmup: int = 0
     env: Optional[Dict[str, str]] = None
     timeout: float = RUN_TIMEOUT_S
+    server: Optional["Server"] = None        # another than the bench's API server (HTTP/2)
+    timeline: bool = False                   # keep the server's /_timeline of each run
 
 
 @dataclass
@@ -246,7 +312,7 @@ class Bench:
         for s in todo:
             for _ in range(s.warmup):
                 try:
-                    self.server.reset()
+                    (s.server or self.server).reset()
                     self.run_child(s)
                 except RunFailed as e:
                     self.results[s.key].wrong.append(f"warm-up: {e}")
@@ -259,17 +325,22 @@ class Bench:
             for s in pending:
                 m = self.results[s.key]
                 attempts[s.key] += 1
-                self.server.reset()
+                server = s.server or self.server
+                server.reset()
                 try:
                     result = self.run_child(s)
                 except RunFailed as e:
                     m.wrong.append(str(e))
                     self.progress(f"{s.key} attempt {attempts[s.key]}: WRONG: {e}")
                     continue
-                stats = self.server.stats()
+                stats = server.stats()
+                if s.timeline:
+                    result["timeline"] = server.get("/_timeline")
                 result["server_requests"] = stats["requests"]
                 result["server_max_in_flight"] = stats["max_in_flight"]
                 result["server_refused"] = stats["refused"]
+                if "connections" in stats:   # the HTTP/2 server counts them
+                    result["server_connections"] = stats["connections"]
                 m.runs.append(result)
                 self.progress(f"{s.key} run {len(m.runs)}/{s.runs}: {result.get('seconds', 0):.3f} s")
         for s in todo:
@@ -286,8 +357,8 @@ class Bench:
 
     def c_spec(self, key: str, mode: str, lst: "ListDef", runs: int, *, window: int = 8, adaptive: bool = False,
                transport: str = "curl", keep: int = 0, warmup: int = 0, timeout: float = RUN_TIMEOUT_S,
-               extra: Sequence[str] = ()) -> Spec:
-        argv = [self.driver, mode, "--base", self.server.base, "--path", lst.path, "--expect", str(lst.n),
+               extra: Sequence[str] = (), server: Optional[Server] = None) -> Spec:
+        argv = [self.driver, mode, "--base", (server or self.server).base, "--path", lst.path, "--expect", str(lst.n),
                 "--window", str(window), "--adaptive", "1" if adaptive else "0",
                 "--transport", transport, "--keep", str(keep),
                 "--max-pages", str(max(lst.pages + 10, 10000))]
@@ -297,7 +368,7 @@ class Bench:
         if not lst.total:
             argv += ["--total", ""]
         argv += list(extra)
-        return Spec(key, argv, runs, warmup, env=self.c_env, timeout=timeout)
+        return Spec(key, argv, runs, warmup, env=self.c_env, timeout=timeout, server=server)
 
     def async_python(self) -> Optional[str]:
         """The python of build/bench-venv when it has httpx and aiohttp (the async baselines),
@@ -310,18 +381,19 @@ class Bench:
 
     def py_spec(self, key: str, mode: str, lst: "ListDef", runs: int, *, window: int = 8,
                 transport: str = "curl", warmup: int = 0, extra: Sequence[str] = (),
-                python: Optional[str] = None) -> Spec:
+                python: Optional[str] = None, timeline: bool = False) -> Spec:
         argv = [python or sys.executable, str(PY_DRIVER), mode, "--base", self.server.base, "--path", lst.path,
                 "--expect", str(lst.n), "--window", str(window), "--page-size", str(lst.per_page),
                 "--addressing", lst.addressing, "--total", "1" if lst.total else "0",
                 "--transport", transport, "--max-pages", str(max(lst.pages + 10, 10000)), *extra]
-        return Spec(key, argv, runs, warmup, env=self.py_env)
+        return Spec(key, argv, runs, warmup, env=self.py_env, timeline=timeline)
 
-    def floor_spec(self, key: str, lst: "ListDef", runs: int, reps: int) -> Spec:
-        argv = [self.driver, "floor", "--base", self.server.base, "--path", lst.path, "--expect", str(lst.n),
-                "--pages", str(lst.pages), "--page-param", "page", "--first-page", "1",
+    def floor_spec(self, key: str, lst: "ListDef", runs: int, reps: int, pages: int = 0, window: int = 8) -> Spec:
+        pages = pages or lst.pages
+        argv = [self.driver, "floor", "--base", self.server.base, "--path", lst.path,
+                "--expect", str(min(lst.n, pages * lst.per_page)), "--pages", str(pages), "--page-param", "page", "--first-page", "1",
                 "--size-param", "per_page", "--page-size", str(lst.per_page), "--reps", str(reps),
-                "--window", "8"]
+                "--window", str(window)]
         return Spec(key, argv, runs, env=self.c_env)
 
     def cleanup(self) -> None:
@@ -372,6 +444,15 @@ def print_table(rows: List[Row]) -> None:
     print("|" + "|".join("-" * (w + 2) for w in widths) + "|")
     for c in cells:
         print("| " + " | ".join(v.ljust(w) for v, w in zip(c, widths)) + " |")
+
+
+def decoder() -> str:
+    """Which decoder the Python binding uses in the bench's children (orjson when installed)."""
+    try:
+        import orjson  # noqa: F401
+        return "orjson"
+    except ImportError:
+        return "json: orjson is not installed"
 
 
 def secs(x: float) -> str:
@@ -693,7 +774,50 @@ class Scenarios:
         rows += self.baseline_rows("P5", m, [("requests, serial walk", "requests serial P5"),
                                              ("ThreadPoolExecutor W=8 + requests", "threadpool P5 W=8")])
         rows += self.async_baseline_rows("P5", m)
+        return rows + self.p5_against_fetching_alone(m) + self.p5_from_python(m)
+
+    def p5_against_fetching_alone(self, m: Measured) -> List[Row]:
+        """C's fetch_all against the curl command fetching the same pages 8 at a time, no parsing;
+        the CLI writing the list to a file against C."""
+        b = self.b
+        specs = [b.py_spec("curl P5 W=8", "curl-parallel", self.p5, self.runs, warmup=1)]
+        if self.python_rows:
+            specs.append(b.py_spec("CLI P5", "sheaf-cli", self.p5, self.runs))
+        b.measure(*specs)
+        rows = [self.ratio_row("P5", "  C fetch_all against `curl --parallel --parallel-max 8` fetching the same URLs "
+                               "(bodies to /dev/null, no parsing; curl's start-up included)",
+                               m, b.results["curl P5 W=8"], 1.2, "curl")]
+        if self.python_rows:
+            rows.append(self.ratio_row("P5", "  `sheaf get -o FILE --preset anchor` (the command less its start-up) "
+                                       "against C fetch_all", b.results["CLI P5"], m, 1.2, "C"))
         return rows
+
+    def p5_from_python(self, m: Measured) -> List[Row]:
+        """Python's fetch_all against C, and its peak RSS against every Python baseline's."""
+        b = self.b
+        if not self.python_rows:
+            return [Row("P5", "  Python fetch_all", sheaf=f"not run: {b.python_ok}")]
+        b.measure(b.py_spec("Py fetch P5", "sheaf-fetch", self.p5, self.runs, warmup=1))
+        py = b.results["Py fetch P5"]
+        rows = [self.ratio_row("P5", f"  Python fetch_all ({decoder()}) against C fetch_all", py, m, 1.25, "C")]
+        baselines = [key for key in ("requests serial P5", "threadpool P5 W=8", "httpx-window P5 W=8",
+                                     "aiohttp-window P5 W=8") if key in b.results and b.results[key].runs]
+        if py.runs and baselines:
+            lowest = min(b.results[key].rss_mb() for key in baselines)
+            rows.append(Row("P5", f"  Python fetch_all's peak RSS against the lowest of {len(baselines)} Python baselines",
+                            sheaf=f"{py.rss_mb():.1f} MB", floor=f"{lowest:.1f} MB", ratio=f"{py.rss_mb() / lowest:.2f}x",
+                            target="below every Python baseline", met=yes(py.rss_mb() < lowest), runs=py.runs_text))
+        return rows
+
+    def ratio_row(self, id_: str, label: str, m: Measured, against: Measured, limit: float, name: str) -> Row:
+        """m's median against `against`'s (both measured in this run): at most `limit` times it."""
+        target = f"<= {limit:.2f}x {name}"
+        for x in (m, against):
+            if x.error or not x.runs:
+                return failed_row(id_, label, x, target)
+        ratio = m.median() / against.median()
+        return fill_counts(Row(id_, label, sheaf=secs(m.median()), floor=f"{secs(against.median())} ({name})",
+                               ratio=f"{ratio:.2f}x", target=target, met=yes(ratio <= limit)), m)
 
     # -- P6 --
     def P6(self) -> List[Row]:
@@ -786,6 +910,89 @@ class Scenarios:
         compare(f"{SMALL_PAGES}x{SMALL_PER_PAGE} items, L=0: snapshot generator (vs C)", "Py stream small",
                 "C stream small", None, "cpu")
         return rows
+
+    # -- P10: HTTP/2 --
+    def P10(self) -> List[Row]:
+        """The P1 list over TLS from a hypercorn server: HTTP/2 (the window multiplexed over one
+        connection) against HTTP/1.1 (a TLS connection per request in flight)."""
+        b = self.b
+        label = f"N={N_PAGES}x{PER_PAGE}, L={L_MS} ms over TLS: HTTP/2"
+        try:
+            import hypercorn  # noqa: F401
+        except ImportError:
+            return [Row("P10", label, sheaf="not run: needs hypercorn (pip install hypercorn)")]
+        server = H2Server()
+        try:
+            server.start()
+            lst = ListDef(f"/anchor?n={N_PAGES * PER_PAGE}&latency_ms={L_MS}", N_PAGES, PER_PAGE)
+            tls = ["--ca", server.ca]
+            specs = []
+            for window, adaptive in ((8, False), (8, True)):
+                for http in ("auto", "1.1"):
+                    specs.append(b.c_spec(f"C fetch P10 {http} {'adaptive' if adaptive else window}", "fetch", lst,
+                                          self.runs, window=window, adaptive=adaptive, warmup=1,
+                                          extra=tls + ["--http", http], server=server))
+            b.measure(*specs)
+        finally:
+            server.stop()
+        rows = []
+        for kind, text in (("8", "fixed W=8"), ("adaptive", "the default adaptive window")):
+            h2, h1 = b.results[f"C fetch P10 auto {kind}"], b.results[f"C fetch P10 1.1 {kind}"]
+            row = self.ratio_row("P10", f"{label}, {text} (fetch_all, C) against HTTP/1.1 with the same window",
+                                 h2, h1, 0.9, "HTTP/1.1")
+            if h2.runs:
+                connections = h2.span("server_connections")
+                row.in_flight += f" ({connections} connection{'s' if connections != '1' else ''})"
+                if connections != "1":
+                    row.met = "NO (connections)"
+            rows.append(row)
+            if h1.runs:
+                rows.append(fill_counts(Row("P10", f"  HTTP/1.1, {text}: {h1.span('server_connections')} TLS connections",
+                                            sheaf=secs(h1.median()), target="(report)"), h1))
+        return rows
+
+    # -- P12: the first snapshot --
+    def P12(self) -> List[Row]:
+        """Time to the first snapshot of P1 against one round trip of page one plus parsing it."""
+        b = self.b
+        b.measure(b.floor_spec("floor P12", self.p1, self.runs, reps=5, pages=1, window=1),
+                  b.c_spec("C stream P1", "stream", self.p1, self.runs))
+        label = f"first snapshot of P1 (L={L_MS} ms), C snapshot callback"
+        m, f = b.results["C stream P1"], b.results["floor P12"]
+        for x in (m, f):
+            if x.error or not x.runs:
+                return [failed_row("P12", label, x, "<= 1.10x floor")]
+        first = statistics.median(m.values("first_items_s"))
+        floor = f.median("fetch_only_seconds") + f.median("parse_seconds")
+        ratio = first / floor
+        return [Row("P12", label, sheaf=secs(first),
+                    floor=f"{secs(floor)} (page one over a new socket + jansson parse)", ratio=f"{ratio:.2f}x",
+                    target="<= 1.10x floor", met=yes(ratio <= 1.10), runs=m.runs_text)]
+
+    # -- P13: no waste after a definitive failure --
+    def P13(self) -> List[Row]:
+        """A 404 in the middle of a list with a total: the requests the server saw after it
+        answered the 404, against those it had in flight then (the 404 aside)."""
+        b = self.b
+        label = f"a 404 on page {P13_FAILING} of {P13_PAGES} (L={L_MS} ms, total), default adaptive window, Python fetch_all"
+        if not self.python_rows:
+            return [Row("P13", label, sheaf=f"not run: {b.python_ok}")]
+        lst = ListDef(f"/anchor?n={P13_PAGES * PER_PAGE}&latency_ms={L_MS}&fail={P13_FAILING}:1000:404",
+                      P13_PAGES, PER_PAGE)
+        b.measure(b.py_spec("Py fetch P13", "sheaf-fetch-404", lst, self.runs, timeline=True,
+                            extra=["--fail-page", str(P13_FAILING), "--adaptive", "1"]))
+        m = b.results["Py fetch P13"]
+        if m.error or not m.runs:
+            return [failed_row("P13", label, m, "after <= in flight then")]
+        after, then = [], []
+        for run in m.runs:
+            failure = run["timeline"]["failures"][0]
+            after.append(sum(1 for at in run["timeline"]["arrivals"] if at > failure["at"]))
+            then.append(failure["in_flight"] - 1)
+        met = all(a <= t for a, t in zip(after, then))
+        return [fill_counts(Row("P13", label, sheaf=f"{max(after)} request(s) after the 404 (most of {len(after)} runs)",
+                                floor=f"{min(then)}-{max(then)} in flight then", target="after <= in flight then",
+                                met=yes(met)), m)]
 
     # -- memory --
     def M1(self) -> List[Row]:

@@ -11,6 +11,7 @@
  *   --items PTR (/items)  --next PTR (/next_page; "" = none)
  *   --total PTR (/total; "" = none)  --page-param NAME (none: next links only)  --first-page K (1)
  *   --size-param NAME  --page-size S  --max-pages M  --identity PTR (none)
+ * Connection options: --http auto|1.1|2 (SHEAF_OPT_HTTP_VERSION; auto) --ca PEM (a CA to trust)
  *
  * fetch   sheaf_list_fetch_all, timed from sheaf_list_new to its return.
  * stream  sheaf_list_start + a snapshot callback that consumes each delta (it scans the ids in
@@ -135,6 +136,8 @@ typedef struct options {
     int pages;
     int reps;
     int check;
+    int http_version;         /* --http: a sheaf_http_version */
+    const char *ca_file;      /* --ca PEM: SHEAF_TLS_CA_FILE */
 } options;
 
 static void usage(void) {
@@ -143,7 +146,8 @@ static void usage(void) {
             "       [--adaptive 0|1] [--max-window M]\n"
             "       [--items PTR] [--next PTR] [--total PTR] [--page-param NAME] [--first-page K]\n"
             "       [--size-param NAME] [--page-size S] [--max-pages M] [--identity PTR] [--preset NAME] [--detect 0|1]\n"
-            "       [--transport curl|blocking] [--keep 0|1] [--pages P] [--reps R] [--check 0|1]\n");
+            "       [--transport curl|blocking] [--keep 0|1] [--pages P] [--reps R] [--check 0|1]\n"
+            "       [--http auto|1.1|2] [--ca PEM]\n");
     exit(EXIT_USAGE);
 }
 
@@ -189,6 +193,13 @@ static options parse_options(int argc, char **argv) {
         else if (strcmp(name, "--pages") == 0) o.pages = (int)number(value, name, 1, 10000000);
         else if (strcmp(name, "--reps") == 0) o.reps = (int)number(value, name, 1, 1000);
         else if (strcmp(name, "--check") == 0) o.check = (int)number(value, name, 0, 1);
+        else if (strcmp(name, "--ca") == 0) o.ca_file = value;
+        else if (strcmp(name, "--http") == 0) {
+            if (strcmp(value, "auto") == 0) o.http_version = SHEAF_HTTP_AUTO;
+            else if (strcmp(value, "1.1") == 0) o.http_version = SHEAF_HTTP_1_1;
+            else if (strcmp(value, "2") == 0) o.http_version = SHEAF_HTTP_2_PRIOR_KNOWLEDGE;
+            else usage();
+        }
         else usage();
     }
     if (o.base == NULL || o.path == NULL) usage();
@@ -230,6 +241,9 @@ static sheaf_client *make_client(const options *o, blocking_transport *transport
         sheaf_client_set_option(client, SHEAF_OPT_ADAPTIVE_WINDOW, o->adaptive) != SHEAF_OK ||
         sheaf_client_set_option(client, SHEAF_OPT_MAX_WINDOW, o->max_window) != SHEAF_OK)
         die(EXIT_SETUP, "window: %s", last_message());
+    if (sheaf_client_set_option(client, SHEAF_OPT_HTTP_VERSION, o->http_version) != SHEAF_OK ||
+        (o->ca_file != NULL && sheaf_client_set_tls_file(client, SHEAF_TLS_CA_FILE, o->ca_file) != SHEAF_OK))
+        die(EXIT_SETUP, "connection: %s", last_message());
     if (o->max_pages > 0 && sheaf_client_set_option(client, SHEAF_OPT_MAX_PAGES, o->max_pages) != SHEAF_OK)
         die(EXIT_SETUP, "max pages: %s", last_message());
     if (strcmp(o->transport, "blocking") == 0 &&

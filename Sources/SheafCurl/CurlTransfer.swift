@@ -115,9 +115,12 @@ final class CurlTransfer: @unchecked Sendable {
         case .automatic, .http2PriorKnowledge:
             let version = request.httpVersion == .automatic ? CURL_HTTP_VERSION_2TLS : CURL_HTTP_VERSION_2_PRIOR_KNOWLEDGE
             set(scurl_easy_setopt_long(handle, CURLOPT_HTTP_VERSION, Int(version)))
-            // Requests started together wait for the origin's first connection instead of
-            // opening one each: over HTTP/2 the whole window then shares it.
-            set(scurl_easy_setopt_long(handle, CURLOPT_PIPEWAIT, 1))
+            if request.httpVersion == .http2PriorKnowledge || request.url.lowercased().hasPrefix("https:") {
+                // Where the connection may turn out to be HTTP/2, requests started together wait
+                // for the origin's first connection instead of opening one each: over HTTP/2 the
+                // whole window then shares it (over HTTP/1.1 they open their own once it answers).
+                set(scurl_easy_setopt_long(handle, CURLOPT_PIPEWAIT, 1))
+            }
         case .http1_1:
             set(scurl_easy_setopt_long(handle, CURLOPT_HTTP_VERSION, Int(CURL_HTTP_VERSION_1_1)))
         }

@@ -100,6 +100,19 @@ if "$cmake" -S "$work/consumer" -B "$work/build-wrong-major" -G "$generator" -DC
     die "find_package accepted version $((major + 1))"
 fi
 
+step "cmake --install --strip into $work/stripped"
+"$cmake" --install "$build_dir" --prefix "$work/stripped" --strip >/dev/null
+check_tree "$work/stripped"
+readelf -S "$work/prefix/$libdir/libsheaf.so.$version" | grep -q '\.symtab' \
+    || die "the plain install has no symbol table: nothing to compare the stripped one with"
+if readelf -S "$work/stripped/$libdir/libsheaf.so.$version" | grep -q '\.symtab'; then
+    die "--strip left the symbol table in libsheaf.so.$version"
+fi
+plain_size=$(stat -c %s "$work/prefix/$libdir/libsheaf.so.$version")
+stripped_size=$(stat -c %s "$work/stripped/$libdir/libsheaf.so.$version")
+echo "   $plain_size bytes, stripped $stripped_size"
+with_pkg_config "$work/stripped" "$work/consumer-pc-stripped"
+
 step "moving the installed tree"
 mv "$work/prefix" "$work/moved"
 check_tree "$work/moved"

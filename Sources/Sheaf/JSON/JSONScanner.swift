@@ -300,7 +300,18 @@ struct JSONScanner {
     func skipString(at start: Int) throws(JSONSyntaxError) -> Int {
         var index = start + 1
         let count = bytes.count
+        let base = UnsafeRawPointer(bytes.baseAddress!)
         while index < count {
+            // Eight plain bytes (printable ASCII, no quote, no backslash) at a time; once a word
+            // holds another byte, one at a time up to it.
+            while index + 8 <= count, !Self.holdsSpecialByte(base.loadUnaligned(fromByteOffset: index, as: UInt64.self)) {
+                index += 8
+            }
+            while index < count, bytes[index] &- 0x20 < 0x60, bytes[index] != UInt8(ascii: "\""),
+                  bytes[index] != UInt8(ascii: "\\") {
+                index += 1
+            }
+            guard index < count else { break }
             let byte = bytes[index]
             if byte == UInt8(ascii: "\"") { return index + 1 }
             if byte == UInt8(ascii: "\\") {
@@ -326,6 +337,17 @@ struct JSONScanner {
             }
         }
         throw JSONSyntaxError(offset: start, reason: "unterminated string")
+    }
+
+    /// Whether one of the word's eight bytes is a quote, a backslash, a control character or
+    /// not ASCII (each test sets a byte's high bit where it holds).
+    @inline(__always)
+    private static func holdsSpecialByte(_ word: UInt64) -> Bool {
+        let ones: UInt64 = 0x0101_0101_0101_0101
+        let highs: UInt64 = 0x8080_8080_8080_8080
+        @inline(__always) func zeroByte(_ value: UInt64) -> UInt64 { (value &- ones) & ~value & highs }
+        let control = (word &- 0x20 &* ones) & ~word & highs
+        return (control | (word & highs) | zeroByte(word ^ (0x22 &* ones)) | zeroByte(word ^ (0x5C &* ones))) != 0
     }
 
     /// Validates one multi-byte UTF-8 sequence (RFC 3629: no overlongs, no surrogates, ≤ U+10FFFF).

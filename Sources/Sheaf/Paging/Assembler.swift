@@ -1,3 +1,11 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
 /// Orders pages that finish out of order into one growing, de-duplicated prefix.
 ///
 /// Pages are held until the gap before them fills; each contiguous advance becomes one
@@ -36,8 +44,8 @@ struct Assembler {
     /// A page whose items repeat the page before it byte for byte (a server that ignores the
     /// page parameter serves page one again and again); nothing from it or after it is added.
     private(set) var repeatedPage: Int?
-    /// The digest of the last page added with items.
-    private var lastDigest: (index: Int, digest: Int)?
+    /// The last page added with items, to compare the next one with.
+    private var lastPage: (index: Int, page: Page)?
 
     init(keepsItems: Bool, maxItems: Int?, deduplicates: Bool, skipsOnFirstPage: Int = 0, deltaPerPage: Bool = false) {
         self.keepsItems = keepsItems
@@ -67,13 +75,13 @@ struct Assembler {
             open = false
         }
         while let page = pending.removeValue(forKey: nextIndex) {
-            if let digest = Self.digest(page) {
-                if let last = lastDigest, last.index == nextIndex - 1, last.digest == digest {
+            if !page.items.isEmpty {
+                if let last = lastPage, last.index == nextIndex - 1, Self.sameItems(page, last.page) {
                     repeatedPage = nextIndex
                     pending.removeAll()
                     break
                 }
-                lastDigest = (nextIndex, digest)
+                lastPage = (nextIndex, page)
             }
             nextIndex += 1
             pageCount += 1
@@ -89,13 +97,18 @@ struct Assembler {
         return deltas
     }
 
-    /// A digest of the page's items as they are written, nil for a page without items.
-    private static func digest(_ page: Page) -> Int? {
-        guard let first = page.items.first, let last = page.items.last else { return nil }
-        var hasher = Hasher()
-        hasher.combine(page.items.count)
-        page.body.withUnsafeBytes { hasher.combine(bytes: UnsafeRawBufferPointer(rebasing: $0[first.lowerBound..<last.upperBound])) }
-        return hasher.finalize()
+    /// Whether two pages hold the same items, byte for byte. Pages of a list differ early (the
+    /// first item's id), so the comparison of two different pages stops within a few bytes.
+    private static func sameItems(_ page: Page, _ other: Page) -> Bool {
+        guard page.items.count == other.items.count, let first = page.items.first, let last = page.items.last,
+              let otherFirst = other.items.first, let otherLast = other.items.last,
+              last.upperBound - first.lowerBound == otherLast.upperBound - otherFirst.lowerBound else { return false }
+        return page.body.withUnsafeBytes { bytes in
+            other.body.withUnsafeBytes { otherBytes in
+                memcmp(bytes.baseAddress! + first.lowerBound, otherBytes.baseAddress! + otherFirst.lowerBound,
+                       last.upperBound - first.lowerBound) == 0
+            }
+        }
     }
 
     /// Drops the held pages after `index`: they turned out to lie past the end of the list.
@@ -108,6 +121,19 @@ struct Assembler {
     private mutating func append(_ page: Page, index: Int, to json: inout [UInt8], ends: inout [Int], first: Bool) -> Int {
         var added = 0
         var needsComma = !first
+        // Items separated by a bare comma in the body (compact JSON, the common case) are copied
+        // as one run: one copy per page instead of one per item.
+        var run: Range<Int>?
+        var runStart = 0   // where the run lands in `json`
+        func copyRun() {
+            guard let bytes = run else { return }
+            json.append(contentsOf: page.body[bytes])
+            if keepsItems {
+                if !prefix.isEmpty { prefix.append(UInt8(ascii: ",")) }
+                prefix.append(contentsOf: page.body[bytes])
+            }
+            run = nil
+        }
         for (position, range) in page.items.enumerated() where index > 0 || position >= skipsOnFirstPage {
             if let maxItems, itemCount >= maxItems {
                 reachedLimit = true
@@ -118,17 +144,20 @@ struct Assembler {
                 guard seen.insert(identity).inserted else { continue }
                 if !keepsItems { remember(identity) }
             }
-            if needsComma { json.append(UInt8(ascii: ",")) }
-            needsComma = true
-            json.append(contentsOf: page.body[range])
-            ends.append(json.count)
-            if keepsItems {
-                if !prefix.isEmpty { prefix.append(UInt8(ascii: ",")) }
-                prefix.append(contentsOf: page.body[range])
+            if let bytes = run, range.lowerBound == bytes.upperBound + 1, page.body[bytes.upperBound] == UInt8(ascii: ",") {
+                run = bytes.lowerBound..<range.upperBound
+            } else {
+                copyRun()
+                if needsComma { json.append(UInt8(ascii: ",")) }
+                runStart = json.count
+                run = range
             }
+            needsComma = true
+            ends.append(runStart + range.upperBound - run!.lowerBound)
             itemCount += 1
             added += 1
         }
+        copyRun()
         if let maxItems, itemCount >= maxItems { reachedLimit = true }
         return added
     }

@@ -8,11 +8,14 @@
         for snapshot in client.stream("/v1/things", items="/data", paging="offset:offset"):
             print(snapshot.item_count, "of", snapshot.expected_items)
 
-The work is done by libsheaf.so (a C library with a Swift core), loaded with ctypes from, in order:
-``$SHEAF_LIBRARY_PATH`` (a file), the package's own ``lib/``, the source tree's ``build/lib/``.
+The work is done by libsheaf.so (a C library with a Swift core), loaded with ctypes from
+``$SHEAF_LIBRARY_PATH`` (a file) when it is set, else from the package's own ``lib/``, then the
+source tree's ``build/lib/``.
 """
 
 from __future__ import annotations
+
+from typing import Optional
 
 from . import _ffi
 from ._run import live_runs as _live_runs  # noqa: F401 - for tests
@@ -45,8 +48,9 @@ from .transport import Transport
 #: The version of this package.
 __version__ = "0.4.0"
 
-#: The file libsheaf.so was loaded from.
-library_path: str = _ffi.library_path
+#: The file libsheaf.so was loaded from; None when it could not be loaded (then the first use of
+#: the library raises ImportError, listing where it was looked for).
+library_path: Optional[str] = _ffi.library_path
 
 
 def library_version() -> str:

@@ -293,11 +293,13 @@ WRITE_FN = CFUNCTYPE(c_int, c_void_p, c_void_p, c_size_t)
 # ---- finding the library ----------------------------------------------------------------------
 
 def candidate_paths(environ: Optional[Mapping[str, str]] = None) -> List[Tuple[str, Optional[Path]]]:
-    """Where the library is looked for, in order: (description, path or None when not applicable)."""
+    """Where the library is looked for, in order: (description, path or None when not applicable).
+    $SHEAF_LIBRARY_PATH, when set, is the only place: a wrong one is an error, never a silent
+    fall back to another library."""
     candidates: List[Tuple[str, Optional[Path]]] = []
     configured = (os.environ if environ is None else environ).get(LIBRARY_PATH_VARIABLE)
     if configured:
-        candidates.append((f"${LIBRARY_PATH_VARIABLE}", Path(configured)))
+        return [(f"${LIBRARY_PATH_VARIABLE}", Path(configured))]
     else:
         candidates.append((f"${LIBRARY_PATH_VARIABLE}", None))
     bundled_dir = _PACKAGE_DIR / "lib"
@@ -667,5 +669,22 @@ def result_text(result: int) -> str:
     return decode(lib.sheaf_result_str(result))
 
 
-lib, library_path = load_library()
-declare(lib)
+class _Unloaded:
+    """Stands in for a library that could not be loaded: every use raises the ImportError that
+    says where it was looked for. So `import sheaf` works without it, and what needs no library
+    (``sheaf --version``, ``--help``) still answers."""
+
+    def __init__(self, error: ImportError) -> None:
+        self._error = error
+
+    def __getattr__(self, name: str) -> Any:
+        raise ImportError(str(self._error))
+
+
+library_path: Optional[str]
+try:
+    lib, library_path = load_library()
+except ImportError as _error:
+    lib, library_path = _Unloaded(_error), None
+else:
+    declare(lib)

@@ -9,13 +9,24 @@ import os
 import time
 from typing import Callable, Optional, TextIO
 
-__all__ = ["Progress", "format_count", "format_duration"]
+__all__ = ["Progress", "status_line", "format_count", "format_rounded", "format_duration", "format_rate"]
 
 CLEAR_LINE = "\r\x1b[K"      # back to column 0, erase to the end of the line
 
 
 def format_count(n: int) -> str:
     return f"{n:,}"
+
+
+def format_rounded(n: float) -> str:
+    """A count in at most five characters: 9,999, then 12.3k, 123k, 1.2M ..."""
+    if n < 9_999.5:
+        return format_count(round(n))
+    for unit in ("k", "M", "G", "T"):
+        n /= 1000
+        if n < 999.5 or unit == "T":
+            break
+    return (f"{n:.1f}".removesuffix(".0") if n < 99.95 else f"{n:.0f}") + unit
 
 
 def format_duration(seconds: float) -> str:
@@ -33,6 +44,62 @@ def format_duration(seconds: float) -> str:
 
 def format_rate(rate: float) -> str:
     return f"{rate:,.0f}" if rate >= 10 else f"{rate:.1f}"
+
+
+#: What a line too wide for the terminal gives up, in this order: first what only explains how the
+#: list is fetched, then the words around the numbers, then the numbers, the item count last.
+ECONOMIES = ("window", "in flight", "requests", "pages", "note", "prefix", "terse", "rounded", "rate", "eta")
+
+
+def status_line(snapshot, elapsed: float, width: int, final: bool = False, note: str = "") -> str:
+    """The progress line of `snapshot` (None before the first page) `elapsed` seconds after the
+    start, in at most `width` characters.
+
+    The whole line is "sheaf: 12,345/100,000 items, 124/1,000 pages, 8 in flight (window 16),
+    2,469 items/s, ETA 36s"; the final line has the request count and the time taken instead of
+    what is in flight and the ETA, and the `note`. When that does not fit, the parts named in
+    ECONOMIES give way one after the other, down to "12.3k/100k 2,469/s ETA 36s" and then to the
+    item count alone, so that the count, the rate and the ETA are the last to go.
+    """
+    if snapshot is None:
+        taken = format_duration(elapsed)
+        candidates = [f"sheaf: waiting for the first page ({taken})", f"waiting for page 1 ({taken})",
+                      f"waiting ({taken})"]
+    else:
+        candidates = [_line(snapshot, elapsed, final, note, frozenset(ECONOMIES[:given_up]))
+                      for given_up in range(len(ECONOMIES) + 1)]
+    for text in candidates:
+        if len(text) <= width:
+            return text
+    return candidates[-1][:width]
+
+
+def _line(s, elapsed: float, final: bool, note: str, without: frozenset) -> str:
+    terse = "terse" in without
+    count = format_rounded if "rounded" in without else format_count
+    items = count(s.item_count) + ("" if s.expected_items is None else "/" + count(s.expected_items))
+    parts = [items if terse else items + " items"]
+    if "pages" not in without:
+        pages = format_count(s.page_count)
+        parts.append(pages + ("" if s.expected_pages is None else "/" + format_count(s.expected_pages)) + " pages")
+    if not final and "in flight" not in without:
+        window = f" (window {s.window})" if s.window and "window" not in without else ""
+        parts.append(f"{s.requests_in_flight} in flight{window}")
+    rate = s.item_count / max(elapsed, 1e-9)
+    if "rate" not in without:
+        shown = format_rounded(rate) if "rounded" in without and rate >= 10 else format_rate(rate)
+        parts.append(shown + ("/s" if terse else " items/s"))
+    if final:
+        if "requests" not in without:
+            parts.append(f"{s.requests_made} requests")
+        if "eta" not in without:
+            parts.append(f"in {format_duration(elapsed)}")
+    elif s.expected_items is not None and rate > 0 and "eta" not in without:
+        parts.append(f"ETA {format_duration(max(s.expected_items - s.item_count, 0) / rate)}")
+    text = (" " if terse else ", ").join(parts)
+    if note and "note" not in without:
+        text += f" ({note})"
+    return text if "prefix" in without else "sheaf: " + text
 
 
 class Progress:
@@ -58,32 +125,9 @@ class Progress:
 
     # -- the text ------------------------------------------------------------------------------
 
-    def text(self, final: bool = False) -> str:
-        s = self.snapshot
-        elapsed = max(self.clock() - self.start, 1e-9)
-        if s is None:
-            return f"sheaf: waiting for the first page ({format_duration(elapsed)})"
-        items, pages = s.item_count, s.page_count
-        parts = []
-        if s.expected_items is not None:
-            parts.append(f"{format_count(items)}/{format_count(s.expected_items)} items")
-        else:
-            parts.append(f"{format_count(items)} items")
-        if s.expected_pages is not None:
-            parts.append(f"{format_count(pages)}/{format_count(s.expected_pages)} pages")
-        else:
-            parts.append(f"{format_count(pages)} pages")
-        if not final:
-            parts.append(f"{s.requests_in_flight} in flight" + (f" (window {s.window})" if s.window else ""))
-        rate = items / elapsed
-        parts.append(f"{format_rate(rate)} items/s")
-        if final:
-            parts.append(f"{s.requests_made} requests")
-            parts.append(f"in {format_duration(elapsed)}")
-        elif s.expected_items is not None and rate > 0:
-            remaining = max(s.expected_items - items, 0)
-            parts.append(f"ETA {format_duration(remaining / rate)}")
-        return "sheaf: " + ", ".join(parts)
+    def text(self, final: bool = False, note: str = "") -> str:
+        """The line as it fits the terminal now (never its last column: no wrap, no scroll)."""
+        return status_line(self.snapshot, self.clock() - self.start, self._width() - 1, final, note)
 
     # -- drawing -------------------------------------------------------------------------------
 
@@ -100,9 +144,6 @@ class Progress:
         return max(columns, 20)
 
     def _draw(self, text: str, end: str = "") -> None:
-        width = self._width() - 1          # never reach the last column: no wrap, no scroll
-        if len(text) > width:
-            text = text[: max(width - 3, 0)] + "..."
         try:
             self.stream.write(CLEAR_LINE + text + end)
             self.stream.flush()
@@ -140,8 +181,5 @@ class Progress:
         """Draws the final state and ends the line with a newline."""
         if not self.enabled:
             return
-        text = self.text(final=True)
-        if note:
-            text += f" ({note})"
-        self._draw(text, end="\n")
+        self._draw(self.text(final=True, note=note), end="\n")
         self.enabled = False

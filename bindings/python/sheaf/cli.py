@@ -4,6 +4,7 @@ or make one request.
     sheaf get URL [options]          (also: python3 -m sheaf get URL ...)
     sheaf request [-X METHOD] URL [--json JSON|@FILE] [--form NAME=VALUE ...] [options]
     sheaf download URL -o FILE [options]
+    sheaf completion bash|zsh        (a script for the shell to source)
 
 `sheaf get --help` explains the options, with worked examples. The console-script entry point
 is `sheaf.cli:main`.
@@ -12,12 +13,16 @@ is `sheaf.cli:main`.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import csv
 import errno
+import io
 import json
 import os
+import re
 import signal
 import sys
-from typing import List, Optional, Sequence, Tuple
+from typing import Any, List, NamedTuple, Optional, Sequence, Tuple
 from urllib.parse import urlsplit
 
 from ._progress import Progress
@@ -82,6 +87,16 @@ examples:
 
 """ + EXIT_STATUS_TEXT
 
+COMPLETION_EPILOG = """\
+examples:
+  source <(sheaf completion bash)                 in ~/.bashrc
+  sheaf completion bash > ~/.local/share/bash-completion/completions/sheaf
+  source <(sheaf completion zsh)                  in ~/.zshrc, after compinit
+  sheaf completion zsh > ~/.zfunc/_sheaf          with ~/.zfunc in $fpath, before compinit
+
+  The script is made from the command's own options, so it is as new as the sheaf that wrote
+  it: write it again after an upgrade. The presets it offers are the library's."""
+
 GET_EPILOG = """\
 describing a list:
   Nothing, usually: Sheaf reads the first page and detects where the items are (the body array,
@@ -125,6 +140,20 @@ describing a list:
     --id PTR            an identity inside each item; repeated items are dropped, the first
                         one wins (pages that shift while they are read repeat items)
 
+output formats:
+  jsonl  one item per line, the bytes the server sent (the default)
+  json   one array, an item per line
+  csv    with --fields: a header row of the fields' names (each pointer without its leading
+         "/": number,user/login,labels/0/name), then a row per item: strings as they are,
+         numbers and booleans as JSON text (42, true), null or missing as an empty cell,
+         objects and arrays as compact JSON; rows end with CRLF (RFC 4180). With --resume there
+         is no header row, so that the rest appends to the first part.
+  --fields PTR,PTR,... (JSON pointers, RFC 6901: /id, /user/login, /labels/0/name, /a~1b for
+  the key "a/b") with jsonl or json writes each item as an object of those fields instead,
+  keyed by the same names: {"id":1,"owner/name":"x"}, null for a missing one.
+  Without --fields, the library writes the items as the pages brought them, nothing decoded
+  in Python; csv and --fields decode each item in Python, which is slower on long lists.
+
 examples:
   1. GitHub-style: a bare array, Link: <...&page=2>; rel="next", <...&page=34>; rel="last":
 
@@ -145,9 +174,19 @@ examples:
 
        SHEAF_TOKEN=... sheaf get URL --max-items 500 --format json -o things.json --quiet
 
+  5. A table of each issue's number, author and first label:
+
+       sheaf get 'https://api.github.com/repos/OWNER/REPO/issues' --preset github \\
+           --format csv --fields /number,/user/login,/labels/0/name -o issues.csv
+
+  6. Only some fields of each item, still as JSON lines:
+
+       sheaf get 'https://api.example.com/v1/things' --fields /id,/owner/name
+
   On a terminal a progress line on stderr shows the items and pages so far (of the expected
-  totals, when known), the requests in flight, the rate and an ETA. It is left out when stderr
-  is not a terminal, and with --quiet.
+  totals, when known), the requests in flight, the rate and an ETA; on a narrow terminal the
+  other parts give way first, the item count, the rate and the ETA last. It is left out when
+  stderr is not a terminal, and with --quiet.
 
 """ + EXIT_STATUS_TEXT
 
@@ -179,6 +218,31 @@ def _seconds(text: str) -> float:
 _positive = _int_at_least(1, "a positive integer")
 _non_negative = _int_at_least(0, "a non-negative integer")
 
+FORMATS = ("jsonl", "json", "csv")
+
+
+class Field(NamedTuple):
+    """One of --fields: its name (the pointer without its leading "/") and the pointer's keys."""
+
+    name: str
+    keys: Tuple[str, ...]
+
+
+def _fields(text: str) -> List[Field]:
+    """--fields: comma-separated JSON pointers (RFC 6901)."""
+    fields: List[Field] = []
+    for pointer in text.split(","):
+        if not pointer.startswith("/"):
+            raise argparse.ArgumentTypeError(
+                f"{pointer!r} is not a JSON pointer: each field starts with '/' (/id, /user/login)")
+        if re.search("~(?![01])", pointer):
+            raise argparse.ArgumentTypeError(f"{pointer!r}: in a JSON pointer '~' is written ~0 and '/' in a key ~1")
+        if any(field.name == pointer[1:] for field in fields):
+            raise argparse.ArgumentTypeError(f"{pointer} is named twice")
+        keys = tuple(key.replace("~1", "/").replace("~0", "~") for key in pointer[1:].split("/"))
+        fields.append(Field(pointer[1:], keys))
+    return fields
+
 
 class _Parser(argparse.ArgumentParser):
     """An ArgumentParser whose error messages never repeat a secret: a mistyped flag
@@ -190,6 +254,26 @@ class _Parser(argparse.ArgumentParser):
         for secret in sorted(_Parser.secrets, key=len, reverse=True):
             message = message.replace(secret, "***")
         super().error(message)
+
+
+class _PrintVersions(argparse.Action):
+    """--version: the package's version and the library's, which may differ (SHEAF_LIBRARY_PATH
+    can name any build). Still answers when the library cannot be loaded: that is when the
+    question gets asked."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, **options: Any) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **options)
+
+    def __call__(self, parser, namespace, values, option_string=None) -> None:
+        from . import __version__
+
+        try:
+            import sheaf as api
+            library = f"libsheaf {api.library_version()} ({api.library_path})"
+        except (ImportError, OSError, AttributeError):
+            library = "libsheaf: not found (set SHEAF_LIBRARY_PATH to libsheaf.so.0)"
+        sys.stdout.write(f"{PROG} {__version__}\n{library}\n")
+        parser.exit()
 
 
 def _probable_secrets(argv: Sequence[str]) -> Tuple[str, ...]:
@@ -214,12 +298,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="Run 'sheaf get --help' for the options and worked examples.\n\n"
                + EXIT_STATUS_TEXT,
         formatter_class=argparse.RawDescriptionHelpFormatter)
-    try:
-        from . import __version__ as version  # type: ignore[attr-defined]
-    except ImportError:
-        version = None
-    if isinstance(version, str):
-        parser.add_argument("--version", action="version", version=f"%(prog)s {version}")
+    parser.add_argument("--version", action=_PrintVersions, help="print the versions of sheaf and libsheaf, and exit")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     commands.required = True
 
@@ -278,8 +357,12 @@ def build_parser() -> argparse.ArgumentParser:
     _add_retry_options(limits)
 
     output = get.add_argument_group("output")
-    output.add_argument("--format", choices=("jsonl", "json"), default="jsonl",
-                        help="jsonl: one JSON item per line, as the server sent it (default); json: one array")
+    output.add_argument("--format", choices=FORMATS, default="jsonl",
+                        help="jsonl: one JSON item per line, as the server sent it (default); json: one array; "
+                             "csv: a row per item (needs --fields); see 'output formats' below")
+    output.add_argument("--fields", metavar="PTR,PTR,...", type=_fields,
+                        help="JSON pointers of the item's fields to write: the columns of csv; with jsonl "
+                             "or json, objects of those fields instead of the whole items")
     output.add_argument("-o", "--output", metavar="FILE",
                         help="write the items to FILE instead of stdout")
     output.add_argument("--quiet", "-q", action="store_true",
@@ -326,6 +409,14 @@ def build_parser() -> argparse.ArgumentParser:
     presets = commands.add_parser("presets", help="list the presets (known APIs' shapes)",
                                   description="List the presets: each pins the shape of a known API's lists.")
     presets.set_defaults(handler=_presets, subparser=presets)
+
+    completion = commands.add_parser(
+        "completion", help="print a shell completion script (bash or zsh)",
+        description="Print a script that makes the shell complete sheaf's commands, their flags and\n"
+                    "the flags' values (formats, presets, files).",
+        epilog=COMPLETION_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    completion.add_argument("shell", choices=("bash", "zsh"), help="the shell to complete in")
+    completion.set_defaults(handler=_print_completion, subparser=completion)
     return parser
 
 
@@ -395,6 +486,72 @@ class AtomicFile:
                 os.unlink(self.temporary)
             except FileNotFoundError:
                 pass
+
+
+class FieldWriter:
+    """Items written from Python, decoded: a csv row per item, or with jsonl or json an object of
+    --fields per item (the library's own writer only copies whole items)."""
+
+    def __init__(self, out, format: str, fields: List[Field], header: bool) -> None:
+        self.out = out
+        self.format = format
+        self.fields = fields
+        self.header = header
+        self.count = 0
+
+    def start(self) -> None:
+        if self.format == "csv" and self.header:
+            self._write_rows([[field.name for field in self.fields]])
+        elif self.format == "json":
+            self._write("[")
+
+    def add(self, items: List[Any]) -> None:
+        if not items:
+            return
+        if self.format == "csv":
+            self._write_rows([[_cell(_lookup(item, field.keys)) for field in self.fields] for item in items])
+        else:
+            objects = [_compact({field.name: _lookup(item, field.keys) for field in self.fields}) for item in items]
+            if self.format == "json":
+                self._write((",\n" if self.count else "\n") + ",\n".join(objects))
+            else:
+                self._write("".join(line + "\n" for line in objects))
+        self.count += len(items)
+
+    def finish(self) -> None:
+        if self.format == "json":
+            self._write("\n]\n" if self.count else "]\n")
+
+    def _write_rows(self, rows: List[List[str]]) -> None:
+        text = io.StringIO()
+        csv.writer(text).writerows(rows)
+        self._write(text.getvalue())
+
+    def _write(self, text: str) -> None:
+        self.out.write(text.encode("utf-8"))
+        self.out.flush()   # each snapshot's items go out as they arrive, as the library's do
+
+
+def _lookup(item: Any, keys: Tuple[str, ...]) -> Any:
+    """The value at a JSON pointer's keys in `item`, None where it leads nowhere."""
+    for key in keys:
+        if isinstance(item, dict):
+            item = item.get(key)
+        elif isinstance(item, list) and re.fullmatch("0|[1-9][0-9]*", key) and int(key) < len(item):
+            item = item[int(key)]
+        else:
+            return None
+    return item
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return ""
+    return value if isinstance(value, str) else _compact(value)
+
+
+def _compact(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
 # ---- running -------------------------------------------------------------------------------
@@ -536,11 +693,35 @@ def _error_message(api, error: BaseException, token: Optional[str]) -> str:
     return _one_line(message, token)
 
 
+class _Interrupt:
+    """Where Ctrl-C stands: inside `held_back()` the KeyboardInterrupt waits for the block's end."""
+
+    held = False
+    pending = False
+
+    @staticmethod
+    @contextlib.contextmanager
+    def held_back():
+        """A block Ctrl-C does not cut in two: items written and the token that goes on after them
+        must change together, or a resumed run would write them twice."""
+        _Interrupt.held = True
+        try:
+            yield
+        finally:
+            _Interrupt.held = False
+        if _Interrupt.pending:
+            _Interrupt.pending = False
+            raise KeyboardInterrupt
+
+
 def _install_sigint() -> None:
     """Ctrl-C raises KeyboardInterrupt once (to cancel the list cleanly); a second one kills."""
     def on_sigint(signum, frame):
         signal.signal(signal.SIGINT, signal.SIG_DFL)
-        raise KeyboardInterrupt
+        if _Interrupt.held:
+            _Interrupt.pending = True
+        else:
+            raise KeyboardInterrupt
 
     try:
         if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
@@ -587,6 +768,19 @@ def _presets(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _print_completion(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+    from . import _completion as scripts
+
+    try:
+        import sheaf as api
+        values = {"--preset": sorted(api.presets())}
+    except (ImportError, OSError, AttributeError):
+        values = {}   # the script still completes everything else
+    write = scripts.bash if args.shell == "bash" else scripts.zsh
+    sys.stdout.write(write(build_parser(), values))
+    return EXIT_OK
+
+
 def _explain(api, args: argparse.Namespace, base: str, path: str, token: Optional[str],
              list_options: dict, client_options: dict) -> int:
     list_options = {name: value for name, value in list_options.items() if name not in RUN_OPTIONS}
@@ -616,6 +810,8 @@ def _connect(parser: argparse.ArgumentParser, args: argparse.Namespace):
 
 
 def _get(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+    if args.format == "csv" and not args.fields:
+        parser.error("--format csv needs --fields, the JSON pointers of its columns (e.g. --fields /id,/user/login)")
     connection = _connect(parser, args)
     if connection is None:
         return EXIT_FAILURE
@@ -634,9 +830,9 @@ def _get(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         out = target.file
     else:
         out = sys.stdout.buffer
-    # The library writes the items itself, from the bytes the pages brought (nothing decoded in
-    # Python). When they go to the terminal the progress line is on, only its final state is
-    # drawn, after them.
+    # Without --fields the library writes the items itself, from the bytes the pages brought
+    # (nothing decoded in Python). When they go to the terminal the progress line is on, only its
+    # final state is drawn, after them.
     shares_terminal = not args.output and _isatty(sys.stdout)
     progress = Progress(sys.stderr, enabled=not args.quiet and _isatty(sys.stderr), live=not shares_terminal)
     status, message, note = EXIT_OK, None, ""
@@ -645,16 +841,17 @@ def _get(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         try:
             with api.Client(base, **client_options) as client:
                 progress.start_waiting()
-                written = client.fetch_to(path, out, format=args.format, progress=progress.update, **list_options)
-            resume = written.resume_token
+                if args.fields:
+                    writer = FieldWriter(out, args.format, args.fields, header=args.resume is None)
+                    resume = _write_decoded(client, path, writer, progress, list_options)
+                else:
+                    resume = client.fetch_to(path, out, format=args.format, progress=progress.update,
+                                             **list_options).resume_token
             if resume is not None:
                 note = "stopped where asked"
         except api.FileError as e:
             if target is None and os.strerror(errno.EPIPE) in e.message:
-                # The reader went away (`sheaf get ... | head`): stop quietly.
-                _silence(out)
-                progress.clear()
-                return EXIT_OK
+                return _reader_left(out, progress)
             status, message, note = EXIT_FAILURE, _error_message(api, e, token), "failed"
         except api.Error as e:
             status, message = _exit_status(api, e), _error_message(api, e, token)
@@ -662,6 +859,10 @@ def _get(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         except KeyboardInterrupt as e:
             status, message, note = EXIT_INTERRUPTED, "interrupted", "interrupted"
             resume = getattr(e, "resume_token", None)
+        except OSError as e:   # a FieldWriter's write
+            if target is None and e.errno == errno.EPIPE:
+                return _reader_left(out, progress)
+            status, message, note = EXIT_FAILURE, f"cannot write {args.output or 'the items'}: {e.strerror or e}", "failed"
     finally:
         if target is not None:
             try:
@@ -682,6 +883,33 @@ def _get(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     if resume is not None and (status == EXIT_OK or (items_written > 0 and target is None)):
         _error(f"to go on: --resume {resume}")
     return status
+
+
+def _write_decoded(client, path: str, writer: FieldWriter, progress: Progress, list_options: dict) -> Optional[str]:
+    """What fetch_to does, through Client.stream and `writer`: returns the token that goes on
+    after the items written (None when the list is complete)."""
+    with client.stream(path, **list_options) as stream:
+        written_through = stream.resume_token
+        writer.start()
+        try:
+            for snapshot in stream:
+                progress.update(snapshot)
+                with _Interrupt.held_back():
+                    writer.add(snapshot.items)
+                    written_through = snapshot.resume_token
+        except KeyboardInterrupt as interrupt:
+            interrupt.resume_token = written_through   # type: ignore[attr-defined]
+            raise
+        finally:
+            writer.finish()   # a JSON array is closed after a failure too
+        return stream.resume_token
+
+
+def _reader_left(out, progress: Progress) -> int:
+    """The reader went away (`sheaf get ... | head`): stop quietly."""
+    _silence(out)
+    progress.clear()
+    return EXIT_OK
 
 
 def _silence(out) -> None:
@@ -819,7 +1047,11 @@ def _start_logging(verbosity: int) -> None:
 def main(argv: Optional[Sequence[str]] = None) -> int:
     _Parser.secrets = _probable_secrets(list(sys.argv[1:] if argv is None else argv))
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, unrecognized = parser.parse_known_args(argv)
+    if unrecognized:
+        # argparse reports them at the top level, with the top-level usage; the subcommand's
+        # usage is the one that shows what could have been meant.
+        args.subparser.error("unrecognized arguments: " + " ".join(unrecognized))
     _start_logging(getattr(args, "verbose", 0))
     _install_sigint()
     try:

@@ -56,11 +56,9 @@ def test_loading_reports_a_wrong_version_for_every_place_tried(monkeypatch):
     assert "version 1.0.0" in message and NEEDS in message
 
 
-def test_a_file_that_is_not_a_library_is_reported(tmp_path):
+def test_a_library_path_that_does_not_load_is_an_error_not_a_fall_back(tmp_path):
     bogus = tmp_path / "libsheaf.so.0"
     bogus.write_text("not an ELF file")
-    environ = {"SHEAF_LIBRARY_PATH": str(bogus)}
-
     loaded = []
 
     def loader(path):
@@ -69,8 +67,13 @@ def test_a_file_that_is_not_a_library_is_reported(tmp_path):
         loaded.append(path)
         return FakeLibrary(CURRENT)
 
-    library, path = _ffi.load_library(environ, loader=loader)
-    assert path != str(bogus) and loaded == [path]
+    for environ, why in (({"SHEAF_LIBRARY_PATH": str(bogus)}, "cannot be loaded"),
+                         ({"SHEAF_LIBRARY_PATH": str(tmp_path / "missing.so")}, "no such file")):
+        with pytest.raises(ImportError) as raised:
+            _ffi.load_library(environ, loader=loader)
+        assert environ["SHEAF_LIBRARY_PATH"] in str(raised.value) and why in str(raised.value)
+        assert "build tree" not in str(raised.value)
+    assert loaded == []     # nothing else was tried
 
 
 def copy_of_the_package(destination: Path) -> Path:
@@ -90,11 +93,16 @@ def run_python(code: str, pythonpath: Path, library_path: str) -> subprocess.Com
 
 
 def test_an_import_error_lists_every_place_tried_when_nothing_is_found(tmp_path):
+    # The package imports without its library (so `sheaf --version` answers); the first use of
+    # the library raises the ImportError.
     root = copy_of_the_package(tmp_path)
-    result = run_python("import sheaf", root, "/nowhere/libsheaf.so.0")
+    use = "import sheaf\nassert sheaf.library_path is None\nsheaf.Client('http://127.0.0.1:1')"
+    result = run_python(use, root, "/nowhere/libsheaf.so.0")
     assert result.returncode != 0
     assert "ImportError" in result.stderr
     assert "/nowhere/libsheaf.so.0: no such file" in result.stderr
+    result = run_python(use, root, "")     # not set: every place is tried
+    assert result.returncode != 0
     assert str(root / "sheaf" / "lib") in result.stderr
     assert "build tree" in result.stderr and "build/lib/libsheaf.so.0" in result.stderr
 
@@ -108,13 +116,13 @@ def test_the_library_named_by_the_environment_is_the_one_loaded(tmp_path):
 
 
 @pytest.mark.skipif(shutil.which("cc") is None, reason="needs a C compiler")
-def test_a_real_library_of_another_major_version_fails_the_import(tmp_path):
+def test_a_real_library_of_another_major_version_is_refused_at_first_use(tmp_path):
     source = tmp_path / "fake.c"
     source.write_text("int sheaf_version_number(void) { return 10000; }\n")
     fake = tmp_path / "libsheaf.so.1"
     subprocess.run(["cc", "-shared", "-fPIC", "-o", str(fake), str(source)], check=True)
     root = copy_of_the_package(tmp_path)
-    result = run_python("import sheaf", root, str(fake))
+    result = run_python("import sheaf\nsheaf.Client('http://127.0.0.1:1')", root, str(fake))
     assert result.returncode != 0
     assert f"{fake}: version 1.0.0" in result.stderr and NEEDS in result.stderr
 
