@@ -710,6 +710,22 @@ SHEAF_API sheaf_result sheaf_list_start(sheaf_list *list, sheaf_snapshot_fn on_s
 SHEAF_API sheaf_result sheaf_list_start_pull(sheaf_list *list);
 
 /**
+ * For a list to be started with sheaf_list_start_pull: an event loop watches `fd` instead of a
+ * thread waiting in sheaf_list_next. Each time sheaf_list_next gets something new to hand out
+ * (a snapshot, or the end), the library writes 8 bytes to `fd`: a uint64_t 1, what an eventfd
+ * adds to its counter. The reader then takes with sheaf_list_next(list, 0, ...) until
+ * SHEAF_PENDING or the end; notifications may be coalesced or come spuriously, never missed.
+ * An eventfd or a socket is written without blocking and, for a socket, without SIGPIPE
+ * (MSG_DONTWAIT | MSG_NOSIGNAL); a pipe is written with write(2): make its write end O_NONBLOCK
+ * (a full pipe then skips the write: its reader has a wake-up pending) and keep its read end
+ * open as long as the list may write. `fd` stays the caller's: keep it open until
+ * sheaf_list_free returns.
+ * -1 (the default) turns notifying off. SHEAF_E_STATE once the list has started;
+ * SHEAF_E_INVALID_ARGUMENT for a negative fd other than -1.
+ */
+SHEAF_API sheaf_result sheaf_list_set_notify_fd(sheaf_list *list, int fd);
+
+/**
  * Takes the next snapshot of a list started with sheaf_list_start_pull, waiting at most
  * `timeout_ms` milliseconds for one (0: do not wait; negative: wait until one comes or the
  * list ends). Returns:

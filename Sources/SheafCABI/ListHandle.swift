@@ -10,6 +10,8 @@ final class ListHandle: Sendable, ErrorRecording {
         var started: Bool { run != nil || pager != nil }
         var description: ListDescription
         var keepsItems = true
+        /// Written to when a pulled snapshot or the end is ready (sheaf_list_set_notify_fd); -1: none.
+        var notifyFD: Int32 = -1
         /// The list's own transport, in place of the client's.
         var transport: CFunctionTransport?
         /// Headers of every page request, replacing the client's of the same name.
@@ -61,6 +63,11 @@ final class ListHandle: Sendable, ErrorRecording {
         try configure { $0.keepsItems = keeps }
     }
 
+    func setNotifyFD(_ fd: Int32) throws(SheafError) {
+        guard fd >= -1 else { throw SheafError(.invalidArgument, "the notify fd must be a file descriptor or -1, not \(fd)") }
+        try configure { $0.notifyFD = fd }
+    }
+
     func setTransport(_ transport: CFunctionTransport?) throws(SheafError) {
         try configure { $0.transport = transport }
     }
@@ -83,6 +90,10 @@ final class ListHandle: Sendable, ErrorRecording {
             if let keepingItems { state.keepsItems = keepingItems }
             let keepsItems = state.keepsItems
             let pull = pulling ? SnapshotQueue<PulledSnapshot>() : nil
+            if let pull, state.notifyFD >= 0 {
+                let fd = state.notifyFD
+                pull.whenReady { notify(fd) }
+            }
             // The C copy of a pulled snapshot is made on the run's delivery thread, not on the
             // caller's thread that takes it.
             let run: ListRun
@@ -435,6 +446,23 @@ public func sheaf_list_resume_token(_ list: OpaquePointer?, _ outToken: UnsafeMu
 @c @implementation
 public func sheaf_list_set_keep_items(_ list: OpaquePointer?, _ keep: Int32) -> sheaf_result {
     withList(list) { (handle) throws(SheafError) in try handle.setKeepsItems(keep != 0) }
+}
+
+@c @implementation
+public func sheaf_list_set_notify_fd(_ list: OpaquePointer?, _ fd: Int32) -> sheaf_result {
+    withList(list) { (handle) throws(SheafError) in try handle.setNotifyFD(fd) }
+}
+
+/// One notification of sheaf_list_set_notify_fd: 8 bytes holding 1 (an eventfd's increment).
+/// A socket is written without blocking or SIGPIPE; anything else (an eventfd, a pipe) with
+/// write(2), as the header says. A failed write needs nothing: a full fd has one pending.
+private func notify(_ fd: Int32) {
+    var one: UInt64 = 1
+    withUnsafeBytes(of: &one) { bytes in
+        if send(fd, bytes.baseAddress, bytes.count, Int32(MSG_NOSIGNAL | MSG_DONTWAIT)) < 0, errno == ENOTSOCK {
+            _ = write(fd, bytes.baseAddress, bytes.count)
+        }
+    }
 }
 
 @c @implementation

@@ -13,6 +13,7 @@
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <jansson.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -21,6 +22,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -805,6 +808,61 @@ static void a_pulled_list_arrives_in_order_on_the_callers_thread(void) {
     sheaf_list_free(list);
     sheaf_client_free(client);
     recorder_free(&r);
+}
+
+/* An event loop's way: poll the notify fd, take with a 0 ms timeout until PENDING, never wait in
+ * sheaf_list_next. `fd` is what the library writes; `readable` what is polled and drained. */
+static void pull_by_notification(int fd, int readable) {
+    sheaf_client *client = client_for(&g_server, NULL);
+    sheaf_list *list = anchor_list(client, "/anchor?n=300&latency_ms=5", 10, ANCHOR_ALL);
+    if (list == NULL) {
+        sheaf_client_free(client);
+        return;
+    }
+    CHECK_LIST_RESULT(list, sheaf_list_set_notify_fd(list, -2), SHEAF_E_INVALID_ARGUMENT);
+    CHECK_LIST_RESULT(list, sheaf_list_set_notify_fd(list, fd), SHEAF_OK);
+    CHECK_LIST_RESULT(list, sheaf_list_start_pull(list), SHEAF_OK);
+    CHECK_LIST_RESULT(list, sheaf_list_set_notify_fd(list, -1), SHEAF_E_STATE);
+    long long next_id = 0;
+    int wakeups = 0, ended = 0;
+    for (int round = 0; round < 2000 && !ended; round++) {   /* bounded: 2000 wake-ups at most */
+        struct pollfd watched = {.fd = readable, .events = POLLIN};
+        if (!CHECK(poll(&watched, 1, 10000) == 1)) break;     /* the list notifies, or this fails */
+        wakeups++;
+        uint64_t drained[64];
+        CHECK(read(readable, drained, sizeof drained) >= 8);
+        for (;;) {
+            const sheaf_snapshot *snapshot = NULL;
+            sheaf_result result = sheaf_list_next(list, 0, &snapshot);
+            if (result == SHEAF_PENDING) break;
+            if (!CHECK_INT(result, SHEAF_OK)) { ended = 1; break; }
+            if (snapshot == NULL) { ended = 1; break; }
+            json_t *delta = json_loadb(snapshot->delta_json, snapshot->delta_length, 0, NULL);
+            for (size_t i = 0; i < json_array_size(delta); i++)
+                CHECK_INT(json_integer_value(json_object_get(json_array_get(delta, i), "id")), next_id++);
+            json_decref(delta);
+        }
+    }
+    CHECK(ended);
+    CHECK_INT(next_id, 300);
+    CHECK(wakeups >= 1);
+    CHECK_LIST_RESULT(list, sheaf_list_wait(list), SHEAF_OK);
+    sheaf_list_free(list);
+    sheaf_client_free(client);
+}
+
+static void a_pulled_list_notifies_an_eventfd_or_a_socket_when_a_snapshot_is_ready(void) {
+    int event = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    if (CHECK(event >= 0)) {
+        pull_by_notification(event, event);
+        close(event);
+    }
+    int pair[2];
+    if (CHECK(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) == 0)) {
+        pull_by_notification(pair[0], pair[1]);
+        close(pair[0]);
+        close(pair[1]);
+    }
 }
 
 static void a_list_started_with_a_callback_cannot_be_pulled(void) {
@@ -2649,6 +2707,7 @@ static const test_case tests[] = {
     TEST(a_pulled_list_arrives_in_order_on_the_callers_thread, 1),
     TEST(a_list_started_with_a_callback_cannot_be_pulled, 1),
     TEST(pulling_says_pending_until_a_snapshot_comes_and_a_cancel_ends_it, 1),
+    TEST(a_pulled_list_notifies_an_eventfd_or_a_socket_when_a_snapshot_is_ready, 1),
     TEST(a_pulled_list_nobody_pulls_holds_back_and_frees_promptly, 1),
     TEST(waiting_on_a_pulled_list_stops_the_pulling, 1),
     TEST(the_default_window_of_8_is_filled, 0),

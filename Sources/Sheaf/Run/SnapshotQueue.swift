@@ -26,6 +26,7 @@ package final class SnapshotQueue<Element: Sendable>: Sendable {
         var closed = false
         var onTake: (@Sendable () -> Void)?
         var onClose: (@Sendable () -> Void)?
+        var onReady: (@Sendable () -> Void)?
     }
 
     private let state = Locked(State())
@@ -43,25 +44,37 @@ package final class SnapshotQueue<Element: Sendable>: Sendable {
         }
     }
 
+    /// Calls `ready` after each snapshot queued and once at the end, without a lock held: what
+    /// an event loop needs to take with `next(timeoutMilliseconds: 0)` (set once, before the run
+    /// starts).
+    package func whenReady(_ ready: @escaping @Sendable () -> Void) {
+        state.withLock { $0.onReady = ready }
+    }
+
     /// Queues `snapshot` without waiting; false once the queue is closed (the run then stops, as
     /// when a callback asks to).
     package func push(_ snapshot: Element) -> Bool {
-        let queued = state.withLock { state -> Bool in
-            guard !state.closed else { return false }
+        let onReady = state.withLock { state -> (@Sendable () -> Void)?? in
+            guard !state.closed else { return nil }
             state.snapshots.append(snapshot)
-            return true
+            return .some(state.onReady)
         }
-        if queued { ready.signal() }
-        return queued
+        guard let onReady else { return false }
+        ready.signal()
+        onReady?()
+        return true
     }
 
     /// The run has finished: after the snapshots queued so far, `next` says `.end`.
     package func finish() {
-        let first = state.withLock { state -> Bool in
+        let (first, onReady) = state.withLock { state -> (Bool, (@Sendable () -> Void)?) in
             defer { state.finished = true }
-            return !state.finished
+            return (!state.finished, state.onReady)
         }
-        if first { ready.signal() }
+        if first {
+            ready.signal()
+            onReady?()
+        }
     }
 
     /// Takes the next snapshot, waiting at most `timeoutMilliseconds` (nil: as long as it takes).
@@ -88,6 +101,7 @@ package final class SnapshotQueue<Element: Sendable>: Sendable {
                 state.snapshots.removeAll()
                 state.onTake = nil
                 state.onClose = nil
+                state.onReady = nil
             }
             return state.closed ? nil : state.onClose
         }

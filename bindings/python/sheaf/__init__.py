@@ -19,6 +19,7 @@ from typing import Optional
 
 from . import _ffi
 from ._run import live_runs as _live_runs  # noqa: F401 - for tests
+from .aio import AsyncClient
 from .client import Client, Query
 from .description import Description, presets
 from .errors import (
@@ -30,6 +31,7 @@ from .errors import (
     FileError,
     HTTPError,
     IncompleteError,
+    ItemDecodeError,
     InternalError,
     NotFollowedError,
     PolicyError,
@@ -59,6 +61,7 @@ def library_version() -> str:
 
 
 __all__ = [
+    "AsyncClient",
     "Client",
     "ApiKey",
     "Response",
@@ -82,6 +85,7 @@ __all__ = [
     "TransportError",
     "DecodingError",
     "IncompleteError",
+    "ItemDecodeError",
     "NotFollowedError",
     "DetectionError",
     "PolicyError",

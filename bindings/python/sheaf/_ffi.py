@@ -503,6 +503,8 @@ def declare(library: Any) -> None:
     fn("sheaf_list_start", _sheaf_result, [ListHandle, SNAPSHOT_FN, c_void_p, c_void_p])
     # sheaf_result sheaf_list_start_pull(sheaf_list *list);
     fn("sheaf_list_start_pull", _sheaf_result, [ListHandle])
+    # sheaf_result sheaf_list_set_notify_fd(sheaf_list *list, int fd);
+    fn("sheaf_list_set_notify_fd", _sheaf_result, [ListHandle, c_int])
     # sheaf_result sheaf_list_next(sheaf_list *list, int64_t timeout_ms, const sheaf_snapshot **out_snapshot);
     fn("sheaf_list_next", _sheaf_result, [ListHandle, c_int64, POINTER(POINTER(SnapshotStruct))])
     # sheaf_result sheaf_list_wait(sheaf_list *list);
@@ -599,7 +601,7 @@ _CHECKED = (
     "sheaf_request_set_output_file",
     "sheaf_list_new", "sheaf_list_add_query", "sheaf_list_set_paging", "sheaf_list_set_signal",
     "sheaf_list_use_preset", "sheaf_list_description", "sheaf_preset_description",
-    "sheaf_list_set_max_items", "sheaf_list_set_keep_items", "sheaf_list_set_budget", "sheaf_list_set_resume", "sheaf_list_set_transport", "sheaf_list_cancel",
+    "sheaf_list_set_max_items", "sheaf_list_set_keep_items", "sheaf_list_set_budget", "sheaf_list_set_resume", "sheaf_list_set_transport", "sheaf_list_set_notify_fd", "sheaf_list_cancel",
     "sheaf_list_get_status", "sheaf_list_reset",
     "sheaf_request_cancel",
 )

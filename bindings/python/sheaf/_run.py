@@ -20,17 +20,18 @@ from __future__ import annotations
 
 import atexit
 import ctypes
+import dataclasses
 import decimal
 import itertools
 import json
 import threading
 import time
 from ctypes import POINTER, byref
-from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Tuple
 
 from . import _ffi
 from ._ffi import lib
-from .errors import Error, Result, UsageError, error_for
+from .errors import Error, ItemDecodeError, Result, UsageError, error_for
 from .snapshot import Snapshot
 from .transport import Transport, serve
 
@@ -48,6 +49,7 @@ _NINETEEN_DIGITS = b"0" * 19
 _PULL_MILLISECONDS = 250
 
 _END = object()  # what next_snapshot returns after the last snapshot
+PENDING = object()  # what take returns when no snapshot came in time
 _tokens = itertools.count(1)
 _runs: Dict[int, "ListRun"] = {}
 _runs_lock = threading.Lock()
@@ -83,21 +85,27 @@ class ListRun:
         self.resume_token: Optional[str] = None   # read when the list ends or is closed
         self.ended = False                           # the outcome was read
         self._pulled = POINTER(_ffi.SnapshotStruct)()   # where sheaf_list_next puts its answer
+        self.decode: Optional[Callable[[Any], Any]] = None   # decode= of fetch_all / stream, per item
+        self.items_seen = 0                                # items pulled so far (an item's index)
         if self.transport is not None:   # the list's own transport, with this run as user_data
             lib.sheaf_list_set_transport(handle, _TRANSPORT_BRIDGE, self.token, None)
 
     # ---- running ----------------------------------------------------------------------------
 
-    def start(self, look_ahead: Optional[int] = None, output: Optional[Tuple[int, int]] = None) -> None:
-        """Registers the run and starts the list in the background: pulled; with `look_ahead`,
-        in load-more mode (nothing is fetched until asked); with `output` (a file descriptor and
-        a ``SHEAF_FORMAT_*``), writing its items there."""
+    def start(self, look_ahead: Optional[int] = None, output: Optional[Tuple[int, int]] = None,
+              notify_fd: Optional[int] = None) -> None:
+        """Registers the run and starts the list in the background: pulled (with `notify_fd`,
+        written to when a snapshot or the end is ready: an event loop's wake-up); with
+        `look_ahead`, in load-more mode (nothing is fetched until asked); with `output` (a file
+        descriptor and a ``SHEAF_FORMAT_*``), writing its items there."""
         client, self.client = self.client, None   # the C list keeps the C client alive
         assert client is not None, "a list runs once"
         if client.closed:
             raise UsageError(Result.STATE, "the client was closed before the list started")
         with _runs_lock:
             _runs[self.token] = self
+        if notify_fd is not None:
+            lib.sheaf_list_set_notify_fd(self.handle, notify_fd)
         if output is not None:
             result = lib.sheaf_list_start_write_fd(self.handle, *output)
         elif look_ahead is None:
@@ -114,21 +122,27 @@ class ListRun:
     def _pull(self) -> Optional[_ffi.SnapshotStruct]:
         """The next snapshot as the library hands it (valid until the next pull), or None once
         the list has ended (its outcome is then read). Interruptible by Ctrl-C between waits."""
-        pointer = self._pulled
         while True:
-            result = lib.sheaf_list_next(self.handle, _PULL_MILLISECONDS, byref(pointer))
-            if result == _ffi.SHEAF_PENDING:
-                continue
-            if result != _ffi.SHEAF_OK:
-                raise error_for(result, **_ffi.last_error_detail())
-            if not pointer:
-                self._read_outcome()
-                return None
-            snapshot = pointer.contents
-            if snapshot.version < _ffi.SNAPSHOT_VERSION:
-                raise Error(_ffi.SHEAF_E_INTERNAL,
-                            f"snapshot version {snapshot.version} is older than this package reads")
-            return snapshot
+            taken = self.take(_PULL_MILLISECONDS)
+            if taken is not PENDING:
+                return taken
+
+    def take(self, milliseconds: int) -> Any:
+        """The next snapshot (valid until the next take), None once the list has ended (its
+        outcome is then read), or PENDING when none came within `milliseconds` (0: no wait)."""
+        pointer = self._pulled
+        result = lib.sheaf_list_next(self.handle, milliseconds, byref(pointer))
+        if result == _ffi.SHEAF_PENDING:
+            return PENDING
+        if result != _ffi.SHEAF_OK:
+            raise error_for(result, **_ffi.last_error_detail())
+        if not pointer:
+            self._read_outcome()
+            return None
+        snapshot = pointer.contents
+        if snapshot.version < _ffi.SNAPSHOT_VERSION:
+            raise Error(_ffi.SHEAF_E_INTERNAL, f"snapshot version {snapshot.version} is older than this package reads")
+        return snapshot
 
     def status(self) -> _ffi.ListStatusStruct:
         """Where the list stands (counts, and whether it has ended)."""
@@ -152,19 +166,41 @@ class ListRun:
             time.sleep(min(0.02, seconds))
 
     def next_items(self) -> Optional[List[Any]]:
-        """The items the next snapshot added, or None after the last snapshot."""
+        """The items the next snapshot added (through `decode`, when set), or None after the
+        last snapshot."""
         snapshot = self._pull()
-        return None if snapshot is None else _items(snapshot)
+        return None if snapshot is None else self.items_of(snapshot)
+
+    def items_of(self, snapshot: _ffi.SnapshotStruct) -> List[Any]:
+        """The items `snapshot` added, through `decode` when set."""
+        return self._decoded(_items(snapshot))
+
+    def _decoded(self, items: List[Any]) -> List[Any]:
+        """`items` through the run's `decode`; raises ItemDecodeError (with the items of this
+        batch decoded before it) for the first one it refuses."""
+        first = self.items_seen
+        self.items_seen += len(items)
+        if self.decode is None:
+            return items
+        decoded = []
+        for offset, item in enumerate(items):
+            try:
+                decoded.append(self.decode(item))
+            except Exception as error:   # the caller's decoder: whatever it raises
+                raise ItemDecodeError(first + offset, item, _name_of(self.decode), error, decoded) from error
+        return decoded
 
     def next_snapshot(self) -> Any:
         """The next snapshot, or _END after the last one."""
         snapshot = self._pull()
-        if snapshot is None:
-            return _END
+        return _END if snapshot is None else self.snapshot_of(snapshot)
+
+    def snapshot_of(self, snapshot: _ffi.SnapshotStruct) -> Snapshot:
+        """`snapshot` as a :class:`Snapshot`, its items through `decode` when set."""
         status = _ffi.ListStatusStruct(size=ctypes.sizeof(_ffi.ListStatusStruct))
         lib.sheaf_list_get_status(self.handle, byref(status))
         return Snapshot(
-            items=_items(snapshot),
+            items=self._decoded(_items(snapshot)),
             item_count=snapshot.items,
             page_count=snapshot.pages,
             expected_items=None if snapshot.expected_items < 0 else snapshot.expected_items,
@@ -233,6 +269,31 @@ class ListRun:
         lib.sheaf_list_free(handle)
         with _runs_lock:
             _runs.pop(self.token, None)
+
+
+def decoder_for(decode: Any) -> Optional[Callable[[Any], Any]]:
+    """``decode=`` as a function of one item: a pydantic model validates it (``model_validate``,
+    or v1's ``parse_obj``); a dataclass or a NamedTuple takes an object's fields as keywords; any
+    other callable (a class, a function) is called with the item."""
+    if decode is None:
+        return None
+    if not callable(decode):
+        raise UsageError(Result.INVALID_ARGUMENT, f"decode must be a class or a callable, not {type(decode).__name__}")
+    if isinstance(decode, type):
+        validate = getattr(decode, "model_validate", None) or getattr(decode, "parse_obj", None)
+        if validate is not None:
+            return validate
+        if dataclasses.is_dataclass(decode) or (issubclass(decode, tuple) and hasattr(decode, "_fields")):
+            def with_fields(item: Any) -> Any:
+                return decode(**item) if isinstance(item, dict) else decode(item)
+            with_fields.__qualname__ = decode.__qualname__   # errors name the class
+            return with_fields
+    return decode
+
+
+def _name_of(decode: Callable[[Any], Any]) -> str:
+    owner = getattr(decode, "__self__", None)   # a bound model_validate: name the model
+    return getattr(owner if isinstance(owner, type) else decode, "__qualname__", None) or repr(decode)
 
 
 def _items(snapshot: _ffi.SnapshotStruct) -> List[Any]:

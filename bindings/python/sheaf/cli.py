@@ -438,6 +438,11 @@ def _add_connection_options(parser: argparse.ArgumentParser) -> None:
     http.add_argument("--key", metavar="FILE", help="the client certificate's private key (PEM)")
     http.add_argument("--insecure", "-k", action="store_true",
                       help="do not verify the server's certificate (self-signed test servers only)")
+    version = http.add_mutually_exclusive_group()
+    version.add_argument("--http1.1", dest="http_version", action="store_const", const="1.1",
+                         help="HTTP/1.1 only (default: HTTP/2 where TLS offers it, the window over one connection)")
+    version.add_argument("--http2-prior-knowledge", dest="http_version", action="store_const", const="2",
+                         help="HTTP/2 on http:// too, without asking first (h2c, for servers known to speak it)")
     parser.add_argument("-v", "--verbose", action="count", default=0,
                         help=f"log to stderr: -v one line per request, retry and plan, -vv also redirects "
                              f"(default: ${LOG_ENV}: info or debug); credentials never appear")
@@ -623,6 +628,8 @@ def _client_options(parser: argparse.ArgumentParser, args: argparse.Namespace, a
         if token:
             options["auth"] = token
     options["headers"] = [_pair(parser, header, ":", "-H") for header in args.header]
+    if args.http_version is not None:
+        options["http_version"] = args.http_version
     if args.insecure:
         options["verify"] = False
     elif args.cacert is not None:

@@ -13,10 +13,10 @@ from . import _ffi, hooks
 from .hooks import Event
 from ._closing import Closing
 from ._ffi import lib
-from ._run import ListRun
+from ._run import ListRun, decoder_for
 from .description import Description
 from .pager import Pager
-from .errors import Error, Result, UsageError
+from .errors import Error, ItemDecodeError, Result, UsageError
 from .request import ApiKey, Headers, Response, header_pairs, named_pairs, send
 from .snapshot import Items, Progress, Written
 from .stream import SnapshotStream
@@ -261,7 +261,7 @@ class Client(Closing):
     def fetch_all(self, path: str, description: Optional[Description] = None, *, query: Optional[Query] = None,
                   max_items: Optional[int] = None, max_pages: Optional[int] = None, max_requests: Optional[int] = None,
                   deadline: Optional[float] = None, resume: Optional[str] = None, headers: Optional[Headers] = None,
-                  **parts: Any) -> Items:
+                  decode: Any = None, **parts: Any) -> Items:
         """Fetches every item of the list at `path`, in order, de-duplicated by ``id``.
 
         Args:
@@ -277,6 +277,9 @@ class Client(Closing):
             deadline: seconds the whole list may take; past it, :class:`DeadlineError`.
             resume: a ``resume_token`` of an earlier run of this same list (same path, query and
                 description): go on where it stopped, inside a page an item limit cut.
+            decode: what each item becomes, as it arrives: a pydantic model (validated), a
+                dataclass or NamedTuple (an object's fields as keywords), or any callable taking
+                the item. The first item it refuses stops the list with :class:`ItemDecodeError`.
             **parts: fields of :class:`sheaf.Description` (``preset="github"``,
                 ``items="/data"``, ``paging="offset:offset"``, ``total="header:X-Total-Count"``,
                 ``id="/id"``...), replacing those of `description`.
@@ -292,7 +295,7 @@ class Client(Closing):
                 transport raised.
         """
         run = self._new_run(path, description, parts, query, headers, max_items=max_items, max_pages=max_pages,
-                            max_requests=max_requests, deadline=deadline, resume=resume)
+                            max_requests=max_requests, deadline=deadline, resume=resume, decode=decode)
         delivered: List[Any] = []
         try:
             run.start()
@@ -301,15 +304,18 @@ class Client(Closing):
                 if items_added is None:
                     break
                 delivered.extend(items_added)
+        except ItemDecodeError as error:
+            error.items = delivered + error.items
+            raise
         finally:
-            run.close()   # also on Ctrl-C: cancels what is in flight
+            run.close()   # also on Ctrl-C and a refused item: cancels what is in flight
         run.raise_outcome(delivered)
         return Items(delivered, Result(run.outcome), run.resume_token)
 
     def stream(self, path: str, description: Optional[Description] = None, *, query: Optional[Query] = None,
                max_items: Optional[int] = None, max_pages: Optional[int] = None, max_requests: Optional[int] = None,
                deadline: Optional[float] = None, resume: Optional[str] = None, headers: Optional[Headers] = None,
-               **parts: Any) -> SnapshotStream:
+               decode: Any = None, **parts: Any) -> SnapshotStream:
         """Streams the list at `path` as snapshots: growing, ordered prefixes, one delta each.
 
         Takes the same arguments as :meth:`fetch_all` (checked now: a bad option raises
@@ -323,7 +329,7 @@ class Client(Closing):
         """
         return SnapshotStream(self._new_run(path, description, parts, query, headers, max_items=max_items,
                                             max_pages=max_pages, max_requests=max_requests, deadline=deadline,
-                                            resume=resume))
+                                            resume=resume, decode=decode))
 
     def fetch_to(self, path: str, out: Union[int, Any], description: Optional[Description] = None, *,
                  format: str = "json", progress: Optional[Callable[[Progress], None]] = None,
@@ -428,7 +434,8 @@ class Client(Closing):
     def _new_run(self, path: str, description: Optional[Description], parts: Dict[str, Any],
                  query: Optional[Query], headers: Optional[Headers] = None, *, max_items: Optional[int] = None,
                  max_pages: Optional[int] = None, max_requests: Optional[int] = None, deadline: Optional[float] = None,
-                 resume: Optional[str] = None, keep_items: bool = False) -> ListRun:
+                 resume: Optional[str] = None, keep_items: bool = False, decode: Any = None) -> ListRun:
+        decoder = decoder_for(decode)   # checked before anything is made
         handle_of_client = self._handle
         if handle_of_client is None:
             raise UsageError(Result.STATE, "the client is closed")
@@ -440,6 +447,7 @@ class Client(Closing):
         handle = _ffi.ListHandle()
         lib.sheaf_list_new(byref(handle), handle_of_client, _ffi.encode(path))
         run = ListRun(handle, self)
+        run.decode = decoder
         try:
             for key, value in _query_pairs(query):
                 lib.sheaf_list_add_query(handle, _ffi.encode(key), _ffi.encode(value))

@@ -152,6 +152,24 @@ class DecodingError(Error):
     link / total are not where the list says, or a body exceeds the body cap."""
 
 
+class ItemDecodeError(DecodingError):
+    """An item the ``decode=`` of :meth:`Client.fetch_all` or :meth:`Client.stream` refused (it
+    raised; that exception is the ``__cause__``). The list stops there.
+
+    Attributes:
+        index: the item's position in the list (counted from the first item of this run).
+        item: the item as JSON gave it.
+        items: for ``fetch_all``, every item decoded before it; for a stream, those of its
+            snapshot before it (earlier snapshots were yielded).
+    """
+
+    def __init__(self, index: int, item: Any, decoder: str, error: BaseException, items: List[Any]) -> None:
+        super().__init__(Result.BAD_PAGE, f"item {index} does not decode with {decoder}: {type(error).__name__}: {error}",
+                         items=items)
+        self.index = index
+        self.item = item
+
+
 class IncompleteError(DecodingError):
     """Every page arrived, but the items disagree with the server's total.
 

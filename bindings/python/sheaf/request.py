@@ -106,6 +106,18 @@ def send(client_handle: _ffi.ClientHandle, method: str, path: Union[str, Sequenc
          content_type: Optional[str], retry: bool, check: bool, output: Union[None, str, os.PathLike] = None,
          progress: Optional[Progress] = None) -> Response:
     """One request through the library; see :meth:`sheaf.Client.request`."""
+    handle = prepare(client_handle, method, path, query=query, headers=headers, json=json, data=data,
+                     content=content, content_type=content_type, retry=retry, output=output)
+    try:
+        return outcome(handle, _run(handle, progress), check)
+    finally:
+        lib.sheaf_request_free(handle)
+
+
+def prepare(client_handle: _ffi.ClientHandle, method: str, path: Union[str, Sequence[Any]], *,
+            query: List[Tuple[str, str]], headers: Optional[Headers], json: Any, data: Any, content: Optional[bytes],
+            content_type: Optional[str], retry: bool, output: Union[None, str, os.PathLike] = None) -> _ffi.RequestHandle:
+    """A request made and described, not started; the caller frees it (sheaf_request_free)."""
     if not isinstance(method, str):
         raise UsageError(Result.INVALID_ARGUMENT, f"method must be a str, not {type(method).__name__}")
     if isinstance(path, str):
@@ -144,17 +156,22 @@ def send(client_handle: _ffi.ClientHandle, method: str, path: Union[str, Sequenc
             lib.sheaf_request_set_retry(handle, 1)
         if output is not None:
             lib.sheaf_request_set_output_file(handle, _ffi.encode(os.fspath(output)))
-        result = _run(handle, progress)
-        response = _response(handle)
-        if result != _ffi.SHEAF_OK and (check or response is None):
-            error = error_for(result, **_ffi.error_detail(lib.sheaf_request_error(handle)))
-            if isinstance(error, HTTPError):
-                error.response = response
-            raise error
-        assert response is not None
-        return response
-    finally:
+    except BaseException:
         lib.sheaf_request_free(handle)
+        raise
+    return handle
+
+
+def outcome(handle: _ffi.RequestHandle, result: int, check: bool) -> Response:
+    """The response of a finished request, or the error that `result` and `check` call for."""
+    response = _response(handle)
+    if result != _ffi.SHEAF_OK and (check or response is None):
+        error = error_for(result, **_ffi.error_detail(lib.sheaf_request_error(handle)))
+        if isinstance(error, HTTPError):
+            error.response = response
+        raise error
+    assert response is not None
+    return response
 
 
 def _run(handle: _ffi.RequestHandle, progress: Optional[Progress] = None) -> int:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 import re
 import subprocess
 import sys
@@ -108,8 +109,9 @@ def test_the_log_level_is_the_loggers_when_the_client_is_made(api) -> None:
 
 
 def test_the_cli_logs_with_v_and_vv(api) -> None:
-    env = {"PYTHONPATH": str(REPO / "bindings" / "python"), "PATH": "/usr/bin:/bin",
-           "SHEAF_LIBRARY_PATH": sheaf.library_path}
+    # The caller's environment less Sheaf's own variables (a sanitizer's LD_PRELOAD stays).
+    env = {name: value for name, value in os.environ.items() if not name.startswith("SHEAF_")}
+    env.update(PYTHONPATH=str(REPO / "bindings" / "python"), SHEAF_LIBRARY_PATH=sheaf.library_path)
     run = lambda *args, **extra: subprocess.run(   # noqa: E731
         [sys.executable, "-m", "sheaf", *args], capture_output=True, timeout=60, env={**env, **extra},
         stdin=subprocess.DEVNULL)

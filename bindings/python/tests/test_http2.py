@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 from typing import Iterator
 
 import pytest
 
 import sheaf
+from conftest import REPO
 
 if not os.environ.get("CI"):   # CI installs hypercorn (scripts/setup.sh): there, a missing one fails
     pytest.importorskip("hypercorn")
@@ -104,3 +107,16 @@ def _libcurl_version() -> tuple:
     text = ctypes.CDLL("libcurl.so.4").curl_version
     text.restype = ctypes.c_char_p
     return tuple(int(part) for part in text().split()[0].split(b"/")[1].split(b".")[:2])
+
+
+def test_the_cli_speaks_http_1_1_when_asked(pki, h2_tls) -> None:
+    env = dict(os.environ, PYTHONPATH=str(REPO / "bindings" / "python"),
+               SHEAF_LIBRARY_PATH=sheaf.library_path)
+    command = [sys.executable, "-m", "sheaf", "get", f"{h2_tls.base_url}/anchor?n=30&per_page=10",
+               "--preset", "anchor", "--cacert", str(pki / "ca.pem"), "--quiet"]
+    for flags, version in (([], "2"), (["--http1.1"], "1.1")):
+        h2_tls.reset()
+        done = subprocess.run(command + flags, capture_output=True, timeout=60, env=env, stdin=subprocess.DEVNULL)
+        assert done.returncode == 0, done.stderr
+        assert len(done.stdout.splitlines()) == 30
+        assert set(h2_tls.stats()["versions"]) == {version}

@@ -1,0 +1,207 @@
+"""asyncio: the same lists and requests, awaited without blocking the event loop.
+
+    import sheaf
+
+    async with sheaf.AsyncClient("https://api.example.com", token) as client:
+        things = await client.fetch_all("/v1/things")
+        async for snapshot in client.stream("/v1/things"):
+            render(snapshot.items)
+        created = await client.post("/v1/things", json={"name": "x"})
+
+No thread waits on the loop's behalf. A list is pulled as the synchronous client pulls it, but
+the library writes to an eventfd the loop watches (``sheaf_list_set_notify_fd``) when a snapshot
+or the end is ready, and the loop takes it without waiting. A request's completion is handed to
+the loop (``call_soon_threadsafe``) by the library's own thread. Cancelling the task (or leaving
+``async for``) stops the list or abandons the request, as Ctrl-C does for the blocking client.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from typing import Any, AsyncIterator, List, Optional, Sequence, Union
+
+from . import _ffi
+from ._ffi import lib
+from ._run import PENDING, ListRun
+from .client import Client, Query, _query_pairs
+from .description import Description
+from .errors import ItemDecodeError, Result, UsageError
+from .request import Headers, Response, outcome, prepare
+from .snapshot import Items, Snapshot
+
+
+class _Wakeups:
+    """What the library writes to when a pulled snapshot or the end is ready (an eventfd; a
+    non-blocking pipe where there is none), watched by the loop."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        if hasattr(os, "eventfd"):
+            self.read_fd = self.write_fd = os.eventfd(0, os.EFD_NONBLOCK | os.EFD_CLOEXEC)
+        else:   # Python before 3.10
+            self.read_fd, self.write_fd = os.pipe()
+            os.set_blocking(self.read_fd, False)
+            os.set_blocking(self.write_fd, False)
+        self._loop = loop
+        self._ready = asyncio.Event()
+        loop.add_reader(self.read_fd, self._readable)
+
+    def _readable(self) -> None:
+        try:
+            os.read(self.read_fd, 4096)   # an eventfd resets to 0; a pipe drains
+        except BlockingIOError:
+            pass
+        self._ready.set()
+
+    async def wait(self) -> None:
+        await self._ready.wait()
+        self._ready.clear()
+
+    def close(self) -> None:
+        """After the list is freed: it writes no more."""
+        self._loop.remove_reader(self.read_fd)
+        os.close(self.read_fd)
+        if self.write_fd != self.read_fd:
+            os.close(self.write_fd)
+
+
+async def _taken(run: ListRun, wakeups: _Wakeups) -> Any:
+    """The run's next snapshot (None at the end), waiting on the loop, never in the library."""
+    while True:   # bounded by the list: each wake-up brings a snapshot, the end, or nothing new
+        taken = run.take(0)
+        if taken is not PENDING:
+            return taken
+        await wakeups.wait()
+
+
+class AsyncClient:
+    """:class:`sheaf.Client` for asyncio: the same arguments and options, its calls awaited.
+
+    Use it as ``async with`` or call :meth:`aclose`. A list or request awaited from several tasks
+    at once runs concurrently, as it does from several threads on the blocking client.
+    """
+
+    def __init__(self, base_url: str, token: Optional[str] = None, **options: Any) -> None:
+        self.sync = Client(base_url, token, **options)
+        self.base_url = base_url
+
+    # ---- lifetime ---------------------------------------------------------------------------
+
+    async def __aenter__(self) -> "AsyncClient":
+        return self
+
+    async def __aexit__(self, *exc_info: Any) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        """Frees the client (lists and requests already running keep what they need)."""
+        self.sync.close()
+
+    # ---- lists ------------------------------------------------------------------------------
+
+    async def fetch_all(self, path: str, description: Optional[Description] = None, *, decode: Any = None,
+                        **options: Any) -> Items:
+        """:meth:`sheaf.Client.fetch_all`, awaited: every item, decoded as the pages arrive."""
+        loop = asyncio.get_running_loop()
+        run = self._new_run(path, description, decode, options)
+        wakeups = _Wakeups(loop)
+        delivered: List[Any] = []
+        try:
+            run.start(notify_fd=wakeups.write_fd)
+            while (snapshot := await _taken(run, wakeups)) is not None:
+                delivered.extend(run.items_of(snapshot))
+        except ItemDecodeError as error:
+            error.items = delivered + error.items
+            raise
+        finally:
+            run.close()   # also when the task is cancelled: stops the list
+            wakeups.close()
+        run.raise_outcome(delivered)
+        return Items(delivered, Result(run.outcome), run.resume_token)
+
+    async def stream(self, path: str, description: Optional[Description] = None, *, decode: Any = None,
+                     **options: Any) -> AsyncIterator[Snapshot]:
+        """:meth:`sheaf.Client.stream` as an async iterator of :class:`Snapshot`; at the end, the
+        list's failure is raised. Leaving ``async for`` (or cancelling the task) stops the list."""
+        loop = asyncio.get_running_loop()
+        run = self._new_run(path, description, decode, options)
+        wakeups = _Wakeups(loop)
+        try:
+            run.start(notify_fd=wakeups.write_fd)
+            while (snapshot := await _taken(run, wakeups)) is not None:
+                yield run.snapshot_of(snapshot)
+            run.raise_outcome([])
+        finally:
+            run.close()
+            wakeups.close()
+
+    def _new_run(self, path: str, description: Optional[Description], decode: Any, options: dict) -> ListRun:
+        run_options = {name: options.pop(name) for name in ("query", "headers", "max_items", "max_pages",
+                                                            "max_requests", "deadline", "resume") if name in options}
+        return self.sync._new_run(path, description, options, run_options.pop("query", None),
+                                  run_options.pop("headers", None), decode=decode, **run_options)
+
+    # ---- single requests --------------------------------------------------------------------
+
+    async def request(self, method: str, path: Union[str, Sequence[Any]] = "", *, params: Optional[Query] = None,
+                      headers: Optional[Headers] = None, json: Any = None, data: Any = None,
+                      content: Optional[bytes] = None, content_type: Optional[str] = None, retry: bool = False,
+                      check: bool = True) -> Response:
+        """:meth:`sheaf.Client.request`, awaited."""
+        return await self._send(method, path, params=params, headers=headers, json=json, data=data, content=content,
+                                content_type=content_type, retry=retry, check=check)
+
+    async def download(self, path: Union[str, Sequence[Any]], destination: Union[str, "os.PathLike[str]"], *,
+                       params: Optional[Query] = None, headers: Optional[Headers] = None) -> Response:
+        """:meth:`sheaf.Client.download`, awaited (no progress callback: await it in a task and
+        look at the file)."""
+        return await self._send("GET", path, params=params, headers=headers, json=None, data=None, content=None,
+                                content_type=None, retry=False, check=True, output=destination)
+
+    async def get(self, path: Union[str, Sequence[Any]] = "", **options: Any) -> Response:
+        return await self.request("GET", path, **options)
+
+    async def head(self, path: Union[str, Sequence[Any]] = "", **options: Any) -> Response:
+        return await self.request("HEAD", path, **options)
+
+    async def post(self, path: Union[str, Sequence[Any]] = "", **options: Any) -> Response:
+        return await self.request("POST", path, **options)
+
+    async def put(self, path: Union[str, Sequence[Any]] = "", **options: Any) -> Response:
+        return await self.request("PUT", path, **options)
+
+    async def patch(self, path: Union[str, Sequence[Any]] = "", **options: Any) -> Response:
+        return await self.request("PATCH", path, **options)
+
+    async def delete(self, path: Union[str, Sequence[Any]] = "", **options: Any) -> Response:
+        return await self.request("DELETE", path, **options)
+
+    async def _send(self, method: str, path: Union[str, Sequence[Any]], *, params: Optional[Query],
+                    check: bool, **request: Any) -> Response:
+        client = self.sync._handle
+        if client is None:
+            raise UsageError(Result.STATE, "the client is closed")
+        loop = asyncio.get_running_loop()
+        handle = prepare(client, method, path, query=_query_pairs(params), **request)
+        finished: asyncio.Future = loop.create_future()
+
+        def settle(result: int) -> None:
+            if not finished.done():
+                finished.set_result(result)
+
+        # On the library's thread, once: hands the outcome to the loop.
+        callback = _ffi.REQUEST_DONE_FN(lambda _request, result, _user: loop.call_soon_threadsafe(settle, result))
+        try:
+            lib.sheaf_request_start(handle, callback, None, None)
+            try:
+                await finished
+            except asyncio.CancelledError:
+                lib.sheaf_request_cancel(handle)
+                raise
+            # The callback has handed over its result; this returns once it has returned.
+            return outcome(handle, lib.sheaf_request_wait(handle), check)
+        finally:
+            lib.sheaf_request_free(handle)   # no callback after this: `callback` may go
+
+
+__all__ = ["AsyncClient"]
