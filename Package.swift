@@ -14,7 +14,8 @@ let package = Package(
     ],
     targets: [
         .target(name: "Sheaf"),
-        .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
+        // libcurl's headers (libcurl4-openssl-dev); the library itself is loaded at run time.
+        .target(name: "CCurl", linkerSettings: [.linkedLibrary("dl", .when(platforms: [.linux]))]),
         .target(name: "SheafCurl", dependencies: ["Sheaf", "CCurl"]),
         // include/sheaf.h imported as a module, so every @c @implementation is checked against it.
         .systemLibrary(name: "CSheafHeader"),

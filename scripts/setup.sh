@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Installs what building and testing Sheaf needs on a Debian machine that has Swift and gcc:
-# cmake, ninja, pkg-config, jansson and libcurl headers, valgrind, python3 (+ pytest, hypercorn, orjson), g++.
+# cmake, ninja, pkg-config, jansson and libcurl headers, valgrind, python3 (+ pytest, hypercorn, orjson),
+# g++, zsh (the CLI's completion script is checked in bash and zsh).
 # Safe to rerun: when everything is already there it changes nothing and touches no network.
 set -euo pipefail
 
 missing_commands=()
-for command in cmake ninja pkg-config valgrind python3 g++ readelf nm openssl; do
+for command in cmake ninja pkg-config valgrind python3 g++ readelf nm openssl zsh; do
     command -v "$command" >/dev/null 2>&1 || missing_commands+=("$command")
 done
 
@@ -26,17 +27,17 @@ if ((${#missing_commands[@]} + ${#missing_modules[@]} > 0)); then
         sudo=(sudo)
     else
         echo "setup: not root and no sudo: install these Debian packages by hand:" >&2
-        echo "  cmake ninja-build pkg-config libjansson-dev libcurl4-openssl-dev valgrind python3 g++ binutils openssl" >&2
+        echo "  cmake ninja-build pkg-config libjansson-dev libcurl4-openssl-dev valgrind python3 g++ binutils openssl zsh" >&2
         exit 1
     fi
     export DEBIAN_FRONTEND=noninteractive
     "${sudo[@]}" apt-get update
     "${sudo[@]}" apt-get install -y --no-install-recommends \
-        cmake ninja-build pkg-config libjansson-dev libcurl4-openssl-dev valgrind python3 g++ binutils openssl
+        cmake ninja-build pkg-config libjansson-dev libcurl4-openssl-dev valgrind python3 g++ binutils openssl zsh
 fi
 
 # Check again, so a package that installed but did not provide what we need fails here, loudly.
-for command in cmake ninja pkg-config valgrind python3 g++ readelf nm openssl; do
+for command in cmake ninja pkg-config valgrind python3 g++ readelf nm openssl zsh; do
     command -v "$command" >/dev/null 2>&1 || { echo "setup: '$command' still missing" >&2; exit 1; }
 done
 for module in jansson libcurl; do

@@ -51,11 +51,9 @@ final class CurlEventLoop: @unchecked Sendable {
     init(maxConnections: Int, maxConnectionsPerHost: Int, maxTotalConnections: Int,
          acceptEncoding: Bool) {
         self.acceptEncoding = acceptEncoding
-        multi = CurlGlobal.isReady ? curl_multi_init() : nil
+        multi = CurlGlobal.isReady ? scurl_multi_init() : nil
         guard let multi else {
-            startupFailure = CurlGlobal.isReady
-                ? TransportError(.other, "curl_multi_init failed")
-                : TransportError(.other, "curl_global_init failed (curl error \(CurlGlobal.initResult.rawValue))")
+            startupFailure = TransportError(.other, CurlGlobal.failure ?? "curl_multi_init failed")
             return
         }
         _ = scurl_multi_setopt_long(multi, CURLMOPT_MAXCONNECTS, max(1, maxConnections))
@@ -78,7 +76,7 @@ final class CurlEventLoop: @unchecked Sendable {
                 multiOpen = true
             } else {
                 Unmanaged<CurlEventLoop>.fromOpaque(context).release()
-                curl_multi_cleanup(multi)
+                scurl_multi_cleanup(multi)
                 startupFailure = TransportError(.other, "cannot start the transport thread (error \(status))")
             }
         }
@@ -91,7 +89,7 @@ final class CurlEventLoop: @unchecked Sendable {
         let refused: (TransportError, CurlTransfer.Completion?)? = lock.withLock {
             if multiOpen && !closing, let multi {
                 queued.append(transfer)
-                curl_multi_wakeup(multi)
+                scurl_multi_wakeup(multi)
                 return nil
             }
             // Only reachable when the loop never started: nothing can send after `close()`.
@@ -116,7 +114,7 @@ final class CurlEventLoop: @unchecked Sendable {
                 transfer.state = .cancelled
                 if multiOpen, let multi {
                     cancelled.append(transfer)
-                    curl_multi_wakeup(multi)
+                    scurl_multi_wakeup(multi)
                 }
             case .cancelled, .finished:
                 return nil
@@ -138,7 +136,7 @@ final class CurlEventLoop: @unchecked Sendable {
             guard thread != nil, !closing else { return false }
             closing = true
             if let multi, multiOpen {
-                curl_multi_wakeup(multi)
+                scurl_multi_wakeup(multi)
             }
             let onEventThread = pthread_equal(pthread_self(), thread!) != 0
             closeMode = onEventThread || inCallback ? .detach : .wait
@@ -183,7 +181,7 @@ final class CurlEventLoop: @unchecked Sendable {
                 if let failure = transfer.prepare(acceptEncoding: acceptEncoding) {
                     transfer.releaseHandle()
                     finished.append((transfer, .failure(failure)))
-                } else if let easy = transfer.easy, curl_multi_add_handle(multi, easy) == CURLM_OK {
+                } else if let easy = transfer.easy, scurl_multi_add_handle(multi, easy) == CURLM_OK {
                     active[easy] = transfer
                 } else {
                     transfer.releaseHandle()
@@ -193,9 +191,9 @@ final class CurlEventLoop: @unchecked Sendable {
 
             // Let libcurl work, then collect what it finished.
             var running: Int32 = 0
-            _ = curl_multi_perform(multi, &running)
+            _ = scurl_multi_perform(multi, &running)
             var left: Int32 = 0
-            while let message = curl_multi_info_read(multi, &left) {
+            while let message = scurl_multi_info_read(multi, &left) {
                 guard message.pointee.msg == CURLMSG_DONE, let easy = message.pointee.easy_handle else { continue }
                 let code = scurl_msg_result(message)  // read before the removal invalidates `message`
                 guard let transfer = active[easy] else { continue }
@@ -213,7 +211,7 @@ final class CurlEventLoop: @unchecked Sendable {
             finished.removeFirst(delivered)
             if !finished.isEmpty { break }  // closing: the rest are answered in `shutdown`
 
-            if curl_multi_poll(multi, nil, 0, 1000, nil) != CURLM_OK {
+            if scurl_multi_poll(multi, nil, 0, 1000, nil) != CURLM_OK {
                 usleep(1000)  // never spin on a failing poll
             }
         }
@@ -248,7 +246,7 @@ final class CurlEventLoop: @unchecked Sendable {
     private func remove(_ transfer: CurlTransfer) {
         guard let easy = transfer.easy, let multi else { return }
         if active.removeValue(forKey: easy) != nil {
-            curl_multi_remove_handle(multi, easy)
+            scurl_multi_remove_handle(multi, easy)
         }
         transfer.releaseHandle()
     }
@@ -281,7 +279,7 @@ final class CurlEventLoop: @unchecked Sendable {
         for transfer in Array(active.values) {
             remove(transfer)
         }
-        curl_multi_cleanup(multi)
+        scurl_multi_cleanup(multi)
         outstanding = []
 
         // Tell a waiting `close()` the handles are gone; it may join only if no user code runs now.

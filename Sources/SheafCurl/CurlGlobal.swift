@@ -1,20 +1,21 @@
 import CCurl
 
-/// libcurl's process-wide initialisation, performed once on first use and never undone.
+/// libcurl, loaded (see CCurl.h) and initialised once on first use, and never undone.
 enum CurlGlobal {
-    /// The result of the one `curl_global_init(CURL_GLOBAL_DEFAULT)` call of this process.
-    ///
-    /// A static `let` is initialised lazily and exactly once, even under concurrent first use.
-    /// `curl_global_cleanup` is deliberately never called: other code in the process (or another
-    /// copy of Sheaf) may still be using libcurl when ours is done with it.
-    static let initResult: CURLcode = curl_global_init(scurl_global_default_flags())
+    /// Why libcurl cannot be used (not installed, too old, its initialisation failed); nil when
+    /// it can. A static `let` is initialised lazily and exactly once, even under concurrent first
+    /// use. `curl_global_cleanup` is deliberately never called: other code in the process (or
+    /// another copy of Sheaf) may still be using libcurl when ours is done with it.
+    static let failure: String? = {
+        if let reason = scurl_load() { return String(cString: reason) }
+        let result = scurl_global_init(scurl_global_default_flags())
+        return result == CURLE_OK ? nil : "curl_global_init failed (curl error \(result.rawValue))"
+    }()
 
-    /// Whether libcurl is initialised and usable; triggers the initialisation on first call.
-    static var isReady: Bool { initResult == CURLE_OK }
-}
+    /// Whether libcurl is loaded and initialised; loads it on the first call.
+    static var isReady: Bool { failure == nil }
 
-extension CurlGlobal {
-    /// The libcurl loaded at run time, e.g. "7.88.1".
+    /// The libcurl loaded at run time, e.g. "7.88.1" ("?" when none is).
     static let version: String = scurl_version_info().map { String(cString: $0.pointee.version) } ?? "?"
 
     /// Whether HTTP/2 by prior knowledge survives connection reuse: libcurl before 8.0 layers

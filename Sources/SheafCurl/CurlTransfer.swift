@@ -60,7 +60,7 @@ final class CurlTransfer: @unchecked Sendable {
 
     /// Creates and configures the easy handle; returns the error when the request cannot be sent.
     func prepare(acceptEncoding: Bool) -> TransportError? {
-        guard let handle = curl_easy_init() else {
+        guard let handle = scurl_easy_init() else {
             return TransportError(.other, "curl_easy_init failed")
         }
         easy = handle
@@ -152,15 +152,15 @@ final class CurlTransfer: @unchecked Sendable {
             // "Name;" is curl's spelling of a header with an empty value.
             let line = header.value.isEmpty ? "\(header.name);" : "\(header.name): \(header.value)"
             if header.name.lowercased() == "expect" { sawExpect = true }
-            guard let longer = curl_slist_append(list, line) else {
-                curl_slist_free_all(list)
+            guard let longer = scurl_slist_append(list, line) else {
+                scurl_slist_free_all(list)
                 return TransportError(.other, "out of memory building request headers")
             }
             list = longer
         }
         if !sawExpect && request.method != "GET" && request.method != "HEAD" {
             // No "Expect: 100-continue" round trip before a body.
-            list = curl_slist_append(list, "Expect:") ?? list
+            list = scurl_slist_append(list, "Expect:") ?? list
         }
         headerList = list
         if let list {
@@ -168,7 +168,7 @@ final class CurlTransfer: @unchecked Sendable {
         }
 
         guard code == CURLE_OK else {
-            return TransportError(.other, "cannot configure the request: \(String(cString: curl_easy_strerror(code)))")
+            return TransportError(.other, "cannot configure the request: \(String(cString: scurl_easy_strerror(code)))")
         }
         return nil
     }
@@ -331,11 +331,11 @@ final class CurlTransfer: @unchecked Sendable {
     /// Frees the easy handle and everything it points at; the handle must no longer be in a multi.
     func releaseHandle() {
         if let easy {
-            curl_easy_cleanup(easy)
+            scurl_easy_cleanup(easy)
             self.easy = nil
         }
         if let headerList {
-            curl_slist_free_all(headerList)
+            scurl_slist_free_all(headerList)
             self.headerList = nil
         }
         if let errorBuffer {

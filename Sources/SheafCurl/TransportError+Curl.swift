@@ -38,7 +38,7 @@ extension TransportError {
     /// `detail` is the transfer's CURLOPT_ERRORBUFFER text. Neither it nor `curl_easy_strerror`
     /// ever repeats request headers, so the message cannot leak a bearer token.
     init(curlCode code: CURLcode, detail: String) {
-        let text = detail.isEmpty ? String(cString: curl_easy_strerror(code)) : detail
+        let text = detail.isEmpty ? String(cString: scurl_easy_strerror(code)) : detail
         self.init(Kind(curlCode: code, detail: detail), "\(text) (curl error \(code.rawValue))")
     }
 }

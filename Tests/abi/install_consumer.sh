@@ -103,11 +103,12 @@ fi
 step "cmake --install --strip into $work/stripped"
 "$cmake" --install "$build_dir" --prefix "$work/stripped" --strip >/dev/null
 check_tree "$work/stripped"
-readelf -S "$work/prefix/$libdir/libsheaf.so.$version" | grep -q '\.symtab' \
+# Whole outputs, not `readelf | grep -q`: grep leaving early would fail the pipe (pipefail).
+sections() { readelf -S "$1"; }
+[[ $(sections "$work/prefix/$libdir/libsheaf.so.$version") == *.symtab* ]] \
     || die "the plain install has no symbol table: nothing to compare the stripped one with"
-if readelf -S "$work/stripped/$libdir/libsheaf.so.$version" | grep -q '\.symtab'; then
-    die "--strip left the symbol table in libsheaf.so.$version"
-fi
+[[ $(sections "$work/stripped/$libdir/libsheaf.so.$version") != *.symtab* ]] \
+    || die "--strip left the symbol table in libsheaf.so.$version"
 plain_size=$(stat -c %s "$work/prefix/$libdir/libsheaf.so.$version")
 stripped_size=$(stat -c %s "$work/stripped/$libdir/libsheaf.so.$version")
 echo "   $plain_size bytes, stripped $stripped_size"

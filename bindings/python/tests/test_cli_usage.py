@@ -320,18 +320,24 @@ def bash_script(tmp_path_factory) -> Path:
     return path
 
 
+#: For the shells: the environment less a sanitizer's LD_PRELOAD (they are not Sheaf's code).
+SHELL_ENV = {name: value for name, value in os.environ.items() if name != "LD_PRELOAD"}
+
+
 def complete_in_bash(script: Path, *words: str) -> list:
     """What the script offers for the last of `words` (the words typed after `sheaf`)."""
     typed = " ".join(f"'{word}'" for word in words)
     code = (f"source '{script}'; COMP_WORDS=(sheaf {typed}); COMP_CWORD={len(words)}; "
             "_sheaf; printf '%s\\n' \"${COMPREPLY[@]}\"")
-    r = subprocess.run(["bash", "--norc", "--noprofile", "-c", code], capture_output=True, text=True, timeout=30)
+    r = subprocess.run(["bash", "--norc", "--noprofile", "-c", code], capture_output=True, text=True, timeout=30,
+                       env=SHELL_ENV)
     assert r.returncode == 0 and r.stderr == "", r.stderr
     return sorted(filter(None, r.stdout.splitlines()))
 
 
 def test_the_bash_script_parses_and_knows_every_flag_of_get(bash_script):
-    assert subprocess.run(["bash", "-n", str(bash_script)], capture_output=True, timeout=30).returncode == 0
+    assert subprocess.run(["bash", "-n", str(bash_script)], capture_output=True, timeout=30,
+                          env=SHELL_ENV).returncode == 0
     text = bash_script.read_text()
     assert "complete -F _sheaf sheaf" in text
     get_flags = flags_of("get")
@@ -360,7 +366,7 @@ def test_the_zsh_script_parses_and_registers_itself(tmp_path):
     assert r.returncode == 0, r.stderr
     script = tmp_path / "_sheaf"
     script.write_bytes(r.stdout)
-    assert subprocess.run(["zsh", "-n", str(script)], capture_output=True, timeout=30).returncode == 0
+    assert subprocess.run(["zsh", "-n", str(script)], capture_output=True, timeout=30, env=SHELL_ENV).returncode == 0
     text = script.read_text()
     assert text.startswith("#compdef sheaf\n")
     for flag in flags_of("get"):
@@ -368,7 +374,7 @@ def test_the_zsh_script_parses_and_registers_itself(tmp_path):
     assert ":format:(jsonl json csv)" in text and "github" in text
     loaded = subprocess.run(["zsh", "-f", "-c", f"autoload -U compinit; compinit -u -d {tmp_path}/zcompdump; "
                                               f"source {script}; print -r -- $_comps[sheaf]"],
-                            capture_output=True, text=True, timeout=60, env=dict(os.environ, HOME=str(tmp_path)))
+                            capture_output=True, text=True, timeout=60, env=dict(SHELL_ENV, HOME=str(tmp_path)))
     assert loaded.returncode == 0 and loaded.stdout.strip() == "_sheaf", loaded.stderr
 
 
