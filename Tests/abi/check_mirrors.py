@@ -2,7 +2,7 @@
 """Fails when what is mirrored across include/sheaf.h, the Swift core and the Python package drifts.
 
 - The version: sheaf.h's SHEAF_VERSION_*, CMakeLists.txt's project(VERSION), the Swift
-  SheafVersion, and the Python package's pyproject.toml and sheaf.__version__.
+  SheafVersion, and the Python package's sheaf.__version__ (pyproject.toml reads CMakeLists.txt's).
 - Result codes: every `SHEAF_*` value of `enum sheaf_result` in sheaf.h has a constant of the same
   value in bindings/python/sheaf/_ffi.py and a member in sheaf.errors.Result; the Swift side has one
   static text per code (Results.swift) and maps every failure code it can produce.
@@ -60,8 +60,15 @@ def main() -> int:
     swift = (ROOT / "Sources/Sheaf/Client/SheafClient.swift").read_text()
     swift_version = tuple(int(re.search(rf"static let {part} = (\d+)", swift).group(1)) for part in ("major", "minor", "patch"))
     check(swift_version == version, f"SheafVersion says {swift_version}, sheaf.h {version}")
-    pyproject = re.search(r'^version = "([^"]+)"', (ROOT / "bindings/python/pyproject.toml").read_text(), flags=re.M).group(1)
-    check(pyproject == text, f"pyproject.toml says {pyproject}, sheaf.h {text}")
+    # pyproject.toml reads its version from CMakeLists.txt's project(VERSION) (a regex): it must
+    # still find it there, and name no version of its own.
+    pyproject = (ROOT / "pyproject.toml").read_text()
+    check('dynamic = ["version"]' in pyproject and not re.search(r'^version = ', pyproject, flags=re.M),
+          "pyproject.toml must take its version from CMakeLists.txt (dynamic), not repeat it")
+    pattern = re.search(r"^regex = '(.+)'$", pyproject, flags=re.M).group(1)
+    found = re.search(pattern, (ROOT / "CMakeLists.txt").read_text())
+    check(found is not None and found.group("value") == text,
+          f"pyproject.toml's version regex finds {found.group('value') if found else 'nothing'} in CMakeLists.txt, sheaf.h {text}")
     init = (ROOT / "bindings/python/sheaf/__init__.py").read_text()
     package = re.search(r'__version__ = "([^"]+)"', init).group(1)
     check(package == text, f"sheaf.__version__ says {package}, sheaf.h {text}")

@@ -19,7 +19,6 @@ import argparse
 import asyncio
 import json
 import socket
-import ssl
 import sys
 import threading
 from typing import Any, Dict, Optional, Set, Tuple

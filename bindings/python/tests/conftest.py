@@ -7,12 +7,13 @@ $SHEAF_LIBRARY_PATH when set (CTest sets it), else from the build tree.
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 import sys
 import time
 import urllib.request
 from pathlib import Path
-from typing import Any, Dict, Iterator, List
+from typing import Any, Callable, Dict, Iterator, List, Tuple
 
 import pytest
 
@@ -82,6 +83,22 @@ def pki(tmp_path_factory) -> Path:
         _openssl("x509", "-req", "-in", f"{name}.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial",
                  "-out", f"{name}.pem", "-days", "2", "-extfile", f"{name}.ext", cwd=folder)
     return folder
+
+
+def interrupt_cli(proc: subprocess.Popen, read_first_output: Callable[[], None]) -> Tuple[bytes, bytes, str]:
+    """Ctrl-C to a running `sheaf get` once `read_first_output` has read what it wrote first: its
+    stdout and stderr, and the resume token it printed (it must exit 130 and say why)."""
+    try:
+        read_first_output()
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=15)
+    finally:
+        proc.kill()
+        proc.wait()
+    assert proc.returncode == 130, err
+    said = err.decode().splitlines()
+    assert said[-2] == "sheaf: interrupted" and said[-1].startswith("sheaf: to go on: --resume "), err
+    return out, err, said[-1].rsplit(" ", 1)[1]
 
 
 def stats(server: APIServer) -> Dict[str, Any]:

@@ -10,7 +10,6 @@ import fcntl
 import json
 import os
 import pty
-import signal
 import socket
 import struct
 import subprocess
@@ -28,7 +27,7 @@ LIBRARY = os.environ.get("SHEAF_LIBRARY_PATH") or str(REPO / "build" / "lib" / "
 
 sys.path.insert(0, str(REPO / "Tests" / "server"))
 from api_server import start_server  # noqa: E402
-from conftest import pages_asked  # noqa: E402
+from conftest import interrupt_cli, pages_asked  # noqa: E402
 
 TOKEN = "tok-Secret-7f3a9c1d"
 OPTIONS = ["--token", "--preset", "--paging", "--explain", "--cursor", "--page-count", "--has-more", "--is-last", "--items", "--next", "--total", "--id", "--page-param",
@@ -551,21 +550,15 @@ def test_ctrl_c_cancels_and_exits_130(api, server):
                                     "--items", "/items", "--next", "/next_page"),
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, bufsize=0,   # no line read ahead
                             stdin=subprocess.DEVNULL, env=cli_env(), cwd=REPO)
-    try:
+    def first_item() -> None:
         assert json.loads(proc.stdout.readline())["id"] == 0
-        proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=15)
-    finally:
-        proc.kill()
-        proc.wait()
-    assert proc.returncode == 130, err
-    said = err.decode().splitlines()
-    assert said[-2] == "sheaf: interrupted" and said[-1].startswith("sheaf: to go on: --resume "), err
+
+    out, err, token = interrupt_cli(proc, first_item)
     assert b"Traceback" not in err
     # The token goes on after the last item written.
     written = 1 + len(lines(out))
     rest = run_cli(f"{api}/anchor?n=100000&per_page=10&latency_ms=200", "--items", "/items", "--next", "/next_page",
-                   "--max-items", "3", "--resume", said[-1].rsplit(" ", 1)[1])
+                   "--max-items", "3", "--resume", token)
     assert lines(rest.stdout) == expected(written + 3, written)
     time.sleep(0.5)   # the list was cancelled: the walk does not go on after exit
     made = server.state.snapshot()["requests"]

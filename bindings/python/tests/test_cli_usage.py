@@ -13,13 +13,12 @@ import io
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from conftest import REPO, expected_items, stats, walk
+from conftest import REPO, expected_items, interrupt_cli, stats, walk
 
 import sheaf
 from sheaf import cli
@@ -283,19 +282,13 @@ def test_ctrl_c_during_csv_gives_a_token_after_the_rows_written(api):
     args = ["--items", "/items", "--next", "/next_page", "--format", "csv", "--fields", "/id"]
     proc = subprocess.Popen([sys.executable, "-m", "sheaf", "get", url, *args], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, bufsize=0, stdin=subprocess.DEVNULL, env=environment(), cwd=REPO)
-    try:
+    def header_and_first_row() -> None:
         assert proc.stdout.readline() == b"id\r\n"
         assert proc.stdout.readline() == b"0\r\n"
-        proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=15)
-    finally:
-        proc.kill()
-        proc.wait()
-    assert proc.returncode == 130, err
-    said = err.decode().splitlines()
-    assert said[-2] == "sheaf: interrupted" and said[-1].startswith("sheaf: to go on: --resume "), err
+
+    out, _, token = interrupt_cli(proc, header_and_first_row)
     written = 1 + len(csv_rows(out))
-    rest = sheaf_command("get", url, *args, "--max-items", "3", "--resume", said[-1].rsplit(" ", 1)[1])
+    rest = sheaf_command("get", url, *args, "--max-items", "3", "--resume", token)
     assert csv_rows(rest.stdout) == [[str(i)] for i in range(written, written + 3)]
 
 

