@@ -156,11 +156,11 @@ final class ListHandle: Sendable, ErrorRecording {
         return UnsafePointer(pulled.value)
     }
 
-    /// The prefix the caller has seen (`State.seen`).
-    func prefixJSON() -> [UInt8] {
+    /// The prefix the caller has seen (`State.seen`), as `ListRun.prefixPieces` gives it.
+    func prefixPieces() -> [ArraySlice<UInt8>] {
         let (run, seen) = state.withLock { ($0.current, $0.seen) }
-        guard let run, let seen else { return Array("[]".utf8) }
-        return run.prefixJSON(through: seen)
+        guard let run, let seen else { return [] }
+        return run.prefixPieces(through: seen)
     }
     var keepsItems: Bool { state.withLock { $0.keepsItems } }
 
@@ -238,6 +238,26 @@ private func handOver(_ json: [UInt8], _ outJSON: UnsafeMutablePointer<UnsafeMut
                       _ outLength: UnsafeMutablePointer<Int>?) {
     outJSON.pointee = CString.mallocCopy(json)
     outLength?.pointee = json.count
+}
+
+/// Hands a JSON array of the prefix's `pieces` to the caller: written once, straight into the
+/// malloc'd buffer (a list's JSON is never copied whole on the Swift side first).
+private func handOver(_ pieces: [ArraySlice<UInt8>], _ outJSON: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>,
+                      _ outLength: UnsafeMutablePointer<Int>?) {
+    let length = pieces.reduce(2) { $0 + $1.count }
+    guard let memory = malloc(length + 1)?.assumingMemoryBound(to: UInt8.self) else { return }
+    memory[0] = UInt8(ascii: "[")
+    var at = 1
+    for piece in pieces {
+        piece.withUnsafeBufferPointer { bytes in
+            if let base = bytes.baseAddress { memcpy(memory + at, base, bytes.count) }
+        }
+        at += piece.count
+    }
+    memory[at] = UInt8(ascii: "]")
+    memory[at + 1] = 0
+    outJSON.pointee = UnsafeMutableRawPointer(memory).assumingMemoryBound(to: CChar.self)
+    outLength?.pointee = length
 }
 
 // MARK: - Exports
@@ -599,7 +619,7 @@ public func sheaf_list_prefix(_ list: OpaquePointer?, _ outJSON: UnsafeMutablePo
     guard handle.keepsItems else {
         return failure(SheafError(.state, "the list does not keep its items (sheaf_list_set_keep_items)"), on: handle)
     }
-    handOver(handle.prefixJSON(), outJSON, outLength)
+    handOver(handle.prefixPieces(), outJSON, outLength)
     return success()
 }
 
@@ -620,10 +640,10 @@ public func sheaf_list_fetch_all(_ list: OpaquePointer?, _ outJSON: UnsafeMutabl
         run = try handle.start(keepingItems: true, onSnapshot: nil)
         result = report(try run.wait(), on: handle)
     } catch {
-        handOver(Array("[]".utf8), outJSON, outLength)
+        handOver([ArraySlice<UInt8>](), outJSON, outLength)
         return failure(error, on: handle)
     }
-    handOver(run.prefixJSON(), outJSON, outLength)
+    handOver(run.prefixPieces(through: nil), outJSON, outLength)
     return result
 }
 

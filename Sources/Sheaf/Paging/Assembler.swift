@@ -31,7 +31,11 @@ struct Assembler {
     /// How many identities a list that does not keep its items remembers for de-duplication
     /// (duplicates come from pages shifting while they are read, so they are near each other).
     static let streamingIdentityLimit = 100_000
-    private var prefix: [UInt8] = []
+    /// The kept prefix: its items as JSON array elements (comma-separated), a piece per page, so
+    /// it is never copied as it grows (a list's worth of bytes moved on each doubling).
+    private var prefix: [[UInt8]] = []
+    /// Bytes in `prefix`.
+    private var prefixCount = 0
     /// Items in the prefix, after de-duplication.
     private(set) var itemCount = 0
     /// Pages in the prefix.
@@ -67,7 +71,7 @@ struct Assembler {
         var open = false // pages were added since the last delta was closed
         func close() {
             json.append(UInt8(ascii: "]"))
-            deltas.append(SnapshotDelta(json: json, items: added, totalItems: itemCount, pages: pageCount, prefixBytes: prefix.count,
+            deltas.append(SnapshotDelta(json: json, items: added, totalItems: itemCount, pages: pageCount, prefixBytes: prefixCount,
                                         itemEnds: ends))
             json = [UInt8(ascii: "[")]
             ends = []
@@ -125,12 +129,16 @@ struct Assembler {
         // as one run: one copy per page instead of one per item.
         var run: Range<Int>?
         var runStart = 0   // where the run lands in `json`
+        var kept: [UInt8] = []   // this page's piece of the kept prefix
+        if keepsItems, let first = page.items.first, let last = page.items.last {
+            kept.reserveCapacity(last.upperBound - first.lowerBound + 1)
+        }
         func copyRun() {
             guard let bytes = run else { return }
             json.append(contentsOf: page.body[bytes])
             if keepsItems {
-                if !prefix.isEmpty { prefix.append(UInt8(ascii: ",")) }
-                prefix.append(contentsOf: page.body[bytes])
+                if prefixCount > 0 || !kept.isEmpty { kept.append(UInt8(ascii: ",")) }
+                kept.append(contentsOf: page.body[bytes])
             }
             run = nil
         }
@@ -158,6 +166,10 @@ struct Assembler {
             added += 1
         }
         copyRun()
+        if !kept.isEmpty {
+            prefix.append(kept)
+            prefixCount += kept.count
+        }
         if let maxItems, itemCount >= maxItems { reachedLimit = true }
         return added
     }
@@ -173,13 +185,29 @@ struct Assembler {
         oldest = (oldest + 1) % recent.count
     }
 
-    /// The first `bytes` bytes of the kept prefix (a snapshot's `prefixBytes`) as one JSON array.
+    /// The first `bytes` bytes of the kept prefix (a snapshot's `prefixBytes`): the JSON array's
+    /// elements, in the pieces that hold them (not copied).
+    func prefixPieces(bytes: Int) -> [ArraySlice<UInt8>] {
+        var left = min(max(bytes, 0), prefixCount)
+        var pieces: [ArraySlice<UInt8>] = []
+        for piece in prefix where left > 0 {
+            pieces.append(piece.prefix(left))
+            left -= min(left, piece.count)
+        }
+        return pieces
+    }
+
+    /// The first `bytes` bytes of the kept prefix as one JSON array.
     func prefixJSON(bytes: Int) -> [UInt8] {
+        Self.jsonArray(prefixPieces(bytes: bytes))
+    }
+
+    /// `pieces` (of `prefixPieces`) as one JSON array.
+    static func jsonArray(_ pieces: [ArraySlice<UInt8>]) -> [UInt8] {
         var json: [UInt8] = []
-        let bytes = min(max(bytes, 0), prefix.count)
-        json.reserveCapacity(bytes + 2)
+        json.reserveCapacity(pieces.reduce(2) { $0 + $1.count })
         json.append(UInt8(ascii: "["))
-        json.append(contentsOf: prefix[..<bytes])
+        for piece in pieces { json.append(contentsOf: piece) }
         json.append(UInt8(ascii: "]"))
         return json
     }

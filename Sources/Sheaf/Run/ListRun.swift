@@ -234,13 +234,19 @@ public final class ListRun: Sendable {
     /// The ordered prefix delivered so far (through the snapshot being delivered, inside a
     /// callback), as one JSON array.
     public func prefixJSON() -> [UInt8] {
-        state.withLock { $0.assembler.prefixJSON(bytes: $0.delivered?.delta.prefixBytes ?? 0) }
+        Assembler.jsonArray(prefixPieces(through: nil))
     }
 
     /// The ordered prefix through `snapshot`, one of this run's, as one JSON array (for a caller
     /// that takes snapshots from a `SnapshotQueue`: what it has taken, not what was queued).
     package func prefixJSON(through snapshot: Snapshot) -> [UInt8] {
-        state.withLock { $0.assembler.prefixJSON(bytes: snapshot.delta.prefixBytes) }
+        Assembler.jsonArray(prefixPieces(through: snapshot))
+    }
+
+    /// The elements of the ordered prefix through `snapshot` (nil: the one delivered so far), in
+    /// the pieces the run keeps, not copied: the C layer writes them straight into its buffer.
+    package func prefixPieces(through snapshot: Snapshot?) -> [ArraySlice<UInt8>] {
+        state.withLock { $0.assembler.prefixPieces(bytes: (snapshot ?? $0.delivered)?.delta.prefixBytes ?? 0) }
     }
 
     private static let deliveryKey = DispatchSpecificKey<ObjectIdentifier>()
