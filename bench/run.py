@@ -955,18 +955,26 @@ class Scenarios:
         """Time to the first snapshot of P1 against one round trip of page one plus parsing it."""
         b = self.b
         b.measure(b.floor_spec("floor P12", self.p1, self.runs, reps=5, pages=1, window=1),
-                  b.c_spec("C stream P1", "stream", self.p1, self.runs))
-        label = f"first snapshot of P1 (L={L_MS} ms), C snapshot callback"
-        m, f = b.results["C stream P1"], b.results["floor P12"]
-        for x in (m, f):
-            if x.error or not x.runs:
-                return [failed_row("P12", label, x, "<= 1.10x floor")]
-        first = statistics.median(m.values("first_items_s"))
+                  b.c_spec("C stream P1", "stream", self.p1, self.runs),
+                  b.c_spec("C stream P1 warm", "stream", self.p1, self.runs, extra=["--warm", "1"]))
+        f = b.results["floor P12"]
+        if f.error or not f.runs:
+            return [failed_row("P12", "first snapshot of P1: the floor", f)]
         floor = f.median("fetch_only_seconds") + f.median("parse_seconds")
-        ratio = first / floor
-        return [Row("P12", label, sheaf=secs(first),
-                    floor=f"{secs(floor)} (page one over a new socket + jansson parse)", ratio=f"{ratio:.2f}x",
-                    target="<= 1.10x floor", met=yes(ratio <= 1.10), runs=m.runs_text)]
+        rows = []
+        for key, label in (("C stream P1", f"first snapshot of P1 (L={L_MS} ms), C snapshot callback, the process's "
+                                            "first list (libcurl and TLS initialised on the way)"),
+                           ("C stream P1 warm", "  the same from a client that has run a list before")):
+            m = b.results[key]
+            if m.error or not m.runs:
+                rows.append(failed_row("P12", label, m, "<= 1.10x floor"))
+                continue
+            first = statistics.median(m.values("first_items_s"))
+            rows.append(Row("P12", label, sheaf=secs(first),
+                            floor=f"{secs(floor)} (page one over a new socket + jansson parse)",
+                            ratio=f"{first / floor:.2f}x", target="<= 1.10x floor", met=yes(first / floor <= 1.10),
+                            runs=m.runs_text))
+        return rows
 
     # -- P13: no waste after a definitive failure --
     def P13(self) -> List[Row]:

@@ -12,6 +12,7 @@
  *   --total PTR (/total; "" = none)  --page-param NAME (none: next links only)  --first-page K (1)
  *   --size-param NAME  --page-size S  --max-pages M  --identity PTR (none)
  * Connection options: --http auto|1.1|2 (SHEAF_OPT_HTTP_VERSION; auto) --ca PEM (a CA to trust)
+ * --warm 1 (stream): first a one-page list on the same client, untimed (a client in use already)
  *
  * fetch   sheaf_list_fetch_all, timed from sheaf_list_new to its return.
  * stream  sheaf_list_start + a snapshot callback that consumes each delta (it scans the ids in
@@ -137,6 +138,7 @@ typedef struct options {
     int reps;
     int check;
     int http_version;         /* --http: a sheaf_http_version */
+    int warm;                 /* --warm 1 (stream): a one-page list on the same client first, not timed */
     const char *ca_file;      /* --ca PEM: SHEAF_TLS_CA_FILE */
 } options;
 
@@ -147,7 +149,7 @@ static void usage(void) {
             "       [--items PTR] [--next PTR] [--total PTR] [--page-param NAME] [--first-page K]\n"
             "       [--size-param NAME] [--page-size S] [--max-pages M] [--identity PTR] [--preset NAME] [--detect 0|1]\n"
             "       [--transport curl|blocking] [--keep 0|1] [--pages P] [--reps R] [--check 0|1]\n"
-            "       [--http auto|1.1|2] [--ca PEM]\n");
+            "       [--http auto|1.1|2] [--ca PEM] [--warm 0|1]\n");
     exit(EXIT_USAGE);
 }
 
@@ -194,6 +196,7 @@ static options parse_options(int argc, char **argv) {
         else if (strcmp(name, "--reps") == 0) o.reps = (int)number(value, name, 1, 1000);
         else if (strcmp(name, "--check") == 0) o.check = (int)number(value, name, 0, 1);
         else if (strcmp(name, "--ca") == 0) o.ca_file = value;
+        else if (strcmp(name, "--warm") == 0) o.warm = (int)number(value, name, 0, 1);
         else if (strcmp(name, "--http") == 0) {
             if (strcmp(value, "auto") == 0) o.http_version = SHEAF_HTTP_AUTO;
             else if (strcmp(value, "1.1") == 0) o.http_version = SHEAF_HTTP_1_1;
@@ -441,6 +444,17 @@ static int run_stream(const options *o) {
     blocking_transport transport = {0};
     sheaf_client *client = make_client(o, &transport);
     stream_state st = {0};
+    if (o->warm) {
+        /* A client in use already: libcurl and its TLS library initialised, a connection open. */
+        sheaf_list *first = make_list(o, client, 0);
+        char *json = NULL;
+        sheaf_result budget = sheaf_list_set_budget(first, SHEAF_BUDGET_PAGES, 1);
+        sheaf_result fetched = sheaf_list_fetch_all(first, &json, NULL);
+        if (budget != SHEAF_OK || !SHEAF_SUCCEEDED(fetched))
+            die(EXIT_SETUP, "the warm-up list: %s", list_message(first));
+        sheaf_free(json);
+        sheaf_list_free(first);
+    }
 
     st.start = now_s();
     double cpu_start = cpu_s();

@@ -26,6 +26,8 @@ final class ClientHandle: Sendable {
         self.baseURL = baseURL
         // Validates the base URL now rather than at the first list.
         try SheafClient.validate(baseURL: baseURL)
+        // libcurl and its TLS library get ready meanwhile: not while the first list waits.
+        CurlTransport.warmUp()
     }
 
     /// A client with the current settings, for one list or request; `transport`, when given, in

@@ -1,3 +1,4 @@
+import Dispatch
 import Sheaf
 
 /// The default transport: libcurl's multi interface, driven by one dedicated event thread.
@@ -42,6 +43,15 @@ public final class CurlTransport: Transport {
     deinit {
         loop.close()
     }
+
+    /// Loads and initialises libcurl (with its TLS library) on a background thread, once per
+    /// process, so the first request does not wait the few milliseconds it takes; a request made
+    /// meanwhile waits for it. Cheap to call again.
+    public static func warmUp() {
+        _ = warming
+    }
+
+    private static let warming: Void = DispatchQueue.global(qos: .utility).async { _ = CurlGlobal.isReady }
 
     /// Queues the request on the event thread and returns a handle that can abandon it.
     ///
