@@ -92,6 +92,13 @@ static void load(void) {
         failure = failure_text;
         return;
     }
+    /* Never undone (curl_global_cleanup): other code in the process may still use libcurl. */
+    CURLcode initialised = api.global_init(CURL_GLOBAL_DEFAULT);
+    if (initialised != CURLE_OK) {
+        snprintf(failure_text, sizeof failure_text, "curl_global_init failed (curl error %d)", (int)initialised);
+        failure = failure_text;
+        return;
+    }
     failure = NULL;
 }
 
@@ -100,7 +107,6 @@ const char *scurl_load(void) {
     return failure;
 }
 
-CURLcode scurl_global_init(long flags) { return api.global_init(flags); }
 CURL *scurl_easy_init(void) { return api.easy_init(); }
 void scurl_easy_cleanup(CURL *handle) { api.easy_cleanup(handle); }
 const char *scurl_easy_strerror(CURLcode code) { return api.easy_strerror(code); }

@@ -48,10 +48,8 @@ public final class CurlTransport: Transport {
     /// process, so the first request does not wait the few milliseconds it takes; a request made
     /// meanwhile waits for it. Cheap to call again.
     public static func warmUp() {
-        _ = warming
+        DispatchQueue.global(qos: .utility).async { _ = CurlGlobal.isReady }
     }
-
-    private static let warming: Void = DispatchQueue.global(qos: .utility).async { _ = CurlGlobal.isReady }
 
     /// Queues the request on the event thread and returns a handle that can abandon it.
     ///

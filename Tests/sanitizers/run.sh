@@ -40,7 +40,7 @@ else
     # TSan's libdispatch interceptors call into libdispatch and the blocks runtime.
     c_libs=(-L"$toolchain_lib" -ldispatch -lBlocksRuntime)
     preload=("$runtime_dir/libclang_rt.tsan-x86_64.so" "$toolchain_lib/libdispatch.so" "$toolchain_lib/libBlocksRuntime.so")
-    export TSAN_OPTIONS=halt_on_error=0:second_deadlock_stack=1
+    export TSAN_OPTIONS="halt_on_error=0:second_deadlock_stack=1:suppressions=$source/Tests/sanitizers/tsan.supp"
     reports="WARNING: ThreadSanitizer"
 fi
 

@@ -10,10 +10,10 @@
  */
 #include <curl/curl.h>
 
-/* Loads libcurl once (thread-safe); NULL when it is usable, else why not (static text). */
+/* Loads and initialises libcurl once (pthread_once: thread-safe, and cheap after the first
+ * call); NULL when it is usable, else why not (static text). */
 const char *scurl_load(void);
 
-CURLcode scurl_global_init(long flags);
 CURL *scurl_easy_init(void);
 void scurl_easy_cleanup(CURL *handle);
 const char *scurl_easy_strerror(CURLcode code);
@@ -47,8 +47,6 @@ CURLcode scurl_easy_restrict_to_http(CURL *h);
  * nothing before). */
 CURLcode scurl_easy_allow_quick_exit(CURL *h);
 
-/* CURL_GLOBAL_DEFAULT is a macro expression; a plain value for Swift. */
-static inline long scurl_global_default_flags(void) { return CURL_GLOBAL_DEFAULT; }
 /* The CURLcode of a CURLMSG_DONE message (the anonymous union is awkward from Swift). */
 static inline CURLcode scurl_msg_result(const CURLMsg *m) { return m->data.result; }
 /* Names the calling thread (shown by top, gdb, /proc); a no-op where unsupported. */
