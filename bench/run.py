@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import importlib.util
 import http.client
 import json
 import math
@@ -447,11 +448,7 @@ def print_table(rows: List[Row]) -> None:
 
 def decoder() -> str:
     """Which decoder the Python binding uses in the bench's children (orjson when installed)."""
-    try:
-        import orjson  # noqa: F401
-        return "orjson"
-    except ImportError:
-        return "json: orjson is not installed"
+    return "orjson" if importlib.util.find_spec("orjson") else "json: orjson is not installed"
 
 
 def secs(x: float) -> str:
@@ -672,7 +669,7 @@ class Scenarios:
         baselines = [(name, b.results[key]) for name, key in
                      (("ThreadPoolExecutor W=8", "threadpool P1 W=8"), ("httpx W=8", "httpx-window P1 W=8"),
                       ("aiohttp W=8", "aiohttp-window P1 W=8")) if key in b.results and b.results[key].runs]
-        label = f"P1 with the default adaptive window (starts at 8, up to 64), C"
+        label = "P1 with the default adaptive window (starts at 8, up to 64), C"
         if m.error or not m.runs or not baselines:
             rows.append(failed_row("P1a", label, m if (m.error or not m.runs) else b.results["threadpool P1 W=8"]))
         else:
@@ -916,9 +913,7 @@ class Scenarios:
         connection) against HTTP/1.1 (a TLS connection per request in flight)."""
         b = self.b
         label = f"N={N_PAGES}x{PER_PAGE}, L={L_MS} ms over TLS: HTTP/2"
-        try:
-            import hypercorn  # noqa: F401
-        except ImportError:
+        if importlib.util.find_spec("hypercorn") is None:
             return [Row("P10", label, sheaf="not run: needs hypercorn (pip install hypercorn)")]
         server = H2Server()
         try:
@@ -1121,9 +1116,7 @@ def check_python(bench: Bench) -> None:
         bench.python_ok = "import sheaf failed: " + r.stderr.decode(errors="replace").strip().splitlines()[-1]
     else:
         bench.lib_version = "libsheaf " + r.stdout.decode()
-    try:
-        import requests  # noqa: F401
-    except ImportError:
+    if importlib.util.find_spec("requests") is None:
         bench.notes.append("requests is not installed: the baselines use urllib (a connection per request)")
 
 

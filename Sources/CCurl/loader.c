@@ -85,10 +85,11 @@ static void load(void) {
     RESOLVE(slist_free_all, "curl_slist_free_all")
     RESOLVE(version_info, "curl_version_info")
 #undef RESOLVE
-    version_num = api.version_info(CURLVERSION_NOW)->version_num;
+    const curl_version_info_data *version = api.version_info(CURLVERSION_NOW);
+    version_num = version->version_num;
     if (version_num < 0x074400) {
         snprintf(failure_text, sizeof failure_text, "%s is libcurl %s: 7.68 or later is needed", name,
-                 api.version_info(CURLVERSION_NOW)->version);
+                 version->version);
         failure = failure_text;
         return;
     }

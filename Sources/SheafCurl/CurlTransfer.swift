@@ -67,7 +67,9 @@ final class CurlTransfer: @unchecked Sendable {
         if let problem = validate() {
             return problem
         }
-        if request.httpVersion == .http2PriorKnowledge, !CurlGlobal.priorKnowledgeWorks, request.url.lowercased().hasPrefix("http:") {
+        // The core sends http and https only (and libcurl is restricted to them below).
+        let cleartext = request.url.prefix(5).lowercased() == "http:"
+        if request.httpVersion == .http2PriorKnowledge, cleartext, !CurlGlobal.priorKnowledgeWorks {
             return TransportError(.other, "HTTP/2 by prior knowledge on http:// needs libcurl 8.0 or later: "
                                   + "libcurl \(CurlGlobal.version) fails every request on a reused HTTP/2 connection")
         }
@@ -115,7 +117,7 @@ final class CurlTransfer: @unchecked Sendable {
         case .automatic, .http2PriorKnowledge:
             let version = request.httpVersion == .automatic ? CURL_HTTP_VERSION_2TLS : CURL_HTTP_VERSION_2_PRIOR_KNOWLEDGE
             set(scurl_easy_setopt_long(handle, CURLOPT_HTTP_VERSION, Int(version)))
-            if request.httpVersion == .http2PriorKnowledge || request.url.lowercased().hasPrefix("https:") {
+            if request.httpVersion == .http2PriorKnowledge || !cleartext {
                 // Where the connection may turn out to be HTTP/2, requests started together wait
                 // for the origin's first connection instead of opening one each: over HTTP/2 the
                 // whole window then shares it (over HTTP/1.1 they open their own once it answers).

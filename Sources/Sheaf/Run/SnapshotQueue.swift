@@ -54,12 +54,12 @@ package final class SnapshotQueue<Element: Sendable>: Sendable {
     /// Queues `snapshot` without waiting; false once the queue is closed (the run then stops, as
     /// when a callback asks to).
     package func push(_ snapshot: Element) -> Bool {
-        let onReady = state.withLock { state -> (@Sendable () -> Void)?? in
-            guard !state.closed else { return nil }
+        let (queued, onReady) = state.withLock { state -> (Bool, (@Sendable () -> Void)?) in
+            guard !state.closed else { return (false, nil) }
             state.snapshots.append(snapshot)
-            return .some(state.onReady)
+            return (true, state.onReady)
         }
-        guard let onReady else { return false }
+        guard queued else { return false }
         ready.signal()
         onReady?()
         return true

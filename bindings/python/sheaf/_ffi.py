@@ -296,12 +296,10 @@ def candidate_paths(environ: Optional[Mapping[str, str]] = None) -> List[Tuple[s
     """Where the library is looked for, in order: (description, path or None when not applicable).
     $SHEAF_LIBRARY_PATH, when set, is the only place: a wrong one is an error, never a silent
     fall back to another library."""
-    candidates: List[Tuple[str, Optional[Path]]] = []
     configured = (os.environ if environ is None else environ).get(LIBRARY_PATH_VARIABLE)
     if configured:
         return [(f"${LIBRARY_PATH_VARIABLE}", Path(configured))]
-    else:
-        candidates.append((f"${LIBRARY_PATH_VARIABLE}", None))
+    candidates: List[Tuple[str, Optional[Path]]] = [(f"${LIBRARY_PATH_VARIABLE}", None)]
     bundled_dir = _PACKAGE_DIR / "lib"
     bundled = sorted(bundled_dir.glob("libsheaf.so*"), key=lambda p: (p.name != "libsheaf.so.0", p.name))
     if bundled:

@@ -65,13 +65,14 @@ def status_line(snapshot, elapsed: float, width: int, final: bool = False, note:
         taken = format_duration(elapsed)
         candidates = [f"sheaf: waiting for the first page ({taken})", f"waiting for page 1 ({taken})",
                       f"waiting ({taken})"]
-    else:
-        candidates = [_line(snapshot, elapsed, final, note, frozenset(ECONOMIES[:given_up]))
-                      for given_up in range(len(ECONOMIES) + 1)]
+    else:   # made one at a time: on a wide terminal the first one fits
+        candidates = (_line(snapshot, elapsed, final, note, frozenset(ECONOMIES[:given_up]))
+                      for given_up in range(len(ECONOMIES) + 1))
+    text = ""
     for text in candidates:
         if len(text) <= width:
             return text
-    return candidates[-1][:width]
+    return text[:width]
 
 
 def _line(s, elapsed: float, final: bool, note: str, without: frozenset) -> str:

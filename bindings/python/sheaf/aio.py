@@ -116,8 +116,7 @@ class AsyncClient:
         finally:
             run.close()   # also when the task is cancelled: stops the list
             wakeups.close()
-        run.raise_outcome(delivered)
-        return Items(delivered, Result(run.outcome), run.resume_token)
+        return run.items(delivered)
 
     async def stream(self, path: str, description: Optional[Description] = None, *, decode: Any = None,
                      **options: Any) -> AsyncIterator[Snapshot]:

@@ -309,8 +309,7 @@ class Client(Closing):
             raise
         finally:
             run.close()   # also on Ctrl-C and a refused item: cancels what is in flight
-        run.raise_outcome(delivered)
-        return Items(delivered, Result(run.outcome), run.resume_token)
+        return run.items(delivered)
 
     def stream(self, path: str, description: Optional[Description] = None, *, query: Optional[Query] = None,
                max_items: Optional[int] = None, max_pages: Optional[int] = None, max_requests: Optional[int] = None,

@@ -101,6 +101,21 @@ def interrupt_cli(proc: subprocess.Popen, read_first_output: Callable[[], None])
     return out, err, said[-1].rsplit(" ", 1)[1]
 
 
+def close_the_pipe(proc: subprocess.Popen, read_first_output: Callable[[], None]) -> bytes:
+    """Closes a running `sheaf get`'s stdout once `read_first_output` has read what it wrote
+    first, as `| head -1` does: its stderr (it must exit 0)."""
+    try:
+        read_first_output()
+        proc.stdout.close()
+        err = proc.stderr.read()
+        proc.wait(timeout=15)
+    finally:
+        proc.kill()
+        proc.wait()
+    assert proc.returncode == 0, err
+    return err
+
+
 def stats(server: APIServer) -> Dict[str, Any]:
     """The server's /_stats: requests, max_in_flight, in_flight and the request log."""
     with urllib.request.urlopen(f"{server.base_url}/_stats", timeout=10) as response:

@@ -27,7 +27,7 @@ LIBRARY = os.environ.get("SHEAF_LIBRARY_PATH") or str(REPO / "build" / "lib" / "
 
 sys.path.insert(0, str(REPO / "Tests" / "server"))
 from api_server import start_server  # noqa: E402
-from conftest import interrupt_cli, pages_asked  # noqa: E402
+from conftest import close_the_pipe, interrupt_cli, pages_asked  # noqa: E402
 
 TOKEN = "tok-Secret-7f3a9c1d"
 OPTIONS = ["--token", "--preset", "--paging", "--explain", "--cursor", "--page-count", "--has-more", "--is-last", "--items", "--next", "--total", "--id", "--page-param",
@@ -571,15 +571,10 @@ def test_closed_pipe_stops_quietly(api):
                                     "--items", "/items", "--next", "/next_page"),
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             stdin=subprocess.DEVNULL, env=cli_env(), cwd=REPO)
-    try:
+    def first_item() -> None:
         assert json.loads(proc.stdout.readline())["id"] == 0
-        proc.stdout.close()                                  # like `| head -1`
-        err = proc.stderr.read()
-        proc.wait(timeout=15)
-    finally:
-        proc.kill()
-        proc.wait()
-    assert proc.returncode == 0, err
+
+    err = close_the_pipe(proc, first_item)
     assert b"Traceback" not in err
 
 

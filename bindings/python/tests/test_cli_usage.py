@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import REPO, expected_items, interrupt_cli, stats, walk
+from conftest import REPO, close_the_pipe, expected_items, interrupt_cli, stats, walk
 
 import sheaf
 from sheaf import cli
@@ -266,15 +266,11 @@ def test_csv_into_a_closed_pipe_stops_quietly(api):
                              "--items", "/items", "--next", "/next_page", "--format", "csv", "--fields", "/id"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
                             env=environment(), cwd=REPO)
-    try:
+    def header() -> None:
         assert proc.stdout.readline() == b"id\r\n"
-        proc.stdout.close()                                  # like `| head -1`
-        err = proc.stderr.read()
-        proc.wait(timeout=15)
-    finally:
-        proc.kill()
-        proc.wait()
-    assert proc.returncode == 0 and err == b"", err
+
+    err = close_the_pipe(proc, header)
+    assert err == b"", err
 
 
 def test_ctrl_c_during_csv_gives_a_token_after_the_rows_written(api):
