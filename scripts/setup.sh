@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # Installs what building and testing Sheaf needs on a Debian machine that has Swift and gcc:
 # cmake, ninja, pkg-config, jansson and libcurl headers, valgrind, python3 (+ pytest, hypercorn, orjson),
-# g++, zsh (the CLI's completion script is checked in bash and zsh).
+# g++, zsh (the CLI's completion script is checked in bash and zsh), debootstrap (the wheel is
+# also run on an older Debian, in a chroot).
 # Safe to rerun: when everything is already there it changes nothing and touches no network.
 set -euo pipefail
+PATH=$PATH:/usr/sbin:/sbin   # debootstrap's place, off a non-root user's PATH
 
 missing_commands=()
-for command in cmake ninja pkg-config valgrind python3 g++ readelf nm openssl zsh; do
+for command in cmake ninja pkg-config valgrind python3 g++ readelf nm openssl zsh debootstrap; do
     command -v "$command" >/dev/null 2>&1 || missing_commands+=("$command")
 done
 
@@ -27,17 +29,17 @@ if ((${#missing_commands[@]} + ${#missing_modules[@]} > 0)); then
         sudo=(sudo)
     else
         echo "setup: not root and no sudo: install these Debian packages by hand:" >&2
-        echo "  cmake ninja-build pkg-config libjansson-dev libcurl4-openssl-dev valgrind python3 g++ binutils openssl zsh" >&2
+        echo "  cmake ninja-build pkg-config libjansson-dev libcurl4-openssl-dev valgrind python3 g++ binutils openssl zsh debootstrap" >&2
         exit 1
     fi
     export DEBIAN_FRONTEND=noninteractive
     "${sudo[@]}" apt-get update
     "${sudo[@]}" apt-get install -y --no-install-recommends \
-        cmake ninja-build pkg-config libjansson-dev libcurl4-openssl-dev valgrind python3 g++ binutils openssl zsh
+        cmake ninja-build pkg-config libjansson-dev libcurl4-openssl-dev valgrind python3 g++ binutils openssl zsh debootstrap
 fi
 
 # Check again, so a package that installed but did not provide what we need fails here, loudly.
-for command in cmake ninja pkg-config valgrind python3 g++ readelf nm openssl zsh; do
+for command in cmake ninja pkg-config valgrind python3 g++ readelf nm openssl zsh debootstrap; do
     command -v "$command" >/dev/null 2>&1 || { echo "setup: '$command' still missing" >&2; exit 1; }
 done
 for module in jansson libcurl; do

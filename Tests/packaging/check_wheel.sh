@@ -3,11 +3,15 @@
 # that sdist alone; auditwheel must accept the wheel for a manylinux tag with nothing grafted in
 # (libcurl is loaded at run time, not linked); the wheel is installed into a fresh venv and runs a
 # list, the `sheaf` command and an asyncio list from outside the source tree, with the Swift
-# toolchain off PATH. Prints the sdist, the wheel, its size and `auditwheel show`.
-# usage: check_wheel.sh SOURCE_DIR PYTHON3
+# toolchain off PATH. The library is linked for glibc 2.17 and later (manylinux2014): the wheel
+# must get that tag, and it runs the same checks once more on Debian 11 (glibc 2.31, where the
+# pthread and dl functions are still in libpthread.so.0 and libdl.so.2, and libcurl is 7.74), in
+# a chroot that debootstrap makes in DEBIAN_ROOT (kept there for the next run). Prints the sdist,
+# the wheel, its size and `auditwheel show`.
+# usage: check_wheel.sh SOURCE_DIR PYTHON3 DEBIAN_ROOT
 set -euo pipefail
 
-source_dir=$(cd "$1" && pwd) python=$2
+source_dir=$(cd "$1" && pwd) python=$2 debian_root=$3
 work=$(mktemp -d "${TMPDIR:-/tmp}/sheaf-wheel.XXXXXX")
 server_pid=
 cleanup() {
@@ -39,7 +43,7 @@ listing=$(tar -tzf "$sdist")
 
 step "auditwheel show"
 "$work/tools/bin/auditwheel" show "$wheel" | tee "$work/show.txt"
-grep -q 'manylinux_2_[0-9]*_x86_64' "$work/show.txt" || die "auditwheel finds no manylinux tag for the wheel"
+grep -q 'manylinux_2_17_x86_64' "$work/show.txt" || die "auditwheel does not give the wheel the manylinux_2_17 (manylinux2014) tag"
 if grep -Eq 'libcurl|libssl|libcrypto' "$work/show.txt"; then
     die "the wheel's library depends on libcurl or OpenSSL at link time"
 fi
@@ -83,11 +87,41 @@ async def main():
 assert len(asyncio.run(main())) == 90
 print(f"sheaf {sheaf.__version__}, libsheaf {sheaf.library_version()} from {sheaf.library_path}: 250 + 90 items")
 PY
-clean_env=(env -i "PATH=$work/user/bin:/usr/bin:/bin" "HOME=$work" "LANG=C.UTF-8")
-(cd "$work/elsewhere" && "${clean_env[@]}" python use.py "http://127.0.0.1:$port") \
-    || die "the installed wheel does not run a list"
-if "${clean_env[@]}" sh -c 'command -v swift' >/dev/null; then die "swift is still on PATH"; fi
-lines=$(cd "$work/elsewhere" && "${clean_env[@]}" sheaf get "http://127.0.0.1:$port/anchor?n=75&per_page=10" --quiet | wc -l)
-[[ $lines == 75 ]] || die "the installed sheaf command wrote $lines items, not 75"
-(cd "$work/elsewhere" && "${clean_env[@]}" sheaf --version)
+# run_here / run_debian COMMAND...: in the venv's environment only (no swift, no source tree).
+run_here() { (cd "$work/elsewhere" && env -i "PATH=$work/user/bin:/usr/bin:/bin" "HOME=$work" "LANG=C.UTF-8" "$@"); }
+run_debian() {
+    chroot "$debian_root" env -i "PATH=/sheaf-check/venv/bin:/usr/bin:/bin" "HOME=/sheaf-check" "LANG=C.UTF-8" \
+        sh -c 'cd /sheaf-check && exec "$@"' sh "$@"
+}
+# check_installed RUNNER: a list (sync and asyncio) through the module, and the sheaf command.
+check_installed() {
+    local run=$1 lines
+    $run python use.py "http://127.0.0.1:$port" || die "the installed wheel does not run a list"
+    if $run sh -c 'command -v swift' >/dev/null; then die "swift is on PATH"; fi
+    lines=$($run sheaf get "http://127.0.0.1:$port/anchor?n=75&per_page=10" --quiet | wc -l)
+    [[ $lines == 75 ]] || die "the installed sheaf command wrote $lines items, not 75"
+    $run sheaf --version
+}
+check_installed run_here
+
+step "the same wheel on Debian 11 (glibc $(ldd --version | sed -n '1s/.* //p') here, 2.31 there), in a chroot"
+if [[ $(id -u) != 0 ]]; then
+    echo "   SKIPPED: chroot needs root (CI runs as root)"
+else
+    if [[ ! -x $debian_root/usr/bin/python3 ]]; then
+        rm -rf "$debian_root"
+        debootstrap --variant=minbase --include=python3,python3-venv,libcurl4 \
+            bullseye "$debian_root" http://deb.debian.org/debian > "$work/debootstrap.log" 2>&1 \
+            || { tail -20 "$work/debootstrap.log" >&2; die "debootstrap of Debian 11 failed"; }
+    fi
+    rm -rf "$debian_root/sheaf-check"
+    mkdir -p "$debian_root/sheaf-check"
+    cp "$repaired" "$work/elsewhere/use.py" "$debian_root/sheaf-check/"
+    echo "   $(run_debian ldd --version | head -1), $(run_debian python3 --version)"
+    run_debian python3 -m venv /sheaf-check/venv
+    run_debian pip install --quiet --no-deps --no-index "/sheaf-check/$(basename "$repaired")" \
+        || die "pip on Debian 11 does not install the wheel"
+    check_installed run_debian
+    rm -rf "$debian_root/sheaf-check"
+fi
 echo "packaging checks passed"
