@@ -2,8 +2,8 @@
 # The Python package as a user meets it: `python -m build` makes the sdist, then the wheel from
 # that sdist alone; auditwheel must accept the wheel for a manylinux tag with nothing grafted in
 # (libcurl is loaded at run time, not linked); the wheel is installed into a fresh venv and runs a
-# list, the `sheaf` command and an asyncio list from outside the source tree, with the Swift
-# toolchain off PATH. The library is linked for glibc 2.17 and later (manylinux2014): the wheel
+# list over http and over https (a private CA), an asyncio list and the `sheaf` command from
+# outside the source tree, with the Swift toolchain off PATH. The library is linked for glibc 2.17 and later (manylinux2014): the wheel
 # must get that tag, and it runs the same checks once more on Debian 11 (glibc 2.31, where the
 # pthread and dl functions are still in libpthread.so.0 and libdl.so.2, and libcurl is 7.74), in
 # a chroot that debootstrap makes in DEBIAN_ROOT (kept there for the next run). Prints the sdist,
@@ -13,9 +13,9 @@ set -euo pipefail
 
 source_dir=$(cd "$1" && pwd) python=$2 debian_root=$3
 work=$(mktemp -d "${TMPDIR:-/tmp}/sheaf-wheel.XXXXXX")
-server_pid=
+server_pids=()
 cleanup() {
-    [[ -n $server_pid ]] && kill "$server_pid" 2>/dev/null || true
+    ((${#server_pids[@]})) && kill "${server_pids[@]}" 2>/dev/null || true
     rm -rf "$work"
 }
 trap cleanup EXIT
@@ -64,28 +64,47 @@ library=$(ls "$work"/user/lib/python*/site-packages/sheaf/lib/libsheaf.so.*)
 [[ $(readelf -d "$library") != *libcurl* ]] || die "the library in the wheel NEEDs libcurl"
 echo "   $(basename "$library"): $(du -k "$library" | cut -f1) KiB, stripped"
 
-"$python" "$source_dir/Tests/server/api_server.py" --port 0 --quiet > "$work/server.txt" &
-server_pid=$!
-for _ in $(seq 100); do [[ -s $work/server.txt ]] && break; sleep 0.1; done
-port=$(awk '/^PORT/ {print $2}' "$work/server.txt")
-[[ -n $port ]] || die "the test API server did not start"
+# Two servers: plain http, and https with a certificate for 127.0.0.1 from a private CA, so the
+# system's libcurl and its TLS library (OpenSSL 1.1 on Debian 11, 3 here) are loaded and used.
 mkdir -p "$work/elsewhere"
+(
+    cd "$work/elsewhere"
+    openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.pem -days 2 -subj "/CN=Sheaf wheel CA"
+    openssl req -newkey rsa:2048 -nodes -keyout server.key -out server.csr -subj "/CN=127.0.0.1"
+    echo "subjectAltName=IP:127.0.0.1" > server.ext
+    openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out server.pem -days 2 -extfile server.ext
+) > "$work/openssl.log" 2>&1 || { cat "$work/openssl.log" >&2; die "openssl could not make the test certificates"; }
+server_pids=()
+start_server() {  # start_server NAME [api_server options]: sets NAME's port in $port_NAME
+    local name=$1
+    shift
+    "$python" "$source_dir/Tests/server/api_server.py" --port 0 --quiet "$@" > "$work/$name.txt" &
+    server_pids+=($!)
+    for _ in $(seq 100); do [[ -s $work/$name.txt ]] && break; sleep 0.1; done
+    printf -v "port_$name" '%s' "$(awk '/^PORT/ {print $2}' "$work/$name.txt")"
+}
+start_server http
+start_server https --tls "$work/elsewhere/server.pem" "$work/elsewhere/server.key"
+[[ -n $port_http && -n $port_https ]] || die "the test API servers did not start"
 cat > "$work/elsewhere/use.py" <<'PY'
 import asyncio, os, sys
 import sheaf
 
-base = sys.argv[1]
+base, https_base = sys.argv[1:3]
 assert "site-packages" in sheaf.library_path, sheaf.library_path
 with sheaf.Client(base) as client:
     items = client.fetch_all("/anchor?n=250&per_page=20")
 assert items == [{"id": i, "name": f"item-{i}"} for i in range(250)], "a wrong list"
+with sheaf.Client(https_base, verify="ca.pem") as client:
+    assert len(client.fetch_all("/anchor?n=120&per_page=20")) == 120
 
 async def main():
     async with sheaf.AsyncClient(base) as client:
         return await client.fetch_all("/anchor?n=90&per_page=20")
 
 assert len(asyncio.run(main())) == 90
-print(f"sheaf {sheaf.__version__}, libsheaf {sheaf.library_version()} from {sheaf.library_path}: 250 + 90 items")
+print(f"sheaf {sheaf.__version__}, libsheaf {sheaf.library_version()} from {sheaf.library_path}: "
+      "250 items, 120 over https, 90 with asyncio")
 PY
 # run_here / run_debian COMMAND...: in the venv's environment only (no swift, no source tree).
 run_here() { (cd "$work/elsewhere" && env -i "PATH=$work/user/bin:/usr/bin:/bin" "HOME=$work" "LANG=C.UTF-8" "$@"); }
@@ -96,9 +115,10 @@ run_debian() {
 # check_installed RUNNER: a list (sync and asyncio) through the module, and the sheaf command.
 check_installed() {
     local run=$1 lines
-    $run python use.py "http://127.0.0.1:$port" || die "the installed wheel does not run a list"
+    $run python use.py "http://127.0.0.1:$port_http" "https://127.0.0.1:$port_https" \
+        || die "the installed wheel does not run a list"
     if $run sh -c 'command -v swift' >/dev/null; then die "swift is on PATH"; fi
-    lines=$($run sheaf get "http://127.0.0.1:$port/anchor?n=75&per_page=10" --quiet | wc -l)
+    lines=$($run sheaf get "http://127.0.0.1:$port_http/anchor?n=75&per_page=10" --quiet | wc -l)
     [[ $lines == 75 ]] || die "the installed sheaf command wrote $lines items, not 75"
     $run sheaf --version
 }
@@ -116,8 +136,9 @@ else
     fi
     rm -rf "$debian_root/sheaf-check"
     mkdir -p "$debian_root/sheaf-check"
-    cp "$repaired" "$work/elsewhere/use.py" "$debian_root/sheaf-check/"
-    echo "   $(run_debian ldd --version | head -1), $(run_debian python3 --version)"
+    cp "$repaired" "$work/elsewhere/use.py" "$work/elsewhere/ca.pem" "$debian_root/sheaf-check/"
+    echo "   $(run_debian ldd --version | head -1), $(run_debian python3 --version)," \
+         "libcurl4 $(run_debian dpkg-query -W -f '${Version}' libcurl4)"
     run_debian python3 -m venv /sheaf-check/venv
     run_debian pip install --quiet --no-deps --no-index "/sheaf-check/$(basename "$repaired")" \
         || die "pip on Debian 11 does not install the wheel"

@@ -3,7 +3,7 @@
 
 Run:    python3 Tests/server/api_server.py [--port 0] [--host 127.0.0.1] [--latency-ms 0]
                                             [--quiet] [--verbose] [--exit-on-stdin-eof]
-                                            [--cache-pages]
+                                            [--cache-pages] [--tls CERT KEY]
 Import: server, thread = start_server(port=0, latency_ms=0); ...; server.shutdown_and_close()
 
 --cache-pages (opt-in, for benchmarks; cache_pages=True in start_server) memoizes the 200 answers
@@ -68,6 +68,7 @@ import math
 import os
 import signal
 import socket
+import ssl
 import sys
 import threading
 import time
@@ -771,7 +772,13 @@ def main(argv=None) -> int:
     p.add_argument("--exit-on-stdin-eof", action="store_true")
     p.add_argument("--cache-pages", action="store_true",
                    help="memoize list pages per query string (benchmarks; off by default)")
+    p.add_argument("--tls", nargs=2, metavar=("CERT", "KEY"),
+                   help="serve https with this certificate chain and its key (PEM files)")
     args = p.parse_args(argv)
+    tls = None
+    if args.tls:
+        tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        tls.load_cert_chain(*args.tls)
 
     stop = threading.Event()
 
@@ -783,7 +790,7 @@ def main(argv=None) -> int:
 
     server, thread = start_server(args.port, args.latency_ms, args.host,
                                   quiet=args.quiet, verbose=args.verbose and not args.quiet,
-                                  cache_pages=args.cache_pages)
+                                  cache_pages=args.cache_pages, tls=tls)
 
     if args.exit_on_stdin_eof:
         def watch_stdin():
