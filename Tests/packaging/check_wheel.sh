@@ -3,11 +3,11 @@
 # that sdist alone; auditwheel must accept the wheel for a manylinux tag with nothing grafted in
 # (libcurl is loaded at run time, not linked); the wheel is installed into a fresh venv and runs a
 # list over http and over https (a private CA), an asyncio list and the `sheaf` command from
-# outside the source tree, with the Swift toolchain off PATH. The library is linked for glibc 2.17 and later (manylinux2014): the wheel
-# must get that tag, and it runs the same checks once more on Debian 11 (glibc 2.31, where the
-# pthread and dl functions are still in libpthread.so.0 and libdl.so.2, and libcurl is 7.74), in
-# a chroot that debootstrap makes in DEBIAN_ROOT (kept there for the next run). Prints the sdist,
-# the wheel, its size and `auditwheel show`.
+# outside the source tree, with the Swift toolchain off PATH. The library is linked for glibc 2.17
+# and later (manylinux2014): the wheel must get that tag, and it runs the same checks once more on
+# Debian 11 (glibc 2.31, where the pthread and dl functions are still in libpthread.so.0 and
+# libdl.so.2; libcurl 7.74 with OpenSSL 1.1), in a chroot that debootstrap makes in DEBIAN_ROOT
+# (kept there for the next run). Prints the sdist, the wheel, its size and `auditwheel show`.
 # usage: check_wheel.sh SOURCE_DIR PYTHON3 DEBIAN_ROOT
 set -euo pipefail
 
