@@ -2,15 +2,17 @@
 # Installs what building and testing Sheaf needs on a Debian machine that has Swift and gcc:
 # cmake, ninja, pkg-config, jansson and libcurl headers, valgrind, python3 (+ pytest, hypercorn, orjson),
 # g++, zsh (the CLI's completion script is checked in bash and zsh), debootstrap (the wheel is
-# also run on an older Debian, in a chroot).
+# also run on an older Debian, in a chroot), qemu-user and aarch64 glibc (the glibc compatibility
+# code is also run for aarch64).
 # Safe to rerun: when everything is already there it changes nothing and touches no network.
 set -euo pipefail
 PATH=$PATH:/usr/sbin:/sbin   # debootstrap's place, off a non-root user's PATH
 
 missing_commands=()
-for command in cmake ninja pkg-config valgrind python3 g++ readelf nm openssl zsh debootstrap; do
+for command in cmake ninja pkg-config valgrind python3 g++ readelf nm openssl zsh debootstrap qemu-aarch64; do
     command -v "$command" >/dev/null 2>&1 || missing_commands+=("$command")
 done
+[[ -e /usr/aarch64-linux-gnu/lib/libc.so.6 ]] || missing_commands+=(libc6-dev-arm64-cross)
 
 missing_modules=()
 if command -v pkg-config >/dev/null 2>&1; then
@@ -21,6 +23,8 @@ else
     missing_modules=(jansson libcurl)
 fi
 
+packages=(cmake ninja-build pkg-config libjansson-dev libcurl4-openssl-dev valgrind python3 g++ binutils
+          openssl zsh debootstrap qemu-user libc6-dev-arm64-cross)
 if ((${#missing_commands[@]} + ${#missing_modules[@]} > 0)); then
     echo "setup: missing: ${missing_commands[*]} ${missing_modules[*]}; installing with apt-get" >&2
     if [[ $(id -u) -eq 0 ]]; then
@@ -29,19 +33,19 @@ if ((${#missing_commands[@]} + ${#missing_modules[@]} > 0)); then
         sudo=(sudo)
     else
         echo "setup: not root and no sudo: install these Debian packages by hand:" >&2
-        echo "  cmake ninja-build pkg-config libjansson-dev libcurl4-openssl-dev valgrind python3 g++ binutils openssl zsh debootstrap" >&2
+        echo "  ${packages[*]}" >&2
         exit 1
     fi
     export DEBIAN_FRONTEND=noninteractive
     "${sudo[@]}" apt-get update
-    "${sudo[@]}" apt-get install -y --no-install-recommends \
-        cmake ninja-build pkg-config libjansson-dev libcurl4-openssl-dev valgrind python3 g++ binutils openssl zsh debootstrap
+    "${sudo[@]}" apt-get install -y --no-install-recommends "${packages[@]}"
 fi
 
 # Check again, so a package that installed but did not provide what we need fails here, loudly.
-for command in cmake ninja pkg-config valgrind python3 g++ readelf nm openssl zsh debootstrap; do
+for command in cmake ninja pkg-config valgrind python3 g++ readelf nm openssl zsh debootstrap qemu-aarch64; do
     command -v "$command" >/dev/null 2>&1 || { echo "setup: '$command' still missing" >&2; exit 1; }
 done
+[[ -e /usr/aarch64-linux-gnu/lib/libc.so.6 ]] || { echo "setup: aarch64 glibc still missing" >&2; exit 1; }
 for module in jansson libcurl; do
     pkg-config --exists "$module" || { echo "setup: pkg-config module '$module' still missing" >&2; exit 1; }
 done
