@@ -74,7 +74,6 @@ mkdir -p "$work/elsewhere"
     echo "subjectAltName=IP:127.0.0.1" > server.ext
     openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out server.pem -days 2 -extfile server.ext
 ) > "$work/openssl.log" 2>&1 || { cat "$work/openssl.log" >&2; die "openssl could not make the test certificates"; }
-server_pids=()
 start_server() {  # start_server NAME [api_server options]: sets NAME's port in $port_NAME
     local name=$1
     shift
@@ -87,7 +86,7 @@ start_server http
 start_server https --tls "$work/elsewhere/server.pem" "$work/elsewhere/server.key"
 [[ -n $port_http && -n $port_https ]] || die "the test API servers did not start"
 cat > "$work/elsewhere/use.py" <<'PY'
-import asyncio, os, sys
+import asyncio, sys
 import sheaf
 
 base, https_base = sys.argv[1:3]
