@@ -3,6 +3,7 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
+import Dispatch
 import XCTest
 @testable import Sheaf
 
@@ -222,5 +223,28 @@ final class RateLimitHeadersTests: XCTestCase {
         XCTAssertEqual(parse([("X-RateLimit-Remaining", "2"), ("X-RateLimit-Reset", "99999999999999999999")]),
                        RateLimitHeaders(remaining: 2, resetSeconds: nil), "a reset out of range is dropped")
         XCTAssertEqual(parse([("X-RateLimit-Remaining", "2"), ("X-RateLimit-Reset", "9223372036854775807")])?.remaining, 2)
+    }
+}
+
+final class PaceControlTests: XCTestCase {
+    /// The stress test hung once on this: two retries waited for room, the first one woken sent
+    /// nothing (its page had been abandoned), and the second waited for ever with nothing in flight.
+    func testEveryWaitingRetryTriesAgainWhenARequestLeavesRoom() {
+        var configuration = ClientConfiguration()
+        configuration.window = 2
+        configuration.adaptsWindow = false
+        let pace = PaceControl(configuration, hooks: nil)
+        let requests = RequestCounters()
+        XCTAssertTrue(requests.started())
+        XCTAssertTrue(requests.started())
+        let woken = DispatchGroup()
+        for _ in 0..<2 {
+            woken.enter()
+            XCTAssertFalse(pace.roomForRetry(requests) { woken.leave() }, "the window is full")
+        }
+        requests.finished()
+        pace.requestFinished(requests)
+        XCTAssertEqual(woken.wait(timeout: .now() + 10), .success, "a waiting retry was left waiting")
+        XCTAssertTrue(pace.roomForRetry(requests) { XCTFail("not to wait: there is room") })
     }
 }

@@ -271,14 +271,17 @@ final class PaceControl: Sendable {
         }
     }
 
-    /// A request of the list left the transport (`requests` counts it out already): a waiting
-    /// retry goes, if the window has room.
+    /// A request of the list left the transport (`requests` counts it out already): if the window
+    /// has room, every waiting retry tries again, and those that find it full again wait again.
+    /// Not only the first: a retry woken may send nothing (its page was abandoned meanwhile), and
+    /// the others would then wait for an answer that never comes, with nothing in flight.
     func requestFinished(_ requests: RequestCounters) {
-        let next = state.withLock { state -> (@Sendable () -> Void)? in
-            guard !state.waiting.isEmpty, state.limiter.hasRoom(at: Self.now, inFlight: requests.inFlight) else { return nil }
-            return state.waiting.removeFirst()
+        let woken = state.withLock { state -> [@Sendable () -> Void] in
+            guard !state.waiting.isEmpty, state.limiter.hasRoom(at: Self.now, inFlight: requests.inFlight) else { return [] }
+            defer { state.waiting.removeAll() }
+            return state.waiting
         }
-        if let next { DispatchQueue.global().async(execute: next) }
+        for retry in woken { DispatchQueue.global().async(execute: retry) }
     }
 
     /// Takes in the answer to an attempt sent at `sentAt` with `inFlight` requests of the list at
