@@ -47,6 +47,27 @@ private struct TrackedAssembler {
 }
 
 final class AssemblerTests: XCTestCase {
+    /// Without a snapshot consumer (fetch-all) deltas carry counts only; the prefix, the counts,
+    /// the limit and the de-duplication are those of an assembler whose deltas carry the items.
+    func testDeltasWithoutItemsCountTheSameAndKeepTheSamePrefix() {
+        let pages = [page([1, 2, 3]), page([3, 4]), page([]), page([5, 6, 7])]
+        for maxItems in [nil, 4] as [Int?] {
+            var full = Assembler(keepsItems: true, maxItems: maxItems, deduplicates: true)
+            var counted = Assembler(keepsItems: true, maxItems: maxItems, deduplicates: true, deltasCarryItems: false)
+            for index in [1, 0, 3, 2] {   // out of order: page 1 waits for page 0
+                let withItems = full.add(index, pages[index]), withoutItems = counted.add(index, pages[index])
+                XCTAssertEqual(withoutItems.map(\.items), withItems.map(\.items))
+                XCTAssertEqual(withoutItems.map(\.totalItems), withItems.map(\.totalItems))
+                XCTAssertEqual(withoutItems.map(\.pages), withItems.map(\.pages))
+                XCTAssertEqual(withoutItems.map(\.prefixBytes), withItems.map(\.prefixBytes))
+                XCTAssertTrue(withoutItems.allSatisfy { $0.json.isEmpty && $0.itemEnds.isEmpty })
+            }
+            XCTAssertEqual(counted.reachedLimit, full.reachedLimit)
+            XCTAssertEqual(numbers(counted.prefixJSON(bytes: .max)), numbers(full.prefixJSON(bytes: .max)))
+            XCTAssertEqual(numbers(counted.prefixJSON(bytes: .max)), maxItems == nil ? [1, 2, 3, 4, 5, 6, 7] : [1, 2, 3, 4])
+        }
+    }
+
     func testPagesArrivingInOrderAreEmittedOneByOne() throws {
         var assembler = TrackedAssembler(keepsItems: true, maxItems: nil, deduplicates: false)
         let first = try XCTUnwrap(assembler.add(0, page([1, 2])))

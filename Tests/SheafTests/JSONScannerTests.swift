@@ -264,4 +264,31 @@ final class JSONScannerTests: XCTestCase {
         XCTAssertNil(integer("1e3"))
         XCTAssertNil(integer(""))
     }
+
+    /// The first byte of a word that a string scan must stop at is found exactly, whatever comes
+    /// after it (the borrows of the word-at-a-time test may mark later bytes too).
+    func testTheFirstSpecialByteOfAWordIsFoundExactly() {
+        func isSpecial(_ byte: UInt8) -> Bool { byte < 0x20 || byte >= 0x80 || byte == 0x22 || byte == 0x5C }
+        func word(_ bytes: [UInt8]) -> UInt64 { bytes.reversed().reduce(0) { $0 << 8 | UInt64($1) } }
+        let plain: [UInt8] = Array("abc 09~}".utf8)
+        XCTAssertEqual(JSONScanner.specialBytes(word(plain)), 0)
+        var generator = SystemRandomNumberGenerator()
+        for special: UInt8 in [0x00, 0x01, 0x1F, 0x22, 0x5C, 0x80, 0xC3, 0xFF] {
+            for position in 0..<8 {
+                for _ in 0..<50 {
+                    var bytes = plain
+                    bytes[position] = special
+                    for later in position + 1..<8 { bytes[later] = UInt8.random(in: 0...255, using: &generator) }
+                    let marks = JSONScanner.specialBytes(word(bytes))
+                    XCTAssertEqual(marks.trailingZeroBitCount >> 3, position, "byte \(special) at \(position) in \(bytes)")
+                }
+            }
+        }
+        for _ in 0..<20_000 {
+            let bytes = (0..<8).map { _ in UInt8.random(in: 0...255, using: &generator) }
+            let first = bytes.firstIndex(where: isSpecial)
+            let marks = JSONScanner.specialBytes(word(bytes))
+            XCTAssertEqual(marks == 0 ? nil : marks.trailingZeroBitCount >> 3, first, "\(bytes)")
+        }
+    }
 }

@@ -302,9 +302,15 @@ struct JSONScanner {
         let count = bytes.count
         let base = UnsafeRawPointer(bytes.baseAddress!)
         while index < count {
-            // Eight plain bytes (printable ASCII, no quote, no backslash) at a time; once a word
-            // holds another byte, one at a time up to it.
-            while index + 8 <= count, !Self.holdsSpecialByte(base.loadUnaligned(fromByteOffset: index, as: UInt64.self)) {
+            // Eight bytes at a time while they are plain (printable ASCII, no quote, no
+            // backslash); in the first word that is not, straight to its first other byte. Near
+            // the end of the buffer, one byte at a time.
+            while index + 8 <= count {
+                let special = Self.specialBytes(UInt64(littleEndian: base.loadUnaligned(fromByteOffset: index, as: UInt64.self)))
+                guard special == 0 else {
+                    index += special.trailingZeroBitCount >> 3
+                    break
+                }
                 index += 8
             }
             while index < count, bytes[index] &- 0x20 < 0x60, bytes[index] != UInt8(ascii: "\""),
@@ -339,15 +345,16 @@ struct JSONScanner {
         throw JSONSyntaxError(offset: start, reason: "unterminated string")
     }
 
-    /// Whether one of the word's eight bytes is a quote, a backslash, a control character or
-    /// not ASCII (each test sets a byte's high bit where it holds).
+    /// The high bit of each of the word's eight bytes (the first in memory lowest) that is a
+    /// quote, a backslash, a control character or not ASCII; 0 when none is. A borrow may also
+    /// mark a plain byte after one of those, never before: the lowest mark is exact.
     @inline(__always)
-    private static func holdsSpecialByte(_ word: UInt64) -> Bool {
+    static func specialBytes(_ word: UInt64) -> UInt64 {
         let ones: UInt64 = 0x0101_0101_0101_0101
         let highs: UInt64 = 0x8080_8080_8080_8080
         @inline(__always) func zeroByte(_ value: UInt64) -> UInt64 { (value &- ones) & ~value & highs }
         let control = (word &- 0x20 &* ones) & ~word & highs
-        return (control | (word & highs) | zeroByte(word ^ (0x22 &* ones)) | zeroByte(word ^ (0x5C &* ones))) != 0
+        return control | (word & highs) | zeroByte(word ^ (0x22 &* ones)) | zeroByte(word ^ (0x5C &* ones))
     }
 
     /// Validates one multi-byte UTF-8 sequence (RFC 3629: no overlongs, no surrogates, ≤ U+10FFFF).

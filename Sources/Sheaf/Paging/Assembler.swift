@@ -20,6 +20,9 @@ struct Assembler {
     let deltaPerPage: Bool
     /// Items of page 0 to leave out: a resumed list delivered them before.
     let skipsOnFirstPage: Int
+    /// Whether a delta carries its items (`json`, `itemEnds`); without a snapshot consumer
+    /// (fetch-all) only its counts are read, and the items are copied once, into the prefix.
+    let deltasCarryItems: Bool
 
     private var pending: [Int: Page] = [:]
     private var nextIndex = 0
@@ -51,8 +54,10 @@ struct Assembler {
     /// The last page added with items, to compare the next one with.
     private var lastPage: (index: Int, page: Page)?
 
-    init(keepsItems: Bool, maxItems: Int?, deduplicates: Bool, skipsOnFirstPage: Int = 0, deltaPerPage: Bool = false) {
+    init(keepsItems: Bool, maxItems: Int?, deduplicates: Bool, skipsOnFirstPage: Int = 0, deltaPerPage: Bool = false,
+         deltasCarryItems: Bool = true) {
         self.keepsItems = keepsItems
+        self.deltasCarryItems = deltasCarryItems
         self.deltaPerPage = deltaPerPage
         self.maxItems = maxItems
         self.deduplicates = deduplicates
@@ -65,15 +70,16 @@ struct Assembler {
         guard !reachedLimit, repeatedPage == nil, index >= nextIndex else { return [] }
         pending[index] = page
         var deltas: [SnapshotDelta] = []
-        var json: [UInt8] = [UInt8(ascii: "[")]
+        let opening: [UInt8] = deltasCarryItems ? [UInt8(ascii: "[")] : []
+        var json = opening
         var ends: [Int] = []
         var added = 0
         var open = false // pages were added since the last delta was closed
         func close() {
-            json.append(UInt8(ascii: "]"))
+            if deltasCarryItems { json.append(UInt8(ascii: "]")) }
             deltas.append(SnapshotDelta(json: json, items: added, totalItems: itemCount, pages: pageCount, prefixBytes: prefixCount,
                                         itemEnds: ends))
-            json = [UInt8(ascii: "[")]
+            json = opening
             ends = []
             added = 0
             open = false
@@ -135,7 +141,7 @@ struct Assembler {
         }
         func copyRun() {
             guard let bytes = run else { return }
-            json.append(contentsOf: page.body[bytes])
+            if deltasCarryItems { json.append(contentsOf: page.body[bytes]) }
             if keepsItems {
                 if prefixCount > 0 || !kept.isEmpty { kept.append(UInt8(ascii: ",")) }
                 kept.append(contentsOf: page.body[bytes])
@@ -156,12 +162,12 @@ struct Assembler {
                 run = bytes.lowerBound..<range.upperBound
             } else {
                 copyRun()
-                if needsComma { json.append(UInt8(ascii: ",")) }
+                if needsComma, deltasCarryItems { json.append(UInt8(ascii: ",")) }
                 runStart = json.count
                 run = range
             }
             needsComma = true
-            ends.append(runStart + range.upperBound - run!.lowerBound)
+            if deltasCarryItems { ends.append(runStart + range.upperBound - run!.lowerBound) }
             itemCount += 1
             added += 1
         }

@@ -144,7 +144,7 @@ public final class ListRun: Sendable {
                                   resumedPageSize: resumedPageSize, pagesAhead: Self.pagesAhead(description, window: window))
         let assembler = Assembler(keepsItems: keepsItems, maxItems: description.maxItems,
                                   deduplicates: description.source(of: .identity) != .none, skipsOnFirstPage: start.skip,
-                                  deltaPerPage: pageGate != nil)
+                                  deltaPerPage: pageGate != nil, deltasCarryItems: onSnapshot != nil)
         self.client = client
         self.description = description
         self.startPoint = start
