@@ -227,9 +227,9 @@ final class RateLimitHeadersTests: XCTestCase {
 }
 
 final class PaceControlTests: XCTestCase {
-    /// The stress test hung once on this: two retries waited for room, the first one woken sent
-    /// nothing (its page had been abandoned), and the second waited for ever with nothing in flight.
-    func testEveryWaitingRetryTriesAgainWhenARequestLeavesRoom() {
+    /// The stress test hung once on this: two retries waited for room, the one woken had nothing
+    /// left to send (its page abandoned), and the other waited for ever with nothing in flight.
+    func testAWokenRetryWhoseFetchIsOverPassesItsTurnOn() {
         var configuration = ClientConfiguration()
         configuration.window = 2
         configuration.adaptsWindow = false
@@ -237,14 +237,18 @@ final class PaceControlTests: XCTestCase {
         let requests = RequestCounters()
         XCTAssertTrue(requests.started())
         XCTAssertTrue(requests.started())
-        let woken = DispatchGroup()
-        for _ in 0..<2 {
-            woken.enter()
-            XCTAssertFalse(pace.roomForRetry(requests) { woken.leave() }, "the window is full")
-        }
+        let turns = Locked<[String]>([])
+        let second = DispatchGroup()
+        second.enter()
+        XCTAssertFalse(pace.roomForRetry(requests) { turns.withLock { $0.append("over") }; return false }, "the window is full")
+        XCTAssertFalse(pace.roomForRetry(requests) { turns.withLock { $0.append("sent") }; second.leave(); return true })
+        XCTAssertFalse(pace.roomForRetry(requests) { turns.withLock { $0.append("third") }; return true })
         requests.finished()
         pace.requestFinished(requests)
-        XCTAssertEqual(woken.wait(timeout: .now() + 10), .success, "a waiting retry was left waiting")
-        XCTAssertTrue(pace.roomForRetry(requests) { XCTFail("not to wait: there is room") })
+        XCTAssertEqual(second.wait(timeout: .now() + 10), .success, "the turn was not passed on")
+        Thread.sleep(forTimeInterval: 0.2)
+        // One request finished, one turn taken: the third waits for the next to finish.
+        XCTAssertEqual(turns.withLock { $0 }, ["over", "sent"])
+        XCTAssertTrue(pace.roomForRetry(requests) { XCTFail("not to wait: there is room"); return true })
     }
 }

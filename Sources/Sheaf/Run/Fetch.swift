@@ -82,27 +82,36 @@ final class Fetch: Sendable {
 
     /// Abandons the fetch; the completion is not called afterwards.
     func cancel() {
-        let task = state.withLock { state -> (any TransportTask)? in
+        abandon()?.cancel()
+    }
+
+    /// Abandons the fetch (counted out of the requests in flight at once) and returns the
+    /// attempt at the transport, for the caller to cancel once it holds no lock of its own.
+    func abandon() -> (any TransportTask)? {
+        state.withLock { state in
             state.isDone = true
             settleOutstanding(&state)
             defer { state.task = nil }
             return state.task
         }
-        task?.cancel()
     }
 
-    private func attempt() {
+    /// Sends the next attempt, or arranges it (after a pause, or once the window has room);
+    /// false when the fetch is over and nothing was done.
+    @discardableResult
+    private func attempt() -> Bool {
         // The attempt to send, or how long to wait first (a pause the server asked for).
-        let step = state.withLock { state -> (next: (url: String, template: FetchTemplate, serial: Int)?, wait: Int) in
-            guard !state.isDone else { return (nil, 0) }
+        let step = state.withLock { state -> (next: (url: String, template: FetchTemplate, serial: Int)?, wait: Int)? in
+            guard !state.isDone else { return nil }
             if let pace {
                 // The server asked the list to hold back (Retry-After, a spent rate limit).
                 let wait = pace.pause
                 if wait > 0 { return (nil, wait) }
                 // A retry waits for room in the window. Weakly: the run holds its fetches while
                 // they are in flight, and a waiting retry must not keep a cancelled one (and
-                // through its completion, the run) alive.
-                if state.attempt > 0, !pace.roomForRetry(requests, otherwise: { [weak self] in self?.attempt() }) {
+                // through its completion, the run) alive. One that is over when its turn comes
+                // says so, and the room goes to the next.
+                if state.attempt > 0, !pace.roomForRetry(requests, otherwise: { [weak self] in self?.attempt() ?? false }) {
                     return (nil, 0)
                 }
             }
@@ -110,10 +119,15 @@ final class Fetch: Sendable {
             state.serial += 1
             return ((state.url, state.template, state.serial), 0)
         }
-        if step.wait > 0 { return schedule(after: step.wait) }
-        guard let (url, template, serial) = step.next else { return }
+        guard let step else { return false }
+        if step.wait > 0 {
+            schedule(after: step.wait)
+            return true
+        }
+        guard let (url, template, serial) = step.next else { return true }
         guard let provider = client.credentialProvider, client.needsProvidedCredential(url) else {
-            return send(url, template, serial: serial, credential: nil)
+            send(url, template, serial: serial, credential: nil)
+            return true
         }
         provider.credential(newerThan: state.withLock { $0.refusedGeneration }) { [self] result in
             switch result {
@@ -124,6 +138,7 @@ final class Fetch: Sendable {
                 finish(.failure(client.redacting(error)))
             }
         }
+        return true
     }
 
     private func send(_ url: String, _ template: FetchTemplate, serial: Int, credential: Credential?) {

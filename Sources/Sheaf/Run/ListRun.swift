@@ -391,7 +391,7 @@ public final class ListRun: Sendable {
     /// decision and its effect — and I/O outside it.
     private func perform(page: (index: Int, serial: Int, page: Page)?, _ decide: (inout State) -> [PagePlanner.Action]) {
         var toStart: [Fetch] = []
-        var toCancel: [Fetch] = []
+        var toCancel: [any TransportTask] = []
         state.withLock { state in
             guard state.ending == nil else { return }
             if let page {
@@ -455,7 +455,7 @@ public final class ListRun: Sendable {
                             hint: "check the paging parameter (--paging), or --paging single")))
                     }
                 case .cancel(let indices):
-                    toCancel += indices.compactMap { state.fetches.removeValue(forKey: $0)?.fetch }
+                    toCancel += indices.compactMap { state.fetches.removeValue(forKey: $0)?.fetch.abandon() }
                 case .discard(let index):
                     state.assembler.discard(after: index)
                     state.pageEnds = state.pageEnds.filter { $0.key <= index }
@@ -515,7 +515,7 @@ public final class ListRun: Sendable {
     /// Ends the run with `error`; `silencing`, no snapshot is delivered any more (a deadline
     /// still delivers what was assembled before it).
     private func stop(_ error: SheafError, byCallback: Bool, silencing: Bool = true) {
-        let toCancel = state.withLock { state -> [Fetch] in
+        let toCancel = state.withLock { state -> [any TransportTask] in
             if silencing { state.silenced = true }
             if byCallback { state.stoppedByCallback = true }
             guard state.started, state.ending == nil else { return [] }
@@ -526,11 +526,14 @@ public final class ListRun: Sendable {
         toCancel.forEach { $0.cancel() }
     }
 
-    private func cancelAll(_ state: inout State) -> [Fetch] {
+    /// Abandons every fetch of the run, under the run's lock, so that its requests are counted
+    /// out before its end can be seen; returns their attempts at the transport, to cancel once
+    /// the lock is released (a transport may call back as it cancels).
+    private func cancelAll(_ state: inout State) -> [any TransportTask] {
         _ = state.planner.stop()
         state.heldFetches.removeAll()
         defer { state.fetches.removeAll() }
-        return state.fetches.values.map(\.fetch)
+        return state.fetches.values.compactMap { $0.fetch.abandon() }
     }
 
     /// Decides the outcome (once) and queues the final step behind every queued snapshot.

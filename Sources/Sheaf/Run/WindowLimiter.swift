@@ -229,7 +229,8 @@ final class PaceControl: Sendable {
         var limiter: WindowLimiter
         /// Attempts after the first (retries) waiting for the list's requests at the transport to
         /// fall below the window: a window that shrank must not be overrun by retries.
-        var waiting: [@Sendable () -> Void] = []
+        /// Each says whether it took its turn (false: its fetch is over).
+        var waiting: [@Sendable () -> Bool] = []
     }
 
     private let state: Locked<State>
@@ -262,8 +263,8 @@ final class PaceControl: Sendable {
     var pause: Int { state.withLock { $0.limiter.pause(at: Self.now) } }
 
     /// Whether a retry may go to the transport now; if not, `retry` runs once a request of the
-    /// list has finished and the window has room.
-    func roomForRetry(_ requests: RequestCounters, otherwise retry: @escaping @Sendable () -> Void) -> Bool {
+    /// list has finished and the window has room, and says whether it took its turn.
+    func roomForRetry(_ requests: RequestCounters, otherwise retry: @escaping @Sendable () -> Bool) -> Bool {
         state.withLock { state in
             if state.limiter.hasRoom(at: Self.now, inFlight: requests.inFlight) { return true }
             state.waiting.append(retry)
@@ -272,16 +273,18 @@ final class PaceControl: Sendable {
     }
 
     /// A request of the list left the transport (`requests` counts it out already): if the window
-    /// has room, every waiting retry tries again, and those that find it full again wait again.
-    /// Not only the first: a retry woken may send nothing (its page was abandoned meanwhile), and
-    /// the others would then wait for an answer that never comes, with nothing in flight.
+    /// has room, the first waiting retry goes. One woken when its fetch is already over (its page
+    /// abandoned meanwhile) passes the turn on: else the others would wait for an answer that
+    /// never comes, with nothing in flight.
     func requestFinished(_ requests: RequestCounters) {
-        let woken = state.withLock { state -> [@Sendable () -> Void] in
-            guard !state.waiting.isEmpty, state.limiter.hasRoom(at: Self.now, inFlight: requests.inFlight) else { return [] }
-            defer { state.waiting.removeAll() }
-            return state.waiting
+        let next = state.withLock { state -> (@Sendable () -> Bool)? in
+            guard !state.waiting.isEmpty, state.limiter.hasRoom(at: Self.now, inFlight: requests.inFlight) else { return nil }
+            return state.waiting.removeFirst()
         }
-        for retry in woken { DispatchQueue.global().async(execute: retry) }
+        guard let next else { return }
+        DispatchQueue.global().async { [self] in
+            if !next() { requestFinished(requests) }
+        }
     }
 
     /// Takes in the answer to an attempt sent at `sentAt` with `inFlight` requests of the list at
