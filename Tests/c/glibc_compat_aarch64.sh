@@ -4,17 +4,18 @@
 # toolchain's clang and lld against Debian's aarch64 glibc (libc6-dev-arm64-cross), run under
 # qemu-aarch64, and its symbol versions checked. The whole libsheaf.so cannot be built for aarch64
 # here (no Swift SDK for it); this covers the part of the build recipe that differs by CPU.
-# usage: glibc_compat_aarch64.sh SOURCE_DIR CLANG OBJDUMP ALLOW (as glibc_compat_versions's)
+# usage: glibc_compat_aarch64.sh SOURCE_DIR CLANG OBJDUMP ALLOW --wrap=NAME...
+#        (ALLOW as glibc_compat_versions's; the --wrap options as CMakeLists.txt reads them from
+#        cmake/glibc_compat.c)
 set -euo pipefail
 
 source_dir=$1 clang=$2 objdump=$3 allow=$4
+shift 4
 sysroot=/usr/aarch64-linux-gnu
 work=$(mktemp -d "${TMPDIR:-/tmp}/sheaf-aarch64.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 
-wraps=()
-while read -r name; do wraps+=("-Wl,--wrap=$name"); done \
-    < <(sed -nE 's/^SHEAF_(OLD|OLD_STAT|OWN_DATA)\(([A-Za-z0-9_]+).*/\2/p' "$source_dir/cmake/glibc_compat.c")
+wraps=("${@/#/-Wl,}")
 echo "${#wraps[@]} wrapped functions"
 
 # No GCC for aarch64 here: the C start-up files and libraries are named by hand (-nostdlib), and
