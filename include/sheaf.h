@@ -703,8 +703,10 @@ SHEAF_API sheaf_result sheaf_list_start(sheaf_list *list, sheaf_snapshot_fn on_s
  * Starts the list in the background for pulling: instead of a callback on a library thread,
  * the caller takes the snapshots in order with sheaf_list_next, on its own thread (no foreign
  * thread ever enters the caller's code, which spares a language runtime such as Python a thread
- * hand-over per snapshot). At most a window (SHEAF_OPT_WINDOW) of snapshots wait to be taken;
- * while they do, fetching is held back, so memory stays bounded however slow the caller is.
+ * hand-over per snapshot). Once a window's worth of pages (SHEAF_OPT_WINDOW) waits in snapshots
+ * not yet taken, fetching is held back, so memory stays bounded however slow the caller is: at
+ * most those pages, the pages in flight, and the pages that came ahead of a slow one (up to
+ * twice the window, SHEAF_OPT_MAX_WINDOW when it adapts).
  * A list runs once: SHEAF_E_STATE otherwise.
  */
 SHEAF_API sheaf_result sheaf_list_start_pull(sheaf_list *list);

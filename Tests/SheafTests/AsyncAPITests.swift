@@ -241,7 +241,7 @@ final class AsyncTransportTests: XCTestCase {
         let first = try await snapshots.next()
         XCTAssertEqual(first?.items, things(0..<10))
         try await Task.sleep(nanoseconds: 300_000_000) // the consumer is busy; the server answers at once
-        XCTAssertLessThanOrEqual(transport.requests.count, 8, "a window of snapshots waits, a window of pages is in flight")
+        XCTAssertLessThanOrEqual(transport.requests.count, 8, "a window of pages waits, a window is in flight")
         var count = 10
         while let snapshot = try await snapshots.next() { count += snapshot.items.count }
         XCTAssertEqual(count, 1000)

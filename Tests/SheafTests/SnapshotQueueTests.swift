@@ -53,8 +53,8 @@ final class SnapshotQueueTests: XCTestCase {
         transport.on(scriptedList) { request, _ in api.reply(request) }
         let (run, queue) = try pulledRun(transport, window: 2)
         Thread.sleep(forTimeInterval: 0.3)
-        // A window of snapshots wait untaken, a window of pages were in flight when the fetching
-        // was held back, and each may have held a few pages: far from 1,000 pages.
+        // A window of pages waits untaken, and a window of pages was in flight when the fetching
+        // was held back: far from 1,000 pages.
         let made = run.requestsMade
         XCTAssertLessThan(made, 40, "the fetching went on while nobody took the snapshots")
         Thread.sleep(forTimeInterval: 0.1)
@@ -62,6 +62,28 @@ final class SnapshotQueueTests: XCTestCase {
         queue.close()
         XCTAssertEqual(outcome(of: run, within: 5)?.error?.code, .stopped)
         guard case .end = queue.next(timeoutMilliseconds: 1000) else { return XCTFail("a closed queue ends") }
+    }
+
+    func testAWaitingSnapshotOfManyPagesHoldsTheFetchingBackAlone() throws {
+        // Every 16th page from page 2 is slow: the 15 after it come first, so each snapshot after
+        // page one's carries 16 pages.
+        let transport = ScriptedTransport()
+        let api = FakeAnchorAPI(count: 10_000)
+        transport.on(scriptedList) { request, _ in
+            let page = FakeAnchorAPI.query(request.url, "page").flatMap { Int($0) } ?? 1
+            return api.reply(request).after(page % 16 == 2 ? 30 : 0)
+        }
+        let (run, queue) = try pulledRun(transport, window: 8)
+        Thread.sleep(forTimeInterval: 0.6)
+        let made = run.requestsMade
+        var pages: [Int] = []
+        while case .snapshot(let snapshot) = queue.next(timeoutMilliseconds: 0) { pages.append(snapshot.delta.pages) }
+        XCTAssertEqual(pages.prefix(2), [1, 17], "page one, then pages 2 to 17 together")
+        // Pages 2 to 17 are more than a window's worth waiting: at most the window in flight when
+        // they came is sent after them. Counted in snapshots, eight of them waited (128 pages).
+        XCTAssertLessThanOrEqual(made, 17 + 8, "the fetching went on while 17 pages waited untaken")
+        queue.close()
+        XCTAssertEqual(outcome(of: run, within: 5)?.error?.code, .stopped)
     }
 
     func testAFailingRunEndsThePullAfterTheSnapshotsBeforeTheFailure() throws {

@@ -72,7 +72,7 @@ final class PrefixItems<Item: Sendable>: Sendable {
 /// executor, on the run's own thread, while the next pages are fetched).
 ///
 /// The list starts with the first `next()`. A slow consumer holds the fetching back (at most a
-/// window of snapshots wait). Cancelling the task, or leaving the loop, cancels the list: what is
+/// window's worth of pages waits). Cancelling the task, or leaving the loop, cancels the list: what is
 /// in flight is abandoned and nothing is delivered afterwards. The sequence ends (nil) when the
 /// list completes or stops where its description's budgets say; a failure is thrown (the items
 /// before it were yielded), as is an item that does not decode (`.decoding`, naming its index).
@@ -115,8 +115,8 @@ final class SnapshotDriver<Item: Decodable & Sendable>: Sendable {
 
     private struct State {
         var run: ListRun?
-        /// Delivered and not taken yet, in order (at most a window of snapshots: the run holds
-        /// back while they wait).
+        /// Delivered and not taken yet, in order (the run holds back while a window's worth of
+        /// pages waits).
         var ready: [Delivery] = []
         /// The sequence said its last word (nil, or an error): every later `next()` is nil.
         var over = false

@@ -59,9 +59,12 @@ public final class ListRun: Sendable {
         /// The last snapshot delivered, without its delta's items: where the prefix a caller
         /// may see ends, its counts, and where the list goes on after it.
         var delivered: Snapshot?
-        /// Snapshots queued for the callback but not yet delivered.
-        var queuedSnapshots = 0
-        /// Fetches held back while the callback is behind (at most a window of snapshots queued).
+        /// Of each snapshot queued for the consumer and not yet consumed (delivered to the
+        /// callback, or taken from a pulled queue), in order: the pages in the prefix through it.
+        var queuedPageTotals: [Int] = []
+        /// Pages in the prefix through the last snapshot consumed.
+        var consumedPages = 0
+        /// Fetches held back while the consumer is behind: a window of pages waits for it.
         var heldFetches: [Fetch] = []
         /// The description with nothing left to detect, once known (at once when nothing is).
         var resolution: Detector.Resolution?
@@ -76,6 +79,12 @@ public final class ListRun: Sendable {
         /// Answers for pages asked for ahead of page one that came before it: read and planned
         /// once page one has decided what the list is (and how to read it, when detected).
         var aheadOfPageOne: [(index: Int, serial: Int, answer: Result<(url: String, response: HTTPResponse), SheafError>)] = []
+
+        /// Whether a window of pages waits for the consumer. Counted in pages, not snapshots: a
+        /// snapshot holds every page that arrived ahead of a slow one (up to twice the window).
+        func consumerIsBehind(window: Int) -> Bool {
+            (queuedPageTotals.last ?? consumedPages) - consumedPages >= window
+        }
     }
 
     private let client: SheafClient
@@ -417,8 +426,8 @@ public final class ListRun: Sendable {
                         }
                     }
                     state.fetches[index] = (serial, fetch)
-                    // A slow consumer slows the fetching, rather than letting snapshots pile up.
-                    if state.queuedSnapshots >= client.configuration.window {
+                    // A slow consumer slows the fetching, rather than letting pages pile up.
+                    if state.consumerIsBehind(window: client.configuration.window) {
                         state.heldFetches.append(fetch)
                     } else {
                         toStart.append(fetch)
@@ -440,7 +449,7 @@ public final class ListRun: Sendable {
                         state.assembledResume = resumePoint(after: delta, &state)
                         let snapshot = Snapshot(delta: delta, expectedItems: state.planner.expectedTotal,
                                                 expectedPages: state.planner.expectedPages, resumePoint: state.assembledResume)
-                        state.queuedSnapshots += 1
+                        state.queuedPageTotals.append(delta.pages)
                         delivery.async { [self] in deliver(snapshot) }
                     }
                     if state.assembler.reachedLimit {
@@ -587,9 +596,9 @@ public final class ListRun: Sendable {
     private func releaseSnapshot(startingOn queue: DispatchQueue? = nil, _ change: (inout State) -> Void) -> Bool {
         let (silenced, released) = state.withLock { state -> (Bool, [Fetch]) in
             change(&state)
-            state.queuedSnapshots -= 1
+            if !state.queuedPageTotals.isEmpty { state.consumedPages = state.queuedPageTotals.removeFirst() }
             var released: [Fetch] = []
-            if state.queuedSnapshots < client.configuration.window, state.ending == nil {
+            if !state.consumerIsBehind(window: client.configuration.window), state.ending == nil {
                 swap(&released, &state.heldFetches)
             }
             return (state.silenced, released)
