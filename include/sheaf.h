@@ -694,7 +694,8 @@ typedef int (*sheaf_snapshot_fn)(sheaf_list *list, const sheaf_snapshot *snapsho
  * Starts the list in the background; returns at once. `on_snapshot` may be NULL (then only
  * sheaf_list_wait and sheaf_list_prefix observe it). `user_data` is handed to every call;
  * `destroy` (may be NULL) is called with it once, after the last callback (when the list has
- * finished, or been freed). A list runs once: SHEAF_E_STATE otherwise.
+ * finished, or been freed). A callback slower than the server holds the fetching back, as a
+ * pulled list's caller does (sheaf_list_start_pull). A list runs once: SHEAF_E_STATE otherwise.
  */
 SHEAF_API sheaf_result sheaf_list_start(sheaf_list *list, sheaf_snapshot_fn on_snapshot,
                                         void *user_data, sheaf_destroy_fn destroy);
@@ -706,7 +707,7 @@ SHEAF_API sheaf_result sheaf_list_start(sheaf_list *list, sheaf_snapshot_fn on_s
  * hand-over per snapshot). Once a window's worth of pages (SHEAF_OPT_WINDOW) waits in snapshots
  * not yet taken, fetching is held back, so memory stays bounded however slow the caller is: at
  * most those pages, the pages in flight, and the pages that came ahead of a slow one (up to
- * twice the window, SHEAF_OPT_MAX_WINDOW when it adapts).
+ * twice the window; with SHEAF_OPT_ADAPTIVE_WINDOW, twice SHEAF_OPT_MAX_WINDOW).
  * A list runs once: SHEAF_E_STATE otherwise.
  */
 SHEAF_API sheaf_result sheaf_list_start_pull(sheaf_list *list);

@@ -664,6 +664,32 @@ final class ListRunTests: XCTestCase {
         XCTAssertEqual(log.ids, Array(0..<30))
     }
 
+    func testACallbackSlowerThanTheServerHoldsTheFetchingBack() throws {
+        let transport = ScriptedTransport()
+        let api = FakeAnchorAPI(count: 10_000)
+        transport.on(scriptedList) { request, _ in api.reply(request) }
+        let busy = DispatchSemaphore(value: 0)
+        let snapshots = Shared(0)
+        let run = try scriptedClient(transport) { $0.window = 4 }.makeList(anchorList(), keepsItems: false) { _ in
+            let count = snapshots.update { count -> Int in
+                count += 1
+                return count
+            }
+            if count == 1 { busy.wait() } // the first callback takes its time
+            return true
+        }
+        try run.start()
+        Thread.sleep(forTimeInterval: 0.3)
+        let made = run.requestsMade
+        // The busy callback's page; fewer than a window waiting when the last fetch went out; at
+        // most twice the window past them (arrived ahead of a slower page, or in flight): nowhere
+        // near the 1,000 pages the server would answer in that time.
+        XCTAssertLessThanOrEqual(made, 1 + 3 + 2 * 4, "the fetching went on while the callback was busy")
+        busy.signal()
+        XCTAssertEqual(outcome(of: run), .complete)
+        XCTAssertEqual(run.requestsMade, 1000)
+    }
+
     func testABadPageFailsTheListWithBadPageNamingItsURL() throws {
         let transport = ScriptedTransport()
         let api = FakeAnchorAPI(count: 30)

@@ -314,7 +314,7 @@ int main(int argc, char **argv) {
     EXPECT(sheaf_client_set_option(hanging, SHEAF_OPT_TIMEOUT_MS, 30) == SHEAF_OK, "timeout");
     EXPECT(sheaf_client_set_option(hanging, SHEAF_OPT_MAX_ATTEMPTS, 1) == SHEAF_OK, "attempts");
 
-    /* Pulled lists nobody pulls from, each holding a full window of snapshots. */
+    /* Pulled lists nobody pulls from, each holding back once a window's worth of pages waits. */
     sheaf_list **stalled_lists = calloc((size_t)stalled, sizeof *stalled_lists);
     for (int k = 0; k < stalled; k++) {
         stalled_lists[k] = new_list(shared, 5000, "");

@@ -72,10 +72,11 @@ final class PrefixItems<Item: Sendable>: Sendable {
 /// executor, on the run's own thread, while the next pages are fetched).
 ///
 /// The list starts with the first `next()`. A slow consumer holds the fetching back (at most a
-/// window's worth of pages waits). Cancelling the task, or leaving the loop, cancels the list: what is
-/// in flight is abandoned and nothing is delivered afterwards. The sequence ends (nil) when the
-/// list completes or stops where its description's budgets say; a failure is thrown (the items
-/// before it were yielded), as is an item that does not decode (`.decoding`, naming its index).
+/// window's worth of pages waits). Cancelling the task, or leaving the loop, cancels the list:
+/// what is in flight is abandoned and nothing is delivered afterwards. The sequence ends (nil)
+/// when the list completes or stops where its description's budgets say; a failure is thrown (the
+/// items before it were yielded), as is an item that does not decode (`.decoding`, naming its
+/// index).
 public struct ListSnapshots<Item: Decodable & Sendable>: AsyncSequence, Sendable {
     public typealias Element = ListSnapshot<Item>
     public typealias Failure = SheafError
