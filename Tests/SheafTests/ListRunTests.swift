@@ -748,7 +748,24 @@ final class ListRunTests: XCTestCase {
         let error = try XCTUnwrap(outcome.error)
         XCTAssertEqual(error.code, .incomplete)
         XCTAssertEqual(error.message, "the server reported 50 items but 47 arrived")
+        XCTAssertNil(error.hint)
         XCTAssertEqual(itemIDs(json), Array(0..<47))
+    }
+
+    func testMoreItemsThanTheTotalWithoutAnIdentityNameTheIdentityAsTheCure() throws {
+        let transport = ScriptedTransport()
+        let api = FakeAnchorAPI(count: 47, claimedTotal: 45)
+        transport.on(scriptedList) { request, _ in api.reply(request) }
+        let error = try XCTUnwrap(try scriptedClient(transport).fetchAll(anchorList()).outcome.error)
+        XCTAssertEqual(error.code, .incomplete)
+        XCTAssertTrue(error.message.hasPrefix("the server reported 45 items but 47 arrived, some perhaps twice"), error.message)
+        XCTAssertEqual(error.hint?.hasPrefix("--id POINTER"), true)
+
+        var identified = anchorList()
+        identified.signals[.identity] = .item(JSONPointer("/id")!)
+        let named = try XCTUnwrap(try scriptedClient(transport).fetchAll(identified).outcome.error)
+        XCTAssertEqual(named.message, "the server reported 45 items but 47 arrived", "no repeat among them: the total is wrong")
+        XCTAssertNil(named.hint)
     }
 
     func testMoreItemsThanTheTotalIsIncompleteToo() throws {

@@ -262,7 +262,8 @@ class Client(Closing):
                   max_items: Optional[int] = None, max_pages: Optional[int] = None, max_requests: Optional[int] = None,
                   deadline: Optional[float] = None, resume: Optional[str] = None, headers: Optional[Headers] = None,
                   decode: Any = None, **parts: Any) -> Items:
-        """Fetches every item of the list at `path`, in order, de-duplicated by ``id``.
+        """Fetches every item of the list at `path`, in order; with ``id=POINTER``, an item seen
+        before (by that identity) is dropped.
 
         Args:
             path: the list's path (joined to the base URL, see Client; may carry a query).
@@ -335,8 +336,8 @@ class Client(Closing):
                  query: Optional[Query] = None, max_items: Optional[int] = None, max_pages: Optional[int] = None,
                  max_requests: Optional[int] = None, deadline: Optional[float] = None, resume: Optional[str] = None,
                  headers: Optional[Headers] = None, **parts: Any) -> Written:
-        """Writes every item of the list at `path` to `out` as it arrives, in order and
-        de-duplicated, without decoding it: the library writes the bytes the pages brought from
+        """Writes every item of the list at `path` to `out` as it arrives, in order (de-duplicated
+        with ``id=``), without decoding it: the library writes the bytes the pages brought from
         its own threads, and nothing is kept (memory stays flat however long the list).
 
         Takes the same arguments as :meth:`fetch_all`, and:
