@@ -2,7 +2,7 @@
 or make one request.
 
     sheaf get URL [options]          (also: python3 -m sheaf get URL ...)
-    sheaf request [-X METHOD] URL [--json JSON|@FILE] [--form NAME=VALUE ...] [options]
+    sheaf request [-X METHOD | METHOD] URL [--json JSON|@FILE] [--form NAME=VALUE ...] [options]
     sheaf download URL -o FILE [options]
     sheaf completion bash|zsh        (a script for the shell to source)
 
@@ -79,6 +79,8 @@ examples:
   sheaf request -X POST https://api.example.com/v1/things --json @thing.json
   sheaf request -X PUT https://api.example.com/v1/form --form name=x --form tag=a --form tag=b
   sheaf request -X DELETE https://api.example.com/v1/things/42 -H 'If-Match: "abc"'
+  sheaf request PATCH https://api.example.com/v1/things/42 --json '{"name": "y"}'   (the method
+                                                 may come first, as in HTTPie, instead of -X)
 
   The response body goes to stdout (or -o FILE, replaced only on success); -i also prints the
   status line and headers to stderr. A failing status prints the body too, and exits 3 with
@@ -242,6 +244,10 @@ def _fields(text: str) -> List[Field]:
         keys = tuple(key.replace("~1", "/").replace("~0", "~") for key in pointer[1:].split("/"))
         fields.append(Field(pointer[1:], keys))
     return fields
+
+
+# A method named before the URL (`sheaf request PATCH URL`): a token, never a URL.
+_HTTP_METHOD = re.compile(r"[A-Za-z]+")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -1055,6 +1061,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     _Parser.secrets = _probable_secrets(list(sys.argv[1:] if argv is None else argv))
     parser = build_parser()
     args, unrecognized = parser.parse_known_args(argv)
+    if args.handler is _request and len(unrecognized) == 1 and _HTTP_METHOD.fullmatch(args.url) \
+            and not unrecognized[0].startswith("-"):
+        # `sheaf request POST URL`, as HTTPie has it: the method first, then the URL.
+        if args.method is not None and args.method.upper() != args.url.upper():
+            args.subparser.error(f"two methods: -X {args.method} and {args.url}")
+        args.method, args.url, unrecognized = args.url, unrecognized[0], []
     if unrecognized:
         # argparse reports them at the top level, with the top-level usage; the subcommand's
         # usage is the one that shows what could have been meant.

@@ -643,6 +643,18 @@ def test_request_methods_forms_and_basic_auth(api):
     assert b"HTTP 200" in r.stderr and b"X-Echo-Method: DELETE" in r.stderr
 
 
+def test_the_method_may_come_before_the_url(api):
+    r = run_request("patch", f"{api}/req/echo", "--json", "{}")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["method"] == "PATCH"
+    r = run_request("-X", "PATCH", "PATCH", f"{api}/req/echo")
+    assert r.returncode == 0 and json.loads(r.stdout)["method"] == "PATCH"
+    r = run_request("-X", "PUT", "PATCH", f"{api}/req/echo")
+    assert r.returncode == 2 and b"two methods: -X PUT and PATCH" in r.stderr and b"usage: sheaf request" in r.stderr
+    r = run_request(f"{api}/req/echo", f"{api}/req/echo")   # two URLs: not a method and a URL
+    assert r.returncode == 2 and b"unrecognized arguments" in r.stderr
+
+
 def test_a_failing_request_prints_the_body_and_the_servers_words(api):
     r = run_request(f"{api}/req/error/stripe", "--token", TOKEN)
     assert r.returncode == 3
