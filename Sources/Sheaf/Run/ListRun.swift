@@ -514,17 +514,17 @@ public final class ListRun: Sendable {
                 return .complete
             }
             var message = "the server reported \(total) items but \(itemCount) arrived"
+            var hint: String?
+            if itemCount > total, !assembler.deduplicates {
+                // Nothing to tell a repeat by: an item added to the list while it was read pushes
+                // one already read onto the next page.
+                message += ", some perhaps twice (the list grew while it was read, pushing items onto the next page)"
+                hint = "--id POINTER, sheaf_list_set_signal(IDENTITY, ITEM, POINTER): an item seen before is dropped"
+            }
             if !missing.isEmpty {
                 message += "; pages " + missing.map { String($0 + 1) }.joined(separator: ", ") + " answered 404"
             }
-            // More than the total, and nothing to tell a repeat by: an item added to the list
-            // while it was read pushes one already read onto the next page.
-            guard itemCount > total, description.source(of: .identity) == .none else {
-                return .failed(SheafError(.incomplete, message))
-            }
-            return .failed(SheafError(.incomplete, message + ", some perhaps twice (the list grew while it was read, pushing "
-                                      + "items onto the next page)", hint: "--id POINTER, sheaf_list_set_signal(IDENTITY, ITEM, "
-                                      + "POINTER): an item seen before is dropped"))
+            return .failed(SheafError(.incomplete, message, hint: hint))
         }
     }
 
