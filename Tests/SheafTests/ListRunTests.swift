@@ -848,6 +848,44 @@ final class ListRunTests: XCTestCase {
         XCTAssertEqual(run.outcome, .complete)
     }
 
+    func testACancelAfterTheEndWasDecidedButBeforeEverySnapshotWasDeliveredIsNotASuccess() throws {
+        // The race of a cancel with the completion: the last page is in and the list is
+        // complete, but the consumer has not had every snapshot yet when the cancel comes. The
+        // snapshots still queued are not delivered (nothing is, after a stop), so the run must
+        // not end complete with a prefix that lacks them.
+        let transport = ScriptedTransport()
+        let api = FakeAnchorAPI(count: 30)
+        transport.on(scriptedList) { request, _ in api.reply(request) }
+        let inFirstCallback = DispatchSemaphore(value: 0)
+        let release = DispatchSemaphore(value: 0)
+        let log = SnapshotLog { count in
+            if count == 1 {
+                inFirstCallback.signal()
+                release.wait()
+            }
+            return true
+        }
+        let run = try scriptedClient(transport) { $0.window = 8 }.makeList(anchorList(), onSnapshot: log.callback)
+        try run.start()
+        XCTAssertEqual(inFirstCallback.wait(timeout: .now() + 5), .success)
+        // Pages 2 and 3 arrive while the first callback runs: the end is decided behind it.
+        let deadline = Date().addingTimeInterval(5)
+        while (transport.requests.count < 3 || run.requestsInFlight > 0), Date() < deadline { Thread.sleep(forTimeInterval: 0.001) }
+        Thread.sleep(forTimeInterval: 0.05)
+        run.cancel()
+        release.signal()
+        let result = outcome(of: run)
+        log.markFinished()
+        let prefix = itemIDs(run.prefixJSON())
+        if result == .complete {
+            XCTAssertEqual(prefix, Array(0..<30), "a complete list is whole")
+        } else {
+            XCTAssertEqual(result?.error?.code, .cancelled)
+            XCTAssertEqual(prefix, Array(0..<10), "the prefix is what was delivered")
+        }
+        XCTAssertEqual(log.all.count, 1, "nothing is delivered after the cancel")
+    }
+
     func testCloseFromInsideTheCallbackDoesNotDeadlock() throws {
         let transport = ScriptedTransport()
         let api = FakeAnchorAPI(count: 50)

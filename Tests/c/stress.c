@@ -239,13 +239,16 @@ static void one_run(worker *w) {
         }
         EXPECT(pulled == (size_t)n && sheaf_list_wait(list) == SHEAF_OK, "pulled %zu of %ld", pulled, n);
         break;
-    case 3:   /* cancelled at a random moment */
+    case 3:   /* cancelled at a random moment, racing the end: either outcome, but an OK list is whole */
         list = new_list(w->shared, n, "");
         EXPECT(start_with_callback(list, 0) == SHEAF_OK, "start");
         sleep_us(rand_r(&w->seed) % 2000);
         EXPECT(sheaf_list_cancel(list) == SHEAF_OK, "cancel");
         result = sheaf_list_wait(list);
         EXPECT(result == SHEAF_OK || result == SHEAF_E_CANCELLED, "cancelled: %s", sheaf_result_str(result));
+        EXPECT(sheaf_list_prefix(list, &json, NULL) == SHEAF_OK, "prefix after a cancel");
+        EXPECT(result != SHEAF_OK || json_items(json) == (size_t)n, "cancelled, yet OK with %zu of %ld items",
+               json ? json_items(json) : 0, n);
         break;
     case 4:   /* freed while running (with a callback, or pulled and half taken) */
         list = new_list(w->shared, n, "");

@@ -12,6 +12,35 @@ public enum ListOutcome: Sendable, Equatable {
     case requestBudgetReached
     /// It failed, was stopped or was cancelled; the items delivered before stay delivered.
     case failed(SheafError)
+
+    /// Why a list that ended where its caller asked stopped; nil for a failure.
+    public var stopReason: StopReason? {
+        switch self {
+        case .complete: .complete
+        case .limitReached: .itemLimit
+        case .pageBudgetReached: .pageBudget
+        case .requestBudgetReached: .requestBudget
+        case .failed: nil
+        }
+    }
+
+    /// The error of a failed list; nil for every other outcome.
+    public var error: SheafError? {
+        if case .failed(let error) = self { return error }
+        return nil
+    }
+}
+
+/// Why a list ended without failing: each is a success (`SHEAF_OK` in C), the reason is data.
+public enum StopReason: Sendable, Equatable {
+    /// Every page arrived and the items agree with the server's total (when it gave one).
+    case complete
+    /// The caller's item limit was reached.
+    case itemLimit
+    /// The caller's page budget was reached; the resume token goes on from there.
+    case pageBudget
+    /// The caller's request budget was reached; the resume token goes on from there.
+    case requestBudget
 }
 
 /// One snapshot: what the ordered prefix gained, and what the list expects in all.
@@ -54,6 +83,9 @@ public final class ListRun: Sendable {
         var ending: ListOutcome?
         /// Set when the caller asked to stop (callback) or cancelled: no more callbacks.
         var silenced = false
+        /// A snapshot was not delivered because the run was silenced: the prefix a caller sees
+        /// is then short of what was assembled, so the run cannot end as a success.
+        var droppedSnapshot = false
         var stoppedByCallback = false
         var outcome: ListOutcome?
         /// The last snapshot delivered, without its delta's items: where the prefix a caller
@@ -577,8 +609,15 @@ public final class ListRun: Sendable {
     private func finalOutcome() -> ListOutcome {
         let (ending, finishing) = state.withLock { state in
             defer { state.finishing = nil }
-            return (state.stoppedByCallback ? .failed(SheafError(.stopped, "the snapshot callback asked to stop")) : state.ending!,
-                    state.finishing)
+            var ending = state.ending!
+            if state.stoppedByCallback {
+                ending = .failed(SheafError(.stopped, "the snapshot callback asked to stop"))
+            } else if state.droppedSnapshot, ending.error == nil {
+                // A cancel that came after the end was decided but before the consumer had every
+                // snapshot: an OK list is always whole, so this one ends cancelled.
+                ending = .failed(SheafError(.cancelled, "the list was cancelled"))
+            }
+            return (ending, state.finishing)
         }
         // A caller's code may run in it (a write function): a blocking call there is refused.
         return finishing.map { body in CallbackContext.run { body(ending) } } ?? ending
@@ -620,7 +659,7 @@ public final class ListRun: Sendable {
 
     private func deliver(_ snapshot: Snapshot) {
         let record = { (state: inout State) in
-            if !state.silenced { state.delivered = snapshot.counts }
+            if state.silenced { state.droppedSnapshot = true } else { state.delivered = snapshot.counts }
         }
         let silenced: Bool
         if acknowledgesSnapshots {

@@ -83,14 +83,6 @@ final class Shared<Value: Sendable>: Sendable {
     }
 }
 
-/// The error inside a failed outcome, or nil.
-extension ListOutcome {
-    var error: SheafError? {
-        if case .failed(let error) = self { return error }
-        return nil
-    }
-}
-
 /// Waits for `run` at most `seconds`; on timeout cancels it, records a failure and returns nil.
 func outcome(of run: ListRun, within seconds: Double = 10,
              file: StaticString = #filePath, line: UInt = #line) -> ListOutcome? {
