@@ -18,7 +18,9 @@ class SnapshotStream(Iterator[Snapshot], Closing):
     already yielded), or the exception a Python transport raised, with its traceback.
 
     Leaving early stops the list and abandons its in-flight requests: breaking out of a ``for``
-    loop (the stream is then released), ``close()``, or leaving a ``with`` block.
+    loop (even with the stream still referenced: the loop's iterator is released at the
+    ``break``, and releasing it closes the stream), ``close()``, or leaving a ``with`` block. A
+    stopped stream yields nothing more.
     ``cancel()`` may be called from any thread; iteration then ends with
     :class:`sheaf.StoppedError` (code CANCELLED).
     """
@@ -46,8 +48,16 @@ class SnapshotStream(Iterator[Snapshot], Closing):
         finally:
             run.close()
 
-    def __iter__(self) -> "SnapshotStream":
-        return self
+    def __iter__(self) -> Iterator[Snapshot]:
+        # A generator that only the caller's loop holds: a `break` (or dropping the iterator)
+        # releases it, and its exit stops the list even while the stream itself stays referenced.
+        return self._until_released()
+
+    def _until_released(self) -> Generator[Snapshot, None, None]:
+        try:
+            yield from self._snapshots
+        finally:
+            self.close()
 
     def __next__(self) -> Snapshot:
         return next(self._snapshots)

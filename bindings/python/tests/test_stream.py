@@ -60,6 +60,37 @@ def test_breaking_out_early_cancels_the_list_promptly(api):
     assert sheaf._live_runs() == 0
 
 
+def test_breaking_out_of_a_stream_still_referenced_stops_the_list_at_once(api):
+    # The stream object outlives the loop: the break alone must stop the list. 0.4.0 let the
+    # list go on until a window of pages waited for a consumer that would never come back.
+    with sheaf.Client(api.base_url) as client:
+        stream = client.stream("/anchor?n=10000&latency_ms=200", page_size=10, **ANCHOR)
+        for snapshot in stream:
+            assert snapshot.page_count == 1
+            break
+        time.sleep(0.05)  # a request already on the wire at the break lands (loopback: well under 50 ms)
+        at_the_break = stats(api)["requests"]
+        time.sleep(0.8)   # four latencies: a list still running would have sent more by now
+        after = stats(api)["requests"]
+        assert after == at_the_break, f"{after - at_the_break} requests started after the break"
+        assert sheaf._live_runs() == 0
+        assert list(stream) == [], "a stopped stream cannot go on"
+        assert stream.resume_token is not None, "the token goes on after the snapshot taken"
+
+
+def test_dropping_an_iterator_of_a_held_stream_stops_the_list(api):
+    with sheaf.Client(api.base_url) as client:
+        stream = client.stream("/anchor?n=10000&latency_ms=200", page_size=10, **ANCHOR)
+        iterator = iter(stream)
+        next(iterator)
+        del iterator
+        time.sleep(0.05)
+        at_the_drop = stats(api)["requests"]
+        time.sleep(0.5)
+        assert stats(api)["requests"] == at_the_drop
+        assert sheaf._live_runs() == 0
+
+
 def test_a_consumer_that_stops_while_the_library_waits_on_a_full_queue_does_not_hang(api):
     # A window of 1: one snapshot waits to be taken, then the library waits for room.
     with sheaf.Client(api.base_url, concurrency=1) as client:
