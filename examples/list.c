@@ -83,7 +83,7 @@ int main(int argc, char **argv) {
     if ((result = sheaf_list_start(list, print_progress, NULL, NULL)) == SHEAF_OK)
         result = sheaf_list_wait(list);
     fputc('\n', stderr);
-    if (result != SHEAF_OK && result != SHEAF_LIMIT_REACHED) {
+    if (result != SHEAF_OK) {
         sheaf_error *error = sheaf_list_error(list);
         fprintf(stderr, "%s: %s\n", sheaf_result_str(result), error ? error->message : "");
         if (error != NULL && error->hint[0] != '\0') fprintf(stderr, "try: %s\n", error->hint);
@@ -96,7 +96,7 @@ int main(int argc, char **argv) {
         fputc('\n', stdout);
     }
     sheaf_free(json);
-    if (result == SHEAF_OK || result == SHEAF_LIMIT_REACHED) status = 0;
+    if (result == SHEAF_OK) status = 0;
 
 done:
     sheaf_list_free(list);

@@ -78,13 +78,15 @@ SHEAF_API const char *sheaf_version_string(void);
 
 /**
  * Result codes. Append-only: a value is never renumbered or removed.
- * SHEAF_OK, SHEAF_LIMIT_REACHED, SHEAF_PAGE_BUDGET_REACHED and SHEAF_REQUEST_BUDGET_REACHED are
- * successes (SHEAF_SUCCEEDED tells them); SHEAF_PENDING means "not yet" (only sheaf_list_next
- * returns it); every other code is a failure.
+ * SHEAF_OK is the one success; SHEAF_PENDING means "not yet" (only the non-blocking calls
+ * sheaf_list_next and sheaf_list_more return it); every other code is a failure. A list that
+ * stops where its caller asked (an item limit, a page or request budget) ends SHEAF_OK, and
+ * sheaf_list_status.stop_reason says why it stopped. Three codes of 0.4 that reported those stops
+ * (1, 22, 23) are retired: never returned, kept so that their numbers are never reused.
  */
 typedef enum sheaf_result {
     SHEAF_OK = 0,                  /**< Done; for a list, its description established the end and the items agree with the total. */
-    SHEAF_LIMIT_REACHED = 1,       /**< The list stopped at the caller's item limit (sheaf_list_set_max_items). */
+    SHEAF_LIMIT_REACHED = 1,       /**< Retired (0.4: the item limit was reached); never returned: the list ends SHEAF_OK with SHEAF_STOP_ITEM_LIMIT. */
     SHEAF_E_INVALID_ARGUMENT = 2,  /**< A NULL handle, a malformed URL or JSON pointer, an option out of range, a signal read from a source it cannot come from. */
     SHEAF_E_UNSUPPORTED = 3,       /**< Not supported by this version of the library. */
     SHEAF_E_STATE = 4,             /**< The handle is not in a state for this call (e.g. a list started twice). */
@@ -105,15 +107,16 @@ typedef enum sheaf_result {
     SHEAF_E_UNDETECTED = 19,       /**< Detection could not decide the list's shape (no items array, or several candidates); the error names the candidates and the options that choose. */
     SHEAF_E_REPEATED_PAGE = 20,    /**< Two consecutive pages hold the same items byte for byte: the server ignores the paging parameter (or the description names the wrong one). */
     SHEAF_E_IO = 21,               /**< A download's file could not be written: its folder cannot be created, it is not writable, or the disk is full (the destination is left as it was); or a list's output (sheaf_list_start_write_fd) could not be written. */
-    SHEAF_PAGE_BUDGET_REACHED = 22,    /**< The list stopped at the caller's page budget (SHEAF_BUDGET_PAGES); sheaf_list_resume_token goes on from there. */
-    SHEAF_REQUEST_BUDGET_REACHED = 23, /**< The list stopped at the caller's request budget (SHEAF_BUDGET_REQUESTS); sheaf_list_resume_token goes on from there. */
+    SHEAF_PAGE_BUDGET_REACHED = 22,    /**< Retired (0.4: the page budget was reached); never returned: the list ends SHEAF_OK with SHEAF_STOP_PAGE_BUDGET. */
+    SHEAF_REQUEST_BUDGET_REACHED = 23, /**< Retired (0.4: the request budget was reached); never returned: the list ends SHEAF_OK with SHEAF_STOP_REQUEST_BUDGET. */
     SHEAF_E_DEADLINE = 24,         /**< The list did not end within the caller's deadline (SHEAF_BUDGET_DEADLINE_MS); what arrived before stays delivered. */
     SHEAF_E_CREDENTIAL = 25        /**< The credential provider (sheaf_client_set_credential_provider) gave no credential. */
 } sheaf_result;
 
-/** Whether a result code is a success: OK, or a list that stopped where its caller asked. */
-#define SHEAF_SUCCEEDED(result) ((result) == SHEAF_OK || (result) == SHEAF_LIMIT_REACHED \
-    || (result) == SHEAF_PAGE_BUDGET_REACHED || (result) == SHEAF_REQUEST_BUDGET_REACHED)
+/** Whether a result code is a success (SHEAF_OK: why a list stopped is its status's stop_reason). */
+#define SHEAF_SUCCEEDED(result) ((result) == SHEAF_OK)
+/** Whether a result code is a failure: neither SHEAF_OK nor SHEAF_PENDING ("not yet"). */
+#define SHEAF_FAILED(result) ((result) != SHEAF_OK && (result) != SHEAF_PENDING)
 
 /** Static English text for a result code (unknown codes get a generic text). Never NULL; do not free. */
 SHEAF_API const char *sheaf_result_str(int result);
@@ -612,7 +615,7 @@ SHEAF_API sheaf_result sheaf_list_set_transport(sheaf_list *list, sheaf_transpor
                                                 void *user_data, sheaf_destroy_fn destroy);
 
 /**
- * Stops the list after `max_items` items (0 = no limit), with SHEAF_LIMIT_REACHED; the same as
+ * Stops the list after `max_items` items (0 = no limit), with SHEAF_OK and SHEAF_STOP_ITEM_LIMIT; the same as
  * sheaf_list_set_budget(list, SHEAF_BUDGET_ITEMS, max_items).
  * SHEAF_E_INVALID_ARGUMENT for a negative value.
  */
@@ -620,9 +623,9 @@ SHEAF_API sheaf_result sheaf_list_set_max_items(sheaf_list *list, int64_t max_it
 
 /** What a list may spend before it stops. Append-only. */
 typedef enum sheaf_budget {
-    SHEAF_BUDGET_ITEMS = 1,       /**< Items delivered; ends with SHEAF_LIMIT_REACHED (a page may be cut: resuming goes on inside it). */
-    SHEAF_BUDGET_PAGES = 2,       /**< Pages fetched; ends with SHEAF_PAGE_BUDGET_REACHED when more pages follow. */
-    SHEAF_BUDGET_REQUESTS = 3,    /**< Requests sent, retries and redirects included; ends with SHEAF_REQUEST_BUDGET_REACHED, the prefix through the last page that arrived whole. */
+    SHEAF_BUDGET_ITEMS = 1,       /**< Items delivered; ends SHEAF_OK with SHEAF_STOP_ITEM_LIMIT (a page may be cut: resuming goes on inside it). */
+    SHEAF_BUDGET_PAGES = 2,       /**< Pages fetched; ends SHEAF_OK with SHEAF_STOP_PAGE_BUDGET when more pages follow. */
+    SHEAF_BUDGET_REQUESTS = 3,    /**< Requests sent, retries and redirects included; ends SHEAF_OK with SHEAF_STOP_REQUEST_BUDGET, the prefix through the last page that arrived whole. */
     SHEAF_BUDGET_DEADLINE_MS = 4  /**< Milliseconds from sheaf_list_start to the end, whatever is in flight; ends with SHEAF_E_DEADLINE. */
 } sheaf_budget;
 
@@ -747,7 +750,8 @@ SHEAF_API sheaf_result sheaf_list_next(sheaf_list *list, int64_t timeout_ms,
 
 /**
  * Blocks until the started list has finished and every snapshot callback has returned, then
- * returns its outcome: SHEAF_OK, SHEAF_LIMIT_REACHED, SHEAF_E_STOPPED, SHEAF_E_CANCELLED or a
+ * returns its outcome: SHEAF_OK (complete, or stopped at the caller's item limit or budget:
+ * sheaf_list_get_status's stop_reason says which), SHEAF_E_STOPPED, SHEAF_E_CANCELLED or another
  * failure (detail: sheaf_list_error). Items delivered before a failure stay delivered.
  * On a pulled list it stops the pulling first: snapshots not taken yet are dropped and, if the
  * list still runs, it ends SHEAF_E_STOPPED (take snapshots until sheaf_list_next says the end
@@ -828,6 +832,16 @@ typedef enum sheaf_list_state {
     SHEAF_LIST_ENDED = 3     /**< Ended: sheaf_list_wait returns the outcome at once (a pulled list may still hold snapshots to take; a load-more list has handed out every page). */
 } sheaf_list_state;
 
+/** Why a list ended (sheaf_list_status.stop_reason). Values are never renumbered; more may come. */
+typedef enum sheaf_stop_reason {
+    SHEAF_STOP_NONE = 0,            /**< It has not ended. */
+    SHEAF_STOP_COMPLETE = 1,        /**< Every page arrived and the items agree with the server's total (SHEAF_OK). */
+    SHEAF_STOP_ITEM_LIMIT = 2,      /**< The caller's item limit (SHEAF_BUDGET_ITEMS) was reached (SHEAF_OK); the resume token goes on from there. */
+    SHEAF_STOP_PAGE_BUDGET = 3,     /**< The caller's page budget (SHEAF_BUDGET_PAGES) was reached (SHEAF_OK); the resume token goes on from there. */
+    SHEAF_STOP_REQUEST_BUDGET = 4,  /**< The caller's request budget (SHEAF_BUDGET_REQUESTS) was reached (SHEAF_OK); the resume token goes on from there. */
+    SHEAF_STOP_FAILED = 5           /**< It failed, was stopped or was cancelled: sheaf_list_wait's result and sheaf_list_error say how. */
+} sheaf_stop_reason;
+
 /**
  * A list's progress, filled by sheaf_list_get_status. Versioned by size: the caller sets `size`
  * to sizeof(sheaf_list_status) as its header knows it, and the library fills the fields that fit
@@ -844,6 +858,7 @@ typedef struct sheaf_list_status {
     int64_t requests_made;       /**< As sheaf_list_requests_made. */
     int64_t requests_in_flight;  /**< As sheaf_list_requests_in_flight. */
     int64_t window;              /**< Pages the list lets in flight now (see SHEAF_OPT_ADAPTIVE_WINDOW); 0 before it starts. */
+    sheaf_stop_reason stop_reason; /**< Why it ended, once state is SHEAF_LIST_ENDED; SHEAF_STOP_NONE before. */
 } sheaf_list_status;
 
 /**
@@ -878,9 +893,9 @@ SHEAF_API sheaf_result sheaf_list_start_load_more(sheaf_list *list, int64_t look
  * one request per page. Returns:
  *   SHEAF_OK, *out_json set      the page's items as a JSON array, freed with sheaf_free
  *                                (*out_length, may be NULL: its length in bytes).
- *   SHEAF_OK, *out_json NULL     the list completed and every page was handed out.
- *   SHEAF_LIMIT_REACHED, SHEAF_PAGE_BUDGET_REACHED or SHEAF_REQUEST_BUDGET_REACHED, *out_json NULL
- *                                the list ended at the caller's limit; every page was handed out.
+ *   SHEAF_OK, *out_json NULL     the list ended and every page was handed out: complete, or at
+ *                                the caller's item limit or budget (sheaf_list_get_status's
+ *                                stop_reason says which).
  *   SHEAF_PENDING                nothing within the timeout. The page stays asked for: a later
  *                                call returns it, with no second request.
  *   a failure                    the list ended with it, after the pages before it were handed

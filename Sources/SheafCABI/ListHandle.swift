@@ -193,6 +193,9 @@ final class ListHandle: Sendable, ErrorRecording {
         status.requests_made = Int64(run?.requestsMade ?? 0)
         status.requests_in_flight = Int64(run?.requestsInFlight ?? 0)
         status.window = Int64(run?.window ?? 0)
+        if status.state == SHEAF_LIST_ENDED, let outcome = pager?.outcome ?? run?.outcome {
+            status.stop_reason = outcome.cStopReason
+        }
         return status
     }
 
@@ -224,13 +227,9 @@ private func pointer(_ text: UnsafePointer<CChar>?, _ what: String) throws(Sheaf
 
 /// Records the run's outcome on the handle and returns its code.
 private func report(_ outcome: ListOutcome, on handle: ListHandle) -> sheaf_result {
-    switch outcome {
-    case .failed(let error):
-        return failure(error, on: handle)
-    case .complete, .limitReached, .pageBudgetReached, .requestBudgetReached:
-        handle.recordError(nil)
-        return success(outcome.cResult)
-    }
+    if let error = outcome.error { return failure(error, on: handle) }
+    handle.recordError(nil)
+    return success()
 }
 
 /// Copies `json` for the caller into the out-parameters.

@@ -26,8 +26,6 @@ extension SheafError.Code {
         case .undetected: SHEAF_E_UNDETECTED
         case .repeatedPage: SHEAF_E_REPEATED_PAGE
         case .io: SHEAF_E_IO
-        case .pageBudget: SHEAF_PAGE_BUDGET_REACHED
-        case .requestBudget: SHEAF_REQUEST_BUDGET_REACHED
         case .deadline: SHEAF_E_DEADLINE
         case .credential: SHEAF_E_CREDENTIAL
         default: SHEAF_E_INTERNAL
@@ -36,13 +34,18 @@ extension SheafError.Code {
 }
 
 extension ListOutcome {
+    /// SHEAF_OK for every stop the caller asked for (why is `cStopReason`); a failure's code.
     var cResult: sheaf_result {
-        switch self {
-        case .complete: SHEAF_OK
-        case .limitReached: SHEAF_LIMIT_REACHED
-        case .pageBudgetReached: SHEAF_PAGE_BUDGET_REACHED
-        case .requestBudgetReached: SHEAF_REQUEST_BUDGET_REACHED
-        case .failed(let error): error.code.cResult
+        error?.code.cResult ?? SHEAF_OK
+    }
+
+    var cStopReason: sheaf_stop_reason {
+        switch stopReason {
+        case .complete: SHEAF_STOP_COMPLETE
+        case .itemLimit: SHEAF_STOP_ITEM_LIMIT
+        case .pageBudget: SHEAF_STOP_PAGE_BUDGET
+        case .requestBudget: SHEAF_STOP_REQUEST_BUDGET
+        case nil: SHEAF_STOP_FAILED
         }
     }
 }
@@ -50,7 +53,7 @@ extension ListOutcome {
 /// Static texts, allocated once for the life of the process.
 private let resultTexts: [OwnedCString] = [
     "success",
-    "the item limit was reached",
+    "the item limit was reached (retired: a list at its limit ends with success)",
     "invalid argument",
     "not supported by this version of the library",
     "the handle is not in a state for this call",
@@ -71,8 +74,8 @@ private let resultTexts: [OwnedCString] = [
     "the list's shape could not be detected",
     "two consecutive pages hold the same items",
     "a download's file could not be written",
-    "the page budget was reached",
-    "the request budget was reached",
+    "the page budget was reached (retired: a list at its budget ends with success)",
+    "the request budget was reached (retired: a list at its budget ends with success)",
     "the list's deadline passed",
     "the credential provider gave no credential",
 ].map(OwnedCString.init)

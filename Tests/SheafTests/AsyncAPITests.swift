@@ -232,6 +232,23 @@ final class AsyncTransportTests: XCTestCase {
         XCTAssertEqual(slow.counts.value.cancelled, slow.counts.value.sent, "every exchange in flight was cancelled with the list")
     }
 
+    func testASequenceEndedByABudgetSaysWhyAndIsNoFailure() async throws {
+        let transport = ScriptedTransport()
+        let api = FakeAnchorAPI(count: 95)
+        transport.on(scriptedList) { request, _ in api.reply(request) }
+        let client = try scriptedClient(transport)
+        for (budget, reason, count) in [(3, StopReason.pageBudget, 30), (nil, StopReason.complete, 95)] {
+            var description = anchorList()
+            description.maxPages = budget
+            var snapshots = client.snapshots(Thing.self, description).makeAsyncIterator()
+            XCTAssertNil(snapshots.stopReason, "not before the end")
+            var items: [Thing] = []
+            while let snapshot = try await snapshots.next() { items += snapshot.items }
+            XCTAssertEqual(items, things(0..<count))
+            XCTAssertEqual(snapshots.stopReason, reason)
+        }
+    }
+
     func testASlowConsumerHoldsTheFetchingBack() async throws {
         let transport = ScriptedTransport()
         let api = FakeAnchorAPI(count: 1000)

@@ -1295,7 +1295,8 @@ static void max_items_stops_the_list_at_exactly_that_many(void) {
     json_t *items = NULL;
     if (list != NULL) {
         CHECK_LIST_RESULT(list, sheaf_list_set_max_items(list, 120), SHEAF_OK);
-        CHECK_LIST_RESULT(list, fetch_all(list, &items), SHEAF_LIMIT_REACHED);
+        CHECK_LIST_RESULT(list, fetch_all(list, &items), SHEAF_OK);
+        CHECK_INT(status_of(list).stop_reason, SHEAF_STOP_ITEM_LIMIT);
         CHECK_ITEMS(items, 0, 120);
     }
     json_decref(items);
@@ -1447,21 +1448,23 @@ done:
     sheaf_list_free(list);
 }
 
-static void each_budget_ends_with_its_own_result_and_a_token_that_goes_on(void) {
+static void each_budget_ends_ok_with_its_own_stop_reason_and_a_token_that_goes_on(void) {
     sheaf_client *client = client_for(&g_server, NULL);
     const long size = page_size(), cut = 2 * size + 7;
-    struct { sheaf_budget budget; int64_t value; sheaf_result result; long items; } cases[] = {
-        { SHEAF_BUDGET_ITEMS, cut, SHEAF_LIMIT_REACHED, cut },           /* page 3 cut after 7 items */
-        { SHEAF_BUDGET_PAGES, 3, SHEAF_PAGE_BUDGET_REACHED, 3 * size },
-        { SHEAF_BUDGET_REQUESTS, 2, SHEAF_REQUEST_BUDGET_REACHED, 2 * size },
+    struct { sheaf_budget budget; int64_t value; sheaf_stop_reason reason; long items; } cases[] = {
+        { SHEAF_BUDGET_ITEMS, cut, SHEAF_STOP_ITEM_LIMIT, cut },           /* page 3 cut after 7 items */
+        { SHEAF_BUDGET_PAGES, 3, SHEAF_STOP_PAGE_BUDGET, 3 * size },
+        { SHEAF_BUDGET_REQUESTS, 2, SHEAF_STOP_REQUEST_BUDGET, 2 * size },
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         sheaf_list *list = standard_list(client, "");
         json_t *items = NULL;
         if (list == NULL) continue;
         CHECK_LIST_RESULT(list, sheaf_list_set_budget(list, cases[i].budget, cases[i].value), SHEAF_OK);
-        CHECK_LIST_RESULT(list, fetch_all(list, &items), cases[i].result);
-        CHECK(SHEAF_SUCCEEDED(cases[i].result));
+        CHECK_INT(status_of(list).stop_reason, SHEAF_STOP_NONE);
+        CHECK_LIST_RESULT(list, fetch_all(list, &items), SHEAF_OK);
+        CHECK_INT(status_of(list).state, SHEAF_LIST_ENDED);
+        CHECK_INT(status_of(list).stop_reason, cases[i].reason);
         CHECK_ITEMS(items, 0, cases[i].items);
         CHECK(sheaf_list_error(list) == NULL);   /* a budget reached is no failure */
         char *token = resume_token_of(list);
@@ -1506,7 +1509,7 @@ static void a_resume_token_of_another_list_or_no_token_is_refused(void) {
     json_t *items = NULL;
     if (list == NULL || other == NULL) goto done;
     CHECK_LIST_RESULT(list, sheaf_list_set_max_items(list, 10), SHEAF_OK);
-    CHECK_LIST_RESULT(list, fetch_all(list, &items), SHEAF_LIMIT_REACHED);
+    CHECK_LIST_RESULT(list, fetch_all(list, &items), SHEAF_OK);
     char *token = resume_token_of(list);
     CHECK_LIST_RESULT(other, sheaf_list_set_resume(other, "sheaf-resume-1.!!"), SHEAF_E_INVALID_ARGUMENT);
     CHECK_LIST_RESULT(other, sheaf_list_set_resume(other, "not a token"), SHEAF_E_INVALID_ARGUMENT);
@@ -1646,8 +1649,9 @@ static void load_more_looks_ahead_keeps_budgets_and_refuses_misuse(void) {
     check_more(list, 0, 20, 10);
     check_more(list, -1, 30, 10);
     char *json = (char *)0x1;
-    CHECK_LIST_RESULT(list, sheaf_list_more(list, -1, &json, NULL), SHEAF_PAGE_BUDGET_REACHED);
-    CHECK(json == NULL);
+    CHECK_LIST_RESULT(list, sheaf_list_more(list, -1, &json, NULL), SHEAF_OK);
+    CHECK(json == NULL);   /* the end: at the page budget */
+    CHECK_INT(status_of(list).stop_reason, SHEAF_STOP_PAGE_BUDGET);
     CHECK_INT(anchor_requests(), 4);
     char *token = resume_token_of(list);
     resume_to_the_end(anchor_list(client, path, 10, NEXT | TOTAL), token, 40);
@@ -1675,7 +1679,7 @@ static json_t *run_failing_list(sheaf_client *client, const char *path, unsigned
     json_t *items = NULL;
     *out_list = list;
     if (list != NULL && CHECK_LIST_RESULT(list, fetch_all(list, &items), expected) &&
-        expected != SHEAF_OK && expected != SHEAF_LIMIT_REACHED) {
+        expected != SHEAF_OK) {
         char buffer[1024];
         const char *message = list_message(list, buffer, sizeof buffer);
         if (!CHECK(message != NULL && message[0] != '\0'))
@@ -2727,7 +2731,7 @@ static const test_case tests[] = {
     TEST(without_identity_the_repeated_items_are_kept, 0),
     TEST(max_items_stops_the_list_at_exactly_that_many, 1),
     TEST(lists_write_their_items_to_a_function_or_a_file_descriptor, 1),
-    TEST(each_budget_ends_with_its_own_result_and_a_token_that_goes_on, 1),
+    TEST(each_budget_ends_ok_with_its_own_stop_reason_and_a_token_that_goes_on, 1),
     TEST(a_deadline_ends_the_list_in_time_and_its_token_goes_on, 1),
     TEST(a_resume_token_of_another_list_or_no_token_is_refused, 1),
     TEST(load_more_fetches_a_page_per_call_and_joins_calls_in_flight, 1),

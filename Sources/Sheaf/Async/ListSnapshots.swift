@@ -100,6 +100,10 @@ public struct ListSnapshots<Item: Decodable & Sendable>: AsyncSequence, Sendable
         public mutating func next(isolation actor: isolated (any Actor)?) async throws(SheafError) -> ListSnapshot<Item>? {
             try await driver.next()
         }
+
+        /// Why the list ended once `next()` returned nil: `.complete`, or the description's item
+        /// limit or budget (none of them a failure); nil before, and after a failure.
+        public var stopReason: StopReason? { driver.stopReason }
     }
 }
 
@@ -142,6 +146,12 @@ final class SnapshotDriver<Item: Decodable & Sendable>: Sendable {
     deinit {
         // The iterator is gone (a loop left early, a task that ended): so is the list.
         state.withLock { $0.run }?.cancel()
+    }
+
+    /// Why the list ended, once the sequence has ended without a failure.
+    var stopReason: StopReason? {
+        let (run, over) = state.withLock { ($0.run, $0.over) }
+        return over ? run?.outcome?.stopReason : nil
     }
 
     /// After an item failed to decode: the items of its snapshot before it, which the sequence

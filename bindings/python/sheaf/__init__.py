@@ -43,7 +43,7 @@ from .errors import (
 from .hooks import Event
 from .request import ApiKey, Response
 from .pager import Pager
-from .snapshot import Items, Progress, Snapshot, Written
+from .snapshot import Items, Progress, Snapshot, StopReason, Written
 from .stream import SnapshotStream
 from .transport import Transport
 
@@ -82,6 +82,7 @@ __all__ = [
     "Items",
     "Progress",
     "Written",
+    "StopReason",
     "TransportError",
     "DecodingError",
     "IncompleteError",

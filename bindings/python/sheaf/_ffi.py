@@ -70,8 +70,16 @@ SHEAF_REQUEST_BUDGET_REACHED = 23
 SHEAF_E_DEADLINE = 24
 SHEAF_E_CREDENTIAL = 25
 
-#: The codes that are successes (a list that stopped where its caller asked is one).
-SUCCESSES = frozenset((SHEAF_OK, SHEAF_LIMIT_REACHED, SHEAF_PAGE_BUDGET_REACHED, SHEAF_REQUEST_BUDGET_REACHED))
+#: The codes that are successes: OK alone (a list that stopped where its caller asked ends OK,
+#: and says why in its status's stop_reason; LIMIT_REACHED and the two BUDGET_REACHED are retired).
+SUCCESSES = frozenset((SHEAF_OK,))
+
+SHEAF_STOP_NONE = 0
+SHEAF_STOP_COMPLETE = 1
+SHEAF_STOP_ITEM_LIMIT = 2
+SHEAF_STOP_PAGE_BUDGET = 3
+SHEAF_STOP_REQUEST_BUDGET = 4
+SHEAF_STOP_FAILED = 5
 
 SHEAF_BUDGET_ITEMS = 1
 SHEAF_BUDGET_PAGES = 2
@@ -214,6 +222,7 @@ class ListStatusStruct(Structure):
         ("requests_made", c_int64),         # int64_t requests_made;
         ("requests_in_flight", c_int64),    # int64_t requests_in_flight;
         ("window", c_int64),                # int64_t window;
+        ("stop_reason", c_int),             # sheaf_stop_reason stop_reason;
     ]
 
 

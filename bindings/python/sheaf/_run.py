@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Tuple
 from . import _ffi
 from ._ffi import lib
 from .errors import Error, ItemDecodeError, Result, UsageError, error_for
-from .snapshot import Items, Snapshot
+from .snapshot import Items, Snapshot, StopReason
 from .transport import Transport, serve
 
 if TYPE_CHECKING:
@@ -81,6 +81,7 @@ class ListRun:
         self.started = False
         self.cancel_requested = False
         self.outcome = _ffi.SHEAF_OK
+        self.stop_reason = StopReason.NONE     # why it ended, read with the outcome
         self.detail: Dict[str, Any] = {}       # the fields of the outcome's error
         self.resume_token: Optional[str] = None   # read when the list ends or is closed
         self.ended = False                           # the outcome was read
@@ -214,6 +215,9 @@ class ListRun:
     def _read_outcome(self) -> None:
         handle = self.handle
         self.outcome = lib.sheaf_list_wait(handle)   # at once: every snapshot was taken
+        status = _ffi.ListStatusStruct(size=ctypes.sizeof(_ffi.ListStatusStruct))
+        lib.sheaf_list_get_status(handle, byref(status))
+        self.stop_reason = StopReason(status.stop_reason)
         self.ended = True
         self.detail = _ffi.list_error_detail(handle) if self.outcome not in _ffi.SUCCESSES else {}
         self.resume_token = self.current_resume_token()
@@ -260,7 +264,7 @@ class ListRun:
         """After the last snapshot: every item delivered, with how the list ended; or the
         failure that ended it, raised with them."""
         self.raise_outcome(delivered)
-        return Items(delivered, Result(self.outcome), self.resume_token)
+        return Items(delivered, self.stop_reason, self.resume_token)
 
     def close(self) -> None:
         """Stops the list if it runs and frees it (the library lets go of the snapshots not

@@ -849,6 +849,7 @@ def _get(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     shares_terminal = not args.output and _isatty(sys.stdout)
     progress = Progress(sys.stderr, enabled=not args.quiet and _isatty(sys.stderr), live=not shares_terminal)
     status, message, note = EXIT_OK, None, ""
+    stop_reason = None
     resume = None   # the token after the items written
     try:
         try:
@@ -856,12 +857,12 @@ def _get(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
                 progress.start_waiting()
                 if args.fields:
                     writer = FieldWriter(out, args.format, args.fields, header=args.resume is None)
-                    resume = _write_decoded(client, path, writer, progress, list_options)
+                    resume, stop_reason = _write_decoded(client, path, writer, progress, list_options)
                 else:
-                    resume = client.fetch_to(path, out, format=args.format, progress=progress.update,
-                                             **list_options).resume_token
-            if resume is not None:
-                note = "stopped where asked"
+                    written = client.fetch_to(path, out, format=args.format, progress=progress.update, **list_options)
+                    resume, stop_reason = written.resume_token, written.stop_reason
+            if stop_reason not in (api.StopReason.COMPLETE, api.StopReason.NONE):
+                note = stop_reason.note   # exit status 0: it stopped where asked
         except api.FileError as e:
             if target is None and os.strerror(errno.EPIPE) in e.message:
                 return _reader_left(out, progress)
@@ -893,14 +894,16 @@ def _get(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         _error(message)
     # After a failure, a token is worth printing when items were written (a failure before any
     # is re-run as it was), and not with -o: a failed run keeps nothing there.
+    if status == EXIT_OK and note:
+        _error(note)   # why the list stopped where asked (exit status 0)
     if resume is not None and (status == EXIT_OK or (items_written > 0 and target is None)):
         _error(f"to go on: --resume {resume}")
     return status
 
 
-def _write_decoded(client, path: str, writer: FieldWriter, progress: Progress, list_options: dict) -> Optional[str]:
+def _write_decoded(client, path: str, writer: FieldWriter, progress: Progress, list_options: dict):
     """What fetch_to does, through Client.stream and `writer`: returns the token that goes on
-    after the items written (None when the list is complete)."""
+    after the items written (None when the list is complete) and why the list stopped."""
     with client.stream(path, **list_options) as stream:
         written_through = stream.resume_token
         writer.start()
@@ -915,7 +918,7 @@ def _write_decoded(client, path: str, writer: FieldWriter, progress: Progress, l
             raise
         finally:
             writer.finish()   # a JSON array is closed after a failure too
-        return stream.resume_token
+        return stream.resume_token, stream.stop_reason
 
 
 def _reader_left(out, progress: Progress) -> int:

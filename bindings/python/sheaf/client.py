@@ -287,7 +287,7 @@ class Client(Closing):
 
         Returns:
             Every item, decoded from JSON, as :class:`Items`: a list that also tells how the list
-            ended (``outcome``) and, when it stopped early, the ``resume_token`` to go on.
+            ended (``stop_reason``) and, when it stopped early, the ``resume_token`` to go on.
 
         Raises:
             Error: a subclass for the failure, whose ``items`` holds the items delivered before
@@ -384,7 +384,7 @@ class Client(Closing):
             interrupt.resume_token = run.resume_token   # type: ignore[attr-defined]
             raise
         run.raise_outcome([])
-        return Written(final.items, Result(run.outcome), run.resume_token)
+        return Written(final.items, run.stop_reason, run.resume_token)
 
     def pager(self, path: str, description: Optional[Description] = None, *, look_ahead: int = 0,
               query: Optional[Query] = None, max_items: Optional[int] = None, max_pages: Optional[int] = None,
@@ -427,7 +427,7 @@ class Client(Closing):
             explained = Description.from_json(_ffi.take_string(pointer, length.value))
         finally:
             run.close()
-        if run.outcome not in (_ffi.SHEAF_OK, _ffi.SHEAF_LIMIT_REACHED, _ffi.SHEAF_E_STOPPED, _ffi.SHEAF_E_CANCELLED):
+        if run.outcome not in (_ffi.SHEAF_OK, _ffi.SHEAF_E_STOPPED, _ffi.SHEAF_E_CANCELLED):
             run.raise_outcome([])
         return explained
 

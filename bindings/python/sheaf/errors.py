@@ -68,7 +68,9 @@ class Result(enum.IntEnum):
 
     @property
     def is_success(self) -> bool:
-        """True for OK, and for a list that stopped at its item limit or a budget."""
+        """True for OK alone: a list that stopped at its item limit or a budget ended OK too
+        (its :class:`StopReason` says why); LIMIT_REACHED and the BUDGET_REACHED codes are
+        retired and never returned."""
         return int(self) in _ffi.SUCCESSES
 
 

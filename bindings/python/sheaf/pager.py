@@ -11,6 +11,7 @@ from ._closing import Closing
 from ._ffi import lib
 from ._run import _PULL_MILLISECONDS, ListRun, decode_items
 from .errors import Result, UsageError, error_for
+from .snapshot import StopReason
 
 _STATES = {_ffi.SHEAF_LIST_NEW: "idle", _ffi.SHEAF_LIST_IDLE: "idle", _ffi.SHEAF_LIST_LOADING: "loading",
            _ffi.SHEAF_LIST_ENDED: "ended"}
@@ -149,6 +150,12 @@ class Pager(Iterator[List[Any]], Closing):
                 self._leave()
             self._cache = (pages, cached)
         return list(cached)
+
+    @property
+    def stop_reason(self) -> StopReason:
+        """Why the list ended once :attr:`done` (``COMPLETE``, ``ITEM_LIMIT``, ``PAGE_BUDGET``,
+        ``REQUEST_BUDGET``, or ``FAILED``: :attr:`outcome` says how); ``NONE`` before."""
+        return StopReason(self._status().stop_reason)
 
     @property
     def outcome(self) -> Optional[Result]:

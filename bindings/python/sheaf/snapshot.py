@@ -2,8 +2,37 @@
 
 from __future__ import annotations
 
+import enum
 from dataclasses import dataclass
 from typing import Any, List, NamedTuple, Optional
+
+from . import _ffi
+
+
+class StopReason(enum.IntEnum):
+    """Why a list ended (the C ``sheaf_stop_reason``): every reason but FAILED is a success."""
+
+    NONE = _ffi.SHEAF_STOP_NONE                      #: it has not ended
+    COMPLETE = _ffi.SHEAF_STOP_COMPLETE              #: every page arrived, the items agree with the total
+    ITEM_LIMIT = _ffi.SHEAF_STOP_ITEM_LIMIT          #: ``max_items`` was reached
+    PAGE_BUDGET = _ffi.SHEAF_STOP_PAGE_BUDGET        #: ``max_pages`` was reached
+    REQUEST_BUDGET = _ffi.SHEAF_STOP_REQUEST_BUDGET  #: ``max_requests`` was reached
+    FAILED = _ffi.SHEAF_STOP_FAILED                  #: it failed, was stopped or was cancelled
+
+    @property
+    def note(self) -> str:
+        """A few words for a person: why the list stopped."""
+        return _NOTES[self]
+
+
+_NOTES = {
+    StopReason.NONE: "not ended",
+    StopReason.COMPLETE: "complete",
+    StopReason.ITEM_LIMIT: "stopped at the item limit",
+    StopReason.PAGE_BUDGET: "stopped at the page budget",
+    StopReason.REQUEST_BUDGET: "stopped at the request budget",
+    StopReason.FAILED: "failed",
+}
 
 
 @dataclass(frozen=True, repr=False)
@@ -59,16 +88,16 @@ class Items(list):  # type: ignore[type-arg]
     the list ended.
 
     Attributes:
-        outcome: ``Result.OK`` when the list completed; ``LIMIT_REACHED``,
-            ``PAGE_BUDGET_REACHED`` or ``REQUEST_BUDGET_REACHED`` when it stopped where its caller
-            asked (``max_items``, ``max_pages``, ``max_requests``).
+        stop_reason: :attr:`StopReason.COMPLETE` when the list completed; ``ITEM_LIMIT``,
+            ``PAGE_BUDGET`` or ``REQUEST_BUDGET`` when it stopped where its caller asked
+            (``max_items``, ``max_pages``, ``max_requests``). A failure is raised instead.
         resume_token: the token that goes on after these items (pass it as ``resume=``), or None
             when the list completed.
     """
 
-    def __init__(self, items: List[Any], outcome: Any, resume_token: Optional[str]) -> None:
+    def __init__(self, items: List[Any], stop_reason: StopReason, resume_token: Optional[str]) -> None:
         super().__init__(items)
-        self.outcome = outcome
+        self.stop_reason = stop_reason
         self.resume_token = resume_token
 
     @property
@@ -79,10 +108,10 @@ class Items(list):  # type: ignore[type-arg]
 
 class Written(NamedTuple):
     """What ``Client.fetch_to`` returns: how many items it wrote and how the list ended
-    (``outcome`` and ``resume_token`` as in :class:`Items`)."""
+    (``stop_reason`` and ``resume_token`` as in :class:`Items`)."""
 
     items: int
-    outcome: Any
+    stop_reason: StopReason
     resume_token: Optional[str]
 
     @property
@@ -104,4 +133,4 @@ class Progress(NamedTuple):
     window: int = 0
 
 
-__all__ = ["Snapshot", "Items", "Written", "Progress"]
+__all__ = ["Snapshot", "Items", "Written", "Progress", "StopReason"]

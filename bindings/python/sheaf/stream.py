@@ -6,7 +6,7 @@ from typing import Generator, Iterator, List, Optional
 
 from ._closing import Closing
 from ._run import _END, ListRun
-from .snapshot import Snapshot
+from .snapshot import Snapshot, StopReason
 
 
 class SnapshotStream(Iterator[Snapshot], Closing):
@@ -31,16 +31,19 @@ class SnapshotStream(Iterator[Snapshot], Closing):
         # generator shares: a generator holding the stream would make a cycle, and a stream left
         # in a `for` loop's break must be released at once.
         self._resume = [run.current_resume_token()]
-        self._snapshots = self._generate(run, self._resume)
+        self._stop_reason = [StopReason.NONE]
+        self._snapshots = self._generate(run, self._resume, self._stop_reason)
 
     @staticmethod
-    def _generate(run: ListRun, resume: List[Optional[str]]) -> Generator[Snapshot, None, None]:
+    def _generate(run: ListRun, resume: List[Optional[str]],
+                  stop_reason: List[StopReason]) -> Generator[Snapshot, None, None]:
         try:
             run.start()
             while True:
                 snapshot = run.next_snapshot()
                 if snapshot is _END:
                     resume[0] = run.resume_token
+                    stop_reason[0] = run.stop_reason
                     break
                 resume[0] = snapshot.resume_token
                 yield snapshot
@@ -67,6 +70,13 @@ class SnapshotStream(Iterator[Snapshot], Closing):
         """The token that goes on after the snapshots yielded so far (pass it as ``resume=``);
         None once the list completed."""
         return self._resume[0]
+
+    @property
+    def stop_reason(self) -> StopReason:
+        """Why the list ended, once the last snapshot was yielded (``COMPLETE``, ``ITEM_LIMIT``,
+        ``PAGE_BUDGET``, ``REQUEST_BUDGET``; a failure is raised instead); ``NONE`` before, and
+        when the stream was left early."""
+        return self._stop_reason[0]
 
     def cancel(self) -> None:
         """Asks the list to stop; callable from any thread. Iteration ends with StoppedError."""

@@ -21,7 +21,7 @@ def test_every_item_is_written_in_order_in_either_format(api, tmp_path, fmt):
     target = tmp_path / f"things.{fmt}"
     with sheaf.Client(api.base_url) as client, open(target, "wb") as out:
         written = client.fetch_to("/anchor?n=1234&latency_ms=5", out, format=fmt, progress=seen.append, **ANCHOR)
-    assert written == (1234, sheaf.Result.OK, None) and written.complete
+    assert written == (1234, sheaf.StopReason.COMPLETE, None) and written.complete
     data = target.read_bytes()
     items = json.loads(data) if fmt == "json" else [json.loads(line) for line in data.splitlines()]
     assert items == expected_items(1234)
@@ -65,7 +65,7 @@ def test_budgets_stop_without_an_error_and_the_token_goes_on(api, tmp_path):
     with sheaf.Client(api.base_url) as client:
         with open(target, "wb") as out:
             first = client.fetch_to("/anchor?n=300", out, format="jsonl", max_items=70, **ANCHOR)
-        assert first.items == 70 and first.outcome == sheaf.Result.LIMIT_REACHED and not first.complete
+        assert first.items == 70 and first.stop_reason == sheaf.StopReason.ITEM_LIMIT and not first.complete
         with open(target, "ab") as out:
             rest = client.fetch_to("/anchor?n=300", out, format="jsonl", resume=first.resume_token, **ANCHOR)
     assert rest.complete

@@ -47,6 +47,7 @@ def test_each_call_fetches_one_page_of_every_convention(api, name: str) -> None:
             assert pager.pages == len(pages)
             assert _requests(api, path_of(name)) == len(pages)
         assert pager.done and pager.outcome == Result.OK and pager.resume_token is None
+        assert pager.stop_reason == sheaf.StopReason.COMPLETE
         assert plain(pager.items) == expected_items(N)
     assert plain([item for page in pages for item in page]) == expected_items(N)
     assert all(pages[:-1]), "only the last page may be empty (a list that ends with an empty page)"
@@ -111,7 +112,7 @@ def test_a_failure_comes_after_the_pages_before_it_and_its_token_goes_on(api) ->
 def test_budgets_end_a_pager_where_its_caller_asked(api) -> None:
     with sheaf.Client(api.base_url) as client, client.pager("/anchor?n=100&per_page=10", max_pages=2) as pager:
         assert [len(page) for page in pager] == [10, 10]
-        assert pager.outcome == Result.PAGE_BUDGET_REACHED
+        assert pager.outcome == Result.OK and pager.stop_reason == sheaf.StopReason.PAGE_BUDGET
         rest = client.fetch_all("/anchor?n=100&per_page=10", resume=pager.resume_token)
     assert rest == expected_items(100, 20)
 

@@ -13,7 +13,7 @@ from conftest import expected_items, stats
 from test_conventions import CONVENTIONS, N, PAGE_SIZES, path_of, plain
 
 import sheaf
-from sheaf import Result
+from sheaf import Result, StopReason
 
 
 def _path(name: str) -> str:
@@ -31,10 +31,10 @@ def test_an_item_limit_inside_a_page_resumes_item_exact(api, name: str) -> None:
     limit = PAGE_SIZES[name] * 2 + 3   # the third page is cut after 3 items
     with sheaf.Client(api.base_url) as client:
         first = client.fetch_all(_path(name), max_items=limit)
-        assert first.outcome == Result.LIMIT_REACHED and len(first) == limit
+        assert first.stop_reason == StopReason.ITEM_LIMIT and len(first) == limit
         assert _token_json(first.resume_token)["i"] == 3
         rest = client.fetch_all(_path(name), resume=first.resume_token)
-    assert rest.outcome == Result.OK and rest.resume_token is None
+    assert rest.stop_reason == StopReason.COMPLETE and rest.resume_token is None
     assert plain(first + rest) == expected_items(N)
 
 
@@ -61,9 +61,9 @@ def test_a_page_budget_stops_where_more_pages_follow_and_resumes(api, name: str)
             parts.extend(items)
             token = items.resume_token
             if token is None:
-                assert items.outcome == Result.OK
+                assert items.stop_reason == StopReason.COMPLETE
                 break
-            assert items.outcome == Result.PAGE_BUDGET_REACHED and len(items) == 2 * PAGE_SIZES[name]
+            assert items.stop_reason == StopReason.PAGE_BUDGET and len(items) == 2 * PAGE_SIZES[name]
     assert parts == expected_items(N)
 
 
@@ -73,7 +73,7 @@ def test_a_request_budget_counts_retries_and_keeps_whole_pages(api) -> None:
     path = f"/conv/drf-cursor?n={N}&fail=2:2:503"
     with sheaf.Client(api.base_url, max_attempts=4, retry_base=0.001) as client:
         items = client.fetch_all(path, max_requests=4)
-        assert items.outcome == Result.REQUEST_BUDGET_REACHED
+        assert items.stop_reason == StopReason.REQUEST_BUDGET
         assert items == expected_items(100)
         assert stats(api)["requests"] == 4
         rest = client.fetch_all(path, resume=items.resume_token)
@@ -113,7 +113,7 @@ def test_a_stream_left_early_resumes_after_the_snapshots_taken(api) -> None:
 def test_a_complete_list_has_no_token_and_a_token_of_another_list_is_refused(api) -> None:
     with sheaf.Client(api.base_url) as client:
         everything = client.fetch_all(f"/conv/github?n={N}")
-        assert everything.outcome == Result.OK and everything.resume_token is None and everything.complete
+        assert everything.stop_reason == StopReason.COMPLETE and everything.resume_token is None and everything.complete
         cut = client.fetch_all(f"/conv/github?n={N}", max_items=5)
         with pytest.raises(sheaf.UsageError, match="another list"):
             client.fetch_all(f"/conv/github?n={N + 1}", resume=cut.resume_token)
