@@ -10,6 +10,17 @@ private func page(_ count: Int, next: String? = nil, total: Int? = nil, more: Bo
     return page
 }
 
+/// The text of a resume token of `anchorList()` at page 3, with `fields` (raw JSON values) in
+/// place of its own: what a forger hands in.
+private func forgedToken(_ fields: [String: String] = [:]) -> String {
+    var values = ["v": "1", "f": "\"1\"", "k": "\"page_number\"", "p": "\"page\"", "o": "1", "zp": "\"per_page\"", "z": "10",
+                  "r": "1", "s": "{}", "w": "10", "u": "\"\(scriptedList)?page=3&per_page=10\"", "i": "0", "n": "20"]
+    values.merge(fields) { $1 }
+    let json = "{" + values.map { "\"\($0.key)\":\($0.value)" }.joined(separator: ",") + "}"
+    return "sheaf-resume-1." + Data(json.utf8).base64EncodedString()
+        .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
+}
+
 private extension [PagePlanner.Action] {
     var fetchedIndices: [Int] {
         compactMap { if case .fetch(let index, _) = $0 { index } else { nil } }
@@ -62,6 +73,44 @@ final class ResumeTests: XCTestCase {
                 XCTAssertEqual((error as? SheafError)?.code, .invalidArgument)
             }
         }
+    }
+
+    func testEveryNumberOfAForgedTokenIsRangeCheckedBeforeTheRunAddsToIt() throws {
+        // A token comes back from users and disk: a count near 2^63 overflowed the run's sum of
+        // the items before and trapped (SIGILL) instead of failing.
+        XCTAssertNoThrow(try ResumeToken(forgedToken()), "the unforged form reads")
+        let fields = [("o", "first page number or offset"), ("z", "page size"), ("w", "page size served"),
+                      ("i", "items to skip"), ("n", "items delivered before")]
+        let values = ["9223372036854775807", "9223372036854775800", "9007199254740993", "-1",
+                      "-9223372036854775808", "99999999999999999999999", "1e3", "1.5"]
+        for (field, name) in fields {
+            for value in values {
+                XCTAssertThrowsError(try ResumeToken(forgedToken([field: value])), "\(field)=\(value)") { error in
+                    let error = error as? SheafError
+                    XCTAssertEqual(error?.code, .invalidArgument)
+                    XCTAssertTrue(error?.message.contains("\(name) is out of range") == true, "\(field)=\(value): \(error?.message ?? "")")
+                }
+            }
+        }
+        // The largest number a token holds reads back.
+        XCTAssertEqual(try ResumeToken(forgedToken(["n": "9007199254740992"])).point.itemsBefore, 1 << 53)
+    }
+
+    func testAForgedPageNumberOutOfRangeInTheTokensURLIsRefusedBeforeAnyRequest() throws {
+        let transport = ScriptedTransport()
+        let client = try scriptedClient(transport)
+        let list = anchorList()
+        let fingerprint = ResumeToken.fingerprint(list, firstURL: try client.firstURL(of: list), redactor: client.redactor)
+        for page in ["9223372036854775807", "-9223372036854775808", "-1", "9007199254740993"] {
+            var resumed = list
+            resumed.resume = try ResumeToken(forgedToken(["f": "\"\(String(fingerprint, radix: 16))\"",
+                                                          "u": "\"\(scriptedList)?page=\(page)&per_page=10\""]))
+            XCTAssertThrowsError(try client.makeList(resumed), page) { error in
+                XCTAssertEqual((error as? SheafError)?.code, .invalidArgument, page)
+                XCTAssertTrue((error as? SheafError)?.message.contains("out of range") == true, "\(error)")
+            }
+        }
+        XCTAssertTrue(transport.requests.isEmpty)
     }
 
     func testAFingerprintIgnoresBudgetsButNotTheDescription() {

@@ -136,7 +136,7 @@ public final class ListRun: Sendable {
             firstURL = client.redactor.restoringSecretParameters(of: firstURL, in: url, keeping: token.paging.parameter)
             origin = token.paging.first
             resumedPageSize = token.pageSize
-            let position = token.paging.parameter.flatMap { URLText.queryValue(firstURL, $0) }.flatMap { Int($0) }
+            let position = try token.position(in: firstURL)
             description.paging = token.paging.starting(at: position ?? origin ?? 0)
             description.signals = token.signals
             start = ResumePoint(url: firstURL, skip: token.point.skip, itemsBefore: token.point.itemsBefore)
