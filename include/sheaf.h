@@ -642,7 +642,15 @@ SHEAF_API sheaf_result sheaf_list_set_budget(sheaf_list *list, sheaf_budget budg
  * fetch-all refuse another list's token with SHEAF_E_INVALID_ARGUMENT. Items are de-duplicated
  * within one run only; a total the server reports is checked against every run's items together.
  * `token` is copied; NULL removes it. SHEAF_E_INVALID_ARGUMENT for text that is not a token of
- * this version.
+ * this version, or with a number outside 0 to 2^53.
+ *
+ * A token is not signed (it outlives the process and holds no credential), so it is treated as
+ * input: start and fetch-all refuse with SHEAF_E_INVALID_ARGUMENT a token whose page is not on
+ * the list's origin (scheme, host, port) or not on the list's path (the path of its first URL,
+ * a trailing "/" aside). The credential and secret query values go only to that origin and path.
+ * A page the server linked on another path of the origin resumes on the list's own path with the
+ * page number, offset or cursor the token holds; a list walked by next links alone cannot resume
+ * from such a page. The query within the path is not bound.
  */
 SHEAF_API sheaf_result sheaf_list_set_resume(sheaf_list *list, const char *token);
 

@@ -113,6 +113,87 @@ final class ResumeTests: XCTestCase {
         XCTAssertTrue(transport.requests.isEmpty)
     }
 
+    // MARK: What a token may make a run fetch
+
+    /// A token of `list` (its fingerprint genuine) whose next page is `url`: a token edited by hand.
+    private func token(of list: ListDescription, client: SheafClient, at url: String) throws -> ResumeToken {
+        ResumeToken(fingerprint: ResumeToken.fingerprint(list, firstURL: try client.firstURL(of: list), redactor: client.redactor),
+                    paging: list.paging, signals: list.signals, resolved: true, pageSize: 10,
+                    point: ResumePoint(url: url, skip: 0, itemsBefore: 20))
+    }
+
+    func testATokenEditedToAnotherOriginIsRefusedAndTheListsSecretsStayHome() throws {
+        // Cross-origin following on: a page elsewhere would be fetched, with the list's own
+        // secret query value restored into it.
+        let transport = ScriptedTransport()
+        transport.otherwise { _, _ in .json(#"{"items":[],"next_page":null}"#) }
+        let client = try scriptedClient(transport) { $0.crossOrigin = .followWithoutCredentials }
+        let list = linkedList("/v1/things?signature=sig-9f8e7d6c5b")
+        for url in ["https://evil.example.net/v1/things?c=2", "http://api.example.com/v1/things?c=2",
+                    "https://api.example.com:8443/v1/things?c=2", "https://evil.example.net/v1/things?signature=x&c=2",
+                    "https://user:pw@api.example.com/v1/things?c=2", "https://api.example.com.evil.example.net/v1/things"] {
+            var resumed = list
+            resumed.resume = try token(of: list, client: client, at: url)
+            XCTAssertThrowsError(try client.makeList(resumed), url) { error in
+                XCTAssertEqual((error as? SheafError)?.code, .invalidArgument, url)
+                XCTAssertTrue((error as? SheafError)?.message.contains("origin") == true, "\(error)")
+            }
+        }
+        XCTAssertEqual(transport.requests.map(\.url), [])
+    }
+
+    func testATokenEditedToAnotherPathOfTheOriginIsRefusedWhenPagesAreLinksAlone() throws {
+        // The credential goes to the whole origin: a token must not aim it at another resource.
+        let transport = ScriptedTransport()
+        transport.otherwise { _, _ in .json(#"{"items":[{"id":1}],"next_page":null}"#) }
+        let client = try scriptedClient(transport)
+        let list = linkedList()
+        for url in ["https://api.example.com/v1/admin/keys", "https://api.example.com/v1/things/../admin/keys",
+                    "https://api.example.com/v1/things/%2E%2E/admin", "https://api.example.com/v1/things/secret",
+                    "https://api.example.com/v1/thingsX?c=2", "https://api.example.com/?c=2"] {
+            var resumed = list
+            resumed.resume = try token(of: list, client: client, at: url)
+            XCTAssertThrowsError(try client.makeList(resumed), url) { error in
+                XCTAssertEqual((error as? SheafError)?.code, .invalidArgument, url)
+                XCTAssertTrue((error as? SheafError)?.message.contains("path") == true, "\(error)")
+            }
+        }
+        XCTAssertEqual(transport.requests.map(\.url), [])
+    }
+
+    func testAGenuineTokenOnTheListsPathResumesWithItsOwnQuery() throws {
+        let transport = ScriptedTransport()
+        let api = FakeAnchorAPI(count: 25)
+        transport.otherwise { request, _ in api.reply(request) } // "/v1/things/" too
+        let client = try scriptedClient(transport)
+        for url in ["\(scriptedList)?page=3&per_page=10", "\(scriptedList)/?page=3&per_page=10"] {
+            var resumed = linkedList()
+            resumed.resume = try token(of: linkedList(), client: client, at: url)
+            let run = try client.makeList(resumed)
+            try run.start()
+            XCTAssertEqual(outcome(of: run), .complete)
+            XCTAssertEqual(itemIDs(run.prefixJSON()), Array(20..<25), url)
+            XCTAssertEqual(transport.requests.last?.url, url)
+        }
+    }
+
+    func testANumberedPageThatLeftTheListsPathResumesOnTheListsOwnPath() throws {
+        // GitHub names /organizations/ID/repos?page=k in the Link of /orgs/NAME/repos: the token
+        // keeps the page number, never the other path.
+        let transport = ScriptedTransport()
+        let api = FakeAnchorAPI(count: 25)
+        transport.on(scriptedList) { request, _ in api.reply(request) }
+        let client = try scriptedClient(transport)
+        var resumed = anchorList()
+        resumed.resume = try token(of: anchorList(), client: client, at: "\(scriptedBase)/v1/admin/keys?page=3&per_page=10")
+        let run = try client.makeList(resumed)
+        try run.start()
+        XCTAssertEqual(outcome(of: run), .complete)
+        XCTAssertEqual(itemIDs(run.prefixJSON()), Array(20..<25))
+        XCTAssertEqual(transport.requests.first?.url, scriptedPage(3))
+        XCTAssertEqual(transport.requests.filter { !$0.url.hasPrefix(scriptedList + "?") }.map(\.url), [])
+    }
+
     func testAFingerprintIgnoresBudgetsButNotTheDescription() {
         let redactor = Redactor([])
         var description = ListDescription(path: "/x")

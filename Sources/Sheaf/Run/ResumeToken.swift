@@ -137,6 +137,51 @@ public struct ResumeToken: Sendable, Equatable, CustomStringConvertible {
                          + "(a page number or offset from 0 to 2^53); it was not made by Sheaf")
     }
 
+    /// Where a resumed run of the list whose first URL is `firstURL` starts: the token's page,
+    /// as far as the list may fetch it with its credential.
+    ///
+    /// A token is not signed: it must outlive the process, so no key of the process could sign
+    /// it, and the credential must not go into it in any form. Anyone may edit one, and the
+    /// fingerprint (a public hash) only binds what the list recomputes. What the token's page
+    /// decides is bounded instead:
+    /// - its origin (scheme, host, port) must be the list's, or the credential and the list's
+    ///   secret query values would be sent elsewhere; the authority sent is the list's own, never
+    ///   the token's spelling of it (two URL parsers must not disagree on the host);
+    /// - its path must be the list's (a trailing "/" aside): the credential opens the whole
+    ///   origin, and a token must not aim it at another resource. A next link to another path of
+    ///   the origin is legitimate in some APIs (GitHub's Link of /orgs/NAME/repos names
+    ///   /organizations/ID/repos), but nothing in a token can prove it came from one: with page
+    ///   numbers, offsets or cursors the run resumes at the list's own path with the token's
+    ///   page parameter, and with next links alone such a token is refused;
+    /// - its query is not bound: next links rewrite it (cursors, skip tokens), on the same resource.
+    /// - Throws: `.invalidArgument` for a page outside the list's origin or path.
+    func startURL(forList firstURL: String) throws(SheafError) -> String {
+        let listOrigin = Origin(firstURL)
+        guard let url = point.url, var list = URLComponents(string: firstURL), let page = URLComponents(string: url),
+              listOrigin != nil, Origin(url) == listOrigin, page.user == nil, page.password == nil else {
+            throw SheafError(.invalidArgument, "the resume token's page is not on the list's origin \(listOrigin.map { "\($0)" } ?? firstURL); "
+                             + "a token goes on only where the list itself may (was the token edited?)")
+        }
+        let listPath = list.percentEncodedPath, pagePath = page.percentEncodedPath
+        if pagePath == listPath || pagePath == listPath + "/" || pagePath + "/" == listPath {
+            list.percentEncodedPath = pagePath
+            list.percentEncodedQuery = page.percentEncodedQuery
+            list.fragment = nil
+            if let start = list.string { return start }
+        }
+        let resumesByParameter: Bool
+        switch paging {
+        case .pageNumber, .offset, .cursor: resumesByParameter = true
+        default: resumesByParameter = false
+        }
+        if resumesByParameter, let parameter = paging.parameter, let value = URLText.queryValue(url, parameter),
+           let start = URLText.settingQuery(firstURL, parameter, to: value) {
+            return start
+        }
+        throw SheafError(.invalidArgument, "the resume token's page is not on the list's path \(listPath.isEmpty ? "/" : listPath); "
+                         + "a list walked by next links alone resumes only on its own path (was the token edited?)")
+    }
+
     /// What a token is bound to: the list's first URL (secret values hidden) and its description
     /// as pinned, not what a run detected nor how far it may go.
     static func fingerprint(_ description: ListDescription, firstURL: String, redactor: Redactor) -> UInt64 {
