@@ -932,8 +932,9 @@ SHEAF_API void sheaf_request_free(sheaf_request *request);
 
 /**
  * Appends one path segment (copied): every byte but letters, digits and "-._~" is
- * percent-encoded, "/" and spaces included, so an id from elsewhere names exactly one resource
- * ("a/b c" becomes "a%2Fb%20c").
+ * percent-encoded, "/" and spaces included, and a segment that is exactly "." or ".." is sent as
+ * "%2E" or "%2E%2E" (never resolved as a step in the path), so an id from elsewhere names exactly
+ * one resource ("a/b c" becomes "a%2Fb%20c").
  */
 SHEAF_API sheaf_result sheaf_request_add_segment(sheaf_request *request, const char *segment);
 

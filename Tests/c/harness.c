@@ -2172,6 +2172,31 @@ static void redirects_turn_a_post_into_a_get_only_where_http_says_so(void) {
     sheaf_client_free(client);
 }
 
+/* A segment is one segment as the server receives it: "." and ".." are data, not a step up the
+ * path (DELETE users/.. reached /req/ in 0.4.0), and every delimiter in it is escaped. */
+static void a_segment_reaches_the_server_as_one_segment_even_dots(void) {
+    sheaf_client *client = client_for(&g_server, NULL);
+    static const struct { const char *method, *first, *second, *path; } cases[] = {
+        { "DELETE", "users", "..", "/req/echo/users/%2E%2E" },
+        { "GET", ".", "items", "/req/echo/%2E/items" },
+        { "PUT", "..", "..", "/req/echo/%2E%2E/%2E%2E" },
+        { "GET", "...", ".x", "/req/echo/.../.x" },          /* not dot segments: as they are */
+        { "GET", "a/b?c#d%e f", "", "/req/echo/a%2Fb%3Fc%23d%25e%20f/" },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        sheaf_request *request = NULL;
+        if (!CHECK_RESULT(sheaf_request_new(&request, client, cases[i].method, "/req/echo"), SHEAF_OK)) continue;
+        CHECK_RESULT(sheaf_request_add_segment(request, cases[i].first), SHEAF_OK);
+        CHECK_RESULT(sheaf_request_add_segment(request, cases[i].second), SHEAF_OK);
+        json_t *echo = send_and_decode(request, SHEAF_OK);
+        CHECK_INT(sheaf_request_status(request), 200);
+        CHECK_STR(json_string_value(json_object_get(echo, "path")), cases[i].path);
+        json_decref(echo);
+        sheaf_request_free(request);
+    }
+    sheaf_client_free(client);
+}
+
 static void requests_refuse_what_cannot_be_sent(void) {
     sheaf_client *client = client_for(&g_server, NULL);
     sheaf_request *request = NULL;
@@ -2691,6 +2716,7 @@ static const test_case tests[] = {
     TEST(request_errors_carry_the_servers_own_fields, 1),
     TEST(requests_retry_only_what_is_safe_to_repeat, 1),
     TEST(redirects_turn_a_post_into_a_get_only_where_http_says_so, 1),
+    TEST(a_segment_reaches_the_server_as_one_segment_even_dots, 1),
     TEST(requests_refuse_what_cannot_be_sent, 1),
     TEST(every_credential_kind_goes_only_to_its_origin, 1),
     TEST(a_started_request_calls_back_once_and_frees_its_user_data, 1),
