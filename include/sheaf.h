@@ -323,8 +323,10 @@ SHEAF_API sheaf_result sheaf_client_set_credential_provider(sheaf_client *client
  * Adds a header (copied) sent with every list page and request from now on; a list's or a
  * request's header of the same name (case-insensitive) replaces it, as does a later call with
  * the same name. Headers named Authorization, Proxy-Authorization or Cookie are not sent to
- * another origin. A name that is not an HTTP token, or a value with CR, LF or another control
- * character, is refused with SHEAF_E_INVALID_ARGUMENT.
+ * another origin. A name that is not an HTTP token, a value with CR, LF or another control
+ * character, or a header that frames the message (Content-Length, Transfer-Encoding, Host,
+ * Connection, in any case: the transport writes them from the URL and the body) is refused with
+ * SHEAF_E_INVALID_ARGUMENT.
  */
 SHEAF_API sheaf_result sheaf_client_add_header(sheaf_client *client, const char *name, const char *value);
 
@@ -942,9 +944,9 @@ SHEAF_API sheaf_result sheaf_request_add_segment(sheaf_request *request, const c
 SHEAF_API sheaf_result sheaf_request_add_query(sheaf_request *request, const char *name, const char *value);
 
 /**
- * Adds a request header (copied), replacing the client's of the same name. A name that is not
- * an HTTP token, or a value with CR, LF or another control character, is refused with
- * SHEAF_E_INVALID_ARGUMENT.
+ * Adds a request header (copied), replacing the client's of the same name; checked as
+ * sheaf_client_add_header checks it (a framing header such as Content-Length is refused with
+ * SHEAF_E_INVALID_ARGUMENT: sheaf_request_set_body sets the content type, the transport the length).
  */
 SHEAF_API sheaf_result sheaf_request_add_header(sheaf_request *request, const char *name, const char *value);
 
