@@ -326,8 +326,10 @@ SHEAF_API sheaf_result sheaf_client_set_credential_provider(sheaf_client *client
  * Adds a header (copied) sent with every list page and request from now on; a list's or a
  * request's header of the same name (case-insensitive) replaces it, as does a later call with
  * the same name. Headers named Authorization, Proxy-Authorization or Cookie are not sent to
- * another origin. A name that is not an HTTP token, or a value with CR, LF or another control
- * character, is refused with SHEAF_E_INVALID_ARGUMENT.
+ * another origin. A name that is not an HTTP token, a value with CR, LF or another control
+ * character, or a header that frames the message (Content-Length, Transfer-Encoding, Host,
+ * Connection, in any case: the transport writes them from the URL and the body) is refused with
+ * SHEAF_E_INVALID_ARGUMENT.
  */
 SHEAF_API sheaf_result sheaf_client_add_header(sheaf_client *client, const char *name, const char *value);
 
@@ -645,7 +647,15 @@ SHEAF_API sheaf_result sheaf_list_set_budget(sheaf_list *list, sheaf_budget budg
  * fetch-all refuse another list's token with SHEAF_E_INVALID_ARGUMENT. Items are de-duplicated
  * within one run only; a total the server reports is checked against every run's items together.
  * `token` is copied; NULL removes it. SHEAF_E_INVALID_ARGUMENT for text that is not a token of
- * this version.
+ * this version, or with a number outside 0 to 2^53.
+ *
+ * A token is not signed (it outlives the process and holds no credential), so it is treated as
+ * input: start and fetch-all refuse with SHEAF_E_INVALID_ARGUMENT a token whose page is not on
+ * the list's origin (scheme, host, port) or not on the list's path (the path of its first URL,
+ * a trailing "/" aside). The credential and secret query values go only to that origin and path.
+ * A page the server linked on another path of the origin resumes on the list's own path with the
+ * page number, offset or cursor the token holds; a list walked by next links alone cannot resume
+ * from such a page. The query within the path is not bound.
  */
 SHEAF_API sheaf_result sheaf_list_set_resume(sheaf_list *list, const char *token);
 
@@ -939,8 +949,9 @@ SHEAF_API void sheaf_request_free(sheaf_request *request);
 
 /**
  * Appends one path segment (copied): every byte but letters, digits and "-._~" is
- * percent-encoded, "/" and spaces included, so an id from elsewhere names exactly one resource
- * ("a/b c" becomes "a%2Fb%20c").
+ * percent-encoded, "/" and spaces included, and a segment that is exactly "." or ".." is sent as
+ * "%2E" or "%2E%2E" (never resolved as a step in the path), so an id from elsewhere names exactly
+ * one resource ("a/b c" becomes "a%2Fb%20c").
  */
 SHEAF_API sheaf_result sheaf_request_add_segment(sheaf_request *request, const char *segment);
 
@@ -948,9 +959,9 @@ SHEAF_API sheaf_result sheaf_request_add_segment(sheaf_request *request, const c
 SHEAF_API sheaf_result sheaf_request_add_query(sheaf_request *request, const char *name, const char *value);
 
 /**
- * Adds a request header (copied), replacing the client's of the same name. A name that is not
- * an HTTP token, or a value with CR, LF or another control character, is refused with
- * SHEAF_E_INVALID_ARGUMENT.
+ * Adds a request header (copied), replacing the client's of the same name; checked as
+ * sheaf_client_add_header checks it (a framing header such as Content-Length is refused with
+ * SHEAF_E_INVALID_ARGUMENT: sheaf_request_set_body sets the content type, the transport the length).
  */
 SHEAF_API sheaf_result sheaf_request_add_header(sheaf_request *request, const char *name, const char *value);
 

@@ -90,6 +90,42 @@ final class RequestTests: XCTestCase {
         }
     }
 
+    func testHeadersThatFrameTheMessageAreTheTransportsAndRefusedFromCallers() throws {
+        // A caller's Content-Length: 0 on a POST left its body on a keep-alive connection, read
+        // by the server as a second request.
+        for name in ["Content-Length", "content-length", "Transfer-Encoding", "TRANSFER-ENCODING", "Host", "Connection"] {
+            let header = HTTPHeader(name: name, value: "0")
+            XCTAssertThrowsError(try SheafClient(baseURL: "https://a.example/", headers: [header], transport: Recorder()), name) {
+                XCTAssertEqual(($0 as? SheafError)?.code, .invalidArgument)
+                XCTAssertTrue(($0 as? SheafError)?.message.contains(name) == true, "\($0)")
+            }
+            let recorder = Recorder()
+            var request = Request(method: "POST", path: "x")
+            request.body = .bytes(Array("GET /admin HTTP/1.1\r\n\r\n".utf8), contentType: "text/plain")
+            request.headers = [HTTPHeader(name: "X-Fine", value: "1"), header]
+            XCTAssertThrowsError(try SheafClient(baseURL: "https://a.example/", transport: recorder).makeRequest(request), name) {
+                XCTAssertEqual(($0 as? SheafError)?.code, .invalidArgument)
+                XCTAssertTrue(($0 as? SheafError)?.message.contains(name) == true, "\($0)")
+            }
+            XCTAssertTrue(recorder.sent.isEmpty)
+        }
+        for value in ["a\u{0}b", "a\rb", "a\nb"] {
+            XCTAssertThrowsError(try HeaderRules.check(HTTPHeader(name: "X-Fine", value: value)))
+            XCTAssertThrowsError(try HeaderRules.check(HTTPHeader(name: "X-Fine" + value, value: "v")))
+        }
+        // Any other header goes out as given.
+        let recorder = Recorder()
+        let client = try SheafClient(baseURL: "https://a.example/", headers: [HTTPHeader(name: "X-Client", value: "c")],
+                                     transport: recorder)
+        var request = Request(method: "POST", path: "x")
+        request.headers = [HTTPHeader(name: "X-Content-Length-Note", value: "r"), HTTPHeader(name: "Idempotency-Key", value: "k")]
+        _ = try client.send(request)
+        let sent = try XCTUnwrap(recorder.sent.first)
+        XCTAssertEqual(sent.headers.first(named: "X-Client"), "c")
+        XCTAssertEqual(sent.headers.first(named: "x-content-length-note"), "r")
+        XCTAssertEqual(sent.headers.first(named: "Idempotency-Key"), "k")
+    }
+
     func testSecretParametersAreHiddenInEverySpellingOfAURL() {
         let redactor = Redactor([], parameters: Redactor.secretParameters + ["session"])
         XCTAssertEqual(redactor.redact("GET https://a.example/x?API_KEY=abc&page=2: HTTP 401"),

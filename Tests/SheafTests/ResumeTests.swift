@@ -10,6 +10,17 @@ private func page(_ count: Int, next: String? = nil, total: Int? = nil, more: Bo
     return page
 }
 
+/// The text of a resume token of `anchorList()` at page 3, with `fields` (raw JSON values) in
+/// place of its own: what a forger hands in.
+private func forgedToken(_ fields: [String: String] = [:]) -> String {
+    var values = ["v": "1", "f": "\"1\"", "k": "\"page_number\"", "p": "\"page\"", "o": "1", "zp": "\"per_page\"", "z": "10",
+                  "r": "1", "s": "{}", "w": "10", "u": "\"\(scriptedList)?page=3&per_page=10\"", "i": "0", "n": "20"]
+    values.merge(fields) { $1 }
+    let json = "{" + values.map { "\"\($0.key)\":\($0.value)" }.joined(separator: ",") + "}"
+    return "sheaf-resume-1." + Data(json.utf8).base64EncodedString()
+        .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
+}
+
 private extension [PagePlanner.Action] {
     var fetchedIndices: [Int] {
         compactMap { if case .fetch(let index, _) = $0 { index } else { nil } }
@@ -62,6 +73,125 @@ final class ResumeTests: XCTestCase {
                 XCTAssertEqual((error as? SheafError)?.code, .invalidArgument)
             }
         }
+    }
+
+    func testEveryNumberOfAForgedTokenIsRangeCheckedBeforeTheRunAddsToIt() throws {
+        // A token comes back from users and disk: a count near 2^63 overflowed the run's sum of
+        // the items before and trapped (SIGILL) instead of failing.
+        XCTAssertNoThrow(try ResumeToken(forgedToken()), "the unforged form reads")
+        let fields = [("o", "first page number or offset"), ("z", "page size"), ("w", "page size served"),
+                      ("i", "items to skip"), ("n", "items delivered before")]
+        let values = ["9223372036854775807", "9223372036854775800", "9007199254740993", "-1",
+                      "-9223372036854775808", "99999999999999999999999", "1e3", "1.5"]
+        for (field, name) in fields {
+            for value in values {
+                XCTAssertThrowsError(try ResumeToken(forgedToken([field: value])), "\(field)=\(value)") { error in
+                    let error = error as? SheafError
+                    XCTAssertEqual(error?.code, .invalidArgument)
+                    XCTAssertTrue(error?.message.contains("\(name) is out of range") == true, "\(field)=\(value): \(error?.message ?? "")")
+                }
+            }
+        }
+        // The largest number a token holds reads back.
+        XCTAssertEqual(try ResumeToken(forgedToken(["n": "9007199254740992"])).point.itemsBefore, 1 << 53)
+    }
+
+    func testAForgedPageNumberOutOfRangeInTheTokensURLIsRefusedBeforeAnyRequest() throws {
+        let transport = ScriptedTransport()
+        let client = try scriptedClient(transport)
+        let list = anchorList()
+        let fingerprint = ResumeToken.fingerprint(list, firstURL: try client.firstURL(of: list), redactor: client.redactor)
+        for page in ["9223372036854775807", "-9223372036854775808", "-1", "9007199254740993"] {
+            var resumed = list
+            resumed.resume = try ResumeToken(forgedToken(["f": "\"\(String(fingerprint, radix: 16))\"",
+                                                          "u": "\"\(scriptedList)?page=\(page)&per_page=10\""]))
+            XCTAssertThrowsError(try client.makeList(resumed), page) { error in
+                XCTAssertEqual((error as? SheafError)?.code, .invalidArgument, page)
+                XCTAssertTrue((error as? SheafError)?.message.contains("out of range") == true, "\(error)")
+            }
+        }
+        XCTAssertTrue(transport.requests.isEmpty)
+    }
+
+    // MARK: What a token may make a run fetch
+
+    /// A token of `list` (its fingerprint genuine) whose next page is `url`: a token edited by hand.
+    private func token(of list: ListDescription, client: SheafClient, at url: String) throws -> ResumeToken {
+        ResumeToken(fingerprint: ResumeToken.fingerprint(list, firstURL: try client.firstURL(of: list), redactor: client.redactor),
+                    paging: list.paging, signals: list.signals, resolved: true, pageSize: 10,
+                    point: ResumePoint(url: url, skip: 0, itemsBefore: 20))
+    }
+
+    func testATokenEditedToAnotherOriginIsRefusedAndTheListsSecretsStayHome() throws {
+        // Cross-origin following on: a page elsewhere would be fetched, with the list's own
+        // secret query value restored into it.
+        let transport = ScriptedTransport()
+        transport.otherwise { _, _ in .json(#"{"items":[],"next_page":null}"#) }
+        let client = try scriptedClient(transport) { $0.crossOrigin = .followWithoutCredentials }
+        let list = linkedList("/v1/things?signature=sig-9f8e7d6c5b")
+        for url in ["https://evil.example.net/v1/things?c=2", "http://api.example.com/v1/things?c=2",
+                    "https://api.example.com:8443/v1/things?c=2", "https://evil.example.net/v1/things?signature=x&c=2",
+                    "https://user:pw@api.example.com/v1/things?c=2", "https://api.example.com.evil.example.net/v1/things"] {
+            var resumed = list
+            resumed.resume = try token(of: list, client: client, at: url)
+            XCTAssertThrowsError(try client.makeList(resumed), url) { error in
+                XCTAssertEqual((error as? SheafError)?.code, .invalidArgument, url)
+                XCTAssertTrue((error as? SheafError)?.message.contains("origin") == true, "\(error)")
+            }
+        }
+        XCTAssertEqual(transport.requests.map(\.url), [])
+    }
+
+    func testATokenEditedToAnotherPathOfTheOriginIsRefusedWhenPagesAreLinksAlone() throws {
+        // The credential goes to the whole origin: a token must not aim it at another resource.
+        let transport = ScriptedTransport()
+        transport.otherwise { _, _ in .json(#"{"items":[{"id":1}],"next_page":null}"#) }
+        let client = try scriptedClient(transport)
+        let list = linkedList()
+        for url in ["https://api.example.com/v1/admin/keys", "https://api.example.com/v1/things/../admin/keys",
+                    "https://api.example.com/v1/things/%2E%2E/admin", "https://api.example.com/v1/things/secret",
+                    "https://api.example.com/v1/thingsX?c=2", "https://api.example.com/?c=2"] {
+            var resumed = list
+            resumed.resume = try token(of: list, client: client, at: url)
+            XCTAssertThrowsError(try client.makeList(resumed), url) { error in
+                XCTAssertEqual((error as? SheafError)?.code, .invalidArgument, url)
+                XCTAssertTrue((error as? SheafError)?.message.contains("path") == true, "\(error)")
+            }
+        }
+        XCTAssertEqual(transport.requests.map(\.url), [])
+    }
+
+    func testAGenuineTokenOnTheListsPathResumesWithItsOwnQuery() throws {
+        let transport = ScriptedTransport()
+        let api = FakeAnchorAPI(count: 25)
+        transport.otherwise { request, _ in api.reply(request) } // "/v1/things/" too
+        let client = try scriptedClient(transport)
+        for url in ["\(scriptedList)?page=3&per_page=10", "\(scriptedList)/?page=3&per_page=10"] {
+            var resumed = linkedList()
+            resumed.resume = try token(of: linkedList(), client: client, at: url)
+            let run = try client.makeList(resumed)
+            try run.start()
+            XCTAssertEqual(outcome(of: run), .complete)
+            XCTAssertEqual(itemIDs(run.prefixJSON()), Array(20..<25), url)
+            XCTAssertEqual(transport.requests.last?.url, url)
+        }
+    }
+
+    func testANumberedPageThatLeftTheListsPathResumesOnTheListsOwnPath() throws {
+        // GitHub names /organizations/ID/repos?page=k in the Link of /orgs/NAME/repos: the token
+        // keeps the page number, never the other path.
+        let transport = ScriptedTransport()
+        let api = FakeAnchorAPI(count: 25)
+        transport.on(scriptedList) { request, _ in api.reply(request) }
+        let client = try scriptedClient(transport)
+        var resumed = anchorList()
+        resumed.resume = try token(of: anchorList(), client: client, at: "\(scriptedBase)/v1/admin/keys?page=3&per_page=10")
+        let run = try client.makeList(resumed)
+        try run.start()
+        XCTAssertEqual(outcome(of: run), .complete)
+        XCTAssertEqual(itemIDs(run.prefixJSON()), Array(20..<25))
+        XCTAssertEqual(transport.requests.first?.url, scriptedPage(3))
+        XCTAssertEqual(transport.requests.filter { !$0.url.hasPrefix(scriptedList + "?") }.map(\.url), [])
     }
 
     func testAFingerprintIgnoresBudgetsButNotTheDescription() {

@@ -2176,6 +2176,82 @@ static void redirects_turn_a_post_into_a_get_only_where_http_says_so(void) {
     sheaf_client_free(client);
 }
 
+/* A segment is one segment as the server receives it: "." and ".." are data, not a step up the
+ * path (DELETE users/.. reached /req/ in 0.4.0), and every delimiter in it is escaped. */
+static void a_segment_reaches_the_server_as_one_segment_even_dots(void) {
+    sheaf_client *client = client_for(&g_server, NULL);
+    static const struct { const char *method, *first, *second, *path; } cases[] = {
+        { "DELETE", "users", "..", "/req/echo/users/%2E%2E" },
+        { "GET", ".", "items", "/req/echo/%2E/items" },
+        { "PUT", "..", "..", "/req/echo/%2E%2E/%2E%2E" },
+        { "GET", "...", ".x", "/req/echo/.../.x" },          /* not dot segments: as they are */
+        { "GET", "a/b?c#d%e f", "", "/req/echo/a%2Fb%3Fc%23d%25e%20f/" },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        sheaf_request *request = NULL;
+        if (!CHECK_RESULT(sheaf_request_new(&request, client, cases[i].method, "/req/echo"), SHEAF_OK)) continue;
+        CHECK_RESULT(sheaf_request_add_segment(request, cases[i].first), SHEAF_OK);
+        CHECK_RESULT(sheaf_request_add_segment(request, cases[i].second), SHEAF_OK);
+        json_t *echo = send_and_decode(request, SHEAF_OK);
+        CHECK_INT(sheaf_request_status(request), 200);
+        CHECK_STR(json_string_value(json_object_get(echo, "path")), cases[i].path);
+        json_decref(echo);
+        sheaf_request_free(request);
+    }
+    sheaf_client_free(client);
+}
+
+/* Whether `result` is SHEAF_E_INVALID_ARGUMENT with a message (sheaf_last_error) naming `name`. */
+static int refused_naming(sheaf_result result, const char *name) {
+    sheaf_error *error = sheaf_last_error();
+    int named = error != NULL && strstr(error->message, name) != NULL;
+    if (!named) fprintf(stderr, "    the error does not name %s: %s\n", name, error ? error->message : "(none)");
+    sheaf_error_free(error);
+    return CHECK_RESULT(result, SHEAF_E_INVALID_ARGUMENT) && CHECK(named);
+}
+
+/* Headers that frame the message are the transport's: a caller's Content-Length: 0 on a POST
+ * left the body on a keep-alive connection, read as a second request (request smuggling). They
+ * are refused wherever a caller sets headers; any other header still goes out. */
+static void framing_headers_are_refused_from_every_caller_and_others_go_out(void) {
+    sheaf_client *client = client_for(&g_server, NULL);
+    sheaf_list *list = NULL;
+    sheaf_request *request = NULL;
+    if (client == NULL) return;
+    CHECK_CLIENT_RESULT(client, sheaf_list_new(&list, client, "/anchor"), SHEAF_OK);
+    CHECK_RESULT(sheaf_request_new(&request, client, "POST", "/req/echo"), SHEAF_OK);
+    static const struct { const char *name, *value; } framing[] = {
+        { "Content-Length", "0" }, { "content-length", "5" }, { "Transfer-Encoding", "chunked" },
+        { "TRANSFER-encoding", "identity" }, { "Host", "internal.example" }, { "host", "x" },
+        { "Connection", "close" }, { "CONNECTION", "keep-alive, Upgrade" },
+    };
+    for (size_t i = 0; i < sizeof framing / sizeof framing[0]; i++) {
+        refused_naming(sheaf_client_add_header(client, framing[i].name, framing[i].value), framing[i].name);
+        refused_naming(sheaf_list_add_header(list, framing[i].name, framing[i].value), framing[i].name);
+        refused_naming(sheaf_request_add_header(request, framing[i].name, framing[i].value), framing[i].name);
+    }
+    CHECK_RESULT(sheaf_client_add_header(client, "X-Injected", "a\rb"), SHEAF_E_INVALID_ARGUMENT);
+    CHECK_RESULT(sheaf_list_add_header(list, "X-Injected", "a\nb"), SHEAF_E_INVALID_ARGUMENT);
+    CHECK_RESULT(sheaf_request_add_header(request, "X-Bad\rName", "v"), SHEAF_E_INVALID_ARGUMENT);
+
+    /* Nothing refused was kept: the request goes out with its own framing and the other headers. */
+    CHECK_CLIENT_RESULT(client, sheaf_client_add_header(client, "X-Client-Custom", "c1"), SHEAF_OK);
+    CHECK_LIST_RESULT(list, sheaf_list_add_header(list, "X-List-Custom", "l1"), SHEAF_OK);
+    CHECK_RESULT(sheaf_request_add_header(request, "X-Request-Custom", "r1"), SHEAF_OK);
+    CHECK_RESULT(sheaf_request_set_body(request, "text/plain", "hello", 5), SHEAF_OK);
+    json_t *echo = send_and_decode(request, SHEAF_OK);
+    CHECK_STR(echoed_header(echo, "x-client-custom"), "c1");
+    CHECK_STR(echoed_header(echo, "x-request-custom"), "r1");
+    CHECK_STR(echoed_header(echo, "content-length"), "5");
+    CHECK(echoed_header(echo, "transfer-encoding") == NULL);
+    const char *host = echoed_header(echo, "host");   /* the server's own, e.g. 127.0.0.1:PORT */
+    CHECK(host != NULL && strstr(g_server.base_url, host) != NULL);
+    json_decref(echo);
+    sheaf_request_free(request);
+    sheaf_list_free(list);
+    sheaf_client_free(client);
+}
+
 static void requests_refuse_what_cannot_be_sent(void) {
     sheaf_client *client = client_for(&g_server, NULL);
     sheaf_request *request = NULL;
@@ -2695,7 +2771,9 @@ static const test_case tests[] = {
     TEST(request_errors_carry_the_servers_own_fields, 1),
     TEST(requests_retry_only_what_is_safe_to_repeat, 1),
     TEST(redirects_turn_a_post_into_a_get_only_where_http_says_so, 1),
+    TEST(a_segment_reaches_the_server_as_one_segment_even_dots, 1),
     TEST(requests_refuse_what_cannot_be_sent, 1),
+    TEST(framing_headers_are_refused_from_every_caller_and_others_go_out, 1),
     TEST(every_credential_kind_goes_only_to_its_origin, 1),
     TEST(a_started_request_calls_back_once_and_frees_its_user_data, 1),
     TEST(downloads_stream_to_a_file_that_appears_only_when_complete, 1),

@@ -110,7 +110,9 @@ struct Redactor: Sendable, Equatable {
 
     /// `url` with the secret query parameters of `source` (a list's own first URL) set again:
     /// what `removingSecretParameters` took out of a URL of that list.
+    /// Never into a URL of another origin: the values are the list's secrets.
     func restoringSecretParameters(of source: String, in url: String, keeping: String?) -> String {
+        guard let origin = Origin(source), Origin(url) == origin else { return url }
         var url = url
         for (name, value) in URLText.queryPairs(source) where name != keeping && isSecret(parameter: name) {
             url = URLText.settingQuery(url, name, to: value) ?? url

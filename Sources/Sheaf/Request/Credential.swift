@@ -97,12 +97,23 @@ package enum HeaderRules {
         text.utf8.contains { ($0 < 0x20 && $0 != 0x09) || $0 == 0x7F }
     }
 
-    /// Checks one header a caller gives.
-    /// - Throws: `.invalidArgument` for a name that is not a token, or a value with CR, LF or
-    ///   another control character (a header injection).
+    /// Headers that say where a message goes and where it ends: the transport writes them from
+    /// the URL and the body. From a caller they would disagree with what is sent: a
+    /// `Content-Length: 0` on a POST leaves its body on a kept-alive connection, where the
+    /// server reads it as a second request (request smuggling).
+    static let framingHeaders: Set<String> = ["content-length", "transfer-encoding", "host", "connection"]
+
+    /// Checks one header a caller gives (client, list and request headers all pass here).
+    /// - Throws: `.invalidArgument` for a name that is not a token, a header that frames the
+    ///   message (`framingHeaders`), or a value with CR, LF, NUL or another control character
+    ///   (a header injection).
     package static func check(_ header: HTTPHeader) throws(SheafError) -> HTTPHeader {
         guard isToken(header.name) else {
             throw SheafError(.invalidArgument, "\"\(header.name)\" is not an HTTP header name (RFC 9110 token)")
+        }
+        guard !framingHeaders.contains(header.name.lowercased()) else {
+            throw SheafError(.invalidArgument, "the header \(header.name) cannot be set: the transport writes it from the URL "
+                             + "and the body (Content-Length, Transfer-Encoding, Host and Connection frame the message)")
         }
         guard !hasControl(header.value) else {
             throw SheafError(.invalidArgument, "the value of the header \(header.name) contains a control character (CR, LF, ...)")

@@ -37,10 +37,16 @@ public struct Request: Sendable {
     }
 
     /// Appends `segment` to the path as one segment: every byte but RFC 3986's unreserved ones is
-    /// percent-encoded, `/` and spaces included, so an id cannot reach another resource.
+    /// percent-encoded, `/` and spaces included, and a segment that is exactly "." or ".." is
+    /// sent as `%2E` or `%2E%2E` (dots are unreserved, but those two would be resolved as a step
+    /// in the path: `users` + `..` reached the parent), so an id cannot reach another resource.
     public mutating func appendSegment(_ segment: String) {
         if !path.hasSuffix("/"), !path.isEmpty { path += "/" }
-        path += URLText.encodeQueryComponent(segment)
+        switch segment {
+        case ".": path += "%2E"
+        case "..": path += "%2E%2E"
+        default: path += URLText.encodeQueryComponent(segment)
+        }
     }
 
     /// Methods whose repetition has the effect of one call (RFC 9110 §9.2.2), retried freely.

@@ -162,13 +162,15 @@ public final class ListRun: Sendable {
             guard token.fingerprint == fingerprint else {
                 throw SheafError(.invalidArgument, "the resume token was made by another list (another path, query or description)")
             }
-            guard let url = token.point.url else {
+            guard token.point.url != nil else {
                 throw SheafError(.invalidArgument, "the resume token is of a list that had ended: there is nothing to resume")
             }
+            // Only a page of the list's own origin and path gets the list's secrets back.
+            let url = try token.startURL(forList: firstURL)
             firstURL = client.redactor.restoringSecretParameters(of: firstURL, in: url, keeping: token.paging.parameter)
             origin = token.paging.first
             resumedPageSize = token.pageSize
-            let position = token.paging.parameter.flatMap { URLText.queryValue(firstURL, $0) }.flatMap { Int($0) }
+            let position = try token.position(in: firstURL)
             description.paging = token.paging.starting(at: position ?? origin ?? 0)
             description.signals = token.signals
             start = ResumePoint(url: firstURL, skip: token.point.skip, itemsBefore: token.point.itemsBefore)

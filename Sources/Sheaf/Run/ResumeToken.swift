@@ -60,14 +60,22 @@ public struct ResumeToken: Sendable, Equatable, CustomStringConvertible {
         self.point = point
     }
 
+    /// The largest count, position or size a token may hold: 2^53, the largest integer every
+    /// JSON reader keeps exact, far past any list, and far enough below `Int.max` that what a
+    /// run adds to it (the items of its pages) cannot overflow. A token comes back from users
+    /// and disk, so each number in it is checked against this before any arithmetic.
+    static let largestNumber = 1 << 53
+
     /// Reads a token's text.
-    /// - Throws: `.invalidArgument` for text that is not a resume token of this version.
+    /// - Throws: `.invalidArgument` for text that is not a resume token of this version, or one
+    ///   with a number that is not an integer from 0 to `largestNumber` (it names which).
     public init(_ text: String) throws(SheafError) {
         let invalid = SheafError(.invalidArgument, "not a resume token of this version of Sheaf (they start with \"\(Self.prefix)\")")
         guard text.hasPrefix(Self.prefix), let bytes = Base64URL.decode(text.dropFirst(Self.prefix.count)) else { throw invalid }
         let fields = ["/v", "/f", "/k", "/p", "/o", "/zp", "/z", "/u", "/i", "/n", "/w", "/r"]
         var targets = (fields + Signal.allCases.flatMap { ["/s/\($0.rawValue)/0", "/s/\($0.rawValue)/1"] })
             .map { JSONScanner.Target(pointer: JSONPointer($0)!, collectsElements: false) }
+        var outOfRange: SheafError?
         let read = bytes.withUnsafeBufferPointer { buffer -> ResumeToken? in
             let scanner = JSONScanner(buffer)
             guard (try? scanner.scanDocument(&targets)) != nil else { return nil }
@@ -76,9 +84,22 @@ public struct ResumeToken: Sendable, Equatable, CustomStringConvertible {
                 return try? scanner.decodeString(at: range.lowerBound)
             }
             func integer(_ index: Int) -> Int? { targets[index].range.flatMap { scanner.nonNegativeInteger(at: $0) } }
+            /// The number at `index` when it is there and in range; records why not otherwise.
+            func number(_ index: Int, _ name: String, required: Bool = true) -> Int?? {
+                guard let range = targets[index].range else { return required ? nil : .some(nil) }
+                guard let value = scanner.nonNegativeInteger(at: range), value <= Self.largestNumber else {
+                    let written = String(decoding: buffer[range].prefix(40), as: UTF8.self)
+                    outOfRange = SheafError(.invalidArgument, "the resume token's \(name) is out of range: \(written) "
+                                            + "(a token holds whole numbers from 0 to 2^53); it was not made by Sheaf")
+                    return nil
+                }
+                return .some(value)
+            }
             guard integer(0) == 1, let fingerprint = string(1).flatMap({ UInt64($0, radix: 16) }), let kind = string(2),
-                  let first = integer(4), let skip = integer(8), let itemsBefore = integer(9), let pageSize = integer(10),
-                  let paging = Paging(kindName: kind, parameter: string(3), first: first, sizeParameter: string(5), size: integer(6))
+                  let first = number(4, "first page number or offset") ?? nil, let size = number(6, "page size", required: false),
+                  let skip = number(8, "items to skip") ?? nil, let itemsBefore = number(9, "items delivered before") ?? nil,
+                  let pageSize = number(10, "page size served") ?? nil, [0, 1].contains(integer(11)),
+                  let paging = Paging(kindName: kind, parameter: string(3), first: first, sizeParameter: string(5), size: size)
             else { return nil }
             var signals: [Signal: SignalSource] = [:]
             for (offset, signal) in Signal.allCases.enumerated() {
@@ -95,8 +116,70 @@ public struct ResumeToken: Sendable, Equatable, CustomStringConvertible {
                                pageSize: pageSize,
                                point: ResumePoint(url: string(7), skip: skip, itemsBefore: itemsBefore))
         }
+        if let outOfRange { throw outOfRange }
         guard let read, (try? read.paging.validated()) != nil else { throw invalid }
         self = read
+    }
+
+    /// The page number or offset that `url` (the token's page, secrets restored) gives the
+    /// paging parameter, for numbered paging; nil when it names none (the run then starts at
+    /// the token's first page number or offset).
+    /// - Throws: `.invalidArgument` for a number outside 0 through `largestNumber`: the planner
+    ///   counts pages from it, and a forged one near `Int.min` or `Int.max` would overflow.
+    func position(in url: String) throws(SheafError) -> Int? {
+        guard paging.isNumbered, let parameter = paging.parameter, let text = URLText.queryValue(url, parameter) else { return nil }
+        if let value = Int(text), (0...Self.largestNumber).contains(value) { return value }
+        let unsigned = text.first == "-" || text.first == "+" ? text.dropFirst() : Substring(text)
+        guard !unsigned.isEmpty, unsigned.utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }) else {
+            return nil // not a number: as a server may write it; the token's first position stands
+        }
+        throw SheafError(.invalidArgument, "the resume token's page names \(parameter)=\(text.prefix(40)), out of range "
+                         + "(a page number or offset from 0 to 2^53); it was not made by Sheaf")
+    }
+
+    /// Where a resumed run of the list whose first URL is `firstURL` starts: the token's page,
+    /// as far as the list may fetch it with its credential.
+    ///
+    /// A token is not signed: it must outlive the process, so no key of the process could sign
+    /// it, and the credential must not go into it in any form. Anyone may edit one, and the
+    /// fingerprint (a public hash) only binds what the list recomputes. What the token's page
+    /// decides is bounded instead:
+    /// - its origin (scheme, host, port) must be the list's, or the credential and the list's
+    ///   secret query values would be sent elsewhere; the authority sent is the list's own, never
+    ///   the token's spelling of it (two URL parsers must not disagree on the host);
+    /// - its path must be the list's (a trailing "/" aside): the credential opens the whole
+    ///   origin, and a token must not aim it at another resource. A next link to another path of
+    ///   the origin is legitimate in some APIs (GitHub's Link of /orgs/NAME/repos names
+    ///   /organizations/ID/repos), but nothing in a token can prove it came from one: with page
+    ///   numbers, offsets or cursors the run resumes at the list's own path with the token's
+    ///   page parameter, and with next links alone such a token is refused;
+    /// - its query is not bound: next links rewrite it (cursors, skip tokens), on the same resource.
+    /// - Throws: `.invalidArgument` for a page outside the list's origin or path.
+    func startURL(forList firstURL: String) throws(SheafError) -> String {
+        let listOrigin = Origin(firstURL)
+        guard let url = point.url, var list = URLComponents(string: firstURL), let page = URLComponents(string: url),
+              listOrigin != nil, Origin(url) == listOrigin, page.user == nil, page.password == nil else {
+            throw SheafError(.invalidArgument, "the resume token's page is not on the list's origin \(listOrigin.map { "\($0)" } ?? firstURL); "
+                             + "a token goes on only where the list itself may (was the token edited?)")
+        }
+        let listPath = list.percentEncodedPath, pagePath = page.percentEncodedPath
+        if pagePath == listPath || pagePath == listPath + "/" || pagePath + "/" == listPath {
+            list.percentEncodedPath = pagePath
+            list.percentEncodedQuery = page.percentEncodedQuery
+            list.fragment = nil
+            if let start = list.string { return start }
+        }
+        let resumesByParameter: Bool
+        switch paging {
+        case .pageNumber, .offset, .cursor: resumesByParameter = true
+        default: resumesByParameter = false
+        }
+        if resumesByParameter, let parameter = paging.parameter, let value = URLText.queryValue(url, parameter),
+           let start = URLText.settingQuery(firstURL, parameter, to: value) {
+            return start
+        }
+        throw SheafError(.invalidArgument, "the resume token's page is not on the list's path \(listPath.isEmpty ? "/" : listPath); "
+                         + "a list walked by next links alone resumes only on its own path (was the token edited?)")
     }
 
     /// What a token is bound to: the list's first URL (secret values hidden) and its description

@@ -6,6 +6,7 @@ the loopback test API (Tests/server/api_server.py) started in this process.
 
 from __future__ import annotations
 
+import base64
 import fcntl
 import json
 import os
@@ -204,6 +205,20 @@ def test_max_items(api, fmt):
     rest = run_cli(f"{api}/anchor?n=1000", "--preset", "anchor", "--page-size", "20", "--format", fmt, "--resume", token)
     assert rest.returncode == 0 and rest.stderr == b"", rest.stderr   # complete: no token
     assert items + (lines(rest.stdout) if fmt == "jsonl" else json.loads(rest.stdout)) == expected(1000)
+
+
+def test_a_forged_token_with_a_count_near_2_63_is_a_usage_error_not_a_crash(api):
+    # 0.4.0 died of SIGILL here: the item count overflowed when the run added a page to it.
+    r = run_cli(f"{api}/anchor?n=1000", "--preset", "anchor", "--page-size", "20", "--max-items", "30")
+    token = resume_token(r)
+    body = json.loads(base64.urlsafe_b64decode(token.split(".", 1)[1] + "=" * (-len(token) % 4)))
+    for field in ("n", "i", "w", "o"):
+        forged = dict(body, **{field: 2**63 - 10})
+        text = "sheaf-resume-1." + base64.urlsafe_b64encode(json.dumps(forged).encode()).decode().rstrip("=")
+        rest = run_cli(f"{api}/anchor?n=1000", "--preset", "anchor", "--page-size", "20", "--resume", text)
+        assert rest.returncode == 2, (field, rest.returncode, rest.stderr)   # a signal is negative
+        assert "out of range" in error_line(rest), field
+        assert rest.stdout == b""
 
 
 # ---- failures and exit codes -----------------------------------------------------------------

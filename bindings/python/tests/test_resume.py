@@ -137,3 +137,23 @@ def test_a_token_holds_no_secret_and_the_resumed_list_sends_its_own(api) -> None
     resumed = [entry["path"] for entry in stats(api)["log"] if "offset=50" in entry["path"]]
     assert len(resumed) == 2 and all(f"signature={secret_param}" in path and f"api_key={secret_key}" in path
                            for path in resumed)
+
+
+def test_a_token_edited_to_another_origin_or_path_is_refused_before_any_request(api) -> None:
+    path = f"/conv/drf-cursor?n={N}&signature=signed-5e7d2a90"
+    with sheaf.Client(api.base_url, follow_cross_origin=True) as client:
+        first = client.fetch_all(path, max_items=70)
+        body = _token_json(first.resume_token)
+        page = body["u"]
+        assert page.startswith(api.base_url + "/conv/drf-cursor?")
+        for url, refused in [(page.replace("127.0.0.1", "localhost"), "origin"),
+                             (page.replace("/conv/drf-cursor?", "/conv/stripe?"), "path"),
+                             (page.replace("/conv/drf-cursor?", "/conv/drf-cursor/../stripe?"), "path")]:
+            edited = dict(body, u=url)
+            token = "sheaf-resume-1." + base64.urlsafe_b64encode(json.dumps(edited).encode()).decode().rstrip("=")
+            before = stats(api)["requests"]
+            with pytest.raises(sheaf.UsageError, match=refused):
+                client.fetch_all(path, resume=token)
+            assert stats(api)["requests"] == before
+        rest = client.fetch_all(path, resume=first.resume_token)   # the token as made still goes on
+    assert first + rest == expected_items(N)
