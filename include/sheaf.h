@@ -955,9 +955,11 @@ SHEAF_API sheaf_result sheaf_request_add_form(sheaf_request *request, const char
 
 /**
  * Makes the request a download into the file `path` (copied; NULL: the body stays in memory): a
- * successful body is streamed to "<path>.part" (its folders created as needed), never held in
- * memory, and renamed over `path` only once all of it has arrived; on any failure the part file
- * is removed and `path` left as it was. A transfer that breaks is retried like any other, and
+ * successful body is streamed to a file of this request's own beside it, ".<name>.sheaf-XXXXXX"
+ * (created exclusively, never through a link; its folders created as needed), never held in
+ * memory, and renamed over `path` only once all of it has arrived; on any failure that file
+ * is removed and `path` left as it was. Two downloads to one path each write their own file:
+ * the path ends as one whole body (the last renamed). A transfer that breaks is retried like any other, and
  * resumes with "Range" when the server sent an ETag or Last-Modified and answers 206 for it.
  * A failing status's body is kept in memory as usual (within SHEAF_OPT_MAX_BODY_BYTES), which
  * does not limit the file. A destination that is a directory is refused at send time with

@@ -199,10 +199,11 @@ final class RequestTests: XCTestCase {
         let destination = folder + "/file.bin"
         do {
             let run = try client.makeRequest(Request(path: "file"), downloadingTo: destination)
-            XCTAssertTrue(FileManager.default.fileExists(atPath: destination + ".part"))
+            let made = try FileManager.default.contentsOfDirectory(atPath: folder)
+            XCTAssertEqual(made.count, 1)
+            XCTAssertTrue(made.allSatisfy { $0.hasPrefix(".file.bin.sheaf-") }, "\(made)")
             _ = run
         }
-        XCTAssertFalse(FileManager.default.fileExists(atPath: destination + ".part"))
-        XCTAssertFalse(FileManager.default.fileExists(atPath: destination))
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: folder), [])
     }
 }

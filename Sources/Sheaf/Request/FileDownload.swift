@@ -15,16 +15,28 @@ public protocol ResponseBodySink: Sendable {
     func write(_ chunk: UnsafeRawBufferPointer) -> Bool
 }
 
-/// A download: the body streamed to `<destination>.part` beside the destination, renamed over it
-/// only once the whole body has arrived. A retry after a broken transfer resumes with `Range`
-/// when the server sent a validator (ETag or Last-Modified) and answers 206 for the same one;
-/// otherwise it starts again from byte 0.
+/// A download: the body streamed to a file of its own beside the destination, renamed over it
+/// only once the whole body has arrived (as coreutils' `install` and rsync write files).
+///
+/// That file, `.<name>.sheaf-XXXXXX`, is created exclusively (`O_EXCL|O_NOFOLLOW`, another name
+/// drawn while one exists), so a link planted at a name the download might use can never
+/// redirect its writes, and two downloads to one destination never share a file: each renames
+/// its own whole body, the last one wins. A failed or cancelled download removes it.
+///
+/// A retry after a broken transfer resumes with `Range` when the server sent a validator (ETag
+/// or Last-Modified) and answers 206 for the same one; otherwise it starts again from byte 0.
+/// Resuming happens within one download only, on the descriptor it keeps open: the partial file
+/// is never looked up by name, so it needs no stable one (and a `<destination>.part` left by an
+/// older version is neither read nor touched).
 final class FileDownload: ResponseBodySink, @unchecked Sendable {
     // Safe: every mutable field is guarded by `lock`.
     private let lock = Lock()
     let destination: String
-    let partPath: String
+    /// This download's own file, renamed over the destination at the end.
+    let temporaryPath: String
     private var descriptor: Int32 = -1
+    /// Whether `temporaryPath` is still this download's to remove (false once renamed or removed).
+    private var ownsTemporary = true
     private var written: Int64 = 0
     private var expected: Int64 = -1
     /// The first answer's ETag or Last-Modified: what a resumed range must still match.
@@ -32,28 +44,24 @@ final class FileDownload: ResponseBodySink, @unchecked Sendable {
     /// Why writing failed, for the error.
     private var failure: SheafError?
 
-    /// Creates the destination's folders and the part file.
+    /// Creates the destination's folders and this download's temporary file.
     /// - Throws: `.invalidArgument` for an empty path or a destination that is a directory;
-    ///   `.io` when a folder or the part file cannot be created.
+    ///   `.io` when a folder or the temporary file cannot be created.
     init(destination: String) throws(SheafError) {
         guard !destination.isEmpty else { throw SheafError(.invalidArgument, "the download destination is empty") }
         self.destination = destination
-        partPath = destination + ".part"
         var status = stat()
         if stat(destination, &status) == 0, status.st_mode & S_IFMT == S_IFDIR {
             throw SheafError(.invalidArgument, "the download destination \(destination) is a directory")
         }
         try Self.makeFolders(for: destination)
-        descriptor = open(partPath, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
-        guard descriptor >= 0 else { throw Self.ioError("cannot create \(partPath)") }
+        (descriptor, temporaryPath) = try Self.createTemporary(beside: destination)
     }
 
     deinit {
-        // Never completed nor abandoned (a request made but not sent): the part file goes too.
-        if descriptor >= 0 {
-            close(descriptor)
-            unlink(partPath)
-        }
+        // Never completed nor abandoned (a request made but not sent): its file goes too.
+        if descriptor >= 0 { close(descriptor) }
+        if ownsTemporary { unlink(temporaryPath) }
     }
 
     /// (bytes written, bytes expected or -1).
@@ -80,7 +88,7 @@ final class FileDownload: ResponseBodySink, @unchecked Sendable {
             }
             // A whole body: from the start, whatever was written before.
             guard ftruncate(descriptor, 0) == 0, lseek(descriptor, 0, SEEK_SET) == 0 else {
-                failure = Self.ioError("cannot truncate \(partPath)")
+                failure = Self.ioError("cannot truncate \(temporaryPath)")
                 return true // the write fails and aborts the transfer
             }
             written = 0
@@ -96,7 +104,7 @@ final class FileDownload: ResponseBodySink, @unchecked Sendable {
             guard failure == nil, descriptor >= 0 else { return false }
             let code = writeAll(descriptor, chunk)
             guard code == 0 else {
-                failure = SheafError(.io, "cannot write \(partPath): \(errnoText(code))")
+                failure = SheafError(.io, "cannot write \(temporaryPath): \(errnoText(code))")
                 return false
             }
             written += Int64(chunk.count)
@@ -119,21 +127,24 @@ final class FileDownload: ResponseBodySink, @unchecked Sendable {
             let descriptor = self.descriptor
             self.descriptor = -1
             if fsync(descriptor) != 0 {
-                let error = Self.ioError("cannot write \(partPath)")
+                let error = Self.ioError("cannot write \(temporaryPath)")
                 close(descriptor)
                 throw error
             }
-            guard close(descriptor) == 0 else { throw Self.ioError("cannot write \(partPath)") }
-            guard rename(partPath, destination) == 0 else { throw Self.ioError("cannot rename \(partPath) to \(destination)") }
+            guard close(descriptor) == 0 else { throw Self.ioError("cannot write \(temporaryPath)") }
+            guard rename(temporaryPath, destination) == 0 else { throw Self.ioError("cannot rename \(temporaryPath) to \(destination)") }
+            ownsTemporary = false
         }
     }
 
-    /// The download failed or was cancelled: the part file goes; the destination is untouched.
+    /// The download failed or was cancelled: its file goes (once: after a rename, or a removal,
+    /// the name may be another download's); the destination is untouched.
     func abandon() {
         lock.withLock {
             if descriptor >= 0 { close(descriptor) }
             descriptor = -1
-            unlink(partPath)
+            if ownsTemporary { unlink(temporaryPath) }
+            ownsTemporary = false
         }
     }
 
@@ -142,6 +153,28 @@ final class FileDownload: ResponseBodySink, @unchecked Sendable {
         let trimmed = value.drop { $0 == " " }
         guard trimmed.lowercased().hasPrefix("bytes ") else { return nil }
         return Int64(trimmed.dropFirst(6).prefix { $0 != "-" })
+    }
+
+    /// Creates `.<name>.sheaf-XXXXXX` in the destination's folder, exclusively: never an existing
+    /// file, never through a link; another random name while the drawn one exists.
+    private static func createTemporary(beside destination: String) throws(SheafError) -> (Int32, String) {
+        let slash = destination.lastIndex(of: "/")
+        let folder = slash.map { String(destination[...$0]) } ?? ""
+        let name = slash.map { String(destination[destination.index(after: $0)...]) } ?? destination
+        guard !name.isEmpty else {
+            throw SheafError(.invalidArgument, "the download destination \(destination) names a folder, not a file")
+        }
+        // Short enough that the whole name stays under NAME_MAX (255 bytes).
+        let prefix = folder + "." + String(decoding: name.utf8.prefix(200), as: UTF8.self) + ".sheaf-"
+        let letters = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789")
+        var generator = SystemRandomNumberGenerator()
+        for _ in 0..<100 {
+            let path = prefix + String((0..<6).map { _ in letters.randomElement(using: &generator)! })
+            let descriptor = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o666)
+            if descriptor >= 0 { return (descriptor, path) }
+            guard errno == EEXIST else { throw ioError("cannot create a file in \(folder.isEmpty ? "." : folder)") }
+        }
+        throw SheafError(.io, "cannot create a file in \(folder.isEmpty ? "." : folder): 100 names drawn were all taken")
     }
 
     private static func makeFolders(for path: String) throws(SheafError) {

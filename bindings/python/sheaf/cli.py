@@ -400,7 +400,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     download = commands.add_parser(
         "download", help="download a file (streamed to disk, renamed into place when complete)",
-        description="Download URL into FILE: the body is streamed to FILE.part and renamed over\n"
+        description="Download URL into FILE: the body is streamed to .FILE.sheaf-XXXXXX and renamed over\n"
                     "FILE only when all of it has arrived; a broken transfer resumes with Range\n"
                     "where the server allows it. On a terminal a progress line shows the bytes.",
         epilog=EXIT_STATUS_TEXT, formatter_class=argparse.RawDescriptionHelpFormatter)

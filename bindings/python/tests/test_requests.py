@@ -213,5 +213,69 @@ def test_a_full_disk_is_a_file_error_and_leaves_nothing_behind(api, tmp_path) ->
     target.write_bytes(b"old")
     result = _download_in_a_child(api, target, 5 << 20, preexec=limit_file_size)
     assert result.returncode == 3, result.stderr + result.stdout
-    assert f"FileError {sheaf.Result.IO.value}" in result.stdout and "full.bin.part" in result.stdout
-    assert target.read_bytes() == b"old" and not (tmp_path / "full.bin.part").exists()
+    assert f"FileError {sheaf.Result.IO.value}" in result.stdout and ".full.bin.sheaf-" in result.stdout
+    assert target.read_bytes() == b"old" and leftovers(tmp_path, "full.bin") == []
+
+
+# ---- downloads against a hostile file system or a misbehaving server ---------------------------
+
+def leftovers(folder, *keep) -> list:
+    """What a download left in `folder` besides `keep`: temporary files, part files."""
+    return sorted(p.name for p in folder.iterdir() if p.name not in keep)
+
+
+def test_a_link_planted_at_the_part_name_never_redirects_the_write(api, tmp_path) -> None:
+    victim = tmp_path / "victim"
+    victim.write_bytes(b"secret")
+    target = tmp_path / "file.bin"
+    os.symlink(victim, tmp_path / "file.bin.part")
+    with sheaf.Client(api.base_url) as client:
+        with pytest.raises(sheaf.HTTPError):
+            client.download("/req/error/github", target)
+        assert victim.read_bytes() == b"secret"
+        client.download("/req/download?size=5000", target)
+    assert victim.read_bytes() == b"secret"
+    assert not target.is_symlink() and target.read_bytes() == pattern(5000)
+    assert leftovers(tmp_path, "victim", "file.bin", "file.bin.part") == []
+
+
+def test_a_link_at_the_destination_is_replaced_not_followed(api, tmp_path) -> None:
+    victim = tmp_path / "victim"
+    victim.write_bytes(b"secret")
+    target = tmp_path / "file.bin"
+    os.symlink(victim, target)
+    with sheaf.Client(api.base_url) as client:
+        client.download("/req/download?size=5000", target)
+    assert victim.read_bytes() == b"secret"
+    assert not target.is_symlink() and target.read_bytes() == pattern(5000)
+
+
+def test_concurrent_downloads_to_one_destination_each_write_their_own_file(api, tmp_path) -> None:
+    import threading
+
+    target = tmp_path / "shared.bin"
+    sizes = (6_000_000, 5_000_000)
+    for _ in range(3):
+        barrier = threading.Barrier(len(sizes))
+        outcomes: dict = {}
+
+        def fetch(size: int) -> None:
+            with sheaf.Client(api.base_url) as client:
+                barrier.wait()
+                try:
+                    outcomes[size] = client.download(f"/req/download?size={size}", target).status
+                except sheaf.Error as error:
+                    outcomes[size] = error
+        threads = [threading.Thread(target=fetch, args=(size,)) for size in sizes]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(60)
+        assert outcomes == {size: 200 for size in sizes}
+        assert target.read_bytes() in (pattern(sizes[0]), pattern(sizes[1]))
+        assert leftovers(tmp_path, "shared.bin") == []
+    # A failed download removes its own temporary file, and only that.
+    with sheaf.Client(api.base_url, max_attempts=1) as client:
+        with pytest.raises(sheaf.TransportError):
+            client.download("/req/download?size=5000&lie=100", target)
+    assert leftovers(tmp_path, "shared.bin") == []
