@@ -962,8 +962,10 @@ SHEAF_API sheaf_result sheaf_request_add_form(sheaf_request *request, const char
  * the path ends as one whole body (the last renamed). A transfer that breaks is retried like any other, and
  * resumes with "Range" when the server sent an ETag or Last-Modified and answers 206 for it.
  * A failing status's body is kept in memory as usual (within SHEAF_OPT_MAX_BODY_BYTES), which
- * does not limit the file. A destination that is a directory is refused at send time with
- * SHEAF_E_INVALID_ARGUMENT; a folder or file that cannot be written, or a full disk, ends the
+ * does not limit the file. A destination that is not a regular file (a directory, a device, a
+ * FIFO, a socket, or a symbolic link to one) is refused at send time with
+ * SHEAF_E_INVALID_ARGUMENT, never replaced; a symbolic link to a regular file is replaced itself,
+ * not followed; a folder or file that cannot be written, or a full disk, ends the
  * request with SHEAF_E_IO. sheaf_request_body is then empty.
  */
 SHEAF_API sheaf_result sheaf_request_set_output_file(sheaf_request *request, const char *path);

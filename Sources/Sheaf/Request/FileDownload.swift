@@ -45,15 +45,12 @@ final class FileDownload: ResponseBodySink, @unchecked Sendable {
     private var failure: SheafError?
 
     /// Creates the destination's folders and this download's temporary file.
-    /// - Throws: `.invalidArgument` for an empty path or a destination that is a directory;
-    ///   `.io` when a folder or the temporary file cannot be created.
+    /// - Throws: `.invalidArgument` for an empty path or a destination that is not a regular
+    ///   file (see `checkReplaceable`); `.io` when a folder or the temporary file cannot be created.
     init(destination: String) throws(SheafError) {
         guard !destination.isEmpty else { throw SheafError(.invalidArgument, "the download destination is empty") }
         self.destination = destination
-        var status = stat()
-        if stat(destination, &status) == 0, status.st_mode & S_IFMT == S_IFDIR {
-            throw SheafError(.invalidArgument, "the download destination \(destination) is a directory")
-        }
+        try Self.checkReplaceable(destination)
         try Self.makeFolders(for: destination)
         (descriptor, temporaryPath) = try Self.createTemporary(beside: destination)
     }
@@ -132,6 +129,8 @@ final class FileDownload: ResponseBodySink, @unchecked Sendable {
                 throw error
             }
             guard close(descriptor) == 0 else { throw Self.ioError("cannot write \(temporaryPath)") }
+            // Again, just before: whatever came to stand at the destination meanwhile.
+            try Self.checkReplaceable(destination)
             guard rename(temporaryPath, destination) == 0 else { throw Self.ioError("cannot rename \(temporaryPath) to \(destination)") }
             ownsTemporary = false
         }
@@ -153,6 +152,34 @@ final class FileDownload: ResponseBodySink, @unchecked Sendable {
         let trimmed = value.drop { $0 == " " }
         guard trimmed.lowercased().hasPrefix("bytes ") else { return nil }
         return Int64(trimmed.dropFirst(6).prefix { $0 != "-" })
+    }
+
+    /// A download replaces nothing but a regular file: a device, a FIFO, a socket or a directory
+    /// is refused, not replaced by a file (as root, `/dev/null` would be). A symbolic link is
+    /// replaced itself, never followed (its target stays as it was), unless it leads to one of
+    /// those: then it is refused the same way (`/dev/stdout` is a link to the process's output).
+    /// - Throws: `.invalidArgument` naming what stands there.
+    private static func checkReplaceable(_ destination: String) throws(SheafError) {
+        var status = stat()
+        // Nothing there (or no way to tell): creating the folders or the file will say.
+        guard lstat(destination, &status) == 0 else { return }
+        var through = ""
+        if status.st_mode & S_IFMT == S_IFLNK {
+            guard stat(destination, &status) == 0 else { return } // a dangling link: replaced
+            through = " (through a symbolic link)"
+        }
+        let kind: String
+        switch status.st_mode & S_IFMT {
+        case S_IFREG: return
+        case S_IFDIR: kind = "directory"
+        case S_IFCHR: kind = "character device"
+        case S_IFBLK: kind = "block device"
+        case S_IFIFO: kind = "FIFO"
+        case S_IFSOCK: kind = "socket"
+        default: kind = "special file"
+        }
+        throw SheafError(.invalidArgument, "the download destination \(destination) is a \(kind)\(through), not a regular file; "
+                                           + "a download only creates or replaces a regular file")
     }
 
     /// Creates `.<name>.sheaf-XXXXXX` in the destination's folder, exclusively: never an existing

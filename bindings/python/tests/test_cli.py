@@ -11,6 +11,7 @@ import json
 import os
 import pty
 import socket
+import stat
 import struct
 import subprocess
 import sys
@@ -709,3 +710,26 @@ def test_download_writes_the_file_and_fails_cleanly(api, tmp_path):
     r = subprocess.run([sys.executable, "-m", "sheaf", "download", f"{api}/req/download?size=1"],
                        capture_output=True, timeout=60, env=cli_env(), cwd=REPO, stdin=subprocess.DEVNULL)
     assert r.returncode == 2 and b"usage: sheaf download" in r.stderr
+
+
+def run_in(folder, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "sheaf", *args], capture_output=True, timeout=60,
+                          env=cli_env(), cwd=folder, stdin=subprocess.DEVNULL)
+
+
+def test_dash_is_stdout_and_other_files_that_are_not_regular_are_refused(api, tmp_path):
+    r = run_in(tmp_path, "request", f"{api}/req/echo", "-o", "-")
+    assert r.returncode == 0 and json.loads(r.stdout)["method"] == "GET"
+    r = run_in(tmp_path, "get", f"{api}/anchor?n=3", "-o", "-")
+    assert r.returncode == 0 and lines(r.stdout) == expected(3)
+    assert list(tmp_path.iterdir()) == []   # no file named "-"
+    r = run_in(tmp_path, "download", f"{api}/req/download?size=10", "-o", "-")
+    assert r.returncode == 2 and b"sheaf request" in r.stderr
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    for args in (["request", f"{api}/req/echo"], ["get", f"{api}/anchor?n=3"],
+                 ["download", f"{api}/req/download?size=10"]):
+        r = run_in(tmp_path, *args, "-o", str(fifo))
+        assert r.returncode in (1, 2) and b"is a FIFO" in r.stderr and b"not a regular file" in r.stderr, (args, r.stderr)
+        assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
+    assert [p.name for p in tmp_path.iterdir()] == ["fifo"]

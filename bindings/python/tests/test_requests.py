@@ -6,6 +6,7 @@ import base64
 import os
 import resource
 import signal
+import stat
 import subprocess
 import sys
 import textwrap
@@ -279,3 +280,30 @@ def test_concurrent_downloads_to_one_destination_each_write_their_own_file(api, 
         with pytest.raises(sheaf.TransportError):
             client.download("/req/download?size=5000&lie=100", target)
     assert leftovers(tmp_path, "shared.bin") == []
+
+
+def _device_like_dev_null(tmp_path):
+    """A character device to download onto: a private copy of /dev/null when root may make one
+    (so that a failing test cannot replace the system's), else /dev/null itself (which a user
+    other than root cannot replace)."""
+    if os.geteuid() != 0:
+        return "/dev/null"
+    device = tmp_path / "null"
+    os.mknod(device, 0o666 | stat.S_IFCHR, os.makedev(1, 3))
+    return device
+
+
+def test_a_destination_that_is_not_a_regular_file_is_refused(api, tmp_path) -> None:
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    device = _device_like_dev_null(tmp_path)
+    link_to_fifo = tmp_path / "link"
+    os.symlink(fifo, link_to_fifo)
+    with sheaf.Client(api.base_url) as client:
+        for destination, kind in ((fifo, "FIFO"), (device, "character device"), (link_to_fifo, "FIFO")):
+            with pytest.raises(sheaf.UsageError) as caught:
+                client.download("/req/download?size=5000", destination)
+            assert f"is a {kind}" in caught.value.message and "not a regular file" in caught.value.message
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode) and stat.S_ISCHR(os.lstat(device).st_mode)
+    assert os.path.islink(link_to_fifo)
+    assert leftovers(tmp_path, "fifo", "null", "link") == []
