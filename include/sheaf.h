@@ -959,7 +959,8 @@ SHEAF_API sheaf_result sheaf_request_add_form(sheaf_request *request, const char
  * (created exclusively, never through a link; its folders created as needed), never held in
  * memory, and renamed over `path` only once all of it has arrived; on any failure that file
  * is removed and `path` left as it was. Two downloads to one path each write their own file:
- * the path ends as one whole body (the last renamed). A transfer that breaks is retried like any other, and
+ * the path ends as one whole body (the last renamed). The file takes the permission bits of the
+ * regular file it replaces; a new one gets 0666 less the umask. A transfer that breaks is retried like any other, and
  * resumes with "Range" when the server sent an ETag or Last-Modified and answers 206 for it.
  * A failing status's body is kept in memory as usual (within SHEAF_OPT_MAX_BODY_BYTES), which
  * does not limit the file. A destination that is not a regular file (a directory, a device, a

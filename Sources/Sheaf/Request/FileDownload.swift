@@ -50,9 +50,9 @@ final class FileDownload: ResponseBodySink, @unchecked Sendable {
     init(destination: String) throws(SheafError) {
         guard !destination.isEmpty else { throw SheafError(.invalidArgument, "the download destination is empty") }
         self.destination = destination
-        try Self.checkReplaceable(destination)
+        let mode = try Self.checkReplaceable(destination)
         try Self.makeFolders(for: destination)
-        (descriptor, temporaryPath) = try Self.createTemporary(beside: destination)
+        (descriptor, temporaryPath) = try Self.createTemporary(beside: destination, mode: mode)
     }
 
     deinit {
@@ -130,7 +130,7 @@ final class FileDownload: ResponseBodySink, @unchecked Sendable {
             }
             guard close(descriptor) == 0 else { throw Self.ioError("cannot write \(temporaryPath)") }
             // Again, just before: whatever came to stand at the destination meanwhile.
-            try Self.checkReplaceable(destination)
+            _ = try Self.checkReplaceable(destination)
             guard rename(temporaryPath, destination) == 0 else { throw Self.ioError("cannot rename \(temporaryPath) to \(destination)") }
             ownsTemporary = false
         }
@@ -158,19 +158,23 @@ final class FileDownload: ResponseBodySink, @unchecked Sendable {
     /// is refused, not replaced by a file (as root, `/dev/null` would be). A symbolic link is
     /// replaced itself, never followed (its target stays as it was), unless it leads to one of
     /// those: then it is refused the same way (`/dev/stdout` is a link to the process's output).
+    /// - Returns: the permission bits of the regular file standing there, which the new one takes;
+    ///   nil for a new file (or one replacing a link), made 0666 less the umask.
     /// - Throws: `.invalidArgument` naming what stands there.
-    private static func checkReplaceable(_ destination: String) throws(SheafError) {
+    private static func checkReplaceable(_ destination: String) throws(SheafError) -> mode_t? {
         var status = stat()
         // Nothing there (or no way to tell): creating the folders or the file will say.
-        guard lstat(destination, &status) == 0 else { return }
+        guard lstat(destination, &status) == 0 else { return nil }
         var through = ""
         if status.st_mode & S_IFMT == S_IFLNK {
-            guard stat(destination, &status) == 0 else { return } // a dangling link: replaced
+            guard stat(destination, &status) == 0 else { return nil } // a dangling link: replaced
+            guard status.st_mode & S_IFMT != S_IFREG else { return nil }
             through = " (through a symbolic link)"
         }
         let kind: String
         switch status.st_mode & S_IFMT {
-        case S_IFREG: return
+        // Set-user-ID, set-group-ID and sticky bits are not carried over to a body from the network.
+        case S_IFREG: return status.st_mode & 0o777
         case S_IFDIR: kind = "directory"
         case S_IFCHR: kind = "character device"
         case S_IFBLK: kind = "block device"
@@ -183,8 +187,9 @@ final class FileDownload: ResponseBodySink, @unchecked Sendable {
     }
 
     /// Creates `.<name>.sheaf-XXXXXX` in the destination's folder, exclusively: never an existing
-    /// file, never through a link; another random name while the drawn one exists.
-    private static func createTemporary(beside destination: String) throws(SheafError) -> (Int32, String) {
+    /// file, never through a link; another random name while the drawn one exists. Its mode is
+    /// `mode` exactly, or 0666 less the umask.
+    private static func createTemporary(beside destination: String, mode: mode_t?) throws(SheafError) -> (Int32, String) {
         let slash = destination.lastIndex(of: "/")
         let folder = slash.map { String(destination[...$0]) } ?? ""
         let name = slash.map { String(destination[destination.index(after: $0)...]) } ?? destination
@@ -198,7 +203,16 @@ final class FileDownload: ResponseBodySink, @unchecked Sendable {
         for _ in 0..<100 {
             let path = prefix + String((0..<6).map { _ in letters.randomElement(using: &generator)! })
             let descriptor = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o666)
-            if descriptor >= 0 { return (descriptor, path) }
+            if descriptor >= 0 {
+                // The file it replaces keeps its mode (the umask would narrow it at open).
+                if let mode, fchmod(descriptor, mode) != 0 {
+                    let error = ioError("cannot set the mode of \(path)")
+                    close(descriptor)
+                    unlink(path)
+                    throw error
+                }
+                return (descriptor, path)
+            }
             guard errno == EEXIST else { throw ioError("cannot create a file in \(folder.isEmpty ? "." : folder)") }
         }
         throw SheafError(.io, "cannot create a file in \(folder.isEmpty ? "." : folder): 100 names drawn were all taken")

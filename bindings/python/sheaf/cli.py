@@ -471,25 +471,28 @@ def _pair(parser: argparse.ArgumentParser, text: str, separator: str, flag: str)
 
 # ---- output --------------------------------------------------------------------------------
 
-def check_replaceable(path: str) -> None:
+def check_replaceable(path: str) -> Optional[int]:
     """Refuses to replace what is not a regular file (a device, a FIFO, a socket, a directory):
     as root, `-o /dev/null` would otherwise replace /dev/null. A symbolic link is replaced itself,
-    unless it leads to one of those (the library's download follows the same rule)."""
+    unless it leads to one of those (the library's download follows the same rule). Returns the
+    permission bits of the regular file there, which the new one takes, or None."""
     import stat
 
     try:
         status = os.lstat(path)
     except OSError:
-        return   # nothing there, or no way to tell: creating the file will say
+        return None   # nothing there, or no way to tell: creating the file will say
     through = ""
     if stat.S_ISLNK(status.st_mode):
         try:
             status = os.stat(path)
         except OSError:
-            return   # a dangling link: replaced
+            return None   # a dangling link: replaced
+        if stat.S_ISREG(status.st_mode):
+            return None
         through = " (through a symbolic link)"
     if stat.S_ISREG(status.st_mode):
-        return
+        return status.st_mode & 0o777
     kind = ("directory" if stat.S_ISDIR(status.st_mode) else "character device" if stat.S_ISCHR(status.st_mode)
             else "block device" if stat.S_ISBLK(status.st_mode) else "FIFO" if stat.S_ISFIFO(status.st_mode)
             else "socket" if stat.S_ISSOCK(status.st_mode) else "special file")
@@ -508,8 +511,13 @@ class AtomicFile:
 
         self.path = path
         folder = os.path.dirname(os.path.abspath(path))
-        check_replaceable(path)
+        mode = check_replaceable(path)
         descriptor, self.temporary = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".part", dir=folder)
+        if mode is None:   # a new file: 0666 less the umask, not mkstemp's 0600
+            umask = os.umask(0)
+            os.umask(umask)
+            mode = 0o666 & ~umask
+        os.fchmod(descriptor, mode)
         self.file = os.fdopen(descriptor, "wb")
 
     def commit(self) -> None:

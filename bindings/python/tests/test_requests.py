@@ -307,3 +307,19 @@ def test_a_destination_that_is_not_a_regular_file_is_refused(api, tmp_path) -> N
     assert stat.S_ISFIFO(os.lstat(fifo).st_mode) and stat.S_ISCHR(os.lstat(device).st_mode)
     assert os.path.islink(link_to_fifo)
     assert leftovers(tmp_path, "fifo", "null", "link") == []
+
+
+def test_a_download_keeps_the_mode_of_the_file_it_replaces(api, tmp_path) -> None:
+    private = tmp_path / "private.bin"
+    private.write_bytes(b"old")
+    os.chmod(private, 0o600)
+    fresh = tmp_path / "fresh.bin"
+    old_umask = os.umask(0o027)
+    try:
+        with sheaf.Client(api.base_url) as client:
+            client.download("/req/download?size=5000", private)
+            client.download("/req/download?size=5000", fresh)
+    finally:
+        os.umask(old_umask)
+    assert private.read_bytes() == pattern(5000) and oct(private.stat().st_mode & 0o7777) == oct(0o600)
+    assert oct(fresh.stat().st_mode & 0o7777) == oct(0o666 & ~0o027)
