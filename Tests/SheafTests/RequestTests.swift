@@ -206,4 +206,31 @@ final class RequestTests: XCTestCase {
         }
         XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: folder), [])
     }
+
+    func testAPartOfTheFileAnsweringARequestForAllOfItIsRefusedAndNothingKept() throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("sheaf-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let recorder = Recorder { request in
+            let whole = request.url.hasSuffix("/whole")
+            return .success(HTTPResponse(status: 206, headers: [
+                HTTPHeader(name: "Content-Range", value: whole ? "bytes 0-999/1000" : "bytes 0-999/200000"),
+                HTTPHeader(name: "Content-Length", value: "1000")], body: Array(repeating: 7, count: 1000)))
+        }
+        let client = try SheafClient(baseURL: "https://a.example/", transport: recorder)
+        let destination = folder + "/file.bin"
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        FileManager.default.createFile(atPath: destination, contents: Data("old".utf8))
+        let run = try client.makeRequest(Request(path: "part"), downloadingTo: destination)
+        try run.start()
+        let error = try run.wait().error
+        XCTAssertEqual(error?.code, .transport)
+        XCTAssertTrue(error?.message.contains("part of the file (Content-Range: bytes 0-999/200000)") == true, "\(String(describing: error))")
+        XCTAssertEqual(FileManager.default.contents(atPath: destination), Data("old".utf8))
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: folder), ["file.bin"])
+        // A 206 that holds all of the file is the file.
+        let whole = try client.makeRequest(Request(path: "whole"), downloadingTo: destination)
+        try whole.start()
+        XCTAssertNil(try whole.wait().error)
+        XCTAssertEqual(FileManager.default.contents(atPath: destination), Data(repeating: 7, count: 1000))
+    }
 }

@@ -41,6 +41,8 @@ final class FileDownload: ResponseBodySink, @unchecked Sendable {
     private var expected: Int64 = -1
     /// The first answer's ETag or Last-Modified: what a resumed range must still match.
     private var validator: String?
+    /// The first byte the attempt under way asked for (with `Range`), or nil: it asked for all.
+    private var askedFrom: Int64?
     /// Why writing failed, for the error.
     private var failure: SheafError?
 
@@ -67,7 +69,11 @@ final class FileDownload: ResponseBodySink, @unchecked Sendable {
     /// The headers that ask for the rest of a broken transfer, or none.
     func resumeHeaders() -> [HTTPHeader] {
         lock.withLock {
-            guard written > 0, let validator else { return [] }
+            guard written > 0, let validator else {
+                askedFrom = nil
+                return []
+            }
+            askedFrom = written
             return [HTTPHeader(name: "Range", value: "bytes=\(written)-"), HTTPHeader(name: "If-Range", value: validator)]
         }
     }
@@ -78,10 +84,25 @@ final class FileDownload: ResponseBodySink, @unchecked Sendable {
             // A body the transport decodes (gzip) is not as long as its Content-Length says.
             let encoded = headers.first(named: "Content-Encoding").map { $0.lowercased() != "identity" } ?? false
             let length = encoded ? nil : headers.first(named: "Content-Length").flatMap { Int64($0) }
-            if status == 206, let range = headers.first(named: "Content-Range"), let start = Self.rangeStart(range),
-               start == written, written > 0 {
-                expected = length.map { written.addingReportingOverflow($0) }.flatMap { $0.overflow ? nil : $0.partialValue } ?? -1
-                return true
+            if status == 206 {
+                let range = headers.first(named: "Content-Range")
+                let span = range.flatMap(Self.byteRange)
+                let shown = range.map { "Content-Range: \($0)" } ?? "no Content-Range"
+                if let askedFrom {
+                    guard let span, span.first == askedFrom, askedFrom == written else {
+                        failure = SheafError(.transport, "the server resumed the download elsewhere than byte \(written) "
+                                                         + "as asked (\(shown)); nothing was kept")
+                        return true // the write fails and aborts the transfer
+                    }
+                    expected = length.map { written.addingReportingOverflow($0) }.flatMap { $0.overflow ? nil : $0.partialValue } ?? -1
+                    return true
+                }
+                // Asked for all of it: a part is not the file (unless the part is all of it).
+                guard let span, span.first == 0, let total = span.total, span.last + 1 == total else {
+                    failure = SheafError(.transport, "the server sent part of the file (\(shown)) to a request for "
+                                                     + "all of it; nothing was kept")
+                    return true // the write fails and aborts the transfer
+                }
             }
             // A whole body: from the start, whatever was written before.
             guard ftruncate(descriptor, 0) == 0, lseek(descriptor, 0, SEEK_SET) == 0 else {
@@ -147,11 +168,19 @@ final class FileDownload: ResponseBodySink, @unchecked Sendable {
         }
     }
 
-    /// The first byte position of `Content-Range: bytes START-END/TOTAL`.
-    private static func rangeStart(_ value: String) -> Int64? {
+    /// The byte positions of `Content-Range: bytes FIRST-LAST/TOTAL` (TOTAL may be `*`).
+    private static func byteRange(_ value: String) -> (first: Int64, last: Int64, total: Int64?)? {
         let trimmed = value.drop { $0 == " " }
         guard trimmed.lowercased().hasPrefix("bytes ") else { return nil }
-        return Int64(trimmed.dropFirst(6).prefix { $0 != "-" })
+        let parts = trimmed.dropFirst(6).split(separator: "/", maxSplits: 1, omittingEmptySubsequences: false)
+        guard parts.count == 2 else { return nil }
+        let positions = parts[0].split(separator: "-", maxSplits: 1, omittingEmptySubsequences: false)
+        guard positions.count == 2, let first = Int64(positions[0]), let last = Int64(positions[1]), first <= last else {
+            return nil
+        }
+        if parts[1] == "*" { return (first, last, nil) }
+        guard let total = Int64(parts[1]), last < total else { return nil }
+        return (first, last, total)
     }
 
     /// A download replaces nothing but a regular file: a device, a FIFO, a socket or a directory

@@ -323,3 +323,13 @@ def test_a_download_keeps_the_mode_of_the_file_it_replaces(api, tmp_path) -> Non
         os.umask(old_umask)
     assert private.read_bytes() == pattern(5000) and oct(private.stat().st_mode & 0o7777) == oct(0o600)
     assert oct(fresh.stat().st_mode & 0o7777) == oct(0o666 & ~0o027)
+
+
+def test_a_part_of_the_file_for_a_request_of_all_of_it_is_refused(api, tmp_path) -> None:
+    target = tmp_path / "file.bin"
+    target.write_bytes(b"old")
+    with sheaf.Client(api.base_url) as client:
+        with pytest.raises(sheaf.TransportError) as caught:
+            client.download("/req/download?size=200000&part=1000", target)
+    assert "part of the file" in caught.value.message and "bytes 0-999/200000" in caught.value.message
+    assert target.read_bytes() == b"old" and leftovers(tmp_path, "file.bin") == []
