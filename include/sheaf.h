@@ -962,6 +962,9 @@ SHEAF_API sheaf_result sheaf_request_add_form(sheaf_request *request, const char
  * the path ends as one whole body (the last renamed). The file takes the permission bits of the
  * regular file it replaces; a new one gets 0666 less the umask. A transfer that breaks is retried like any other, and
  * resumes with "Range" when the server sent an ETag or Last-Modified and answers 206 for it.
+ * A 206 that does not continue the file as asked (a part when all of it was asked for, a range
+ * starting elsewhere, or another version: an ETag or Last-Modified other than the If-Range sent)
+ * ends the request with SHEAF_E_TRANSPORT; two versions are never spliced, nothing is kept.
  * A failing status's body is kept in memory as usual (within SHEAF_OPT_MAX_BODY_BYTES), which
  * does not limit the file. A destination that is not a regular file (a directory, a device, a
  * FIFO, a socket, or a symbolic link to one) is refused at send time with

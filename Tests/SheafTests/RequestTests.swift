@@ -233,4 +233,34 @@ final class RequestTests: XCTestCase {
         XCTAssertNil(try whole.wait().error)
         XCTAssertEqual(FileManager.default.contents(atPath: destination), Data(repeating: 7, count: 1000))
     }
+
+    func testAResumedRangeIsAppendedOnlyWhenItCarriesTheValidatorItWasAskedFor() throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("sheaf-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let first = "Tue, 01 Sep 2026 10:00:00 GMT", second = "Wed, 02 Sep 2026 10:00:00 GMT"
+        func header(_ name: String, _ value: String) -> HTTPHeader { HTTPHeader(name: name, value: value) }
+        /// A transfer of 10 bytes broken after 4, resumed by a 206 with `lastModified`.
+        func resumed(_ lastModified: String) throws -> (FileDownload, [HTTPHeader], Bool) {
+            let download = try FileDownload(destination: folder + "/file.bin")
+            XCTAssertTrue(download.begin(status: 200, headers: [header("Content-Length", "10"), header("Last-Modified", first)]))
+            XCTAssertTrue([UInt8]([0, 1, 2, 3]).withUnsafeBytes { download.write($0) })
+            let asked = download.resumeHeaders()
+            XCTAssertTrue(download.begin(status: 206, headers: [header("Content-Range", "bytes 4-9/10"), header("Content-Length", "6"),
+                                                               header("Last-Modified", lastModified)]))
+            return (download, asked, [UInt8]([4, 5, 6, 7, 8, 9]).withUnsafeBytes { download.write($0) })
+        }
+        let (same, asked, appended) = try resumed(first)
+        XCTAssertEqual(asked, [header("Range", "bytes=4-"), header("If-Range", first)])
+        XCTAssertTrue(appended)
+        try same.complete()
+        XCTAssertEqual(FileManager.default.contents(atPath: folder + "/file.bin"), Data([0, 1, 2, 3, 4, 5, 6, 7, 8, 9]))
+
+        let (changed, _, spliced) = try resumed(second)
+        XCTAssertFalse(spliced, "a range of another version is not appended")
+        XCTAssertEqual(changed.writeFailure?.code, .transport)
+        XCTAssertTrue(changed.writeFailure?.message.contains("changed on the server") == true)
+        XCTAssertThrowsError(try changed.complete())
+        changed.abandon()
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: folder), ["file.bin"])
+    }
 }

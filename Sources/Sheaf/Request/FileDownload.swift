@@ -39,10 +39,12 @@ final class FileDownload: ResponseBodySink, @unchecked Sendable {
     private var ownsTemporary = true
     private var written: Int64 = 0
     private var expected: Int64 = -1
-    /// The first answer's ETag or Last-Modified: what a resumed range must still match.
-    private var validator: String?
-    /// The first byte the attempt under way asked for (with `Range`), or nil: it asked for all.
-    private var askedFrom: Int64?
+    /// The first answer's ETag (strong) or else its Last-Modified: what a resumed range must
+    /// still carry, in the same field.
+    private var validator: HTTPHeader?
+    /// The first byte the attempt under way asked for (with `Range`) and the If-Range it sent,
+    /// or nil: it asked for all of the file.
+    private var asked: (from: Int64, validator: HTTPHeader)?
     /// Why writing failed, for the error.
     private var failure: SheafError?
 
@@ -70,11 +72,11 @@ final class FileDownload: ResponseBodySink, @unchecked Sendable {
     func resumeHeaders() -> [HTTPHeader] {
         lock.withLock {
             guard written > 0, let validator else {
-                askedFrom = nil
+                asked = nil
                 return []
             }
-            askedFrom = written
-            return [HTTPHeader(name: "Range", value: "bytes=\(written)-"), HTTPHeader(name: "If-Range", value: validator)]
+            asked = (written, validator)
+            return [HTTPHeader(name: "Range", value: "bytes=\(written)-"), HTTPHeader(name: "If-Range", value: validator.value)]
         }
     }
 
@@ -88,8 +90,18 @@ final class FileDownload: ResponseBodySink, @unchecked Sendable {
                 let range = headers.first(named: "Content-Range")
                 let span = range.flatMap(Self.byteRange)
                 let shown = range.map { "Content-Range: \($0)" } ?? "no Content-Range"
-                if let askedFrom {
-                    guard let span, span.first == askedFrom, askedFrom == written else {
+                if let asked {
+                    // A server that honours If-Range answers another version with a 200, whole;
+                    // a 206 of another version would splice two files into one.
+                    let sent = headers.first(named: asked.validator.name)
+                    guard sent == asked.validator.value else {
+                        failure = SheafError(.transport, "the file changed on the server during the download (\(asked.validator.name) "
+                                                         + "\(asked.validator.value) when it began, \(sent ?? "none") in the resumed "
+                                                         + "part the server sent despite If-Range); the two versions are not "
+                                                         + "spliced, nothing was kept")
+                        return true // the write fails and aborts the transfer
+                    }
+                    guard let span, span.first == asked.from, asked.from == written else {
                         failure = SheafError(.transport, "the server resumed the download elsewhere than byte \(written) "
                                                          + "as asked (\(shown)); nothing was kept")
                         return true // the write fails and aborts the transfer
@@ -111,8 +123,9 @@ final class FileDownload: ResponseBodySink, @unchecked Sendable {
             }
             written = 0
             expected = length ?? -1
-            validator = headers.first(named: "ETag").flatMap { $0.hasPrefix("W/") ? nil : $0 }
-                ?? headers.first(named: "Last-Modified")
+            // A weak ETag cannot validate a range (RFC 9110 §13.1.5).
+            validator = headers.first(named: "ETag").flatMap { $0.hasPrefix("W/") ? nil : HTTPHeader(name: "ETag", value: $0) }
+                ?? headers.first(named: "Last-Modified").map { HTTPHeader(name: "Last-Modified", value: $0) }
             return true
         }
     }

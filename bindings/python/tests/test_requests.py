@@ -333,3 +333,19 @@ def test_a_part_of_the_file_for_a_request_of_all_of_it_is_refused(api, tmp_path)
             client.download("/req/download?size=200000&part=1000", target)
     assert "part of the file" in caught.value.message and "bytes 0-999/200000" in caught.value.message
     assert target.read_bytes() == b"old" and leftovers(tmp_path, "file.bin") == []
+
+
+def test_a_resumed_range_of_another_version_is_never_appended(api, tmp_path) -> None:
+    target = tmp_path / "file.bin"
+    version_2 = bytes((i + 1) % 251 for i in range(700_000))
+    with sheaf.Client(api.base_url, retry_base=0.001) as client:
+        # A server that honours If-Range sends the new version whole: it is saved, alone.
+        client.download("/req/download?size=700000&cut=300000&changes=1&key=py-v2-200", target)
+        assert target.read_bytes() == version_2
+        target.write_bytes(b"old")
+        # One that ignores it sends a 206 of the new version: not spliced onto the old one.
+        with pytest.raises(sheaf.TransportError) as caught:
+            client.download("/req/download?size=700000&cut=300000&changes=1&ifrange=0&key=py-v2-206", target)
+    message = caught.value.message
+    assert "changed" in message and '"sheaf-700000"' in message and '"sheaf-700000-v2"' in message
+    assert target.read_bytes() == b"old" and leftovers(tmp_path, "file.bin") == []
