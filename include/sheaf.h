@@ -960,7 +960,8 @@ SHEAF_API sheaf_result sheaf_request_add_form(sheaf_request *request, const char
  * memory, and renamed over `path` only once all of it has arrived; on any failure that file
  * is removed and `path` left as it was. Two downloads to one path each write their own file:
  * the path ends as one whole body (the last renamed). The file takes the permission bits of the
- * regular file it replaces; a new one gets 0666 less the umask. A transfer that breaks is retried like any other, and
+ * regular file it replaces; a new one gets 0666 less the umask. The file holds the body as
+ * served: a download offers no compression (no Accept-Encoding) and decodes none. A transfer that breaks is retried like any other, and
  * resumes with "Range" when the server sent an ETag or Last-Modified and answers 206 for it.
  * A 206 that does not continue the file as asked (a part when all of it was asked for, a range
  * starting elsewhere, or another version: an ETag or Last-Modified other than the If-Range sent)

@@ -83,7 +83,8 @@ final class FileDownload: ResponseBodySink, @unchecked Sendable {
     func begin(status: Int, headers: [HTTPHeader]) -> Bool {
         guard (200...299).contains(status) else { return false }
         return lock.withLock {
-            // A body the transport decodes (gzip) is not as long as its Content-Length says.
+            // A body a transport decodes (gzip) is not as long as its Content-Length says (the
+            // libcurl transport saves a download's bytes as served, but one of one's own may not).
             let encoded = headers.first(named: "Content-Encoding").map { $0.lowercased() != "identity" } ?? false
             let length = encoded ? nil : headers.first(named: "Content-Length").flatMap { Int64($0) }
             if status == 206 {

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import json
 import os
 import resource
 import signal
@@ -349,3 +350,17 @@ def test_a_resumed_range_of_another_version_is_never_appended(api, tmp_path) -> 
     message = caught.value.message
     assert "changed" in message and '"sheaf-700000"' in message and '"sheaf-700000-v2"' in message
     assert target.read_bytes() == b"old" and leftovers(tmp_path, "file.bin") == []
+
+
+def test_a_compressed_download_is_saved_as_served(api, tmp_path) -> None:
+    import gzip
+
+    target = tmp_path / "bomb.gz"
+    with sheaf.Client(api.base_url) as client:
+        client.download("/req/gzip-bomb?size=67108864", target)
+        echo = client.download("/req/echo", tmp_path / "echo.json")
+    saved = target.read_bytes()
+    assert len(saved) < 1 << 20 and saved[:2] == b"\x1f\x8b"
+    assert gzip.decompress(saved) == bytes(64 << 20)
+    assert echo.status == 200
+    assert "accept-encoding" not in json.loads((tmp_path / "echo.json").read_bytes())["headers"]
