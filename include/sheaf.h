@@ -981,13 +981,22 @@ SHEAF_API sheaf_result sheaf_request_add_form(sheaf_request *request, const char
 
 /**
  * Makes the request a download into the file `path` (copied; NULL: the body stays in memory): a
- * successful body is streamed to "<path>.part" (its folders created as needed), never held in
- * memory, and renamed over `path` only once all of it has arrived; on any failure the part file
- * is removed and `path` left as it was. A transfer that breaks is retried like any other, and
+ * successful body is streamed to a file of this request's own beside it, ".<name>.sheaf-XXXXXX"
+ * (created exclusively, never through a link; its folders created as needed), never held in
+ * memory, and renamed over `path` only once all of it has arrived; on any failure that file
+ * is removed and `path` left as it was. Two downloads to one path each write their own file:
+ * the path ends as one whole body (the last renamed). The file takes the permission bits of the
+ * regular file it replaces; a new one gets 0666 less the umask. The file holds the body as
+ * served: a download offers no compression (no Accept-Encoding) and decodes none. A transfer that breaks is retried like any other, and
  * resumes with "Range" when the server sent an ETag or Last-Modified and answers 206 for it.
+ * A 206 that does not continue the file as asked (a part when all of it was asked for, a range
+ * starting elsewhere, or another version: an ETag or Last-Modified other than the If-Range sent)
+ * ends the request with SHEAF_E_TRANSPORT; two versions are never spliced, nothing is kept.
  * A failing status's body is kept in memory as usual (within SHEAF_OPT_MAX_BODY_BYTES), which
- * does not limit the file. A destination that is a directory is refused at send time with
- * SHEAF_E_INVALID_ARGUMENT; a folder or file that cannot be written, or a full disk, ends the
+ * does not limit the file. A destination that is not a regular file (a directory, a device, a
+ * FIFO, a socket, or a symbolic link to one) is refused at send time with
+ * SHEAF_E_INVALID_ARGUMENT, never replaced; a symbolic link to a regular file is replaced itself,
+ * not followed; a folder or file that cannot be written, or a full disk, ends the
  * request with SHEAF_E_IO. sheaf_request_body is then empty.
  */
 SHEAF_API sheaf_result sheaf_request_set_output_file(sheaf_request *request, const char *path);

@@ -126,8 +126,14 @@ final class CurlTransfer: @unchecked Sendable {
         case .http1_1:
             set(scurl_easy_setopt_long(handle, CURLOPT_HTTP_VERSION, Int(CURL_HTTP_VERSION_1_1)))
         }
-        if acceptEncoding {
+        if acceptEncoding, request.sink == nil {
             set("".withCString { scurl_easy_setopt_ptr(handle, CURLOPT_ACCEPT_ENCODING, $0) })
+        }
+        if request.sink != nil {
+            // A download saves the bytes as served, compression offered or not: a decoded body has
+            // no bound of its own (a 261 KB gzip answer decodes to 256 MiB), and Range, If-Range
+            // and Content-Length all count the encoded bytes a resumed download must continue.
+            set(scurl_easy_setopt_long(handle, CURLOPT_HTTP_CONTENT_DECODING, 0))
         }
         for (option, path) in Self.tlsFiles(request.tls) {
             set(path.withCString { scurl_easy_setopt_ptr(handle, option, $0) })  // copied

@@ -31,7 +31,8 @@ public final class CurlTransport: Transport {
     ///   - maxTotalConnections: Open connections in all, 0 for no limit.
     ///   - acceptEncoding: Offers every content encoding libcurl can decode (gzip, deflate, ...)
     ///     and delivers the decoded body; the Content-Encoding and Content-Length response headers
-    ///     still describe the body as it was sent.
+    ///     still describe the body as it was sent. Downloads (a request with a `sink`) neither
+    ///     offer nor decode any: their file holds the bytes as served.
     public init(maxConnections: Int = 64, maxConnectionsPerHost: Int = 0,
                 maxTotalConnections: Int = 0, acceptEncoding: Bool = true) {
         loop = CurlEventLoop(maxConnections: maxConnections,

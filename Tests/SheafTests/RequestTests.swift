@@ -235,10 +235,68 @@ final class RequestTests: XCTestCase {
         let destination = folder + "/file.bin"
         do {
             let run = try client.makeRequest(Request(path: "file"), downloadingTo: destination)
-            XCTAssertTrue(FileManager.default.fileExists(atPath: destination + ".part"))
+            let made = try FileManager.default.contentsOfDirectory(atPath: folder)
+            XCTAssertEqual(made.count, 1)
+            XCTAssertTrue(made.allSatisfy { $0.hasPrefix(".file.bin.sheaf-") }, "\(made)")
             _ = run
         }
-        XCTAssertFalse(FileManager.default.fileExists(atPath: destination + ".part"))
-        XCTAssertFalse(FileManager.default.fileExists(atPath: destination))
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: folder), [])
+    }
+
+    func testAPartOfTheFileAnsweringARequestForAllOfItIsRefusedAndNothingKept() throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("sheaf-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let recorder = Recorder { request in
+            let whole = request.url.hasSuffix("/whole")
+            return .success(HTTPResponse(status: 206, headers: [
+                HTTPHeader(name: "Content-Range", value: whole ? "bytes 0-999/1000" : "bytes 0-999/200000"),
+                HTTPHeader(name: "Content-Length", value: "1000")], body: Array(repeating: 7, count: 1000)))
+        }
+        let client = try SheafClient(baseURL: "https://a.example/", transport: recorder)
+        let destination = folder + "/file.bin"
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        FileManager.default.createFile(atPath: destination, contents: Data("old".utf8))
+        let run = try client.makeRequest(Request(path: "part"), downloadingTo: destination)
+        try run.start()
+        let error = try run.wait().error
+        XCTAssertEqual(error?.code, .transport)
+        XCTAssertTrue(error?.message.contains("part of the file (Content-Range: bytes 0-999/200000)") == true, "\(String(describing: error))")
+        XCTAssertEqual(FileManager.default.contents(atPath: destination), Data("old".utf8))
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: folder), ["file.bin"])
+        // A 206 that holds all of the file is the file.
+        let whole = try client.makeRequest(Request(path: "whole"), downloadingTo: destination)
+        try whole.start()
+        XCTAssertNil(try whole.wait().error)
+        XCTAssertEqual(FileManager.default.contents(atPath: destination), Data(repeating: 7, count: 1000))
+    }
+
+    func testAResumedRangeIsAppendedOnlyWhenItCarriesTheValidatorItWasAskedFor() throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("sheaf-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let first = "Tue, 01 Sep 2026 10:00:00 GMT", second = "Wed, 02 Sep 2026 10:00:00 GMT"
+        func header(_ name: String, _ value: String) -> HTTPHeader { HTTPHeader(name: name, value: value) }
+        /// A transfer of 10 bytes broken after 4, resumed by a 206 with `lastModified`.
+        func resumed(_ lastModified: String) throws -> (FileDownload, [HTTPHeader], Bool) {
+            let download = try FileDownload(destination: folder + "/file.bin")
+            XCTAssertTrue(download.begin(status: 200, headers: [header("Content-Length", "10"), header("Last-Modified", first)]))
+            XCTAssertTrue([UInt8]([0, 1, 2, 3]).withUnsafeBytes { download.write($0) })
+            let asked = download.resumeHeaders()
+            XCTAssertTrue(download.begin(status: 206, headers: [header("Content-Range", "bytes 4-9/10"), header("Content-Length", "6"),
+                                                               header("Last-Modified", lastModified)]))
+            return (download, asked, [UInt8]([4, 5, 6, 7, 8, 9]).withUnsafeBytes { download.write($0) })
+        }
+        let (same, asked, appended) = try resumed(first)
+        XCTAssertEqual(asked, [header("Range", "bytes=4-"), header("If-Range", first)])
+        XCTAssertTrue(appended)
+        try same.complete()
+        XCTAssertEqual(FileManager.default.contents(atPath: folder + "/file.bin"), Data([0, 1, 2, 3, 4, 5, 6, 7, 8, 9]))
+
+        let (changed, _, spliced) = try resumed(second)
+        XCTAssertFalse(spliced, "a range of another version is not appended")
+        XCTAssertEqual(changed.writeFailure?.code, .transport)
+        XCTAssertTrue(changed.writeFailure?.message.contains("changed on the server") == true)
+        XCTAssertThrowsError(try changed.complete())
+        changed.abandon()
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: folder), ["file.bin"])
     }
 }

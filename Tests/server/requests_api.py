@@ -18,6 +18,13 @@
                                 from S. cut=C: the first request with key K sends C bytes of
                                 the body, then closes the connection. lie=L announces L bytes
                                 more than it sends. etag=0: no validator; ranges=0: Range ignored.
+                                Misbehaving servers: part=P answers a request without Range
+                                206 with the first P bytes (Content-Range: bytes 0-(P-1)/N);
+                                changes=1 (with key) makes every request after the first serve
+                                version 2 (ETag "sheaf-N-v2", byte i is (i + 1) % 251), and
+                                ifrange=0 ignores If-Range (a 206 of whatever version is current).
+  GET /req/gzip-bomb?size=N     N zero bytes gzip-compressed (about N / 1000 bytes on the wire),
+                                sent with Content-Encoding: gzip whether asked for or not
   GET /req/download-stats?key=K {"requests": n, "bytes": body bytes sent} for key K
 """
 
@@ -107,6 +114,8 @@ def handle(handler, method: str, path: str, query: str) -> None:
             echo(handler, method, path, query, body, 200)
     elif path == "/req/download":
         download(handler, params)
+    elif path == "/req/gzip-bomb":
+        gzip_bomb(handler, int(params.get("size", "0")))
     elif path == "/req/download-stats":
         with _flaky_lock:
             handler.send_json(200, _download_stats.get(params.get("key"), {"requests": 0, "bytes": 0}))
@@ -158,37 +167,43 @@ def pattern_bytes(start: int, length: int):
 
 def download(handler, params: dict) -> None:
     size = int(params.get("size", "0"))
-    etag = f'"sheaf-{size}"' if params.get("etag", "1") != "0" else None
+    key = params.get("key")
+    first = True
+    if key is not None and ("cut" in params or "changes" in params):
+        with _flaky_lock:
+            first = key not in _flaky_counts
+            _flaky_counts[key] = _flaky_counts.get(key, 0) + 1
+    version = 1 if first or params.get("changes") != "1" else 2
+    etag = None
+    if params.get("etag", "1") != "0":
+        etag = f'"sheaf-{size}"' if version == 1 else f'"sheaf-{size}-v2"'
     start = 0
     ranged = handler.headers.get("Range", "")
     if params.get("ranges", "1") != "0" and ranged.startswith("bytes=") and ranged.endswith("-"):
         if_range = handler.headers.get("If-Range")
-        if if_range is None or if_range == etag:
+        if if_range is None or if_range == etag or params.get("ifrange") == "0":
             start = min(int(ranged[6:-1]), size)
-    cut = None
-    key = params.get("key")
-    if key is not None and "cut" in params:
-        with _flaky_lock:
-            first = key not in _flaky_counts
-            _flaky_counts[key] = _flaky_counts.get(key, 0) + 1
-        if first:
-            cut = int(params["cut"])
+    cut = int(params["cut"]) if first and key is not None and "cut" in params else None
     length = size - start
-    handler.send_response(206 if start else 200)
+    end = size - 1
+    if not ranged and "part" in params:
+        length = min(int(params["part"]), size)
+        end = length - 1
+    handler.send_response(206 if start or end < size - 1 else 200)
     handler.send_header("Content-Type", "application/octet-stream")
     handler.send_header("Content-Length", str(length + int(params.get("lie", "0"))))
     handler.send_header("Accept-Ranges", "bytes")
     if etag:
         handler.send_header("ETag", etag)
-    if start:
-        handler.send_header("Content-Range", f"bytes {start}-{size - 1}/{size}")
+    if start or end < size - 1:
+        handler.send_header("Content-Range", f"bytes {start}-{end}/{size}")
     if cut is not None:
         handler.close_connection = True
     handler.end_headers()
     handler._answered()
     sent = 0
     try:
-        for chunk in pattern_bytes(start, length if cut is None else min(cut, length)):
+        for chunk in pattern_bytes(start + version - 1, length if cut is None else min(cut, length)):
             handler.wfile.write(chunk)
             sent += len(chunk)
     finally:
@@ -199,3 +214,16 @@ def download(handler, params: dict) -> None:
                 stats["bytes"] += sent
     if cut is not None or "lie" in params:
         handler.close_connection = True
+
+
+def gzip_bomb(handler, size: int) -> None:
+    import zlib
+
+    packer = zlib.compressobj(9, zlib.DEFLATED, 31)   # 31: the gzip wrapper
+    zeros = bytes(1 << 20)
+    chunks = []
+    for _ in range(size >> 20):   # bounded by size
+        chunks.append(packer.compress(zeros))
+    chunks.append(packer.compress(bytes(size & ((1 << 20) - 1))))
+    chunks.append(packer.flush())
+    handler.send(200, b"".join(chunks), "application/octet-stream", [("Content-Encoding", "gzip")])

@@ -34,7 +34,7 @@ public final class RequestRun: Sendable {
     /// - Parameter downloadingTo: a file the body is written to instead of memory.
     /// - Throws: `.invalidArgument` for a request that cannot be sent as written (see
     ///   `Request.validated`), a path that does not make a URL, or a destination that is a
-    ///   directory; `.io` when the destination's folder or part file cannot be created.
+    ///   directory; `.io` when the destination's folder or the download's temporary file cannot be created.
     init(client: SheafClient, request: Request, downloadingTo destination: String? = nil) throws(SheafError) {
         let request = try request.validated()
         self.client = client

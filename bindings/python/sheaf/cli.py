@@ -370,7 +370,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help="JSON pointers of the item's fields to write: the columns of csv; with jsonl "
                              "or json, objects of those fields instead of the whole items")
     output.add_argument("-o", "--output", metavar="FILE",
-                        help="write the items to FILE instead of stdout")
+                        help="write the items to FILE instead of stdout (-: stdout)")
     output.add_argument("--quiet", "-q", action="store_true",
                         help="no progress line (errors are still reported)")
     get.set_defaults(handler=_get, subparser=get)
@@ -394,13 +394,13 @@ def build_parser() -> argparse.ArgumentParser:
                          help="retry transient failures even for POST and PATCH")
     _add_retry_options(sending)
     out = request.add_argument_group("output")
-    out.add_argument("-o", "--output", metavar="FILE", help="write the body to FILE (replaced only on success)")
+    out.add_argument("-o", "--output", metavar="FILE", help="write the body to FILE (replaced only on success; -: stdout)")
     out.add_argument("-i", "--include", action="store_true", help="print the status line and headers to stderr")
     request.set_defaults(handler=_request, subparser=request)
 
     download = commands.add_parser(
         "download", help="download a file (streamed to disk, renamed into place when complete)",
-        description="Download URL into FILE: the body is streamed to FILE.part and renamed over\n"
+        description="Download URL into FILE: the body is streamed to .FILE.sheaf-XXXXXX and renamed over\n"
                     "FILE only when all of it has arrived; a broken transfer resumes with Range\n"
                     "where the server allows it. On a terminal a progress line shows the bytes.",
         epilog=EXIT_STATUS_TEXT, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -471,6 +471,37 @@ def _pair(parser: argparse.ArgumentParser, text: str, separator: str, flag: str)
 
 # ---- output --------------------------------------------------------------------------------
 
+def check_replaceable(path: str) -> Optional[int]:
+    """Refuses to replace what is not a regular file (a device, a FIFO, a socket, a directory):
+    as root, `-o /dev/null` would otherwise replace /dev/null. A symbolic link is replaced itself,
+    unless it leads to one of those (the library's download follows the same rule). Returns the
+    permission bits of the regular file there, which the new one takes, or None."""
+    import stat
+
+    try:
+        status = os.lstat(path)
+    except OSError:
+        return None   # nothing there, or no way to tell: creating the file will say
+    through = ""
+    if stat.S_ISLNK(status.st_mode):
+        try:
+            status = os.stat(path)
+        except OSError:
+            return None   # a dangling link: replaced
+        if stat.S_ISREG(status.st_mode):
+            return None
+        through = " (through a symbolic link)"
+    if stat.S_ISREG(status.st_mode):
+        return status.st_mode & 0o777
+    kind = ("directory" if stat.S_ISDIR(status.st_mode) else "character device" if stat.S_ISCHR(status.st_mode)
+            else "block device" if stat.S_ISBLK(status.st_mode) else "FIFO" if stat.S_ISFIFO(status.st_mode)
+            else "socket" if stat.S_ISSOCK(status.st_mode) else "special file")
+    message = f"it is a {kind}{through}, not a regular file (-o - writes to stdout)"
+    if kind == "directory":
+        raise IsADirectoryError(21, message, path)
+    raise OSError(0, message, path)
+
+
 class AtomicFile:
     """A file written under a temporary name beside `path` and renamed over it by `commit`;
     `discard` (or a run that never commits) leaves whatever was at `path` untouched."""
@@ -480,13 +511,18 @@ class AtomicFile:
 
         self.path = path
         folder = os.path.dirname(os.path.abspath(path))
-        if os.path.isdir(path):
-            raise IsADirectoryError(21, "is a directory", path)
+        mode = check_replaceable(path)
         descriptor, self.temporary = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".part", dir=folder)
+        if mode is None:   # a new file: 0666 less the umask, not mkstemp's 0600
+            umask = os.umask(0)
+            os.umask(umask)
+            mode = 0o666 & ~umask
+        os.fchmod(descriptor, mode)
         self.file = os.fdopen(descriptor, "wb")
 
     def commit(self) -> None:
         self.file.close()
+        check_replaceable(self.path)   # again: whatever came to stand there meanwhile
         os.replace(self.temporary, self.path)
 
     def discard(self) -> None:
@@ -833,6 +869,8 @@ def _get(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     if args.explain:
         return _explain(api, args, base, path, token, list_options, client_options)
 
+    if args.output == "-":
+        args.output = None   # stdout
     target = None
     if args.output:
         try:
@@ -967,6 +1005,8 @@ def _request(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         options["content"] = _read_argument(parser, args.data, "--data")
         options["content_type"] = args.content_type
     method = (args.method or ("POST" if bodies else "GET")).upper()
+    if args.output == "-":
+        args.output = None   # stdout
     connection = _connect(parser, args)
     if connection is None:
         return EXIT_FAILURE
@@ -1017,6 +1057,8 @@ def _size(count: float) -> str:
 def _download(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     import time
 
+    if args.output == "-":
+        parser.error("download writes a file (-o FILE); for the body on stdout: sheaf request URL")
     connection = _connect(parser, args)
     if connection is None:
         return EXIT_FAILURE

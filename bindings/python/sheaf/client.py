@@ -211,7 +211,8 @@ class Client(Closing):
                  progress: Optional[Callable[[int, Optional[int]], None]] = None) -> Response:
         """Downloads `path` (a GET) into the file `destination` without holding the body in memory.
 
-        The body is written to ``<destination>.part`` (folders created as needed) and renamed over
+        The body is written to a file of its own beside `destination`, ``.<name>.sheaf-XXXXXX``
+        (created exclusively; folders created as needed), and renamed over
         `destination` only once all of it has arrived, so a failure leaves an existing file as it
         was. A transfer that breaks is resumed with ``Range`` where the server allows it.
 

@@ -12,6 +12,7 @@ import json
 import os
 import pty
 import socket
+import stat
 import struct
 import subprocess
 import sys
@@ -724,3 +725,40 @@ def test_download_writes_the_file_and_fails_cleanly(api, tmp_path):
     r = subprocess.run([sys.executable, "-m", "sheaf", "download", f"{api}/req/download?size=1"],
                        capture_output=True, timeout=60, env=cli_env(), cwd=REPO, stdin=subprocess.DEVNULL)
     assert r.returncode == 2 and b"usage: sheaf download" in r.stderr
+
+
+def run_in(folder, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "sheaf", *args], capture_output=True, timeout=60,
+                          env=cli_env(), cwd=folder, stdin=subprocess.DEVNULL)
+
+
+def test_dash_is_stdout_and_other_files_that_are_not_regular_are_refused(api, tmp_path):
+    r = run_in(tmp_path, "request", f"{api}/req/echo", "-o", "-")
+    assert r.returncode == 0 and json.loads(r.stdout)["method"] == "GET"
+    r = run_in(tmp_path, "get", f"{api}/anchor?n=3", "-o", "-")
+    assert r.returncode == 0 and lines(r.stdout) == expected(3)
+    assert list(tmp_path.iterdir()) == []   # no file named "-"
+    r = run_in(tmp_path, "download", f"{api}/req/download?size=10", "-o", "-")
+    assert r.returncode == 2 and b"sheaf request" in r.stderr
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    for args in (["request", f"{api}/req/echo"], ["get", f"{api}/anchor?n=3"],
+                 ["download", f"{api}/req/download?size=10"]):
+        r = run_in(tmp_path, *args, "-o", str(fifo))
+        assert r.returncode in (1, 2) and b"is a FIFO" in r.stderr and b"not a regular file" in r.stderr, (args, r.stderr)
+        assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
+    assert [p.name for p in tmp_path.iterdir()] == ["fifo"]
+
+
+def test_an_output_file_keeps_the_mode_of_the_file_it_replaces(api, tmp_path):
+    private = tmp_path / "private.json"
+    private.write_text("old")
+    os.chmod(private, 0o640)
+    r = run_in(tmp_path, "request", f"{api}/req/echo", "-o", str(private))
+    assert r.returncode == 0 and json.loads(private.read_text())["method"] == "GET"
+    assert oct(private.stat().st_mode & 0o7777) == oct(0o640)
+    fresh = tmp_path / "fresh.jsonl"
+    r = subprocess.run([sys.executable, "-m", "sheaf", "get", f"{api}/anchor?n=3", "-o", str(fresh)], capture_output=True,
+                       timeout=60, env=cli_env(), cwd=tmp_path, stdin=subprocess.DEVNULL, preexec_fn=lambda: os.umask(0o027))
+    assert r.returncode == 0 and lines(fresh.read_bytes()) == expected(3)
+    assert oct(fresh.stat().st_mode & 0o7777) == oct(0o640)

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import base64
+import json
 import os
 import resource
 import signal
+import stat
 import subprocess
 import sys
 import textwrap
@@ -213,5 +215,152 @@ def test_a_full_disk_is_a_file_error_and_leaves_nothing_behind(api, tmp_path) ->
     target.write_bytes(b"old")
     result = _download_in_a_child(api, target, 5 << 20, preexec=limit_file_size)
     assert result.returncode == 3, result.stderr + result.stdout
-    assert f"FileError {sheaf.Result.IO.value}" in result.stdout and "full.bin.part" in result.stdout
-    assert target.read_bytes() == b"old" and not (tmp_path / "full.bin.part").exists()
+    assert f"FileError {sheaf.Result.IO.value}" in result.stdout and ".full.bin.sheaf-" in result.stdout
+    assert target.read_bytes() == b"old" and leftovers(tmp_path, "full.bin") == []
+
+
+# ---- downloads against a hostile file system or a misbehaving server ---------------------------
+
+def leftovers(folder, *keep) -> list:
+    """What a download left in `folder` besides `keep`: temporary files, part files."""
+    return sorted(p.name for p in folder.iterdir() if p.name not in keep)
+
+
+def test_a_link_planted_at_the_part_name_never_redirects_the_write(api, tmp_path) -> None:
+    victim = tmp_path / "victim"
+    victim.write_bytes(b"secret")
+    target = tmp_path / "file.bin"
+    os.symlink(victim, tmp_path / "file.bin.part")
+    with sheaf.Client(api.base_url) as client:
+        with pytest.raises(sheaf.HTTPError):
+            client.download("/req/error/github", target)
+        assert victim.read_bytes() == b"secret"
+        client.download("/req/download?size=5000", target)
+    assert victim.read_bytes() == b"secret"
+    assert not target.is_symlink() and target.read_bytes() == pattern(5000)
+    assert leftovers(tmp_path, "victim", "file.bin", "file.bin.part") == []
+
+
+def test_a_link_at_the_destination_is_replaced_not_followed(api, tmp_path) -> None:
+    victim = tmp_path / "victim"
+    victim.write_bytes(b"secret")
+    target = tmp_path / "file.bin"
+    os.symlink(victim, target)
+    with sheaf.Client(api.base_url) as client:
+        client.download("/req/download?size=5000", target)
+    assert victim.read_bytes() == b"secret"
+    assert not target.is_symlink() and target.read_bytes() == pattern(5000)
+
+
+def test_concurrent_downloads_to_one_destination_each_write_their_own_file(api, tmp_path) -> None:
+    import threading
+
+    target = tmp_path / "shared.bin"
+    sizes = (6_000_000, 5_000_000)
+    for _ in range(3):
+        barrier = threading.Barrier(len(sizes))
+        outcomes: dict = {}
+
+        def fetch(size: int) -> None:
+            with sheaf.Client(api.base_url) as client:
+                barrier.wait()
+                try:
+                    outcomes[size] = client.download(f"/req/download?size={size}", target).status
+                except sheaf.Error as error:
+                    outcomes[size] = error
+        threads = [threading.Thread(target=fetch, args=(size,)) for size in sizes]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(60)
+        assert outcomes == {size: 200 for size in sizes}
+        assert target.read_bytes() in (pattern(sizes[0]), pattern(sizes[1]))
+        assert leftovers(tmp_path, "shared.bin") == []
+    # A failed download removes its own temporary file, and only that.
+    with sheaf.Client(api.base_url, max_attempts=1) as client:
+        with pytest.raises(sheaf.TransportError):
+            client.download("/req/download?size=5000&lie=100", target)
+    assert leftovers(tmp_path, "shared.bin") == []
+
+
+def _device_like_dev_null(tmp_path):
+    """A character device to download onto: a private copy of /dev/null when root may make one
+    (so that a failing test cannot replace the system's), else /dev/null itself (which a user
+    other than root cannot replace)."""
+    if os.geteuid() != 0:
+        return "/dev/null"
+    device = tmp_path / "null"
+    os.mknod(device, 0o666 | stat.S_IFCHR, os.makedev(1, 3))
+    return device
+
+
+def test_a_destination_that_is_not_a_regular_file_is_refused(api, tmp_path) -> None:
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    device = _device_like_dev_null(tmp_path)
+    link_to_fifo = tmp_path / "link"
+    os.symlink(fifo, link_to_fifo)
+    with sheaf.Client(api.base_url) as client:
+        for destination, kind in ((fifo, "FIFO"), (device, "character device"), (link_to_fifo, "FIFO")):
+            with pytest.raises(sheaf.UsageError) as caught:
+                client.download("/req/download?size=5000", destination)
+            assert f"is a {kind}" in caught.value.message and "not a regular file" in caught.value.message
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode) and stat.S_ISCHR(os.lstat(device).st_mode)
+    assert os.path.islink(link_to_fifo)
+    assert leftovers(tmp_path, "fifo", "null", "link") == []
+
+
+def test_a_download_keeps_the_mode_of_the_file_it_replaces(api, tmp_path) -> None:
+    private = tmp_path / "private.bin"
+    private.write_bytes(b"old")
+    os.chmod(private, 0o600)
+    fresh = tmp_path / "fresh.bin"
+    old_umask = os.umask(0o027)
+    try:
+        with sheaf.Client(api.base_url) as client:
+            client.download("/req/download?size=5000", private)
+            client.download("/req/download?size=5000", fresh)
+    finally:
+        os.umask(old_umask)
+    assert private.read_bytes() == pattern(5000) and oct(private.stat().st_mode & 0o7777) == oct(0o600)
+    assert oct(fresh.stat().st_mode & 0o7777) == oct(0o666 & ~0o027)
+
+
+def test_a_part_of_the_file_for_a_request_of_all_of_it_is_refused(api, tmp_path) -> None:
+    target = tmp_path / "file.bin"
+    target.write_bytes(b"old")
+    with sheaf.Client(api.base_url) as client:
+        with pytest.raises(sheaf.TransportError) as caught:
+            client.download("/req/download?size=200000&part=1000", target)
+    assert "part of the file" in caught.value.message and "bytes 0-999/200000" in caught.value.message
+    assert target.read_bytes() == b"old" and leftovers(tmp_path, "file.bin") == []
+
+
+def test_a_resumed_range_of_another_version_is_never_appended(api, tmp_path) -> None:
+    target = tmp_path / "file.bin"
+    version_2 = bytes((i + 1) % 251 for i in range(700_000))
+    with sheaf.Client(api.base_url, retry_base=0.001) as client:
+        # A server that honours If-Range sends the new version whole: it is saved, alone.
+        client.download("/req/download?size=700000&cut=300000&changes=1&key=py-v2-200", target)
+        assert target.read_bytes() == version_2
+        target.write_bytes(b"old")
+        # One that ignores it sends a 206 of the new version: not spliced onto the old one.
+        with pytest.raises(sheaf.TransportError) as caught:
+            client.download("/req/download?size=700000&cut=300000&changes=1&ifrange=0&key=py-v2-206", target)
+    message = caught.value.message
+    assert "changed" in message and '"sheaf-700000"' in message and '"sheaf-700000-v2"' in message
+    assert target.read_bytes() == b"old" and leftovers(tmp_path, "file.bin") == []
+
+
+def test_a_compressed_download_is_saved_as_served(api, tmp_path) -> None:
+    import gzip
+
+    target = tmp_path / "bomb.gz"
+    with sheaf.Client(api.base_url) as client:
+        client.download("/req/gzip-bomb?size=67108864", target)
+        echo = client.download("/req/echo", tmp_path / "echo.json")
+    saved = target.read_bytes()
+    assert len(saved) < 1 << 20 and saved[:2] == b"\x1f\x8b"
+    assert gzip.decompress(saved) == bytes(64 << 20)
+    assert echo.status == 200
+    assert "accept-encoding" not in json.loads((tmp_path / "echo.json").read_bytes())["headers"]
