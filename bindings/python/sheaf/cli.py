@@ -1058,6 +1058,20 @@ def _start_logging(verbosity: int) -> None:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
+    """Runs one command; a reader of stdout that leaves early (`sheaf presets | head -1`) ends
+    it quietly, as it ends `sheaf get`, whichever command was writing."""
+    try:
+        try:
+            return _run_command(argv)
+        finally:
+            if sys.stdout is not None:
+                sys.stdout.flush()   # here, not at exit, where a failure would print a traceback
+    except BrokenPipeError:
+        _silence(sys.stdout)
+        return EXIT_OK
+
+
+def _run_command(argv: Optional[Sequence[str]]) -> int:
     _Parser.secrets = _probable_secrets(list(sys.argv[1:] if argv is None else argv))
     parser = build_parser()
     args, unrecognized = parser.parse_known_args(argv)

@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import argparse
 import csv
+import fcntl
 import io
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -387,3 +389,30 @@ def test_get_help_has_examples_of_every_format():
     for example in ("--format json -o things.json", "--format csv --fields /number,/user/login,/labels/0/name",
                     "--fields /id,/owner/name"):
         assert example in text, example
+
+
+# ---- stdout whose reader left ------------------------------------------------------------------
+
+@pytest.mark.parametrize("args", [["presets"], ["get", "--help"]])
+def test_a_command_whose_reader_leaves_after_the_first_line_stops_quietly(args):
+    # `sheaf presets | head -1`: a pipe of one page (4 KB, the least Linux allows), so the
+    # command is still writing when the reader closes it after the first line.
+    assert len(sheaf_command(*args).stdout) > 4096 + 200   # more than the pipe holds
+    read_end, write_end = os.pipe()
+    fcntl.fcntl(write_end, fcntl.F_SETPIPE_SZ, 4096)
+    proc = subprocess.Popen([sys.executable, "-m", "sheaf", *args], stdout=write_end, stderr=subprocess.PIPE,
+                            stdin=subprocess.DEVNULL, env=environment(), cwd=REPO)
+    os.close(write_end)
+    try:
+        first_line = b""
+        while not first_line.endswith(b"\n"):
+            first_line += os.read(read_end, 1)
+        os.close(read_end)
+        err = proc.stderr.read()
+        proc.wait(timeout=30)
+    finally:
+        proc.kill()
+        proc.wait()
+    assert b"Traceback" not in err and b"BrokenPipeError" not in err, err
+    assert err == b"" and proc.returncode in (0, -signal.SIGPIPE, 128 + signal.SIGPIPE), (proc.returncode, err)
+
