@@ -20,6 +20,7 @@ import io
 import json
 import os
 import re
+import shlex
 import signal
 import sys
 from typing import Any, List, NamedTuple, Optional, Sequence, Tuple
@@ -777,7 +778,9 @@ def _presets(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     known = api.presets()
     width = max(map(len, known), default=0)
     for name, (summary, description) in known.items():
-        sys.stdout.write(f"{name:<{width}}  {summary}\n{'':<{width}}  {' '.join(description.flags())}\n")
+        # Shell-quoted, so they paste back into `sheaf get`: a body that is the array is --items ''.
+        flags = " ".join(shlex.quote(flag) for flag in description.flags())
+        sys.stdout.write(f"{name:<{width}}  {summary}\n{'':<{width}}  {flags}\n")
     return EXIT_OK
 
 

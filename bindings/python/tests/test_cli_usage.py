@@ -13,6 +13,7 @@ import fcntl
 import io
 import json
 import os
+import shlex
 import shutil
 import signal
 import subprocess
@@ -415,4 +416,44 @@ def test_a_command_whose_reader_leaves_after_the_first_line_stops_quietly(args):
         proc.wait()
     assert b"Traceback" not in err and b"BrokenPipeError" not in err, err
     assert err == b"" and proc.returncode in (0, -signal.SIGPIPE, 128 + signal.SIGPIPE), (proc.returncode, err)
+
+
+# ---- printed flags paste back --------------------------------------------------------------------
+
+def _description_json(list_options: dict) -> dict:
+    """What the library makes of a list described by `list_options` (nothing fetched)."""
+    import ctypes
+
+    from sheaf import _ffi
+
+    with sheaf.Client(NOWHERE.rsplit("/", 1)[0]) as client:
+        run = client._new_run("/things", None, list_options, None)
+        try:
+            pointer, length = ctypes.c_void_p(), ctypes.c_size_t()
+            _ffi.lib.sheaf_list_description(run.handle, ctypes.byref(pointer), ctypes.byref(length))
+            return json.loads(_ffi.take_string(pointer, length.value))
+        finally:
+            run.close()
+
+
+def _pinned(description: dict) -> dict:
+    """The parts of a description that decide requests: a size parameter without a size sends
+    nothing (a preset names it for a --page-size given later; no flag names it alone)."""
+    paging = dict(description["paging"])
+    if paging.get("size") is None:
+        paging.pop("size_param", None)
+    return {"paging": paging, "signals": description["signals"]}
+
+
+def test_every_preset_prints_flags_that_paste_back_into_sheaf_get(capsys):
+    assert cli.main(["presets"]) == 0
+    printed = capsys.readouterr().out.splitlines()
+    presets = sheaf.presets()
+    assert len(printed) == 2 * len(presets)
+    for name, flags_line in zip(printed[0::2], printed[1::2]):
+        name = name.split()[0]
+        parser = cli.build_parser()
+        args = parser.parse_args(["get", NOWHERE, *shlex.split(flags_line)])
+        from_flags = _description_json(cli._list_options(args.subparser, args))
+        assert _pinned(from_flags) == _pinned(_description_json({"preset": name})), (name, flags_line)
 
