@@ -297,6 +297,18 @@ def _probable_secrets(argv: Sequence[str]) -> Tuple[str, ...]:
     return tuple(secret for secret in found if len(secret) >= 3)
 
 
+def _unrecognized(arguments: Sequence[str]) -> str:
+    """The error for arguments no option took: options by name, anything else only counted. A
+    value where none was expected is often a secret (`sheaf get URL TOKEN`), and so is the value
+    of an option mistyped with '=' (`--bearer=TOKEN`)."""
+    names = [argument.split("=", 1)[0] + ("=***" if "=" in argument else "")
+             for argument in arguments if argument.startswith("-") and argument != "-"]
+    values = len(arguments) - len(names)
+    if values:
+        names.append(("one value" if values == 1 else f"{values} values") + " (not shown: it may be a secret)")
+    return "unrecognized arguments: " + " and ".join(names)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog=PROG,
@@ -1087,7 +1099,7 @@ def _run_command(argv: Optional[Sequence[str]]) -> int:
     if unrecognized:
         # argparse reports them at the top level, with the top-level usage; the subcommand's
         # usage is the one that shows what could have been meant.
-        args.subparser.error("unrecognized arguments: " + " ".join(unrecognized))
+        args.subparser.error(_unrecognized(unrecognized))
     _start_logging(getattr(args, "verbose", 0))
     _install_sigint()
     try:

@@ -457,3 +457,18 @@ def test_every_preset_prints_flags_that_paste_back_into_sheaf_get(capsys):
         from_flags = _description_json(cli._list_options(args.subparser, args))
         assert _pinned(from_flags) == _pinned(_description_json({"preset": name})), (name, flags_line)
 
+
+# ---- unrecognized arguments are not repeated ---------------------------------------------------
+
+@pytest.mark.parametrize("args", [
+    ["get", NOWHERE, "s3cret-given-positionally"],
+    ["get", NOWHERE, "--bogus", "s3cret-given-positionally"],
+    ["get", NOWHERE, "--bogus=s3cret-given-positionally"],
+    ["request", NOWHERE, "s3cret-given-positionally"],
+    ["download", NOWHERE, "-o", "file", "s3cret-given-positionally"],
+])
+def test_an_unrecognized_argument_is_never_repeated_it_may_be_a_secret(args):
+    r = sheaf_command(*args)
+    assert r.returncode == 2, r.stderr
+    assert b"s3cret" not in r.stderr and b"s3cret" not in r.stdout, r.stderr
+    assert r.stderr.startswith(f"usage: sheaf {args[0]} ".encode()) and b"unrecognized argument" in r.stderr, r.stderr
