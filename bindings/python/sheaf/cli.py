@@ -608,8 +608,6 @@ def _list_options(parser: argparse.ArgumentParser, args: argparse.Namespace) -> 
                "page_size": args.page_size, "items": args.items, "next": args.next, "cursor": args.cursor,
                "total": args.total, "page_count": args.page_count, "has_more": args.has_more,
                "is_last": args.is_last, "id": args.id}
-    if args.size_param is not None and args.page_size is None:
-        parser.error("--size-param needs --page-size")
     if args.first is not None and paging is None and args.preset is None:
         parser.error("--first needs --paging (or --page-param, or a preset)")
     if args.page_size is not None and args.size_param is None and args.preset is None:
