@@ -99,13 +99,15 @@ class Description:
         if size is not None and size_param is None:
             raise UsageError(Result.INVALID_ARGUMENT, "page_size needs size_param, or a preset that names one")
         kind, param = _paging(paging)
+        if kind is None and size_param is not None:
+            kind = _ffi.SHEAF_PAGING_DETECT   # the default, set so that the library judges the size
         if kind is not None:
             if first is None:
                 first = 1 if kind == _ffi.SHEAF_PAGING_PAGE_NUMBER else 0
             lib.sheaf_list_set_paging(handle, kind, _ffi.encode(param), _whole(first, "first"), _ffi.encode(size_param),
                                       _whole(size, "page_size") if size is not None else 0)
-        elif first is not None or size_param is not None:
-            raise UsageError(Result.INVALID_ARGUMENT, "first and size_param go with paging")
+        elif first is not None:   # the library would ignore it (no paging kind numbers pages)
+            raise UsageError(Result.INVALID_ARGUMENT, "first goes with paging")
         for name, signal in SIGNALS:
             value = getattr(self, name)
             if value is not None:

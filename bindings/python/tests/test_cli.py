@@ -350,7 +350,6 @@ def test_cross_origin_next_link_is_exit_5_and_gets_no_token(api, server):
     ["ftp://example.com/things"],
     ["not a url"],
     ["http://127.0.0.1:1/x", "--page-size", "10"],       # no --size-param
-    ["http://127.0.0.1:1/x", "--size-param", "per_page"],  # no --page-size
     ["http://127.0.0.1:1/x", "--first-page", "0"],       # no --paging
     ["http://127.0.0.1:1/x", "--paging", "page:page", "--page-param", "page"],   # the same option twice
     ["http://127.0.0.1:1/x", "--concurrency", "0"],
@@ -368,6 +367,8 @@ def test_usage_errors_are_exit_2(args):
 @pytest.mark.parametrize("args", [
     ["--items", "items"],                                # not a JSON pointer
     ["--concurrency", "65"],                             # out of the library's range
+    ["--size-param", "per_page"],                        # no --page-size
+    ["--size-param", "per_page", "--page-size", "10"],   # no --paging
 ])
 def test_options_the_library_refuses_are_exit_2(api, args):
     r = run_cli(f"{api}/anchor", *args)
