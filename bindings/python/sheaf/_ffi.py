@@ -658,9 +658,17 @@ def decode(raw: Optional[bytes]) -> str:
     return "" if raw is None else raw.decode("utf-8", "replace")
 
 
-def encode(text: Optional[str]) -> Optional[bytes]:
-    """Text for a `const char *` parameter (None stays NULL)."""
-    return None if text is None else text.encode("utf-8")
+def encode(text: Optional[str], what: str = "a text given to the library") -> Optional[bytes]:
+    """Text for a `const char *` parameter (None stays NULL). A NUL character is refused: C would
+    read the text only up to it (a token "abc\\0def" would be sent as "abc"). The message names
+    `what`, never the text, which may be a secret."""
+    if text is None:
+        return None
+    if "\0" in text:
+        from .errors import Result, UsageError   # errors imports this module
+
+        raise UsageError(Result.INVALID_ARGUMENT, f"{what} contains a NUL character, which C strings cannot carry")
+    return text.encode("utf-8")
 
 
 def take_string(pointer: c_void_p, length: Optional[int] = None) -> bytes:

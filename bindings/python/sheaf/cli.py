@@ -20,6 +20,7 @@ import io
 import json
 import os
 import re
+import shlex
 import signal
 import sys
 from typing import Any, List, NamedTuple, Optional, Sequence, Tuple
@@ -294,6 +295,18 @@ def _probable_secrets(argv: Sequence[str]) -> Tuple[str, ...]:
         if any(word in name.lower() for word in words):
             found.append(value if equals else (argv[index + 1] if index + 1 < len(argv) else ""))
     return tuple(secret for secret in found if len(secret) >= 3)
+
+
+def _unrecognized(arguments: Sequence[str]) -> str:
+    """The error for arguments no option took: options by name, anything else only counted. A
+    value where none was expected is often a secret (`sheaf get URL TOKEN`), and so is the value
+    of an option mistyped with '=' (`--bearer=TOKEN`)."""
+    names = [argument.split("=", 1)[0] + ("=***" if "=" in argument else "")
+             for argument in arguments if argument.startswith("-") and argument != "-"]
+    values = len(arguments) - len(names)
+    if values:
+        names.append(("one value" if values == 1 else f"{values} values") + " (not shown: it may be a secret)")
+    return "unrecognized arguments: " + " and ".join(names)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -631,8 +644,6 @@ def _list_options(parser: argparse.ArgumentParser, args: argparse.Namespace) -> 
                "page_size": args.page_size, "items": args.items, "next": args.next, "cursor": args.cursor,
                "total": args.total, "page_count": args.page_count, "has_more": args.has_more,
                "is_last": args.is_last, "id": args.id}
-    if args.size_param is not None and args.page_size is None:
-        parser.error("--size-param needs --page-size")
     if args.first is not None and paging is None and args.preset is None:
         parser.error("--first needs --paging (or --page-param, or a preset)")
     if args.page_size is not None and args.size_param is None and args.preset is None:
@@ -813,7 +824,9 @@ def _presets(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     known = api.presets()
     width = max(map(len, known), default=0)
     for name, (summary, description) in known.items():
-        sys.stdout.write(f"{name:<{width}}  {summary}\n{'':<{width}}  {' '.join(description.flags())}\n")
+        # Shell-quoted, so they paste back into `sheaf get`: a body that is the array is --items ''.
+        flags = " ".join(shlex.quote(flag) for flag in description.flags())
+        sys.stdout.write(f"{name:<{width}}  {summary}\n{'':<{width}}  {flags}\n")
     return EXIT_OK
 
 
@@ -1103,6 +1116,20 @@ def _start_logging(verbosity: int) -> None:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
+    """Runs one command; a reader of stdout that leaves early (`sheaf presets | head -1`) ends
+    it quietly, as it ends `sheaf get`, whichever command was writing."""
+    try:
+        try:
+            return _run_command(argv)
+        finally:
+            if sys.stdout is not None:
+                sys.stdout.flush()   # here, not at exit, where a failure would print a traceback
+    except BrokenPipeError:
+        _silence(sys.stdout)
+        return EXIT_OK
+
+
+def _run_command(argv: Optional[Sequence[str]]) -> int:
     _Parser.secrets = _probable_secrets(list(sys.argv[1:] if argv is None else argv))
     parser = build_parser()
     args, unrecognized = parser.parse_known_args(argv)
@@ -1115,7 +1142,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if unrecognized:
         # argparse reports them at the top level, with the top-level usage; the subcommand's
         # usage is the one that shows what could have been meant.
-        args.subparser.error("unrecognized arguments: " + " ".join(unrecognized))
+        args.subparser.error(_unrecognized(unrecognized))
     _start_logging(getattr(args, "verbose", 0))
     _install_sigint()
     try:

@@ -118,7 +118,8 @@ class Client(Closing):
                     raise UsageError(Result.INVALID_ARGUMENT, "token_provider must be a callable, given without token or auth")
                 hooks.set_token_provider(handle, token_provider)
             for name, value in header_pairs(headers):
-                lib.sheaf_client_add_header(handle, _ffi.encode(name), _ffi.encode(value))
+                lib.sheaf_client_add_header(handle, _ffi.encode(name, "a header name"),
+                                            _ffi.encode(value, f"the value of the header {name}"))
             for name in secret_params:
                 lib.sheaf_client_add_secret_param(handle, _ffi.encode(name))
             _set_tls(handle, verify, cert)
@@ -453,7 +454,8 @@ class Client(Closing):
             for key, value in _query_pairs(query):
                 lib.sheaf_list_add_query(handle, _ffi.encode(key), _ffi.encode(value))
             for name, value in header_pairs(headers):
-                lib.sheaf_list_add_header(handle, _ffi.encode(name), _ffi.encode(value))
+                lib.sheaf_list_add_header(handle, _ffi.encode(name, "a header name"),
+                                          _ffi.encode(value, f"the value of the header {name}"))
             described.apply(handle)
             for budget, value, name in ((_ffi.SHEAF_BUDGET_ITEMS, max_items, "max_items"),
                                         (_ffi.SHEAF_BUDGET_PAGES, max_pages, "max_pages"),
@@ -484,12 +486,14 @@ def _set_auth(handle: _ffi.ClientHandle, auth: Any) -> None:
     if auth is None:
         return
     if isinstance(auth, str):
-        lib.sheaf_client_set_auth(handle, _ffi.SHEAF_AUTH_BEARER, _ffi.encode(auth))
+        lib.sheaf_client_set_auth(handle, _ffi.SHEAF_AUTH_BEARER, _ffi.encode(auth, "the token"))
     elif isinstance(auth, ApiKey):
         kind = _ffi.SHEAF_AUTH_API_KEY_HEADER if auth.where == "header" else _ffi.SHEAF_AUTH_API_KEY_QUERY
-        lib.sheaf_client_set_credential(handle, kind, _ffi.encode(auth.name), _ffi.encode(auth.value))
+        lib.sheaf_client_set_credential(handle, kind, _ffi.encode(auth.name, "the API key's name"),
+                                        _ffi.encode(auth.value, "the API key"))
     elif isinstance(auth, tuple) and len(auth) == 2 and all(isinstance(part, str) for part in auth):
-        lib.sheaf_client_set_credential(handle, _ffi.SHEAF_AUTH_BASIC, _ffi.encode(auth[0]), _ffi.encode(auth[1]))
+        lib.sheaf_client_set_credential(handle, _ffi.SHEAF_AUTH_BASIC, _ffi.encode(auth[0], "the user name"),
+                                        _ffi.encode(auth[1], "the password"))
     else:
         raise UsageError(Result.INVALID_ARGUMENT,
                          "auth must be a bearer token (str), (user, password) or sheaf.ApiKey, "

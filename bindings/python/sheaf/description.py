@@ -85,31 +85,29 @@ class Description:
                 raise UsageError(Result.INVALID_ARGUMENT, f"{name} must be a str, not {type(value).__name__}")
         if self.preset is not None:
             lib.sheaf_list_use_preset(handle, _ffi.encode(self.preset))
-        paging, first, size_param = self.paging, self.first, self.size_param
-        if size_param is not None and self.page_size is None:
-            raise UsageError(Result.INVALID_ARGUMENT, "size_param needs page_size")
-        if self.page_size is not None and size_param is None and self.preset is None:
+        # Only what the C calls cannot take is checked here: the library checks the values.
+        paging, first, size_param, size = self.paging, self.first, self.size_param, self.page_size
+        if self.preset is not None and any(part is not None for part in (paging, first, size_param, size)):
+            # The paging is set as one call: the preset's, with the parts given replacing its own.
+            known = presets()[self.preset][1]   # sheaf_list_use_preset knew the name
+            if paging is None:
+                paging, first = known.paging, known.first if first is None else first
+            if size is not None and size_param is None:
+                size_param = known.size_param   # a preset names its size parameter
+                if size_param is None:
+                    raise UsageError(Result.INVALID_ARGUMENT, f"the preset {self.preset} names no size parameter")
+        if size is not None and size_param is None:
             raise UsageError(Result.INVALID_ARGUMENT, "page_size needs size_param, or a preset that names one")
-        if self.preset is not None and paging is None and (first is not None or self.page_size is not None):
-            # A size or a first page with a preset: the preset's paging, with them (a preset
-            # names its size parameter).
-            known = presets().get(self.preset)
-            if known is None:
-                raise UsageError(Result.INVALID_ARGUMENT, f"unknown preset {self.preset!r}")
-            paging = known[1].paging
-            first = first if first is not None else known[1].first
-            size_param = size_param or known[1].size_param
-            if self.page_size is not None and size_param is None:
-                raise UsageError(Result.INVALID_ARGUMENT, f"the preset {self.preset} names no size parameter")
         kind, param = _paging(paging)
+        if kind is None and size_param is not None:
+            kind = _ffi.SHEAF_PAGING_DETECT   # the default, set so that the library judges the size
         if kind is not None:
-            size = _whole(self.page_size, "page_size") if self.page_size is not None else 0
             if first is None:
                 first = 1 if kind == _ffi.SHEAF_PAGING_PAGE_NUMBER else 0
             lib.sheaf_list_set_paging(handle, kind, _ffi.encode(param), _whole(first, "first"), _ffi.encode(size_param),
-                                      size)
-        elif first is not None or size_param is not None:
-            raise UsageError(Result.INVALID_ARGUMENT, "first and size_param go with paging")
+                                      _whole(size, "page_size") if size is not None else 0)
+        elif first is not None:   # the library would ignore it (no paging kind numbers pages)
+            raise UsageError(Result.INVALID_ARGUMENT, "first goes with paging")
         for name, signal in SIGNALS:
             value = getattr(self, name)
             if value is not None:

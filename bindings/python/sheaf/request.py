@@ -136,7 +136,8 @@ def prepare(client_handle: _ffi.ClientHandle, method: str, path: Union[str, Sequ
         for name, value in query:
             lib.sheaf_request_add_query(handle, _ffi.encode(name), _ffi.encode(value))
         for name, value in header_pairs(headers):
-            lib.sheaf_request_add_header(handle, _ffi.encode(name), _ffi.encode(value))
+            lib.sheaf_request_add_header(handle, _ffi.encode(name, "a header name"),
+                                         _ffi.encode(value, f"the value of the header {name}"))
         if json is not None:
             body = _json.dumps(json, separators=(",", ":"), ensure_ascii=False).encode()
             lib.sheaf_request_set_body(handle, _ffi.encode(content_type or "application/json"), body, len(body))

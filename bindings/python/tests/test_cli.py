@@ -147,6 +147,21 @@ def test_shapes(api, path, args, n):
     assert r.stderr == b""
 
 
+def test_a_preset_with_a_first_page_and_no_page_size_is_accepted(api):
+    # C takes the preset, then the paging with first 1 and no size; the CLI gave the preset's
+    # size parameter a size of 0 and exited 2.
+    r = run_cli(f"{api}/anchor?n=120", "--preset", "anchor", "--first", "1")
+    assert r.returncode == 0, r.stderr
+    assert lines(r.stdout) == expected(120) and r.stderr == b""
+
+
+def test_a_size_parameter_without_a_size_is_refused_in_the_libraries_words(api, server):
+    r = run_cli(f"{api}/anchor?n=120&refused=1", "--preset", "anchor", "--size-param", "per_page")
+    assert r.returncode == 2
+    assert error_line(r) == "sheaf: a page size parameter needs a non-empty name and a size of 1 or more\n"
+    assert not [entry for entry in server.state.snapshot()["log"] if "refused=1" in entry["path"]]
+
+
 def test_the_urls_query_is_kept_on_every_page(api, server):
     r = run_cli(f"{api}/array?n=20&per_page=10&pad=1", "--page-param", "page", "--first-page", "1")
     assert r.returncode == 0, r.stderr
@@ -351,7 +366,6 @@ def test_cross_origin_next_link_is_exit_5_and_gets_no_token(api, server):
     ["ftp://example.com/things"],
     ["not a url"],
     ["http://127.0.0.1:1/x", "--page-size", "10"],       # no --size-param
-    ["http://127.0.0.1:1/x", "--size-param", "per_page"],  # no --page-size
     ["http://127.0.0.1:1/x", "--first-page", "0"],       # no --paging
     ["http://127.0.0.1:1/x", "--paging", "page:page", "--page-param", "page"],   # the same option twice
     ["http://127.0.0.1:1/x", "--concurrency", "0"],
@@ -369,6 +383,8 @@ def test_usage_errors_are_exit_2(args):
 @pytest.mark.parametrize("args", [
     ["--items", "items"],                                # not a JSON pointer
     ["--concurrency", "65"],                             # out of the library's range
+    ["--size-param", "per_page"],                        # no --page-size
+    ["--size-param", "per_page", "--page-size", "10"],   # no --paging
 ])
 def test_options_the_library_refuses_are_exit_2(api, args):
     r = run_cli(f"{api}/anchor", *args)

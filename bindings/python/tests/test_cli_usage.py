@@ -9,10 +9,13 @@ from __future__ import annotations
 
 import argparse
 import csv
+import fcntl
 import io
 import json
 import os
+import shlex
 import shutil
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -387,3 +390,85 @@ def test_get_help_has_examples_of_every_format():
     for example in ("--format json -o things.json", "--format csv --fields /number,/user/login,/labels/0/name",
                     "--fields /id,/owner/name"):
         assert example in text, example
+
+
+# ---- stdout whose reader left ------------------------------------------------------------------
+
+@pytest.mark.parametrize("args", [["presets"], ["get", "--help"]])
+def test_a_command_whose_reader_leaves_after_the_first_line_stops_quietly(args):
+    # `sheaf presets | head -1`: a pipe of one page (4 KB, the least Linux allows), so the
+    # command is still writing when the reader closes it after the first line.
+    assert len(sheaf_command(*args).stdout) > 4096 + 200   # more than the pipe holds
+    read_end, write_end = os.pipe()
+    fcntl.fcntl(write_end, fcntl.F_SETPIPE_SZ, 4096)
+    proc = subprocess.Popen([sys.executable, "-m", "sheaf", *args], stdout=write_end, stderr=subprocess.PIPE,
+                            stdin=subprocess.DEVNULL, env=environment(), cwd=REPO)
+    os.close(write_end)
+    try:
+        first_line = b""
+        while not first_line.endswith(b"\n"):
+            first_line += os.read(read_end, 1)
+        os.close(read_end)
+        err = proc.stderr.read()
+        proc.wait(timeout=30)
+    finally:
+        proc.kill()
+        proc.wait()
+    assert b"Traceback" not in err and b"BrokenPipeError" not in err, err
+    assert err == b"" and proc.returncode in (0, -signal.SIGPIPE, 128 + signal.SIGPIPE), (proc.returncode, err)
+
+
+# ---- printed flags paste back --------------------------------------------------------------------
+
+def _description_json(list_options: dict) -> dict:
+    """What the library makes of a list described by `list_options` (nothing fetched)."""
+    import ctypes
+
+    from sheaf import _ffi
+
+    with sheaf.Client(NOWHERE.rsplit("/", 1)[0]) as client:
+        run = client._new_run("/things", None, list_options, None)
+        try:
+            pointer, length = ctypes.c_void_p(), ctypes.c_size_t()
+            _ffi.lib.sheaf_list_description(run.handle, ctypes.byref(pointer), ctypes.byref(length))
+            return json.loads(_ffi.take_string(pointer, length.value))
+        finally:
+            run.close()
+
+
+def _pinned(description: dict) -> dict:
+    """The parts of a description that decide requests: a size parameter without a size sends
+    nothing (a preset names it for a --page-size given later; no flag names it alone)."""
+    paging = dict(description["paging"])
+    if paging.get("size") is None:
+        paging.pop("size_param", None)
+    return {"paging": paging, "signals": description["signals"]}
+
+
+def test_every_preset_prints_flags_that_paste_back_into_sheaf_get(capsys):
+    assert cli.main(["presets"]) == 0
+    printed = capsys.readouterr().out.splitlines()
+    presets = sheaf.presets()
+    assert len(printed) == 2 * len(presets)
+    for name, flags_line in zip(printed[0::2], printed[1::2]):
+        name = name.split()[0]
+        parser = cli.build_parser()
+        args = parser.parse_args(["get", NOWHERE, *shlex.split(flags_line)])
+        from_flags = _description_json(cli._list_options(args.subparser, args))
+        assert _pinned(from_flags) == _pinned(_description_json({"preset": name})), (name, flags_line)
+
+
+# ---- unrecognized arguments are not repeated ---------------------------------------------------
+
+@pytest.mark.parametrize("args", [
+    ["get", NOWHERE, "s3cret-given-positionally"],
+    ["get", NOWHERE, "--bogus", "s3cret-given-positionally"],
+    ["get", NOWHERE, "--bogus=s3cret-given-positionally"],
+    ["request", NOWHERE, "s3cret-given-positionally"],
+    ["download", NOWHERE, "-o", "file", "s3cret-given-positionally"],
+])
+def test_an_unrecognized_argument_is_never_repeated_it_may_be_a_secret(args):
+    r = sheaf_command(*args)
+    assert r.returncode == 2, r.stderr
+    assert b"s3cret" not in r.stderr and b"s3cret" not in r.stdout, r.stderr
+    assert r.stderr.startswith(f"usage: sheaf {args[0]} ".encode()) and b"unrecognized argument" in r.stderr, r.stderr

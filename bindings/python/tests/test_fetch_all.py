@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 import sheaf
@@ -140,3 +142,31 @@ def test_an_integer_past_pythons_digit_limit_is_decoded_not_an_error(api):
     with sheaf.Client(api.base_url, transport=transport) as client:
         items = client.fetch_all("/big", paging="single")
     assert items[0]["id"] == int("7" * 1000) * 10 ** 4000 + int("7" * 4000) and items[1] == {"id": 2}
+
+
+def test_a_million_digit_integer_is_decoded_exactly_in_linear_time(api):
+    # 0.4.0 turned it into an int through Decimal: quadratic, 30 s and more for one 1 MB page.
+    big = "7" * 1_000_000
+
+    def transport(method, url, headers, body):
+        return 200, [("Content-Type", "application/json")], f'[{{"id": -{big}}}, {{"id": 12345678901234567890}}]'.encode()
+
+    with sheaf.Client(api.base_url, transport=transport) as client:
+        started = time.process_time()
+        items = client.fetch_all("/big", paging="single")
+        assert time.process_time() - started < 5
+    assert str(items[0]["id"]) == "-" + big                  # every digit kept
+    assert items[1] == {"id": 12345678901234567890} and type(items[1]["id"]) is int
+
+
+def test_a_preset_with_a_first_page_and_no_page_size_is_what_the_library_accepts(api):
+    with sheaf.Client(api.base_url) as client:
+        assert client.fetch_all("/anchor?n=120", preset="anchor", first=1) == expected_items(120)
+
+
+def test_a_size_parameter_without_a_size_is_refused_in_the_libraries_words(api):
+    with sheaf.Client(api.base_url) as client:
+        with pytest.raises(sheaf.UsageError) as refused:
+            client.fetch_all("/anchor?n=120&refused=1", preset="anchor", size_param="per_page")
+    assert refused.value.message == "a page size parameter needs a non-empty name and a size of 1 or more"
+    assert not [entry for entry in api.state.snapshot()["log"] if "refused=1" in entry["path"]]

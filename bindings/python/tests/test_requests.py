@@ -129,6 +129,48 @@ def test_bad_requests_are_refused_before_sending(api) -> None:
         sheaf.Client(api.base_url, token="a", auth="b")
 
 
+NUL_SECRET = "abc\0s3cret-after-the-nul"   # C would read "abc": a credential cut short
+
+
+def sent_with_a_nul(api) -> list:
+    """The requests of these tests that reached the server (a list's stray requests from the
+    tests before may still arrive, so counting all requests would not do)."""
+    return [entry for entry in api.state.snapshot()["log"] if "sent=nul" in entry["path"]]
+
+
+@pytest.mark.parametrize("options", [
+    {"token": NUL_SECRET}, {"auth": NUL_SECRET}, {"auth": ("user", NUL_SECRET)},
+    {"auth": sheaf.ApiKey("X-Api-Key", NUL_SECRET)}, {"auth": sheaf.ApiKey("appid", NUL_SECRET, where="query")},
+    {"headers": {"Authorization": "Bearer " + NUL_SECRET}},
+])
+def test_a_client_credential_with_a_nul_is_refused_not_cut_short(api, options) -> None:
+    with pytest.raises(sheaf.UsageError) as refused:
+        with sheaf.Client(api.base_url, **options) as client:
+            client.get("/req/echo?sent=nul")
+    assert "s3cret" not in str(refused.value) and "NUL" in str(refused.value)
+    assert not sent_with_a_nul(api)
+
+
+@pytest.mark.parametrize("send", [
+    lambda client: client.get("/req/echo?sent=nul", headers={"X-Api-Key": NUL_SECRET}),
+    lambda client: client.fetch_all("/anchor?n=10&sent=nul", headers={"X-Api-Key": NUL_SECRET}),
+])
+def test_a_header_value_with_a_nul_is_refused_not_cut_short(api, send) -> None:
+    with sheaf.Client(api.base_url) as client:
+        with pytest.raises(sheaf.UsageError) as refused:
+            send(client)
+    assert "s3cret" not in str(refused.value) and "NUL" in str(refused.value)
+    assert not sent_with_a_nul(api)
+
+
+def test_a_token_provider_answer_with_a_nul_is_refused_not_cut_short(api) -> None:
+    with sheaf.Client(api.base_url, token_provider=lambda refresh: NUL_SECRET) as client:
+        with pytest.raises(sheaf.CredentialError) as refused:
+            client.get("/req/echo?sent=nul")
+    assert "s3cret" not in str(refused.value) and "NUL" in str(refused.value)
+    assert not sent_with_a_nul(api)
+
+
 def test_a_ca_file_that_does_not_exist_fails_the_request_not_the_process(api) -> None:
     # The file is read when a TLS connection is made; plain http never reads it.
     with sheaf.Client("https://127.0.0.1:9/", verify="/nonexistent/ca.pem", timeout=5) as client:
