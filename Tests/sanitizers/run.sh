@@ -5,16 +5,17 @@
 #   thread   ThreadSanitizer (SwiftPM -sanitize=thread): every lock in Sheaf is a pthread mutex
 #            (Sources/Sheaf/Support/Lock.swift), which TSan models, and the toolchain's TSan runtime
 #            intercepts libdispatch, so queue hand-overs count as synchronisation.
-# Suites: c_harness (Tests/c/harness.c), c_stress (Tests/c/stress.c), python (bindings/python/tests,
+# Suites: c_harness (Tests/c/harness.c), c_conformance (Tests/c/conformance.c), c_stress
+# (Tests/c/stress.c), python (bindings/python/tests,
 # the runtime preloaded into CPython; RSS checks are skipped there, see test_memory.py).
 # The C programs are built with the toolchain's clang, whose sanitizer runtime serves the
 # library's instrumentation too. Any sanitizer report fails the run.
 #
-# usage: Tests/sanitizers/run.sh address|thread c_harness|c_stress|python [BUILD_DIR]
+# usage: Tests/sanitizers/run.sh address|thread c_harness|c_conformance|c_stress|python [BUILD_DIR]
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 sanitizer=$1 suite=$2
-case $sanitizer in address) short=asan ;; thread) short=tsan ;; *) echo "usage: $0 address|thread c_harness|c_stress|python [BUILD_DIR]" >&2; exit 2 ;; esac
+case $sanitizer in address) short=asan ;; thread) short=tsan ;; *) echo "usage: $0 address|thread c_harness|c_conformance|c_stress|python [BUILD_DIR]" >&2; exit 2 ;; esac
 mkdir -p "${3:-build}"
 build=$(cd "${3:-build}" && pwd)/$short
 source=$PWD
@@ -60,6 +61,10 @@ case $suite in
 c_harness)
     build_c harness Tests/c/harness.c Tests/c/check.c Tests/c/http_get.c Tests/c/test_server.c Tests/c/blocking_transport.c
     (cd "$build" && ./harness) > "$log" 2>&1 && status=0 || status=$?
+    ;;
+c_conformance)
+    build_c conformance Tests/c/conformance.c Tests/c/check.c Tests/c/http_get.c Tests/c/test_server.c
+    (cd "$build" && ./conformance) > "$log" 2>&1 && status=0 || status=$?
     ;;
 c_stress)
     build_c stress Tests/c/stress.c

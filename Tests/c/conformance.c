@@ -1,0 +1,585 @@
+/*
+ * conformance.c - the same behaviours checked against every way a C caller can run a list:
+ * fetch-all, a snapshot callback, pulling (sheaf_list_next), a write function, a file descriptor
+ * and load-more. What the header promises of a list holds whichever way it is consumed:
+ *
+ *   - every item arrives, in order, exactly once, and the list ends SHEAF_OK / SHEAF_STOP_COMPLETE;
+ *   - a consumer that stops at its first delivery stops the list: no request reaches the server
+ *     afterwards, whether or not the list is freed;
+ *   - a cancel from another thread with the window full ends it SHEAF_E_CANCELLED, keeping a
+ *     prefix, and nothing reaches the server afterwards; a free while it runs returns promptly and
+ *     nothing is delivered afterwards;
+ *   - a cancel racing the list's completion may end either way, but a list that ends SHEAF_OK holds
+ *     every item;
+ *   - a failure mid-list keeps the items before it, and its resume token completes the list;
+ *   - each budget ends SHEAF_OK with its stop reason, and its token completes the list;
+ *   - a consumer that takes nothing holds the fetching back within the bound the header states.
+ *
+ * usage: sheaf_conformance [NAME-FRAGMENT...]     (the last line is "N passed, N failed")
+ */
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <jansson.h>
+#include <pthread.h>
+#include <semaphore.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "sheaf.h"
+#include "test_server.h"
+
+#ifndef SHEAF_SOURCE_DIR
+#error "SHEAF_SOURCE_DIR (the repository root) must be defined by the build"
+#endif
+#ifndef SHEAF_PYTHON3
+#define SHEAF_PYTHON3 "python3"
+#endif
+
+#define WINDOW 4   /* a fixed window: the bounds below are stated in it */
+
+typedef enum mode { FETCH_ALL, CALLBACK, PULL, WRITE_FN, WRITE_FD, LOAD_MORE, MODES } mode;
+static const char *const mode_names[MODES] = {"fetch_all", "callback", "pull", "write_fn", "write_fd", "load_more"};
+
+static test_server g_server;
+
+/* ---- helpers ------------------------------------------------------------------------------- */
+
+static long long now_ms(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (long long)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
+static void sleep_ms(long ms) {
+    struct timespec t = {ms / 1000, (ms % 1000) * 1000000L};
+    while (nanosleep(&t, &t) != 0) {}
+}
+
+static long long server_requests(void) {
+    json_t *stats = test_server_stats(&g_server);
+    long long requests = stats ? json_integer_value(json_object_get(stats, "requests")) : -1;
+    json_decref(stats);
+    return requests;
+}
+
+static long long server_in_flight(void) {
+    json_t *stats = test_server_stats(&g_server);
+    long long in_flight = stats ? json_integer_value(json_object_get(stats, "in_flight")) : -1;
+    json_decref(stats);
+    return in_flight;
+}
+
+static sheaf_list_status status_of(sheaf_list *list) {
+    sheaf_list_status status = {.size = sizeof status};
+    CHECK_RESULT(sheaf_list_get_status(list, &status), SHEAF_OK);
+    return status;
+}
+
+static sheaf_client *new_client(int max_attempts) {
+    sheaf_client *client = NULL;
+    CHECK_RESULT(sheaf_client_new(&client, g_server.base_url), SHEAF_OK);
+    CHECK_RESULT(sheaf_client_set_option(client, SHEAF_OPT_ADAPTIVE_WINDOW, 0), SHEAF_OK);
+    CHECK_RESULT(sheaf_client_set_option(client, SHEAF_OPT_WINDOW, WINDOW), SHEAF_OK);
+    CHECK_RESULT(sheaf_client_set_option(client, SHEAF_OPT_RETRY_BASE_MS, 1), SHEAF_OK);
+    CHECK_RESULT(sheaf_client_set_option(client, SHEAF_OPT_MAX_ATTEMPTS, max_attempts), SHEAF_OK);
+    return client;
+}
+
+/* The anchor list at `path`, its pages addressed by number. */
+static sheaf_list *new_list(sheaf_client *client, const char *path) {
+    sheaf_list *list = NULL;
+    if (!CHECK_RESULT(sheaf_list_new(&list, client, path), SHEAF_OK)) return NULL;
+    CHECK_LIST_RESULT(list, sheaf_list_use_preset(list, "anchor"), SHEAF_OK);
+    return list;
+}
+
+/* Whether `items` holds ids first..first+count-1, in order; says what differs when not. */
+static int ids_are(const json_t *items, long first, long count, const char *what) {
+    if (items == NULL || (long)json_array_size(items) != count) {
+        fprintf(stderr, "    %s: %zu items, expected %ld\n", what, items ? json_array_size(items) : 0, count);
+        return CHECK(0);
+    }
+    for (long i = 0; i < count; i++) {
+        long long id = json_integer_value(json_object_get(json_array_get(items, (size_t)i), "id"));
+        if (id != first + i) {
+            fprintf(stderr, "    %s: item %ld has id %lld, expected %ld\n", what, i, id, first + i);
+            return CHECK(0);
+        }
+    }
+    return 1;
+}
+
+/* ---- one consumer of one list, in any mode --------------------------------------------------- */
+
+typedef struct consumer {
+    mode mode;
+    sheaf_list *list;
+    json_t *items;               /* what the consumer received, in order */
+    int stop_at_first;           /* it stops at its first delivery */
+    int hold;                    /* it takes nothing until `release` is posted */
+    sem_t release;
+    atomic_int deliveries;
+    atomic_int freed;            /* set once sheaf_list_free returned: a delivery after it is late */
+    atomic_int late;
+    pthread_mutex_t lock;        /* guards items and written, appended from library threads */
+    char *written;               /* write_fn / write_fd: the JSON lines received */
+    size_t written_length;
+    int pipe[2];
+    pthread_t reader;
+    int started;
+    sheaf_result result;
+} consumer;
+
+static void consumer_init(consumer *c, mode m, sheaf_list *list) {
+    memset(c, 0, sizeof *c);
+    c->mode = m;
+    c->list = list;
+    c->items = json_array();
+    c->pipe[0] = c->pipe[1] = -1;
+    sem_init(&c->release, 0, 0);
+    pthread_mutex_init(&c->lock, NULL);
+}
+
+static void consumer_destroy(consumer *c) {
+    json_decref(c->items);
+    free(c->written);
+    sem_destroy(&c->release);
+    pthread_mutex_destroy(&c->lock);
+}
+
+static void append_items(consumer *c, const char *json, size_t length) {
+    json_t *delta = json_loadb(json, length, 0, NULL);
+    pthread_mutex_lock(&c->lock);
+    if (CHECK(json_is_array(delta))) json_array_extend(c->items, delta);
+    pthread_mutex_unlock(&c->lock);
+    json_decref(delta);
+}
+
+static void append_written(consumer *c, const char *bytes, size_t length) {
+    pthread_mutex_lock(&c->lock);
+    char *grown = realloc(c->written, c->written_length + length + 1);
+    if (CHECK(grown != NULL)) {
+        memcpy(grown + c->written_length, bytes, length);
+        c->written = grown;
+        c->written_length += length;
+        c->written[c->written_length] = '\0';
+    }
+    pthread_mutex_unlock(&c->lock);
+}
+
+/* A delivery to the consumer: counts it, holds it when asked; returns non-zero to stop. */
+static int delivered(consumer *c) {
+    if (atomic_load(&c->freed)) atomic_fetch_add(&c->late, 1);
+    int first = atomic_fetch_add(&c->deliveries, 1) == 0;
+    if (c->hold) sem_wait(&c->release), sem_post(&c->release);
+    return first && c->stop_at_first;
+}
+
+static int on_snapshot(sheaf_list *list, const sheaf_snapshot *snapshot, void *user_data) {
+    (void)list;
+    consumer *c = user_data;
+    append_items(c, snapshot->delta_json, snapshot->delta_length);
+    return delivered(c);
+}
+
+static int write_fn(void *user_data, const char *bytes, size_t length) {
+    consumer *c = user_data;
+    append_written(c, bytes, length);
+    return delivered(c);
+}
+
+static void *read_pipe(void *argument) {
+    consumer *c = argument;
+    if (c->hold) sem_wait(&c->release), sem_post(&c->release);
+    char buffer[65536];
+    ssize_t got;
+    while ((got = read(c->pipe[0], buffer, sizeof buffer)) > 0) append_written(c, buffer, (size_t)got);
+    return NULL;
+}
+
+/* Starts the list in its mode without consuming it (for the modes that start in the background). */
+static sheaf_result start(consumer *c) {
+    c->started = 1;
+    switch (c->mode) {
+    case CALLBACK: return sheaf_list_start(c->list, on_snapshot, c, NULL);
+    case PULL: return sheaf_list_start_pull(c->list);
+    case WRITE_FN: return sheaf_list_start_write(c->list, SHEAF_FORMAT_JSON_LINES, write_fn, c, NULL);
+    case WRITE_FD:
+        if (!CHECK(pipe2(c->pipe, O_CLOEXEC) == 0)) return SHEAF_E_INTERNAL;
+        fcntl(c->pipe[1], F_SETPIPE_SZ, 4096);   /* a small pipe: a reader that waits is felt at once */
+        pthread_create(&c->reader, NULL, read_pipe, c);
+        return sheaf_list_start_write_fd(c->list, c->pipe[1], SHEAF_FORMAT_JSON_LINES);
+    case LOAD_MORE: return sheaf_list_start_load_more(c->list, 1);
+    default: return SHEAF_E_STATE;
+    }
+}
+
+/* The JSON lines written, as items. */
+static void collect_written(consumer *c) {
+    if (c->mode == WRITE_FD && c->pipe[1] >= 0) {
+        close(c->pipe[1]);
+        c->pipe[1] = -1;
+        pthread_join(c->reader, NULL);
+        close(c->pipe[0]);
+        c->pipe[0] = -1;
+    }
+    if (c->written == NULL) return;
+    for (char *line = c->written, *end; *line; line = end + 1) {
+        end = strchr(line, '\n');
+        if (!CHECK(end != NULL)) break;   /* every item ends its line */
+        json_t *item = json_loadb(line, (size_t)(end - line), 0, NULL);
+        if (CHECK(json_is_object(item))) json_array_append(c->items, item);
+        json_decref(item);
+    }
+    free(c->written);
+    c->written = NULL;
+    c->written_length = 0;
+}
+
+/* Runs the list in its mode to the end (or to the consumer's stop); c->result is how it ended. */
+static void run(consumer *c) {
+    char *json = NULL;
+    size_t length = 0;
+    switch (c->mode) {
+    case FETCH_ALL:
+        c->result = sheaf_list_fetch_all(c->list, &json, &length);
+        if (json) append_items(c, json, length);
+        sheaf_free(json);
+        atomic_fetch_add(&c->deliveries, 1);
+        return;
+    case PULL:
+        if (!c->started && (c->result = start(c)) != SHEAF_OK) return;
+        for (;;) {
+            const sheaf_snapshot *snapshot = NULL;
+            sheaf_result next = sheaf_list_next(c->list, -1, &snapshot);
+            if (next != SHEAF_OK || snapshot == NULL) break;
+            append_items(c, snapshot->delta_json, snapshot->delta_length);
+            if (delivered(c)) break;
+        }
+        c->result = sheaf_list_wait(c->list);   /* stops the pulling when the consumer stopped */
+        return;
+    case LOAD_MORE:
+        if (!c->started && (c->result = start(c)) != SHEAF_OK) return;
+        for (;;) {
+            c->result = sheaf_list_more(c->list, -1, &json, &length);
+            if (c->result != SHEAF_OK || json == NULL) return;
+            append_items(c, json, length);
+            sheaf_free(json);
+            json = NULL;
+            if (delivered(c)) {
+                c->result = SHEAF_E_STOPPED;   /* it stops asking: nothing more is fetched */
+                return;
+            }
+        }
+    default:
+        if (!c->started && (c->result = start(c)) != SHEAF_OK) return;
+        c->result = sheaf_list_wait(c->list);
+        collect_written(c);
+        return;
+    }
+}
+
+static void *run_thread(void *argument) {
+    run(argument);
+    return NULL;
+}
+
+static int64_t stop_reason(sheaf_list *list) { return status_of(list).stop_reason; }
+
+/* ---- the behaviours ------------------------------------------------------------------------- */
+
+static void every_mode_delivers_every_item_in_order_and_ends_complete(void) {
+    sheaf_client *client = new_client(4);
+    const char *paths[] = {"/anchor?n=997&per_page=10", "/anchor?n=500&per_page=10&nototal=1", "/anchor?n=0&per_page=10"};
+    const long counts[] = {997, 500, 0};
+    for (mode m = 0; m < MODES; m++) {
+        for (size_t p = 0; p < sizeof paths / sizeof paths[0]; p++) {
+            consumer c;
+            consumer_init(&c, m, new_list(client, paths[p]));
+            run(&c);
+            if (!CHECK_LIST_RESULT(c.list, c.result, SHEAF_OK)) fprintf(stderr, "    mode %s, %s\n", mode_names[m], paths[p]);
+            if (!ids_are(c.items, 0, counts[p], mode_names[m])) fprintf(stderr, "    mode %s, %s\n", mode_names[m], paths[p]);
+            CHECK_INT(stop_reason(c.list), SHEAF_STOP_COMPLETE);
+            sheaf_list_free(c.list);
+            consumer_destroy(&c);
+        }
+    }
+    sheaf_client_free(client);
+}
+
+/* After the consumer's stop, nothing more reaches the server: a request already on the wire lands
+ * within the first 50 ms; a list still running would send more within the next 400 (100 ms pages). */
+static void check_nothing_more_is_requested(const char *what) {
+    sleep_ms(50);
+    long long at_the_stop = server_requests();
+    sleep_ms(400);
+    long long later = server_requests();
+    if (!CHECK_INT(later, at_the_stop)) fprintf(stderr, "    %s: %lld requests after the stop\n", what, later - at_the_stop);
+}
+
+static void a_consumer_that_stops_at_its_first_delivery_stops_the_list(void) {
+    sheaf_client *client = new_client(4);
+    const mode modes[] = {CALLBACK, PULL, WRITE_FN, LOAD_MORE};
+    for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i++) {
+        for (int freed = 0; freed <= 1; freed++) {
+            test_server_reset(&g_server);
+            consumer c;
+            consumer_init(&c, modes[i], new_list(client, "/anchor?n=10000&per_page=10&latency_ms=100"));
+            c.stop_at_first = 1;
+            run(&c);
+            if (modes[i] != LOAD_MORE) CHECK_LIST_RESULT(c.list, c.result, SHEAF_E_STOPPED);
+            long delivered_items = (long)json_array_size(c.items);
+            CHECK(delivered_items >= 10 && delivered_items % 10 == 0);
+            if (freed) {
+                sheaf_list_free(c.list);
+                atomic_store(&c.freed, 1);
+            }
+            check_nothing_more_is_requested(mode_names[modes[i]]);
+            CHECK_INT(atomic_load(&c.deliveries), 1);
+            if (!freed) sheaf_list_free(c.list);
+            consumer_destroy(&c);
+        }
+    }
+    sheaf_client_free(client);
+}
+
+static void a_cancel_with_the_window_full_ends_cancelled_keeping_a_prefix(void) {
+    sheaf_client *client = new_client(4);
+    for (mode m = 0; m < MODES; m++) {
+        test_server_reset(&g_server);
+        consumer c;
+        consumer_init(&c, m, new_list(client, "/anchor?n=10000&per_page=10&latency_ms=300"));
+        pthread_t thread;
+        pthread_create(&thread, NULL, run_thread, &c);
+        if (m == LOAD_MORE) {
+            /* load-more fetches only what is asked: one page and the one ahead */
+            for (long long until = now_ms() + 5000; server_in_flight() < 1 && now_ms() < until;) sleep_ms(5);
+        } else {
+            for (long long until = now_ms() + 5000; server_in_flight() < WINDOW && now_ms() < until;) sleep_ms(5);
+            CHECK_INT(server_in_flight(), WINDOW);
+        }
+        CHECK_RESULT(sheaf_list_cancel(c.list), SHEAF_OK);
+        long long cancelled_at = now_ms();
+        pthread_join(thread, NULL);
+        if (!CHECK(now_ms() - cancelled_at < 250)) fprintf(stderr, "    %s: the cancel took %lld ms\n", mode_names[m], now_ms() - cancelled_at);
+        if (!CHECK_LIST_RESULT(c.list, c.result, SHEAF_E_CANCELLED)) fprintf(stderr, "    mode %s\n", mode_names[m]);
+        CHECK_INT(stop_reason(c.list), SHEAF_STOP_FAILED);
+        ids_are(c.items, 0, (long)json_array_size(c.items), mode_names[m]);   /* a prefix, in order */
+        check_nothing_more_is_requested(mode_names[m]);
+        sheaf_list_free(c.list);
+        consumer_destroy(&c);
+    }
+    sheaf_client_free(client);
+}
+
+static void a_free_while_running_returns_promptly_and_nothing_is_delivered_after(void) {
+    sheaf_client *client = new_client(4);
+    for (mode m = CALLBACK; m < MODES; m++) {
+        test_server_reset(&g_server);
+        consumer c;
+        consumer_init(&c, m, new_list(client, "/anchor?n=10000&per_page=10&latency_ms=100"));
+        CHECK_LIST_RESULT(c.list, start(&c), SHEAF_OK);
+        if (m == LOAD_MORE) {
+            char *json = NULL;
+            CHECK_RESULT(sheaf_list_more(c.list, 0, &json, NULL), SHEAF_PENDING);   /* page one, asked for */
+        }
+        for (long long until = now_ms() + 5000; server_requests() < 2 && now_ms() < until;) sleep_ms(5);
+        sleep_ms(150);   /* some pages have arrived, others are in flight */
+        long long freeing_at = now_ms();
+        sheaf_list_free(c.list);
+        atomic_store(&c.freed, 1);
+        if (!CHECK(now_ms() - freeing_at < 250)) fprintf(stderr, "    %s: the free took %lld ms\n", mode_names[m], now_ms() - freeing_at);
+        check_nothing_more_is_requested(mode_names[m]);
+        CHECK_INT(atomic_load(&c.late), 0);
+        c.list = NULL;
+        collect_written(&c);
+        ids_are(c.items, 0, (long)json_array_size(c.items), mode_names[m]);
+        consumer_destroy(&c);
+    }
+    sheaf_client_free(client);
+}
+
+static void a_cancel_racing_the_end_may_win_but_an_ok_list_is_whole(void) {
+    sheaf_client *client = new_client(4);
+    unsigned seed = 42;
+    for (mode m = 0; m < MODES; m++) {
+        int ok = 0, cancelled = 0;
+        for (int round = 0; round < 150; round++) {
+            long n = 1 + (long)(rand_r(&seed) % 60);
+            char path[96];
+            snprintf(path, sizeof path, "/anchor?n=%ld&per_page=10", n);
+            consumer c;
+            consumer_init(&c, m, new_list(client, path));
+            pthread_t thread;
+            pthread_create(&thread, NULL, run_thread, &c);
+            struct timespec pause = {0, (long)(rand_r(&seed) % 3000) * 1000L};
+            nanosleep(&pause, NULL);
+            sheaf_list_cancel(c.list);
+            pthread_join(thread, NULL);
+            if (c.result == SHEAF_OK) {
+                ok++;
+                if (!ids_are(c.items, 0, n, mode_names[m])) fprintf(stderr, "    %s: OK, yet not whole\n", mode_names[m]);
+            } else {
+                cancelled++;
+                if (!CHECK_INT(c.result, SHEAF_E_CANCELLED)) fprintf(stderr, "    mode %s\n", mode_names[m]);
+                ids_are(c.items, 0, (long)json_array_size(c.items), mode_names[m]);
+            }
+            sheaf_list_free(c.list);
+            consumer_destroy(&c);
+        }
+        printf("    %s: %d ended OK (whole), %d cancelled\n", mode_names[m], ok, cancelled);
+    }
+    sheaf_client_free(client);
+}
+
+/* Runs the list described by `path` from `token` to its end in mode `m`; checks items first..n-1. */
+static void resume_to_the_end(sheaf_client *client, mode m, const char *path, const char *token, long first, long n) {
+    consumer c;
+    consumer_init(&c, m, new_list(client, path));
+    if (CHECK(token != NULL) && CHECK_LIST_RESULT(c.list, sheaf_list_set_resume(c.list, token), SHEAF_OK)) {
+        run(&c);
+        CHECK_LIST_RESULT(c.list, c.result, SHEAF_OK);
+        if (!ids_are(c.items, first, n - first, mode_names[m])) fprintf(stderr, "    resumed in mode %s\n", mode_names[m]);
+    }
+    sheaf_list_free(c.list);
+    consumer_destroy(&c);
+}
+
+static char *token_of(sheaf_list *list) {
+    char *token = NULL;
+    CHECK_RESULT(sheaf_list_resume_token(list, &token), SHEAF_OK);
+    return token;
+}
+
+static void a_failure_mid_list_keeps_the_items_before_it_and_its_token_completes_the_list(void) {
+    sheaf_client *client = new_client(1);   /* no retry: page 5's one failure is the list's */
+    const char *path = "/anchor?n=300&per_page=10&fail=5:1:500";
+    for (mode m = 0; m < MODES; m++) {
+        test_server_reset(&g_server);
+        consumer c;
+        consumer_init(&c, m, new_list(client, path));
+        run(&c);
+        if (!CHECK_LIST_RESULT(c.list, c.result, SHEAF_E_HTTP)) fprintf(stderr, "    mode %s\n", mode_names[m]);
+        CHECK_INT(stop_reason(c.list), SHEAF_STOP_FAILED);
+        ids_are(c.items, 0, 40, mode_names[m]);   /* pages 1 to 4 */
+        char *token = token_of(c.list);
+        resume_to_the_end(client, m, path, token, 40, 300);   /* page 5 answers now */
+        sheaf_free(token);
+        sheaf_list_free(c.list);
+        consumer_destroy(&c);
+    }
+    sheaf_client_free(client);
+}
+
+static void each_budget_ends_ok_with_its_stop_reason_and_its_token_completes_the_list(void) {
+    sheaf_client *client = new_client(4);
+    const char *path = "/anchor?n=200&per_page=10";
+    struct { sheaf_budget budget; int64_t value; sheaf_stop_reason reason; long items; } cases[] = {
+        {SHEAF_BUDGET_ITEMS, 27, SHEAF_STOP_ITEM_LIMIT, 27},
+        {SHEAF_BUDGET_PAGES, 3, SHEAF_STOP_PAGE_BUDGET, 30},
+        {SHEAF_BUDGET_REQUESTS, 2, SHEAF_STOP_REQUEST_BUDGET, 20},
+    };
+    for (mode m = 0; m < MODES; m++) {
+        for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+            consumer c;
+            consumer_init(&c, m, new_list(client, path));
+            CHECK_LIST_RESULT(c.list, sheaf_list_set_budget(c.list, cases[i].budget, cases[i].value), SHEAF_OK);
+            run(&c);
+            if (!CHECK_LIST_RESULT(c.list, c.result, SHEAF_OK)) fprintf(stderr, "    mode %s, budget %d\n", mode_names[m], cases[i].budget);
+            if (!CHECK_INT(stop_reason(c.list), cases[i].reason)) fprintf(stderr, "    mode %s, budget %d\n", mode_names[m], cases[i].budget);
+            if (!ids_are(c.items, 0, cases[i].items, mode_names[m])) fprintf(stderr, "    budget %d\n", cases[i].budget);
+            char *token = token_of(c.list);
+            resume_to_the_end(client, m, path, token, cases[i].items, 200);
+            sheaf_free(token);
+            sheaf_list_free(c.list);
+            consumer_destroy(&c);
+        }
+    }
+    sheaf_client_free(client);
+}
+
+/* The header's bound for a consumer that takes nothing: a window of pages waiting for it, the pages
+ * in flight, and those that came ahead of a slow one (twice the window): 4 windows, and page one. */
+static void a_consumer_that_takes_nothing_holds_the_fetching_back_within_the_bound(void) {
+    sheaf_client *client = new_client(4);
+    const mode modes[] = {CALLBACK, PULL, WRITE_FN, WRITE_FD, LOAD_MORE};
+    for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i++) {
+        mode m = modes[i];
+        consumer c;
+        consumer_init(&c, m, new_list(client, "/anchor?n=5000&per_page=10&pad=200"));
+        c.hold = 1;
+        CHECK_LIST_RESULT(c.list, start(&c), SHEAF_OK);
+        sleep_ms(500);   /* a server answering at once: without a hold, the whole list by now */
+        sheaf_list_status status = status_of(c.list);
+        long long bound = m == LOAD_MORE ? 0 : 4 * WINDOW + 1;   /* load-more: nothing until asked */
+        if (!CHECK(status.requests_made <= bound))
+            fprintf(stderr, "    %s: %lld requests, the bound %lld\n", mode_names[m], (long long)status.requests_made, bound);
+        CHECK_INT(status.state, m == LOAD_MORE ? SHEAF_LIST_IDLE : SHEAF_LIST_LOADING);
+        printf("    %s: %lld requests while nothing was taken (bound %lld)\n", mode_names[m], (long long)status.requests_made, bound);
+        sem_post(&c.release);
+        run(&c);   /* takes everything now, from the started list */
+        CHECK_LIST_RESULT(c.list, c.result, SHEAF_OK);
+        ids_are(c.items, 0, 5000, mode_names[m]);
+        sheaf_list_free(c.list);
+        consumer_destroy(&c);
+    }
+    sheaf_client_free(client);
+}
+
+/* ---- main ----------------------------------------------------------------------------------- */
+
+typedef struct test { const char *name; void (*run)(void); } test;
+#define TEST(name) {#name, name}
+static const test tests[] = {
+    TEST(every_mode_delivers_every_item_in_order_and_ends_complete),
+    TEST(a_consumer_that_stops_at_its_first_delivery_stops_the_list),
+    TEST(a_cancel_with_the_window_full_ends_cancelled_keeping_a_prefix),
+    TEST(a_free_while_running_returns_promptly_and_nothing_is_delivered_after),
+    TEST(a_cancel_racing_the_end_may_win_but_an_ok_list_is_whole),
+    TEST(a_failure_mid_list_keeps_the_items_before_it_and_its_token_completes_the_list),
+    TEST(each_budget_ends_ok_with_its_stop_reason_and_its_token_completes_the_list),
+    TEST(a_consumer_that_takes_nothing_holds_the_fetching_back_within_the_bound),
+};
+
+static void on_alarm(int signal) {
+    (void)signal;
+    static const char message[] = "conformance: a test ran past its alarm: a hang\n";
+    (void)!write(2, message, sizeof message - 1);
+    _exit(3);
+}
+
+int main(int argc, char **argv) {
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    signal(SIGPIPE, SIG_IGN);
+    signal(SIGALRM, on_alarm);
+    const char *python = getenv("SHEAF_TEST_PYTHON") ? getenv("SHEAF_TEST_PYTHON") : SHEAF_PYTHON3;
+    if (!test_server_start(&g_server, python, SHEAF_SOURCE_DIR "/Tests/server/api_server.py")) {
+        fprintf(stderr, "cannot start the test server\n");
+        printf("0 passed, 1 failed\n");
+        return 1;
+    }
+    int passed = 0, failed = 0;
+    for (size_t i = 0; i < sizeof tests / sizeof tests[0]; i++) {
+        int selected = argc < 2;
+        for (int a = 1; a < argc; a++) selected |= strstr(tests[i].name, argv[a]) != NULL;
+        if (!selected) continue;
+        long before = check_failures();
+        long long started = now_ms();
+        test_server_reset(&g_server);
+        alarm(300);
+        tests[i].run();
+        alarm(0);
+        int failures = check_failures() != before;
+        printf("%s %s (%lld ms)\n", failures ? "FAIL" : "ok  ", tests[i].name, now_ms() - started);
+        if (failures) failed++; else passed++;
+    }
+    test_server_stop(&g_server);
+    printf("%d passed, %d failed\n", passed, failed);
+    return failed ? 1 : 0;
+}
