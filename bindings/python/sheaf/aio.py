@@ -28,7 +28,7 @@ from .client import Client, Query, _query_pairs
 from .description import Description
 from .errors import ItemDecodeError, Result, UsageError
 from .request import Headers, Response, outcome, prepare
-from .snapshot import Items, Snapshot
+from .snapshot import Items, Snapshot, StopReason
 
 
 class _Wakeups:
@@ -72,6 +72,86 @@ async def _taken(run: ListRun, wakeups: _Wakeups) -> Any:
         if taken is not PENDING:
             return taken
         await wakeups.wait()
+
+
+class AsyncSnapshotStream(AsyncIterator[Snapshot]):
+    """The snapshots of one list for ``async for`` (what ``AsyncClient.stream`` returns).
+
+    The list starts at the first ``__anext__``. ``async for`` gets an iterator that only the loop
+    holds: leaving the loop releases it, and that stops the list at once, even while this object
+    stays referenced (an async generator would stop only when the event loop finalizes it).
+    ``stop_reason`` and ``resume_token`` are as on :class:`sheaf.SnapshotStream`.
+    """
+
+    def __init__(self, run: ListRun) -> None:
+        self._run: Optional[ListRun] = run
+        self._wakeups: Optional[_Wakeups] = None
+        self._resume = run.current_resume_token()
+        self._stop_reason = StopReason.NONE
+
+    def __aiter__(self) -> "_UntilReleased":
+        return _UntilReleased(self)
+
+    async def __anext__(self) -> Snapshot:
+        run = self._run
+        if run is None:
+            raise StopAsyncIteration
+        try:
+            if self._wakeups is None:
+                self._wakeups = _Wakeups(asyncio.get_running_loop())
+                run.start(notify_fd=self._wakeups.write_fd)
+            snapshot = await _taken(run, self._wakeups)
+            if snapshot is not None:
+                taken = run.snapshot_of(snapshot)
+                self._resume = taken.resume_token
+                return taken
+            self._resume, self._stop_reason = run.resume_token, run.stop_reason
+            run.raise_outcome([])
+        except BaseException:
+            self.close()   # a failure, or the task cancelled: the list ends here
+            raise
+        self.close()
+        raise StopAsyncIteration
+
+    @property
+    def resume_token(self) -> Optional[str]:
+        """The token that goes on after the snapshots taken so far; None once the list completed."""
+        return self._resume
+
+    @property
+    def stop_reason(self) -> StopReason:
+        """Why the list ended (``COMPLETE``, ``ITEM_LIMIT``, ``PAGE_BUDGET``, ``REQUEST_BUDGET``);
+        ``NONE`` before its end, and when it was left early."""
+        return self._stop_reason
+
+    def close(self) -> None:
+        """Stops the list if it runs and frees it. Idempotent; callable from the loop's thread."""
+        run, self._run = self._run, None
+        if run is not None:
+            run.close()
+        wakeups, self._wakeups = self._wakeups, None
+        if wakeups is not None:
+            wakeups.close()
+
+    async def aclose(self) -> None:
+        """:meth:`close`, awaitable (as an async generator's)."""
+        self.close()
+
+
+class _UntilReleased(AsyncIterator[Snapshot]):
+    """The iterator ``async for`` holds: releasing it (leaving the loop) closes the stream."""
+
+    def __init__(self, stream: AsyncSnapshotStream) -> None:
+        self._stream = stream
+
+    def __aiter__(self) -> "_UntilReleased":
+        return self
+
+    async def __anext__(self) -> Snapshot:
+        return await self._stream.__anext__()
+
+    def __del__(self) -> None:
+        self._stream.close()
 
 
 class AsyncClient:
@@ -118,21 +198,12 @@ class AsyncClient:
             wakeups.close()
         return run.items(delivered)
 
-    async def stream(self, path: str, description: Optional[Description] = None, *, decode: Any = None,
-                     **options: Any) -> AsyncIterator[Snapshot]:
+    def stream(self, path: str, description: Optional[Description] = None, *, decode: Any = None,
+               **options: Any) -> "AsyncSnapshotStream":
         """:meth:`sheaf.Client.stream` as an async iterator of :class:`Snapshot`; at the end, the
-        list's failure is raised. Leaving ``async for`` (or cancelling the task) stops the list."""
-        loop = asyncio.get_running_loop()
-        run = self._new_run(path, description, decode, options)
-        wakeups = _Wakeups(loop)
-        try:
-            run.start(notify_fd=wakeups.write_fd)
-            while (snapshot := await _taken(run, wakeups)) is not None:
-                yield run.snapshot_of(snapshot)
-            run.raise_outcome([])
-        finally:
-            run.close()
-            wakeups.close()
+        list's failure is raised. Leaving ``async for`` (a ``break``, even with the stream still
+        referenced), ``aclose()``, or cancelling the task stops the list."""
+        return AsyncSnapshotStream(self._new_run(path, description, decode, options))
 
     def _new_run(self, path: str, description: Optional[Description], decode: Any, options: dict) -> ListRun:
         run_options = {name: options.pop(name) for name in ("query", "headers", "max_items", "max_pages",

@@ -97,7 +97,8 @@ def test_leaving_async_for_stops_the_list(api) -> None:
             async for snapshot in stream:
                 if snapshot.item_count >= 30:
                     break
-            await stream.aclose()
+            assert_the_list_stopped(api, window=2)   # the stream still referenced: the break alone stopped it
+            await stream.aclose()                    # and closing it again changes nothing
 
     run(main())
     assert_the_list_stopped(api, window=2)

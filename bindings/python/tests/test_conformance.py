@@ -1,0 +1,232 @@
+"""The same behaviours, whichever way Python runs a list: fetch_all, stream, fetch_to, pager, and
+AsyncClient's fetch_all and stream. (Tests/c/conformance.c holds the C modes to the same.)
+
+- every item arrives, in order, once, and the list ends COMPLETE;
+- a consumer that stops at its first delivery (a break, a pager no longer asked) stops the list,
+  with the object still held: nothing reaches the server afterwards;
+- each budget ends without an error, with its stop reason, and its token completes the list;
+- a failure mid-list raises with the items before it, and its token completes the list;
+- a cancel racing the list's end may win, but a list that ends without an error is whole.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+import threading
+import time
+from typing import Any, Callable, Dict, List, Optional, Tuple
+
+import pytest
+
+import sheaf
+from conftest import stats
+
+ANCHOR = dict(preset="anchor")
+
+
+class Run:
+    """What one mode made of one list: the items its consumer received, in order, and how it ended."""
+
+    def __init__(self) -> None:
+        self.items: List[Any] = []
+        self.stop_reason: Optional[sheaf.StopReason] = None
+        self.error: Optional[sheaf.Error] = None
+        self.token: Optional[str] = None
+        self.held: Any = None           # the object a caller would still hold after stopping
+        self.stoppable: Any = None      # what cancel() is called on, once the run has started
+        self.started = threading.Event()
+
+
+def _fetch_all(client: sheaf.Client, path: str, run: Run, stop_at_first: bool, **options: Any) -> None:
+    run.started.set()
+    items = client.fetch_all(path, **ANCHOR, **options)
+    run.items, run.stop_reason, run.token = list(items), items.stop_reason, items.resume_token
+
+
+def _stream(client: sheaf.Client, path: str, run: Run, stop_at_first: bool, **options: Any) -> None:
+    stream = run.held = run.stoppable = client.stream(path, **ANCHOR, **options)
+    run.started.set()
+    for snapshot in stream:
+        run.items += snapshot.items
+        if stop_at_first:
+            break
+    run.stop_reason, run.token = stream.stop_reason, stream.resume_token
+
+
+def _fetch_to(client: sheaf.Client, path: str, run: Run, stop_at_first: bool, tmp_path: Any = None,
+              **options: Any) -> None:
+    target = tmp_path / f"items-{time.monotonic_ns()}.jsonl"
+    run.started.set()
+    try:
+        with open(target, "wb") as out:
+            written = client.fetch_to(path, out, format="jsonl", **ANCHOR, **options)
+        run.stop_reason, run.token = written.stop_reason, written.resume_token
+    finally:
+        run.items = [json.loads(line) for line in target.read_bytes().splitlines()]
+
+
+def _pager(client: sheaf.Client, path: str, run: Run, stop_at_first: bool, **options: Any) -> None:
+    pager = run.held = run.stoppable = client.pager(path, look_ahead=1, **ANCHOR, **options)
+    run.started.set()
+    try:
+        for page in pager:
+            run.items += page
+            if stop_at_first:
+                return   # it stops asking; the pager stays open, held
+        run.stop_reason = pager.stop_reason
+    finally:
+        run.token = pager.resume_token
+        if not stop_at_first:
+            pager.close()
+
+
+def _aio_fetch_all(client: sheaf.Client, path: str, run: Run, stop_at_first: bool, attempts: int = 4,
+                   **options: Any) -> None:
+    async def main() -> None:
+        async with sheaf.AsyncClient(client.base_url, max_attempts=attempts, **_ASYNC_OPTIONS) as aclient:
+            run.started.set()
+            items = await aclient.fetch_all(path, **ANCHOR, **options)
+            run.items, run.stop_reason, run.token = list(items), items.stop_reason, items.resume_token
+    asyncio.run(main())
+
+
+def _aio_stream(client: sheaf.Client, path: str, run: Run, stop_at_first: bool, attempts: int = 4,
+                **options: Any) -> None:
+    async def main() -> None:
+        async with sheaf.AsyncClient(client.base_url, max_attempts=attempts, **_ASYNC_OPTIONS) as aclient:
+            stream = run.held = aclient.stream(path, **ANCHOR, **options)
+            run.started.set()
+            try:
+                async for snapshot in stream:
+                    run.items += snapshot.items
+                    if stop_at_first:
+                        break
+            finally:
+                run.stop_reason, run.token = stream.stop_reason, stream.resume_token
+            if stop_at_first:   # the stop holds while the loop still runs and the stream is referenced
+                await asyncio.sleep(0.45)
+    asyncio.run(main())
+
+
+MODES: Dict[str, Callable[..., None]] = {
+    "fetch_all": _fetch_all, "stream": _stream, "fetch_to": _fetch_to, "pager": _pager,
+    "aio.fetch_all": _aio_fetch_all, "aio.stream": _aio_stream,
+}
+_ASYNC_OPTIONS = dict(concurrency=4, adaptive_window=False)
+
+
+def run_mode(mode: str, client: sheaf.Client, path: str, tmp_path: Any, stop_at_first: bool = False,
+             attempts: int = 4, **options: Any) -> Run:
+    """Runs `path` in `mode` (an async mode on an AsyncClient of `client`'s URL, with `attempts`)."""
+    run = Run()
+    extra: Dict[str, Any] = {"tmp_path": tmp_path} if mode == "fetch_to" else {}
+    if mode.startswith("aio."):
+        extra["attempts"] = attempts
+    try:
+        MODES[mode](client, path, run, stop_at_first, **extra, **options)
+    except sheaf.Error as error:
+        run.error = error
+        run.token = error.resume_token
+        if mode in ("fetch_all", "aio.fetch_all"):   # the others received their items already
+            run.items = list(error.items)
+    return run
+
+
+def ids(items: List[Any]) -> List[int]:
+    return [item["id"] for item in items]
+
+
+@pytest.fixture
+def client(api):
+    with sheaf.Client(api.base_url, **_ASYNC_OPTIONS) as client:
+        yield client
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("n, query", [(997, ""), (500, "&nototal=1"), (0, "")])
+def test_every_item_arrives_in_order_once_and_the_list_ends_complete(mode, n, query, client, tmp_path):
+    run = run_mode(mode, client, f"/anchor?n={n}&per_page=10{query}", tmp_path)
+    assert run.error is None
+    assert ids(run.items) == list(range(n))
+    assert run.stop_reason == sheaf.StopReason.COMPLETE and run.token is None
+    assert sheaf._live_runs() == 0
+
+
+@pytest.mark.parametrize("mode", ["stream", "pager", "aio.stream"])
+def test_a_consumer_that_stops_at_its_first_delivery_stops_the_list_while_still_held(mode, client, api, tmp_path):
+    run = run_mode(mode, client, "/anchor?n=10000&per_page=10&latency_ms=100", tmp_path, stop_at_first=True)
+    assert run.held is not None   # still referenced here
+    time.sleep(0.05)   # a request already on the wire at the stop lands
+    at_the_stop = stats(api)["requests"]
+    time.sleep(0.4)    # four latencies: a list still running would have sent more
+    assert stats(api)["requests"] == at_the_stop, f"{mode}: requests went on after the stop"
+    assert ids(run.items) == list(range(len(run.items))) and len(run.items) >= 10
+    if mode == "pager":
+        run.held.close()
+    assert sheaf._live_runs() == 0
+
+
+BUDGETS = [(dict(max_items=27), sheaf.StopReason.ITEM_LIMIT, 27),
+           (dict(max_pages=3), sheaf.StopReason.PAGE_BUDGET, 30),
+           (dict(max_requests=2), sheaf.StopReason.REQUEST_BUDGET, 20)]
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("budget, reason, count", BUDGETS, ids=["items", "pages", "requests"])
+def test_each_budget_ends_without_an_error_with_its_reason_and_its_token_completes_the_list(
+        mode, budget, reason, count, client, tmp_path):
+    path = "/anchor?n=200&per_page=10"
+    run = run_mode(mode, client, path, tmp_path, **budget)
+    assert run.error is None
+    assert run.stop_reason == reason
+    assert ids(run.items) == list(range(count))
+    rest = run_mode(mode, client, path, tmp_path, resume=run.token)
+    assert rest.error is None and rest.stop_reason == sheaf.StopReason.COMPLETE
+    assert ids(run.items + rest.items) == list(range(200))
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_failure_mid_list_keeps_the_items_before_it_and_its_token_completes_the_list(mode, api, tmp_path):
+    path = "/anchor?n=300&per_page=10&fail=5:1:500"
+    with sheaf.Client(api.base_url, max_attempts=1, **_ASYNC_OPTIONS) as client:
+        run = run_mode(mode, client, path, tmp_path, attempts=1)
+        assert isinstance(run.error, sheaf.HTTPError), mode
+        assert ids(run.items) == list(range(40))   # pages 1 to 4
+        rest = run_mode(mode, client, path, tmp_path, attempts=1, resume=run.token)   # page 5 answers now
+    assert rest.error is None
+    assert ids(run.items + rest.items) == list(range(300))
+
+
+@pytest.mark.parametrize("mode", ["stream", "pager"])
+def test_a_cancel_racing_the_end_may_win_but_a_list_that_ends_without_an_error_is_whole(mode, client, tmp_path):
+    rng = random.Random(7)
+    ended = {"whole": 0, "cancelled": 0}
+    for _ in range(60):
+        n = rng.randint(1, 60)
+        run = Run()
+        thread = threading.Thread(target=lambda: _into(run, mode, client, f"/anchor?n={n}&per_page=10"))
+        thread.start()
+        run.started.wait(5)
+        time.sleep(rng.random() * 0.003)
+        run.stoppable.cancel()
+        thread.join(10)
+        assert not thread.is_alive()
+        run.stoppable.close()
+        if run.error is None:
+            ended["whole"] += 1
+            assert ids(run.items) == list(range(n)), f"{mode}: ended without an error, yet not whole"
+        else:
+            ended["cancelled"] += 1
+            assert isinstance(run.error, sheaf.StoppedError)
+            assert ids(run.items) == list(range(len(run.items)))
+    assert sum(ended.values()) == 60
+    assert sheaf._live_runs() == 0
+
+
+def _into(run: Run, mode: str, client: sheaf.Client, path: str) -> None:
+    try:
+        MODES[mode](client, path, run, False)
+    except sheaf.Error as error:
+        run.error = error
