@@ -20,7 +20,7 @@ final class ListHandle: Sendable, ErrorRecording {
         /// Set when the list was started in load-more mode (sheaf_list_start_load_more).
         var pager: ListPager?
         /// Set when the list was started for pulling (sheaf_list_start_pull).
-        var pull: SnapshotQueue<PulledSnapshot>?
+        var pull: SnapshotChannel<PulledSnapshot>?
         /// The last snapshot sheaf_list_next handed out: its C memory stays alive (at least
         /// until the next call, as the header promises), and the prefix a puller saw ends there.
         var lastTaken: PulledSnapshot?
@@ -85,11 +85,11 @@ final class ListHandle: Sendable, ErrorRecording {
     ///   - finishing: see `ListRun.finishing`.
     func start(keepingItems: Bool? = nil, onSnapshot: (@Sendable (Snapshot) -> Bool)?, pulling: Bool = false,
                finishing: (@Sendable (ListOutcome) -> ListOutcome)? = nil) throws(SheafError) -> ListRun {
-        let (run, pull) = try state.withLock { (state) throws(SheafError) -> (ListRun, SnapshotQueue<PulledSnapshot>?) in
+        let (run, pull) = try state.withLock { (state) throws(SheafError) -> (ListRun, SnapshotChannel<PulledSnapshot>?) in
             let client = try clientForTheRun(state)
             if let keepingItems { state.keepsItems = keepingItems }
             let keepsItems = state.keepsItems
-            let pull = pulling ? SnapshotQueue<PulledSnapshot>() : nil
+            let pull = pulling ? SnapshotChannel<PulledSnapshot>() : nil
             if let pull, state.notifyFD >= 0 {
                 let fd = state.notifyFD
                 pull.whenReady { notify(fd) }
@@ -148,7 +148,7 @@ final class ListHandle: Sendable, ErrorRecording {
         let (run, description) = state.withLock { ($0.current, $0.description) }
         return run?.descriptionJSON() ?? description.json(resolution: nil, plan: nil)
     }
-    var pull: SnapshotQueue<PulledSnapshot>? { state.withLock { $0.pull } }
+    var pull: SnapshotChannel<PulledSnapshot>? { state.withLock { $0.pull } }
 
     /// Keeps `pulled` as the snapshot handed out last; returns its C view.
     func handOut(_ pulled: PulledSnapshot) -> UnsafePointer<sheaf_snapshot> {

@@ -108,24 +108,19 @@ public struct ListSnapshots<Item: Decodable & Sendable>: AsyncSequence, Sendable
 }
 
 /// Runs one list for an iterator of `ListSnapshots`: starts it, decodes its snapshots as they
-/// come, hands them over one `next()` at a time, and cancels the list when the iterator goes.
+/// come (on the run's delivery thread), and hands them over through the run's `SnapshotChannel`
+/// one `next()` at a time; cancels the list when the iterator goes.
 final class SnapshotDriver<Item: Decodable & Sendable>: Sendable {
     private enum Delivery: Sendable {
         case snapshot(ListSnapshot<Item>)
         /// An item that did not decode, and the items of its snapshot before it.
         case failure(SheafError, before: [Item])
-        /// The run has finished.
-        case end
     }
 
     private struct State {
         var run: ListRun?
-        /// Delivered and not taken yet, in order (the run holds back while a window's worth of
-        /// pages waits).
-        var ready: [Delivery] = []
         /// The sequence said its last word (nil, or an error): every later `next()` is nil.
         var over = false
-        var waiting: CheckedContinuation<Void, Never>?
         /// When an item did not decode: the items of its snapshot before it (never yielded).
         var decodedBeforeFailure: [Item] = []
     }
@@ -135,6 +130,7 @@ final class SnapshotDriver<Item: Decodable & Sendable>: Sendable {
     private let decoder: ItemDecoder<Item>
     private let prefix: PrefixItems<Item>?
     private let state = Locked(State())
+    private let channel = SnapshotChannel<Delivery>()
 
     init(client: SheafClient, description: ListDescription, decoder: ItemDecoder<Item>, keepsPrefix: Bool) {
         self.client = client
@@ -160,42 +156,35 @@ final class SnapshotDriver<Item: Decodable & Sendable>: Sendable {
 
     func next() async throws(SheafError) -> ListSnapshot<Item>? {
         let run = try startedRun()
-        while true {
-            if Task.isCancelled {
-                run.cancel() // nothing is handed out after a cancellation, not even what was ready
-                if endSequence() { return nil }
-                throw SheafError(.cancelled, "the task was cancelled")
-            }
-            let taken = state.withLock { state -> Delivery? in
-                state.over ? .end : state.ready.isEmpty ? nil : state.ready.removeFirst()
-            }
-            switch taken {
-            case .snapshot(let snapshot)?:
-                run.snapshotTaken()
-                return snapshot
-            case .failure(let error, let before)?:
-                state.withLock { $0.decodedBeforeFailure = before }
-                endSequence()
-                run.cancel()
-                throw error
-            case .end?:
-                guard !endSequence(), case .failed(let error)? = run.outcome else { return nil }
-                throw error
-            case nil:
-                await withTaskCancellationHandler {
-                    await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-                        let ready = state.withLock { state -> Bool in
-                            if !state.ready.isEmpty { return true }
-                            state.waiting = continuation
-                            return false
-                        }
-                        if ready { continuation.resume() }
-                    }
-                } onCancel: {
-                    run.cancel()
-                }
-            }
+        if state.withLock({ $0.over }) { return nil }
+        if Task.isCancelled { return try cancelled(run) }
+        let next = await withTaskCancellationHandler {
+            await channel.next()
+        } onCancel: {
+            run.cancel() // the run finishes, which ends the channel's wait
         }
+        if Task.isCancelled { return try cancelled(run) }
+        switch next {
+        case .snapshot(.snapshot(let snapshot)):
+            return snapshot
+        case .snapshot(.failure(let error, let before)):
+            state.withLock {
+                $0.decodedBeforeFailure = before
+                $0.over = true
+            }
+            run.cancel()
+            throw error
+        case .end, .pending:
+            guard !endSequence(), case .failed(let error)? = run.outcome else { return nil }
+            throw error
+        }
+    }
+
+    /// Nothing is handed out after a cancellation, not even what was ready.
+    private func cancelled(_ run: ListRun) throws(SheafError) -> ListSnapshot<Item>? {
+        run.cancel()
+        if endSequence() { return nil }
+        throw SheafError(.cancelled, "the task was cancelled")
     }
 
     /// Marks the sequence as over; returns whether it already was.
@@ -207,10 +196,10 @@ final class SnapshotDriver<Item: Decodable & Sendable>: Sendable {
         }
     }
 
-    /// The run, started at the first `next()`.
+    /// The run, started at the first `next()`, its snapshots pushed into the channel.
     private func startedRun() throws(SheafError) -> ListRun {
         if let run = state.withLock({ $0.run }) { return run }
-        let decoder = decoder, prefix = prefix
+        let decoder = decoder, prefix = prefix, channel = channel
         let run = try ListRun(client: client, description: description, keepsItems: false, acknowledgesSnapshots: true) {
             [weak self] snapshot in
             guard let self, let run = state.withLock({ $0.run }) else { return false }
@@ -219,27 +208,17 @@ final class SnapshotDriver<Item: Decodable & Sendable>: Sendable {
             do throws(SheafError) {
                 let items = try decoder.decode(delta.json, offset: offset)
                 prefix?.append(items)
-                deliver(.snapshot(ListSnapshot(items: items, snapshot: snapshot, prefix: prefix, run: run)))
-                return true
+                return channel.push(.snapshot(ListSnapshot(items: items, snapshot: snapshot, prefix: prefix, run: run)))
             } catch {
                 let before = error.itemIndex.map { decoder.decodeFirst($0 - offset, of: delta) } ?? []
-                deliver(.failure(error, before: before))
+                _ = channel.push(.failure(error, before: before))
                 return false
             }
         }
+        channel.whenTaken({ [weak run] in run?.snapshotTaken() }, closed: {})
         state.withLock { $0.run = run }
         try run.start()
-        run.whenFinished { [weak self] in self?.deliver(.end) }
+        run.whenFinished { [channel] in channel.finish() }
         return run
-    }
-
-    /// Wakes the `next()` waiting for a delivery, or keeps it for the next one.
-    private func deliver(_ delivery: Delivery) {
-        let waiting = state.withLock { state -> CheckedContinuation<Void, Never>? in
-            state.ready.append(delivery)
-            defer { state.waiting = nil }
-            return state.waiting
-        }
-        waiting?.resume()
     }
 }

@@ -86,7 +86,7 @@ public final class SheafClient: Sendable {
     }
 
     /// A run whose snapshots are pushed into `queue` and count against the window until taken.
-    package func makePulledList<Element>(_ description: ListDescription, keepsItems: Bool, into queue: SnapshotQueue<Element>,
+    package func makePulledList<Element>(_ description: ListDescription, keepsItems: Bool, into queue: SnapshotChannel<Element>,
                                          _ prepare: @escaping @Sendable (Snapshot) -> Element) throws(SheafError) -> ListRun {
         let run = try ListRun(client: self, description: description, keepsItems: keepsItems, acknowledgesSnapshots: true,
                               onSnapshot: { queue.push(prepare($0)) })

@@ -281,7 +281,7 @@ public final class ListRun: Sendable {
     }
 
     /// The ordered prefix through `snapshot`, one of this run's, as one JSON array (for a caller
-    /// that takes snapshots from a `SnapshotQueue`: what it has taken, not what was queued).
+    /// that takes snapshots from a `SnapshotChannel`: what it has taken, not what was queued).
     package func prefixJSON(through snapshot: Snapshot) -> [UInt8] {
         Assembler.jsonArray(prefixPieces(through: snapshot))
     }

@@ -26,7 +26,12 @@ package final class Lock: @unchecked Sendable {
         condition.initialize(to: pthread_cond_t())
         let mutexStatus = pthread_mutex_init(mutex, nil)
         precondition(mutexStatus == 0, "pthread_mutex_init failed (\(mutexStatus))")
-        let conditionStatus = pthread_cond_init(condition, nil)
+        // Timed waits measure on the monotonic clock: a change of the wall clock moves no deadline.
+        var attributes = pthread_condattr_t()
+        pthread_condattr_init(&attributes)
+        pthread_condattr_setclock(&attributes, CLOCK_MONOTONIC)
+        let conditionStatus = pthread_cond_init(condition, &attributes)
+        pthread_condattr_destroy(&attributes)
         precondition(conditionStatus == 0, "pthread_cond_init failed (\(conditionStatus))")
     }
 
@@ -52,13 +57,30 @@ package final class Lock: @unchecked Sendable {
         pthread_cond_wait(condition, mutex)
     }
 
+    /// Blocks until the condition is signalled or `deadline` (from `deadline(afterMilliseconds:)`)
+    /// passes; returns false once it has passed. Call only with the mutex held.
+    package func wait(until deadline: timespec) -> Bool {
+        var deadline = deadline
+        return pthread_cond_timedwait(condition, mutex, &deadline) != ETIMEDOUT
+    }
+
+    /// The moment `milliseconds` from now, for `wait(until:)`.
+    package static func deadline(afterMilliseconds milliseconds: Int) -> timespec {
+        var now = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &now)
+        let nanoseconds = Int(now.tv_nsec) + (milliseconds % 1000) * 1_000_000
+        return timespec(tv_sec: now.tv_sec + milliseconds / 1000 + nanoseconds / 1_000_000_000,
+                        tv_nsec: nanoseconds % 1_000_000_000)
+    }
+
     /// Wakes every thread blocked in `wait`.
     package func broadcast() {
         pthread_cond_broadcast(condition)
     }
 }
 
-/// A value only reachable with its lock held: `Synchronization.Mutex`'s shape on a `Lock`.
+/// A value only reachable with its lock held: `Synchronization.Mutex`'s shape on a `Lock`, and
+/// a way to wait for it to change (`withLock(when:timeoutMilliseconds:_:)`, `changed()`).
 package final class Locked<State>: @unchecked Sendable {
     // Safe to share: `state` is read and written only inside `lock.withLock`.
     private let lock = Lock()
@@ -74,5 +96,30 @@ package final class Locked<State>: @unchecked Sendable {
         _ body: (inout State) throws(Failure) -> Result
     ) throws(Failure) -> Result {
         try lock.withLock { () throws(Failure) -> Result in try body(&state) }
+    }
+
+    /// Waits until `ready(state)` holds (the lock released while waiting, woken by `changed()`),
+    /// at most `timeoutMilliseconds` (nil: as long as it takes), then runs `body` with the lock
+    /// held and whether `ready` held.
+    package func withLock<Result>(when ready: (State) -> Bool, timeoutMilliseconds: Int?,
+                                  _ body: (inout State, Bool) -> Result) -> Result {
+        lock.withLock {
+            let deadline = timeoutMilliseconds.map { Lock.deadline(afterMilliseconds: max(0, $0)) }
+            var isReady = ready(state)
+            while !isReady {
+                if let deadline {
+                    guard lock.wait(until: deadline) else { break }
+                } else {
+                    lock.wait()
+                }
+                isReady = ready(state)
+            }
+            return body(&state, isReady || ready(state))
+        }
+    }
+
+    /// Wakes the threads waiting in `withLock(when:...)` to look at the state again.
+    package func changed() {
+        lock.broadcast()
     }
 }

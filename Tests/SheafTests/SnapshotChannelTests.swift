@@ -2,10 +2,10 @@ import Foundation
 import XCTest
 @testable import Sheaf
 
-/// A run whose snapshots are pulled through a `SnapshotQueue`.
+/// A run whose snapshots are pulled through a `SnapshotChannel`.
 private func pulledRun(_ transport: ScriptedTransport, window: Int = 4,
-                       list: ListDescription = anchorList()) throws -> (ListRun, SnapshotQueue<Snapshot>) {
-    let queue = SnapshotQueue<Snapshot>()
+                       list: ListDescription = anchorList()) throws -> (ListRun, SnapshotChannel<Snapshot>) {
+    let queue = SnapshotChannel<Snapshot>()
     let run = try scriptedClient(transport) { $0.window = window }
         .makePulledList(list, keepsItems: false, into: queue, { $0 })
     try run.start()
@@ -13,7 +13,47 @@ private func pulledRun(_ transport: ScriptedTransport, window: Int = 4,
     return (run, queue)
 }
 
-final class SnapshotQueueTests: XCTestCase {
+final class SnapshotChannelTests: XCTestCase {
+    func testAnAsyncTakerAndABlockingTakerWakeOnAPushAndSeeTheEndForEver() async throws {
+        let channel = SnapshotChannel<Int>()
+        let taken = Shared(0)
+        channel.whenTaken({ taken.update { $0 += 1 } }, closed: {})
+        let waiting = Task { await channel.next() }
+        try await Task.sleep(nanoseconds: 20_000_000)   // it waits: nothing was pushed
+        XCTAssertTrue(channel.push(1))
+        guard case .snapshot(1) = await waiting.value else { return XCTFail("the push did not wake the async taker") }
+        let blocked = Date()
+        guard case .pending = channel.next(timeoutMilliseconds: 50) else { return XCTFail("nothing was there to take") }
+        XCTAssertGreaterThanOrEqual(Date().timeIntervalSince(blocked), 0.045, "it waited its timeout")
+        DispatchQueue.global().asyncAfter(deadline: .now() + 0.02) { _ = channel.push(2) }
+        guard case .snapshot(2) = channel.next(timeoutMilliseconds: 5000) else { return XCTFail("the push did not wake the blocked taker") }
+        channel.finish()
+        for _ in 0..<3 {
+            guard case .end = channel.next(timeoutMilliseconds: 0) else { return XCTFail("the end is seen by every later call") }
+            guard case .end = await channel.next() else { return XCTFail("the end is seen by every later call") }
+        }
+        XCTAssertEqual(taken.value, 2, "each snapshot handed out is counted once")
+    }
+
+    func testClosingWakesAWaitingTakerWithTheEndAndRefusesLaterPushes() async throws {
+        let channel = SnapshotChannel<Int>()
+        let closed = Shared(0)
+        channel.whenTaken({}, closed: { closed.update { $0 += 1 } })
+        XCTAssertTrue(channel.push(1))
+        let waiting = Task { () -> Bool in
+            _ = await channel.next()                   // takes 1
+            if case .end = await channel.next() { return true }
+            return false
+        }
+        try await Task.sleep(nanoseconds: 20_000_000)
+        channel.close()
+        channel.close()
+        let sawTheEnd = await waiting.value
+        XCTAssertTrue(sawTheEnd)
+        XCTAssertFalse(channel.push(2), "a closed channel takes nothing more: the run stops")
+        XCTAssertEqual(closed.value, 1)
+    }
+
     func testPulledSnapshotsArriveInOrderThenTheEndForEveryLaterCall() throws {
         let transport = ScriptedTransport()
         let api = FakeAnchorAPI(count: 95)
