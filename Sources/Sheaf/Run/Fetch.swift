@@ -54,6 +54,9 @@ final class Fetch: Sendable {
         /// (0: none yet): a request is refreshed once.
         var credentialGeneration = 0
         var refusedGeneration = 0
+        /// The first request was counted when the page was planned (`RequestCounters.reserve`)
+        /// and is not sent yet.
+        var holdsReservation = false
     }
 
     /// Past the request timeout, a transport gets this long to report the timeout itself before
@@ -67,12 +70,15 @@ final class Fetch: Sendable {
     /// A list's window: told of every answer, and obeyed when it says to wait before sending.
     private let pace: PaceControl?
 
+    /// - Parameter reserved: the first request was counted already (`RequestCounters.reserve`).
     init(client: SheafClient, url: String, template: FetchTemplate = FetchTemplate(), requests: RequestCounters,
-         pace: PaceControl? = nil, completion: @escaping Completion) {
+         pace: PaceControl? = nil, reserved: Bool = false, completion: @escaping Completion) {
         self.client = client
         self.requests = requests
         self.pace = pace
-        self.state = Locked(State(url: url, template: template))
+        var state = State(url: url, template: template)
+        state.holdsReservation = reserved
+        self.state = Locked(state)
         self.completion = completion
     }
 
@@ -91,6 +97,10 @@ final class Fetch: Sendable {
         state.withLock { state in
             state.isDone = true
             settleOutstanding(&state)
+            if state.holdsReservation {
+                state.holdsReservation = false
+                requests.unreserve()
+            }
             defer { state.task = nil }
             return state.task
         }
@@ -151,7 +161,12 @@ final class Fetch: Sendable {
         enum Admission { case sent, cancelled, overBudget }
         let admission = state.withLock { state -> Admission in
             guard !state.isDone, state.serial == serial else { return .cancelled } // while a credential was made
-            guard requests.started() else { return .overBudget }
+            if state.holdsReservation {
+                state.holdsReservation = false
+                requests.startedReserved()
+            } else if !requests.started() {
+                return .overBudget
+            }
             state.isOutstanding = true
             state.sentAt = DispatchTime.now().uptimeNanoseconds
             state.inFlightAtSend = requests.inFlight
@@ -284,6 +299,10 @@ final class Fetch: Sendable {
     private func finish(_ result: Result<Fetched, SheafError>) {
         let first = state.withLock { state -> Bool in
             defer { state.isDone = true }
+            if state.holdsReservation {   // it ended before its first request went out
+                state.holdsReservation = false
+                requests.unreserve()
+            }
             return !state.isDone
         }
         if first { completion(result) } // the run redacts its outcome (ListRun.end)

@@ -333,6 +333,15 @@ public final class ListRun: Sendable {
     // MARK: Events
 
     private func pageArrived(_ index: Int, serial: Int, url: String, response: HTTPResponse) {
+        var starts: [Fetch] = []
+        pageArrived(index, serial: serial, url: url, response: response, starting: &starts)
+        starts.forEach { $0.start() }
+    }
+
+    /// Reads and plans one page; the fetches it plans go into `starts`, for the caller to start
+    /// once every answer that came ahead of page one has been planned too (a budget that a new
+    /// request would exceed must not end the list before pages that already arrived are in).
+    private func pageArrived(_ index: Int, serial: Int, url: String, response: HTTPResponse, starting starts: inout [Fetch]) {
         if heldForPageOne(index, serial, .success((url, response))) { return }
         let page: Page
         var detection: Detector.Resolution?
@@ -345,9 +354,9 @@ public final class ListRun: Sendable {
             }
             page = try PageReader(resolution!.description).read(response, from: url)
         } catch {
-            return pageFailed(index, serial: serial, error)
+            return pageFailed(index, serial: serial, error, starting: &starts)
         }
-        perform(page: (index, serial, page)) { state in
+        perform(page: (index, serial, page), starting: &starts) { state in
             if let detection, state.resolution == nil {
                 state.resolution = detection
                 state.planner.adopt(detection.description.paging,
@@ -358,7 +367,7 @@ public final class ListRun: Sendable {
             if index == 0, let hooks = client.hooks { logPlan(hooks, state, url: url) }
             return actions
         }
-        if index == 0 { replayAheadOfPageOne() }
+        if index == 0 { replayAheadOfPageOne(starting: &starts) }
     }
 
     /// Keeps the answer for a page after the first while page one has not been planned.
@@ -374,15 +383,15 @@ public final class ListRun: Sendable {
 
     /// Hands in the answers that came ahead of page one, now that it has been planned (those
     /// for pages the plan abandoned are ignored as any abandoned answer is).
-    private func replayAheadOfPageOne() {
+    private func replayAheadOfPageOne(starting starts: inout [Fetch]) {
         let held = state.withLock { state in
             defer { state.aheadOfPageOne = [] }
             return state.ending == nil ? state.aheadOfPageOne : []
         }
         for (index, serial, answer) in held {
             switch answer {
-            case .success(let (url, response)): pageArrived(index, serial: serial, url: url, response: response)
-            case .failure(let error): pageFailed(index, serial: serial, error)
+            case .success(let (url, response)): pageArrived(index, serial: serial, url: url, response: response, starting: &starts)
+            case .failure(let error): pageFailed(index, serial: serial, error, starting: &starts)
             }
         }
     }
@@ -424,16 +433,29 @@ public final class ListRun: Sendable {
     }
 
     private func pageFailed(_ index: Int, serial: Int, _ error: SheafError) {
+        var starts: [Fetch] = []
+        pageFailed(index, serial: serial, error, starting: &starts)
+        starts.forEach { $0.start() }
+    }
+
+    private func pageFailed(_ index: Int, serial: Int, _ error: SheafError, starting starts: inout [Fetch]) {
         if heldForPageOne(index, serial, .failure(error)) { return }
-        perform(page: (index, serial, .empty)) { $0.planner.pageFailed(index, error) }
-        if index == 0 { replayAheadOfPageOne() }
+        perform(page: (index, serial, .empty), starting: &starts) { $0.planner.pageFailed(index, error) }
+        if index == 0 { replayAheadOfPageOne(starting: &starts) }
     }
 
     /// Asks the planner (through `decide`) and carries out its actions: planning, assembly and
     /// endings under one hold of the lock — so no other page's ending can slip in between a
     /// decision and its effect — and I/O outside it.
     private func perform(page: (index: Int, serial: Int, page: Page)?, _ decide: (inout State) -> [PagePlanner.Action]) {
-        var toStart: [Fetch] = []
+        var starts: [Fetch] = []
+        perform(page: page, starting: &starts, decide)
+        starts.forEach { $0.start() }
+    }
+
+    /// As `perform(page:_:)`, leaving the fetches to start in `toStart`.
+    private func perform(page: (index: Int, serial: Int, page: Page)?, starting toStart: inout [Fetch],
+                         _ decide: (inout State) -> [PagePlanner.Action]) {
         var toCancel: [any TransportTask] = []
         state.withLock { state in
             guard state.ending == nil else { return }
@@ -448,7 +470,10 @@ public final class ListRun: Sendable {
                     guard state.ending == nil else { continue }
                     state.fetchSerial += 1
                     let serial = state.fetchSerial
-                    let fetch = Fetch(client: client, url: url, requests: requests, pace: pace) { [self] result in
+                    // The page takes its request of the budget now, in the plan's order; one
+                    // over the budget fails at its start, after the pages planned before it.
+                    let fetch = Fetch(client: client, url: url, requests: requests, pace: pace,
+                                      reserved: requests.reserve()) { [self] result in
                         switch result {
                         case .success(let value):
                             // Reading a page is CPU work: keep it off the transport's thread.
@@ -509,7 +534,6 @@ public final class ListRun: Sendable {
             }
         }
         toCancel.forEach { $0.cancel() }
-        toStart.forEach { $0.start() }
     }
 
     /// Where the list goes on after the prefix that now ends with `delta`: after its last page,

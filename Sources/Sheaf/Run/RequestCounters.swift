@@ -4,6 +4,9 @@ import Synchronization
 final class RequestCounters: Sendable {
     private let made = Atomic<Int>(0)
     private let outstanding = Atomic<Int>(0)
+    /// What the budget is charged: requests made, and those reserved for pages planned and not
+    /// sent yet.
+    private let charged = Atomic<Int>(0)
 
     /// Requests sent to the transport so far, retries and redirects included.
     var requestsMade: Int { made.load(ordering: .relaxed) }
@@ -19,13 +22,33 @@ final class RequestCounters: Sendable {
 
     /// Counts one request about to be sent; false (nothing counted) when the budget is spent.
     func started() -> Bool {
-        let count = made.add(1, ordering: .relaxed).newValue
+        guard reserve() else { return false }
+        startedReserved()
+        return true
+    }
+
+    /// Charges the budget for a page's first request when the plan asks for the page, before it
+    /// is sent: pages take the budget in the plan's order, whatever order their fetches start in
+    /// (a page planned later must not spend the request of one planned before it). False when the
+    /// budget is spent.
+    func reserve() -> Bool {
+        let count = charged.add(1, ordering: .relaxed).newValue
         if let budget, count > budget {
-            made.subtract(1, ordering: .relaxed)
+            charged.subtract(1, ordering: .relaxed)
             return false
         }
-        outstanding.add(1, ordering: .relaxed)
         return true
+    }
+
+    /// Sends a request `reserve` charged.
+    func startedReserved() {
+        made.add(1, ordering: .relaxed)
+        outstanding.add(1, ordering: .relaxed)
+    }
+
+    /// Gives back what `reserve` charged for a request never sent (its fetch was abandoned first).
+    func unreserve() {
+        charged.subtract(1, ordering: .relaxed)
     }
 
     func finished() {
