@@ -731,6 +731,10 @@ SHEAF_API sheaf_result sheaf_list_start_pull(sheaf_list *list);
  * (a snapshot, or the end), the library writes 8 bytes to `fd`: a uint64_t 1, what an eventfd
  * adds to its counter. The reader then takes with sheaf_list_next(list, 0, ...) until
  * SHEAF_PENDING or the end; notifications may be coalesced or come spuriously, never missed.
+ * For a list started otherwise (sheaf_list_start, sheaf_list_start_write, _write_fd), the library
+ * writes after each snapshot delivered (the callback returned, the items written) and once when
+ * the list has ended (sheaf_list_wait then returns at once): a waiter shows progress and sees the
+ * end without polling sheaf_list_get_status.
  * An eventfd or a socket is written without blocking and, for a socket, without SIGPIPE
  * (MSG_DONTWAIT | MSG_NOSIGNAL); a pipe is written with write(2): make its write end O_NONBLOCK
  * (a full pipe then skips the write: its reader has a wake-up pending) and keep its read end

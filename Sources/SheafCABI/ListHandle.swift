@@ -40,6 +40,8 @@ final class ListHandle: Sendable, ErrorRecording {
     }
 
     let client: ClientHandle
+    /// The notify fd of a list that is not pulled, while the library may write to it.
+    let notifyTarget = Locked<Int32>(-1)
     private let state: Locked<State>
 
     init(client: ClientHandle, path: String) {
@@ -97,8 +99,19 @@ final class ListHandle: Sendable, ErrorRecording {
             // The C copy of a pulled snapshot is made on the run's delivery thread, not on the
             // caller's thread that takes it.
             let run: ListRun
+            let fd = state.notifyFD
             if let pull {
                 run = try client.makePulledList(state.description, keepsItems: keepsItems, into: pull, PulledSnapshot.init)
+            } else if fd >= 0 {
+                // A waiter (an event loop, Python's fetch_to) wakes after each snapshot delivered
+                // and at the end, instead of polling the status.
+                let target = notifyTarget
+                target.withLock { $0 = fd }
+                run = try client.makeList(state.description, keepsItems: keepsItems) { snapshot in
+                    defer { target.wake() }
+                    return onSnapshot?(snapshot) ?? true
+                }
+                run.whenFinished { target.wake() }
             } else {
                 run = try client.makeList(state.description, keepsItems: keepsItems, onSnapshot: onSnapshot)
             }
@@ -284,6 +297,7 @@ public func sheaf_list_free(_ list: OpaquePointer?) {
     // A pulled list first lets go of its snapshots, so a delivery waiting for room returns.
     handle.pull?.close()
     handle.pager?.close()
+    handle.notifyTarget.withLock { $0 = -1 }   // the caller may close its fd once this returns
     // Cancels and waits out a running callback; from inside the list's own callback it only
     // cancels, and the run's hold on the handle ends after that callback returns.
     handle.run?.close()
@@ -475,6 +489,14 @@ public func sheaf_list_set_notify_fd(_ list: OpaquePointer?, _ fd: Int32) -> she
 /// One notification of sheaf_list_set_notify_fd: 8 bytes holding 1 (an eventfd's increment).
 /// A socket is written without blocking or SIGPIPE; anything else (an eventfd, a pipe) with
 /// write(2), as the header says. A failed write needs nothing: a full fd has one pending.
+extension Locked<Int32> {
+    /// Writes a wake-up to the fd held, unless it was let go (-1): under the lock, so once the
+    /// free has set -1 no write can still be on its way to an fd the caller may have closed.
+    func wake() {
+        withLock { fd in if fd >= 0 { notify(fd) } }
+    }
+}
+
 private func notify(_ fd: Int32) {
     var one: UInt64 = 1
     withUnsafeBytes(of: &one) { bytes in

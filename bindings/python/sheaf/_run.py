@@ -24,9 +24,10 @@ import dataclasses
 import decimal
 import itertools
 import json
+import os
+import select
 import sys
 import threading
-import time
 from ctypes import POINTER, byref
 from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Tuple
 
@@ -154,18 +155,20 @@ class ListRun:
                 lib.sheaf_list_get_status(self.handle, byref(status))
         return status
 
-    def wait_output(self, seconds: float) -> _ffi.ListStatusStruct:
-        """For a list writing its output: its status once it has ended (its outcome then read)
-        or after `seconds` (Ctrl-C is seen between two looks)."""
-        deadline = time.monotonic() + seconds
-        while True:
-            status = self.status()
-            if status.state == _ffi.SHEAF_LIST_ENDED:
-                self._read_outcome()
-                return status
-            if time.monotonic() >= deadline:
-                return status
-            time.sleep(min(0.02, seconds))
+    def wait_output(self, wakeups: "Wakeups") -> _ffi.ListStatusStruct:
+        """For a list writing its output, started with `wakeups.write_fd` as its notify fd:
+        its status after the next snapshot written, or once it has ended (its outcome then read).
+        Waits on the fd, a quarter of a second at a time, so that Ctrl-C is seen; never polls
+        the status."""
+        poller = select.poll()
+        poller.register(wakeups.read_fd, select.POLLIN)
+        while not poller.poll(_PULL_MILLISECONDS):
+            pass
+        wakeups.drain()   # before the status is read: no wake-up is lost
+        status = self.status()
+        if status.state == _ffi.SHEAF_LIST_ENDED:
+            self._read_outcome()
+        return status
 
     def next_items(self) -> Optional[List[Any]]:
         """The items the next snapshot added (through `decode`, when set), or None after the
@@ -280,6 +283,32 @@ class ListRun:
         lib.sheaf_list_free(handle)
         with _runs_lock:
             _runs.pop(self.token, None)
+
+
+class Wakeups:
+    """What the library writes to when a snapshot or the end is ready (sheaf_list_set_notify_fd):
+    an eventfd, or a non-blocking pipe where there is none (Python before 3.10)."""
+
+    def __init__(self) -> None:
+        if hasattr(os, "eventfd"):
+            self.read_fd = self.write_fd = os.eventfd(0, os.EFD_NONBLOCK | os.EFD_CLOEXEC)
+        else:
+            self.read_fd, self.write_fd = os.pipe()
+            os.set_blocking(self.read_fd, False)
+            os.set_blocking(self.write_fd, False)
+
+    def drain(self) -> None:
+        """Takes the wake-ups written so far (an eventfd resets to 0; a pipe empties)."""
+        try:
+            os.read(self.read_fd, 4096)
+        except BlockingIOError:
+            pass
+
+    def close(self) -> None:
+        """Once the list is freed: it writes no more."""
+        os.close(self.read_fd)
+        if self.write_fd != self.read_fd:
+            os.close(self.write_fd)
 
 
 def decoder_for(decode: Any) -> Optional[Callable[[Any], Any]]:

@@ -23,7 +23,7 @@ from typing import Any, AsyncIterator, List, Optional, Sequence, Union
 
 from . import _ffi
 from ._ffi import lib
-from ._run import PENDING, ListRun
+from ._run import PENDING, ListRun, Wakeups
 from .client import Client, Query, _query_pairs
 from .description import Description
 from .errors import ItemDecodeError, Result, UsageError
@@ -31,26 +31,17 @@ from .request import Headers, Response, outcome, prepare
 from .snapshot import Items, Snapshot, StopReason
 
 
-class _Wakeups:
-    """What the library writes to when a pulled snapshot or the end is ready (an eventfd; a
-    non-blocking pipe where there is none), watched by the loop."""
+class _Wakeups(Wakeups):
+    """The library's wake-ups (an eventfd, or a pipe), watched by the loop."""
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
-        if hasattr(os, "eventfd"):
-            self.read_fd = self.write_fd = os.eventfd(0, os.EFD_NONBLOCK | os.EFD_CLOEXEC)
-        else:   # Python before 3.10
-            self.read_fd, self.write_fd = os.pipe()
-            os.set_blocking(self.read_fd, False)
-            os.set_blocking(self.write_fd, False)
+        super().__init__()
         self._loop = loop
         self._ready = asyncio.Event()
         loop.add_reader(self.read_fd, self._readable)
 
     def _readable(self) -> None:
-        try:
-            os.read(self.read_fd, 4096)   # an eventfd resets to 0; a pipe drains
-        except BlockingIOError:
-            pass
+        self.drain()
         self._ready.set()
 
     async def wait(self) -> None:
@@ -60,9 +51,7 @@ class _Wakeups:
     def close(self) -> None:
         """After the list is freed: it writes no more."""
         self._loop.remove_reader(self.read_fd)
-        os.close(self.read_fd)
-        if self.write_fd != self.read_fd:
-            os.close(self.write_fd)
+        super().close()
 
 
 async def _taken(run: ListRun, wakeups: _Wakeups) -> Any:

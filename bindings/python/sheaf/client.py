@@ -13,7 +13,7 @@ from . import _ffi, hooks
 from .hooks import Event
 from ._closing import Closing
 from ._ffi import lib
-from ._run import ListRun, decoder_for
+from ._run import ListRun, Wakeups, decoder_for
 from .description import Description
 from .pager import Pager
 from .errors import Error, ItemDecodeError, Result, UsageError
@@ -368,11 +368,12 @@ class Client(Closing):
             descriptor = out.fileno()
         run = self._new_run(path, description, parts, query, headers, max_items=max_items, max_pages=max_pages,
                             max_requests=max_requests, deadline=deadline, resume=resume)
+        wakeups = Wakeups()   # written by the library after each snapshot and at the end
         try:
             try:
-                run.start(output=(descriptor, formats[format]))
+                run.start(output=(descriptor, formats[format]), notify_fd=wakeups.write_fd)
                 while True:
-                    status = run.wait_output(0.1)
+                    status = run.wait_output(wakeups)
                     if status.state == _ffi.SHEAF_LIST_ENDED:
                         break
                     if progress is not None:
@@ -380,6 +381,7 @@ class Client(Closing):
             finally:
                 final = run.status()
                 run.close()   # cancels if it still runs; the token goes on after the items written
+                wakeups.close()   # after the free: the library writes no more
                 if progress is not None:
                     progress(_progress(final))
         except KeyboardInterrupt as interrupt:
