@@ -31,7 +31,9 @@
  * borrowed for the duration of that callback. Everything the library returns to the caller as
  * an owned pointer is released with sheaf_free (errors with sheaf_error_free). Every *_free
  * function accepts NULL. A callback whose user_data outlives the call that registered it takes
- * a sheaf_destroy_fn, called once when the library no longer needs user_data.
+ * a sheaf_destroy_fn, called once when the library no longer needs user_data. The library takes
+ * user_data only from a call that succeeds: a call that is refused (any result but SHEAF_OK)
+ * never calls destroy, and user_data stays the caller's to free.
  *
  * Errors
  * ------
@@ -316,7 +318,8 @@ SHEAF_API sheaf_result sheaf_credential_reply_fail(sheaf_credential_reply *reply
  * the new credential, without counting as a retry; a second 401 is the request's answer).
  * Requests refused together (a list's window) share one refresh. Every credential given goes
  * only to the base URL's origin and is kept out of every message. `destroy` (may be NULL) is
- * called with `user_data` once no client, list or request needs the provider any more.
+ * called with `user_data` once no client, list or request needs the provider any more; a refused
+ * call never calls it (user_data stays the caller's).
  */
 SHEAF_API sheaf_result sheaf_client_set_credential_provider(sheaf_client *client, sheaf_auth kind, const char *name,
                                                             sheaf_credential_fn provider, void *user_data,
@@ -394,7 +397,8 @@ SHEAF_API sheaf_result sheaf_client_set_option(sheaf_client *client, sheaf_optio
  * Replaces the HTTP backend with `transport` (NULL restores libcurl) for lists started from now
  * on; a running list keeps the transport it started with. `user_data` is handed to every call;
  * `destroy` (may be NULL) is called with it once no list and no exchange needs it any more
- * (after the client and every list started with it are freed and every exchange answered).
+ * (after the client and every list started with it are freed and every exchange answered); a
+ * refused call never calls it (user_data stays the caller's).
  */
 SHEAF_API sheaf_result sheaf_client_set_transport(sheaf_client *client, sheaf_transport_fn transport,
                                                   void *user_data, sheaf_destroy_fn destroy);
@@ -485,7 +489,8 @@ typedef void (*sheaf_event_fn)(const sheaf_event *event, void *user_data);
 /**
  * Sends the client's events to `on_event` (NULL: none, the default), on the same thread and with
  * the same guarantees as the log hook (in order with the log records, never two hooks at once
- * for one client, never after sheaf_client_free returns). `destroy` as for sheaf_client_set_log.
+ * for one client, never after sheaf_client_free returns). `destroy` as for sheaf_client_set_log
+ * (a refused call never calls it).
  */
 SHEAF_API sheaf_result sheaf_client_set_event_handler(sheaf_client *client, sheaf_event_fn on_event,
                                                       void *user_data, sheaf_destroy_fn destroy);
@@ -611,7 +616,8 @@ SHEAF_API sheaf_result sheaf_list_description(sheaf_list *list, char **out_json,
 /**
  * Gives this list a transport of its own, with its own `user_data` and `destroy` (see
  * sheaf_client_set_transport), in place of its client's; NULL goes back to the client's.
- * Refused with SHEAF_E_STATE once the list has started.
+ * Refused with SHEAF_E_STATE once the list has started; a refused call never calls `destroy`
+ * (user_data stays the caller's).
  */
 SHEAF_API sheaf_result sheaf_list_set_transport(sheaf_list *list, sheaf_transport_fn transport,
                                                 void *user_data, sheaf_destroy_fn destroy);
@@ -709,6 +715,7 @@ typedef int (*sheaf_snapshot_fn)(sheaf_list *list, const sheaf_snapshot *snapsho
  * `destroy` (may be NULL) is called with it once, after the last callback (when the list has
  * finished, or been freed). A callback slower than the server holds the fetching back, as a
  * pulled list's caller does (sheaf_list_start_pull). A list runs once: SHEAF_E_STATE otherwise.
+ * A refused start never calls `destroy` (user_data stays the caller's).
  */
 SHEAF_API sheaf_result sheaf_list_start(sheaf_list *list, sheaf_snapshot_fn on_snapshot,
                                         void *user_data, sheaf_destroy_fn destroy);
@@ -820,7 +827,8 @@ typedef int (*sheaf_write_fn)(void *user_data, const char *bytes, size_t length)
  * list) with the list's result; sheaf_list_get_status, sheaf_list_cancel and
  * sheaf_list_resume_token (the token after the items written) work as for any list. `destroy`
  * (may be NULL) is called with `user_data` once, after the last call. A list runs once:
- * SHEAF_E_STATE otherwise; an unknown format: SHEAF_E_INVALID_ARGUMENT.
+ * SHEAF_E_STATE otherwise; an unknown format: SHEAF_E_INVALID_ARGUMENT. A refused start never
+ * calls `destroy` (user_data stays the caller's).
  */
 SHEAF_API sheaf_result sheaf_list_start_write(sheaf_list *list, sheaf_format format, sheaf_write_fn write,
                                               void *user_data, sheaf_destroy_fn destroy);
@@ -1022,6 +1030,7 @@ typedef void (*sheaf_request_done_fn)(sheaf_request *request, sheaf_result resul
  * Sends the request without blocking. `on_done` (may be NULL) is called once with the outcome;
  * `destroy` (may be NULL) is called with `user_data` after that, or when the request is freed
  * without the callback having run. A request is sent once: starting it again is SHEAF_E_STATE.
+ * A refused start never calls `destroy` (user_data stays the caller's).
  */
 SHEAF_API sheaf_result sheaf_request_start(sheaf_request *request, sheaf_request_done_fn on_done,
                                            void *user_data, sheaf_destroy_fn destroy);
