@@ -254,10 +254,19 @@ SHEAF_API sheaf_result sheaf_client_new(sheaf_client **out_client, const char *b
 /**
  * Frees a client. Lists still open keep what they need alive, so lists may be freed after their
  * client. NULL is a no-op. Called from inside a callback, the release is deferred (never blocks).
- * Its log and event hooks are closed: none is called after this returns (a hook running on
- * another thread is waited for; called from a hook of this client, none runs after that one).
+ * Its log and event hooks are closed: none is called after this returns. A hook call running on
+ * another thread is waited for (only that one); records and events still queued for the hooks
+ * are dropped, not handed over. Called from a hook of this client, none runs after that one.
  */
 SHEAF_API void sheaf_client_free(sheaf_client *client);
+
+/**
+ * Waits until every log record and event made so far has been handed to the client's hooks, the
+ * ones sheaf_client_free would drop: call it before the free to keep them (a command-line tool's
+ * last log lines). Blocks for as long as the hooks take; SHEAF_E_REENTRANT from inside a Sheaf
+ * callback.
+ */
+SHEAF_API sheaf_result sheaf_client_flush_hooks(sheaf_client *client);
 
 /** How a client authenticates. Append-only. */
 typedef enum sheaf_auth {
@@ -450,9 +459,11 @@ typedef void (*sheaf_log_fn)(const sheaf_log_record *record, void *user_data);
 /**
  * Sends the client's log records up to `level` to `on_log` (NULL: no log, the default; nothing
  * is then formatted at all). Records come on a library thread, one at a time per client, in the
- * order things happened, never after sheaf_client_free returns. Lists and requests started from
+ * order things happened, never after sheaf_client_free returns (it drops those still queued:
+ * see sheaf_client_free). Lists and requests started from
  * now on use it. `destroy` (may be NULL) is called with `user_data` once nothing needs it (after
- * the client and every list and request started with this hook are freed).
+ * the client and every list and request started with this hook are freed); a refused call never
+ * calls it (user_data stays the caller's).
  * Returns SHEAF_E_INVALID_ARGUMENT for a level outside SHEAF_LOG_ERROR..SHEAF_LOG_DEBUG.
  */
 SHEAF_API sheaf_result sheaf_client_set_log(sheaf_client *client, sheaf_log_level level, sheaf_log_fn on_log,

@@ -123,7 +123,12 @@ final class ClientHandle: Sendable {
     }
 
 
-    /// Closes every hook: none is called after this returns.
+    /// Waits until every record and event made so far has been handed to the hooks.
+    func flushHooks() {
+        for hooks in settings.withLock({ $0.hooks.all }) { hooks.flush() }
+    }
+
+    /// Closes every hook: none is called after this returns (those still queued are dropped).
     func closeHooks() {
         for hooks in settings.withLock({ $0.hooks.all }) { hooks.close() }
     }
@@ -158,6 +163,14 @@ public func sheaf_client_free(_ client: OpaquePointer?) {
     guard let client, let handle = ClientHandle.from(client) else { return }
     handle.closeHooks()
     Unmanaged<ClientHandle>.fromOpaque(UnsafeRawPointer(client)).release()
+}
+
+@c @implementation
+public func sheaf_client_flush_hooks(_ client: OpaquePointer?) -> sheaf_result {
+    withClient(client) { (handle) throws(SheafError) in
+        guard !CallbackContext.isInsideCallback else { throw SheafError.blockingCallInsideCallback }
+        handle.flushHooks()
+    }
 }
 
 @c @implementation

@@ -2633,6 +2633,18 @@ static void on_client_event(const sheaf_event *event, void *user_data) {
     record_hook(user_data, entry);
 }
 
+/* Waits (bounded: 5 s) until `recorder` holds `count` entries: hooks run on a library thread, and
+ * freeing the client drops what is still queued for them. */
+static void await_hook_entries(hook_recorder *recorder, int count) {
+    for (int i = 0; i < 500; i++) {
+        pthread_mutex_lock(&recorder->lock);
+        int seen = recorder->count;
+        pthread_mutex_unlock(&recorder->lock);
+        if (seen >= count) return;
+        sleep_ms(10);
+    }
+}
+
 static void on_recorder_destroy(void *user_data) {
     atomic_fetch_add(&((hook_recorder *)user_data)->destroyed, 1);
 }
@@ -2781,6 +2793,8 @@ static void hooks_log_every_attempt_and_tell_events_without_secrets(void) {
     sheaf_free(items);
     sheaf_list_free(list);
 
+    await_hook_entries(&recorder, from + 14);   /* the list's records, before another client's */
+
     /* A dead port: offline after every attempt, on a client of its own with the same hooks. */
     sheaf_client *dead = NULL;
     CHECK_RESULT(sheaf_client_new(&dead, "http://127.0.0.1:1"), SHEAF_OK);
@@ -2788,7 +2802,8 @@ static void hooks_log_every_attempt_and_tell_events_without_secrets(void) {
     set_option(dead, SHEAF_OPT_MAX_ATTEMPTS, 2);
     CHECK_RESULT(sheaf_client_set_event_handler(dead, on_client_event, &recorder, NULL), SHEAF_OK);
     CHECK_RESULT(send_simple(dead, "/x"), SHEAF_E_TRANSPORT);
-    sheaf_client_free(dead);   /* every event of `dead` has been handed over when this returns */
+    await_hook_entries(&recorder, from + 16);
+    sheaf_client_free(dead);
 
     sheaf_client_free(client);
     int at_free = recorder.count;
