@@ -72,6 +72,18 @@ final class RequestTests: XCTestCase {
         }
     }
 
+    func testOnlyRequestsTheLibraryRetriesMayBeResentByTheTransport() throws {
+        let client = try SheafClient(baseURL: "https://api.example.com/", transport: Recorder())
+        for method in ["GET", "HEAD", "PUT", "DELETE", "OPTIONS"] {
+            let template = FetchTemplate(method: method, isRetriable: Request(method: method, path: "x").isRetriable)
+            XCTAssertTrue(try client.request(for: "https://api.example.com/x", template).mayResend, method)
+        }
+        for method in ["POST", "PATCH"] {
+            let template = FetchTemplate(method: method, isRetriable: Request(method: method, path: "x").isRetriable)
+            XCTAssertFalse(try client.request(for: "https://api.example.com/x", template).mayResend, method)
+        }
+    }
+
     func testCredentialsAndHeadersThatCannotBeSentAreRefused() {
         let bad: [Credential] = [.bearer(""), .bearer("a\nb"), .basic(user: "a:b", password: "c"),
                                  .apiKeyHeader(name: "X Key", value: "v"), .apiKeyQuery(name: "k", value: "")]

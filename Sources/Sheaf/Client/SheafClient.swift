@@ -153,6 +153,7 @@ public final class SheafClient: Sendable {
                                   connectTimeoutMilliseconds: configuration.connectTimeoutMilliseconds,
                                   maxBodyBytes: configuration.maxBodyBytes, tls: configuration.tls)
         request.httpVersion = configuration.httpVersion
+        request.mayResend = template.isRetriable
         if let download = template.download {
             // A large file takes as long as it takes: the timeout applies to a stalled transfer.
             request.sink = download

@@ -406,3 +406,24 @@ def test_a_compressed_download_is_saved_as_served(api, tmp_path) -> None:
     assert gzip.decompress(saved) == bytes(64 << 20)
     assert echo.status == 200
     assert "accept-encoding" not in json.loads((tmp_path / "echo.json").read_bytes())["headers"]
+
+
+@pytest.mark.parametrize("method", ["POST", "PATCH"])
+def test_a_request_the_server_read_before_dropping_a_reused_connection_is_sent_once(api, method) -> None:
+    # The server reads the request on a kept-alive connection, then closes it without a word: the
+    # request may have taken effect, so nothing may send it again unasked (libcurl would, on a
+    # fresh connection, for a reused connection that died before answering).
+    path = f"/req/drop?key=reused-{method}"
+    with sheaf.Client(api.base_url, http_version="1.1", max_attempts=1) as client:
+        assert client.get("/req/echo").ok   # leaves a connection open for the next request
+        with pytest.raises(sheaf.TransportError):
+            client.request(method, path, json={"n": 1})
+    assert [entry["path"] for entry in stats(api)["log"]].count(path) == 1
+
+
+def test_a_get_on_a_dropped_reused_connection_is_still_answered(api) -> None:
+    # Idempotent requests keep the connection reuse (and libcurl's fresh-connect retry of them).
+    with sheaf.Client(api.base_url, http_version="1.1", max_attempts=1) as client:
+        for _ in range(3):
+            assert client.get("/req/echo").ok
+
