@@ -350,7 +350,10 @@ SHEAF_API sheaf_result sheaf_client_add_header(sheaf_client *client, const char 
  * excerpts show "<redacted>" in its place. Built in: api_key, apikey, api-key, key,
  * access_token, refresh_token, id_token, token, auth, client_secret, secret, password, passwd,
  * signature, sig, X-Amz-Signature, X-Amz-Security-Token, X-Amz-Credential, X-Goog-Signature,
- * X-Goog-Credential (compared case-insensitively), and the API key's own parameter.
+ * X-Goog-Credential (compared case-insensitively), and the API key's own parameter. The API
+ * key's parameter and those named here are also taken out of every URL at another origin before
+ * it is sent (a redirect's Location or a next link may echo them); the built-in names are not
+ * (another origin's presigned URL needs its own signature).
  */
 SHEAF_API sheaf_result sheaf_client_add_secret_param(sheaf_client *client, const char *name);
 
@@ -378,10 +381,10 @@ typedef enum sheaf_option {
     SHEAF_OPT_MAX_ATTEMPTS = 4,       /**< Attempts per request including the first, 1..100; default 4. */
     SHEAF_OPT_RETRY_BASE_MS = 5,      /**< Backoff base in ms, >= 0; default 100 (full jitter). */
     SHEAF_OPT_RETRY_MAX_MS = 6,       /**< Backoff and Retry-After cap in ms, >= 0; default 30000. */
-    SHEAF_OPT_TIMEOUT_MS = 7,         /**< Whole-request timeout in ms, 0 = none; default 30000. */
+    SHEAF_OPT_TIMEOUT_MS = 7,         /**< Whole-request timeout in ms, 0 = none; default 30000. It covers the wait for a credential provider's answer. */
     SHEAF_OPT_CONNECT_TIMEOUT_MS = 8, /**< Connect timeout in ms, 0 = transport default; default 10000. */
     SHEAF_OPT_MAX_REDIRECTS = 9,      /**< Redirects followed per request, 0..50; default 10. */
-    SHEAF_OPT_CROSS_ORIGIN = 10,      /**< A next link, redirect or absolute path at another origin: 0 = refused with SHEAF_E_CROSS_ORIGIN (default), 1 = followed without credentials (never https to http). */
+    SHEAF_OPT_CROSS_ORIGIN = 10,      /**< A next link, redirect or absolute path at another origin: 0 = refused with SHEAF_E_CROSS_ORIGIN (default), 1 = followed without credentials and without the API key's or sheaf_client_add_secret_param's query parameters (never https to http). */
     SHEAF_OPT_TLS_INSECURE = 11,      /**< 1 = do not verify the server's certificate or host name (for tests against self-signed servers; never in production); default 0. */
     SHEAF_OPT_ADAPTIVE_WINDOW = 12,   /**< 1 = a list's window adapts to the server (default): it grows while latency holds, up to SHEAF_OPT_MAX_WINDOW; shrinks when latency rises (not below where it started) and on 429, 503, 504 or a timeout (down to 1). 0 = it stays at SHEAF_OPT_WINDOW. Either way Retry-After and rate-limit headers (RateLimit, X-RateLimit-Remaining/-Reset) hold new requests back. */
     SHEAF_OPT_MAX_WINDOW = 13,        /**< The most pages an adaptive window lets in flight, 1..64; default 64 (a lower value caps the starting window too). */
