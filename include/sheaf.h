@@ -325,7 +325,10 @@ SHEAF_API sheaf_result sheaf_credential_reply_fail(sheaf_credential_reply *reply
  * comes from the provider: asked once for the first request, and once more each time the server
  * answers 401 to a credential it gave (refresh-once-on-401: the request is sent again once with
  * the new credential, without counting as a retry; a second 401 is the request's answer).
- * Requests refused together (a list's window) share one refresh. Every credential given goes
+ * Requests refused together (a list's window) share one refresh. The request's timeout
+ * (SHEAF_OPT_TIMEOUT_MS) covers the wait for the provider: a request whose provider has not
+ * answered within it fails with SHEAF_E_CREDENTIAL, and the answer, when it comes, serves the
+ * requests that follow. Every credential given goes
  * only to the base URL's origin and is kept out of every message. `destroy` (may be NULL) is
  * called with `user_data` once no client, list or request needs the provider any more; a refused
  * call never calls it (user_data stays the caller's).

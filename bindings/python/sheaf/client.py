@@ -73,7 +73,8 @@ class Client(Closing):
             the first request with ``refresh=False``, and with ``refresh=True`` once a request is
             refused with 401 (that request is then sent once more with the new token; requests
             refused together share one call). An exception it raises fails the requests waiting
-            with :class:`CredentialError`.
+            with :class:`CredentialError`, as does no answer within ``timeout`` (a late answer
+            serves the requests that follow).
 
     Raises:
         UsageError: a malformed base URL or an option out of range.

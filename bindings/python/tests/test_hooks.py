@@ -245,3 +245,24 @@ def test_close_waits_for_the_hook_running_now_and_drops_the_queued_ones(api) -> 
     time.sleep(1.0)   # room for a wrongly queued call to show up
     assert len(started) == calls
 
+
+def test_a_provider_that_does_not_answer_in_time_fails_the_request_with_credential_error(api) -> None:
+    # The request's timeout covers the wait for its credential; the late answer serves the next one.
+    answer = threading.Event()
+    calls: List[bool] = []
+
+    def blocked(refresh: bool) -> str:
+        calls.append(refresh)
+        answer.wait(5)
+        return "late-token-4f2a"
+
+    with sheaf.Client(api.base_url, token_provider=blocked, timeout=0.5, max_attempts=1) as client:
+        began = time.monotonic()
+        with pytest.raises(sheaf.CredentialError) as raised:
+            client.get("/req/echo")
+        assert time.monotonic() - began < 1.5
+        assert "0.5 s" in str(raised.value) or "500 ms" in str(raised.value)
+        assert api.state.snapshot()["requests"] == 0   # nothing was sent without a credential
+        answer.set()
+        assert client.get("/req/echo").json()["headers"]["authorization"] == ["Bearer late-token-4f2a"]
+    assert calls == [False]
