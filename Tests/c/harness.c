@@ -2749,6 +2749,41 @@ static void a_credential_provider_is_asked_once_then_once_per_401(void) {
     sheaf_client_free(client);
 }
 
+/* An event hook that takes 400 ms and tries a blocking flush from inside itself. */
+static atomic_int g_slow_events, g_flush_inside;
+static sheaf_client *volatile g_flushed_client;
+static void on_slow_event(const sheaf_event *event, void *user_data) {
+    (void)event; (void)user_data;
+    atomic_store(&g_flush_inside, sheaf_client_flush_hooks(g_flushed_client));
+    sleep_ms(400);
+    atomic_fetch_add(&g_slow_events, 1);
+}
+
+/* Freeing a client drops the events still queued; flushing first hands every one over. */
+static void flushing_the_hooks_hands_over_every_queued_event(void) {
+    atomic_store(&g_slow_events, 0);
+    sheaf_client *client = client_for(&g_server, NULL);
+    if (client == NULL) return;
+    g_flushed_client = client;
+    set_option(client, SHEAF_OPT_MAX_ATTEMPTS, 1);
+    CHECK_RESULT(sheaf_client_set_event_handler(client, on_slow_event, NULL, NULL), SHEAF_OK);
+    for (int i = 0; i < 3; i++) CHECK_RESULT(send_simple(client, "/req/echo?status=503"), SHEAF_E_HTTP);
+    CHECK_RESULT(sheaf_client_flush_hooks(client), SHEAF_OK);
+    CHECK_INT(atomic_load(&g_slow_events), 3);
+    CHECK_INT(atomic_load(&g_flush_inside), SHEAF_E_REENTRANT);   /* a hook cannot wait for itself */
+    for (int i = 0; i < 5; i++) CHECK_RESULT(send_simple(client, "/req/echo?status=503"), SHEAF_E_HTTP);
+    long long started = now_ms();
+    sheaf_client_free(client);
+    int at_free = atomic_load(&g_slow_events);
+    long long took = now_ms() - started;
+    if (took >= 1000) printf("    free took %lld ms, %d events at the free\n", took, at_free);
+    CHECK(took < 1000);   /* at most the call running now (400 ms), not the five (2 s) */
+    CHECK(at_free < 8);
+    sleep_ms(600);
+    CHECK_INT(atomic_load(&g_slow_events), at_free);   /* none after the free */
+    CHECK_RESULT(sheaf_client_flush_hooks(NULL), SHEAF_E_INVALID_ARGUMENT);
+}
+
 static void hooks_log_every_attempt_and_tell_events_without_secrets(void) {
     static const char *secret_token = "s3cret-token-value", *secret_key = "k3y-secret-value";
     hook_recorder recorder = { .lock = PTHREAD_MUTEX_INITIALIZER };
@@ -2855,6 +2890,7 @@ static const test_case tests[] = {
     TEST(a_started_request_calls_back_once_and_frees_its_user_data, 1),
     TEST(downloads_stream_to_a_file_that_appears_only_when_complete, 1),
     TEST(hooks_log_every_attempt_and_tell_events_without_secrets, 1),
+    TEST(flushing_the_hooks_hands_over_every_queued_event, 1),
     TEST(a_credential_provider_is_asked_once_then_once_per_401, 1),
     TEST(versions_agree_and_every_result_has_a_text, 1),
     TEST(null_handles_and_bad_arguments_are_rejected, 1),
