@@ -31,7 +31,9 @@
  * borrowed for the duration of that callback. Everything the library returns to the caller as
  * an owned pointer is released with sheaf_free (errors with sheaf_error_free). Every *_free
  * function accepts NULL. A callback whose user_data outlives the call that registered it takes
- * a sheaf_destroy_fn, called once when the library no longer needs user_data.
+ * a sheaf_destroy_fn, called once when the library no longer needs user_data. The library takes
+ * user_data only from a call that succeeds: a call that is refused (any result but SHEAF_OK)
+ * never calls destroy, and user_data stays the caller's to free.
  *
  * Errors
  * ------
@@ -252,10 +254,19 @@ SHEAF_API sheaf_result sheaf_client_new(sheaf_client **out_client, const char *b
 /**
  * Frees a client. Lists still open keep what they need alive, so lists may be freed after their
  * client. NULL is a no-op. Called from inside a callback, the release is deferred (never blocks).
- * Its log and event hooks are closed: none is called after this returns (a hook running on
- * another thread is waited for; called from a hook of this client, none runs after that one).
+ * Its log and event hooks are closed: none is called after this returns. A hook call running on
+ * another thread is waited for (only that one); records and events still queued for the hooks
+ * are dropped, not handed over. Called from a hook of this client, none runs after that one.
  */
 SHEAF_API void sheaf_client_free(sheaf_client *client);
+
+/**
+ * Waits until every log record and event made so far has been handed to the client's hooks, the
+ * ones sheaf_client_free would drop: call it before the free to keep them (a command-line tool's
+ * last log lines). Blocks for as long as the hooks take; SHEAF_E_REENTRANT from inside a Sheaf
+ * callback.
+ */
+SHEAF_API sheaf_result sheaf_client_flush_hooks(sheaf_client *client);
 
 /** How a client authenticates. Append-only. */
 typedef enum sheaf_auth {
@@ -314,9 +325,13 @@ SHEAF_API sheaf_result sheaf_credential_reply_fail(sheaf_credential_reply *reply
  * comes from the provider: asked once for the first request, and once more each time the server
  * answers 401 to a credential it gave (refresh-once-on-401: the request is sent again once with
  * the new credential, without counting as a retry; a second 401 is the request's answer).
- * Requests refused together (a list's window) share one refresh. Every credential given goes
+ * Requests refused together (a list's window) share one refresh. The request's timeout
+ * (SHEAF_OPT_TIMEOUT_MS) covers the wait for the provider: a request whose provider has not
+ * answered within it fails with SHEAF_E_CREDENTIAL, and the answer, when it comes, serves the
+ * requests that follow. Every credential given goes
  * only to the base URL's origin and is kept out of every message. `destroy` (may be NULL) is
- * called with `user_data` once no client, list or request needs the provider any more.
+ * called with `user_data` once no client, list or request needs the provider any more; a refused
+ * call never calls it (user_data stays the caller's).
  */
 SHEAF_API sheaf_result sheaf_client_set_credential_provider(sheaf_client *client, sheaf_auth kind, const char *name,
                                                             sheaf_credential_fn provider, void *user_data,
@@ -338,7 +353,10 @@ SHEAF_API sheaf_result sheaf_client_add_header(sheaf_client *client, const char 
  * excerpts show "<redacted>" in its place. Built in: api_key, apikey, api-key, key,
  * access_token, refresh_token, id_token, token, auth, client_secret, secret, password, passwd,
  * signature, sig, X-Amz-Signature, X-Amz-Security-Token, X-Amz-Credential, X-Goog-Signature,
- * X-Goog-Credential (compared case-insensitively), and the API key's own parameter.
+ * X-Goog-Credential (compared case-insensitively), and the API key's own parameter. The API
+ * key's parameter and those named here are also taken out of every URL at another origin before
+ * it is sent (a redirect's Location or a next link may echo them); the built-in names are not
+ * (another origin's presigned URL needs its own signature).
  */
 SHEAF_API sheaf_result sheaf_client_add_secret_param(sheaf_client *client, const char *name);
 
@@ -366,10 +384,10 @@ typedef enum sheaf_option {
     SHEAF_OPT_MAX_ATTEMPTS = 4,       /**< Attempts per request including the first, 1..100; default 4. */
     SHEAF_OPT_RETRY_BASE_MS = 5,      /**< Backoff base in ms, >= 0; default 100 (full jitter). */
     SHEAF_OPT_RETRY_MAX_MS = 6,       /**< Backoff and Retry-After cap in ms, >= 0; default 30000. */
-    SHEAF_OPT_TIMEOUT_MS = 7,         /**< Whole-request timeout in ms, 0 = none; default 30000. */
+    SHEAF_OPT_TIMEOUT_MS = 7,         /**< Whole-request timeout in ms, 0 = none; default 30000. It covers the wait for a credential provider's answer. */
     SHEAF_OPT_CONNECT_TIMEOUT_MS = 8, /**< Connect timeout in ms, 0 = transport default; default 10000. */
     SHEAF_OPT_MAX_REDIRECTS = 9,      /**< Redirects followed per request, 0..50; default 10. */
-    SHEAF_OPT_CROSS_ORIGIN = 10,      /**< A next link, redirect or absolute path at another origin: 0 = refused with SHEAF_E_CROSS_ORIGIN (default), 1 = followed without credentials (never https to http). */
+    SHEAF_OPT_CROSS_ORIGIN = 10,      /**< A next link, redirect or absolute path at another origin: 0 = refused with SHEAF_E_CROSS_ORIGIN (default), 1 = followed without credentials and without the API key's or sheaf_client_add_secret_param's query parameters (never https to http). */
     SHEAF_OPT_TLS_INSECURE = 11,      /**< 1 = do not verify the server's certificate or host name (for tests against self-signed servers; never in production); default 0. */
     SHEAF_OPT_ADAPTIVE_WINDOW = 12,   /**< 1 = a list's window adapts to the server (default): it grows while latency holds, up to SHEAF_OPT_MAX_WINDOW; shrinks when latency rises (not below where it started) and on 429, 503, 504 or a timeout (down to 1). 0 = it stays at SHEAF_OPT_WINDOW. Either way Retry-After and rate-limit headers (RateLimit, X-RateLimit-Remaining/-Reset) hold new requests back. */
     SHEAF_OPT_MAX_WINDOW = 13,        /**< The most pages an adaptive window lets in flight, 1..64; default 64 (a lower value caps the starting window too). */
@@ -394,7 +412,8 @@ SHEAF_API sheaf_result sheaf_client_set_option(sheaf_client *client, sheaf_optio
  * Replaces the HTTP backend with `transport` (NULL restores libcurl) for lists started from now
  * on; a running list keeps the transport it started with. `user_data` is handed to every call;
  * `destroy` (may be NULL) is called with it once no list and no exchange needs it any more
- * (after the client and every list started with it are freed and every exchange answered).
+ * (after the client and every list started with it are freed and every exchange answered); a
+ * refused call never calls it (user_data stays the caller's).
  */
 SHEAF_API sheaf_result sheaf_client_set_transport(sheaf_client *client, sheaf_transport_fn transport,
                                                   void *user_data, sheaf_destroy_fn destroy);
@@ -446,9 +465,11 @@ typedef void (*sheaf_log_fn)(const sheaf_log_record *record, void *user_data);
 /**
  * Sends the client's log records up to `level` to `on_log` (NULL: no log, the default; nothing
  * is then formatted at all). Records come on a library thread, one at a time per client, in the
- * order things happened, never after sheaf_client_free returns. Lists and requests started from
+ * order things happened, never after sheaf_client_free returns (it drops those still queued:
+ * see sheaf_client_free). Lists and requests started from
  * now on use it. `destroy` (may be NULL) is called with `user_data` once nothing needs it (after
- * the client and every list and request started with this hook are freed).
+ * the client and every list and request started with this hook are freed); a refused call never
+ * calls it (user_data stays the caller's).
  * Returns SHEAF_E_INVALID_ARGUMENT for a level outside SHEAF_LOG_ERROR..SHEAF_LOG_DEBUG.
  */
 SHEAF_API sheaf_result sheaf_client_set_log(sheaf_client *client, sheaf_log_level level, sheaf_log_fn on_log,
@@ -485,7 +506,8 @@ typedef void (*sheaf_event_fn)(const sheaf_event *event, void *user_data);
 /**
  * Sends the client's events to `on_event` (NULL: none, the default), on the same thread and with
  * the same guarantees as the log hook (in order with the log records, never two hooks at once
- * for one client, never after sheaf_client_free returns). `destroy` as for sheaf_client_set_log.
+ * for one client, never after sheaf_client_free returns). `destroy` as for sheaf_client_set_log
+ * (a refused call never calls it).
  */
 SHEAF_API sheaf_result sheaf_client_set_event_handler(sheaf_client *client, sheaf_event_fn on_event,
                                                       void *user_data, sheaf_destroy_fn destroy);
@@ -611,7 +633,8 @@ SHEAF_API sheaf_result sheaf_list_description(sheaf_list *list, char **out_json,
 /**
  * Gives this list a transport of its own, with its own `user_data` and `destroy` (see
  * sheaf_client_set_transport), in place of its client's; NULL goes back to the client's.
- * Refused with SHEAF_E_STATE once the list has started.
+ * Refused with SHEAF_E_STATE once the list has started; a refused call never calls `destroy`
+ * (user_data stays the caller's).
  */
 SHEAF_API sheaf_result sheaf_list_set_transport(sheaf_list *list, sheaf_transport_fn transport,
                                                 void *user_data, sheaf_destroy_fn destroy);
@@ -709,6 +732,7 @@ typedef int (*sheaf_snapshot_fn)(sheaf_list *list, const sheaf_snapshot *snapsho
  * `destroy` (may be NULL) is called with it once, after the last callback (when the list has
  * finished, or been freed). A callback slower than the server holds the fetching back, as a
  * pulled list's caller does (sheaf_list_start_pull). A list runs once: SHEAF_E_STATE otherwise.
+ * A refused start never calls `destroy` (user_data stays the caller's).
  */
 SHEAF_API sheaf_result sheaf_list_start(sheaf_list *list, sheaf_snapshot_fn on_snapshot,
                                         void *user_data, sheaf_destroy_fn destroy);
@@ -824,7 +848,8 @@ typedef int (*sheaf_write_fn)(void *user_data, const char *bytes, size_t length)
  * list) with the list's result; sheaf_list_get_status, sheaf_list_cancel and
  * sheaf_list_resume_token (the token after the items written) work as for any list. `destroy`
  * (may be NULL) is called with `user_data` once, after the last call. A list runs once:
- * SHEAF_E_STATE otherwise; an unknown format: SHEAF_E_INVALID_ARGUMENT.
+ * SHEAF_E_STATE otherwise; an unknown format: SHEAF_E_INVALID_ARGUMENT. A refused start never
+ * calls `destroy` (user_data stays the caller's).
  */
 SHEAF_API sheaf_result sheaf_list_start_write(sheaf_list *list, sheaf_format format, sheaf_write_fn write,
                                               void *user_data, sheaf_destroy_fn destroy);
@@ -1026,6 +1051,7 @@ typedef void (*sheaf_request_done_fn)(sheaf_request *request, sheaf_result resul
  * Sends the request without blocking. `on_done` (may be NULL) is called once with the outcome;
  * `destroy` (may be NULL) is called with `user_data` after that, or when the request is freed
  * without the callback having run. A request is sent once: starting it again is SHEAF_E_STATE.
+ * A refused start never calls `destroy` (user_data stays the caller's).
  */
 SHEAF_API sheaf_result sheaf_request_start(sheaf_request *request, sheaf_request_done_fn on_done,
                                            void *user_data, sheaf_destroy_fn destroy);

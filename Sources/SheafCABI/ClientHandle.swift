@@ -123,7 +123,12 @@ final class ClientHandle: Sendable {
     }
 
 
-    /// Closes every hook: none is called after this returns.
+    /// Waits until every record and event made so far has been handed to the hooks.
+    func flushHooks() {
+        for hooks in settings.withLock({ $0.hooks.all }) { hooks.flush() }
+    }
+
+    /// Closes every hook: none is called after this returns (those still queued are dropped).
     func closeHooks() {
         for hooks in settings.withLock({ $0.hooks.all }) { hooks.close() }
     }
@@ -161,23 +166,33 @@ public func sheaf_client_free(_ client: OpaquePointer?) {
 }
 
 @c @implementation
+public func sheaf_client_flush_hooks(_ client: OpaquePointer?) -> sheaf_result {
+    withClient(client) { (handle) throws(SheafError) in
+        guard !CallbackContext.isInsideCallback else { throw SheafError.blockingCallInsideCallback }
+        handle.flushHooks()
+    }
+}
+
+@c @implementation
 public func sheaf_client_set_log(_ client: OpaquePointer?, _ level: sheaf_log_level, _ onLog: sheaf_log_fn?,
                                  _ userData: UnsafeMutableRawPointer?, _ destroy: sheaf_destroy_fn?) -> sheaf_result {
-    let owned = CUserData(userData, destroy: destroy)   // released on every path
-    return withClient(client) { (handle) throws(SheafError) in
-        guard let level = LogRecord.Level(rawValue: Int(level.rawValue)) else {
-            throw SheafError(.invalidArgument, "the log level must be SHEAF_LOG_ERROR..SHEAF_LOG_DEBUG, not \(level.rawValue)")
+    registering(userData, destroy: destroy) { owned in
+        withClient(client) { (handle) throws(SheafError) in
+            guard let level = LogRecord.Level(rawValue: Int(level.rawValue)) else {
+                throw SheafError(.invalidArgument, "the log level must be SHEAF_LOG_ERROR..SHEAF_LOG_DEBUG, not \(level.rawValue)")
+            }
+            try handle.change { $0.hooks.log = onLog.map { CLogHook(function: $0, level: level, userData: owned) } }
         }
-        try handle.change { $0.hooks.log = onLog.map { CLogHook(function: $0, level: level, userData: owned) } }
     }
 }
 
 @c @implementation
 public func sheaf_client_set_event_handler(_ client: OpaquePointer?, _ onEvent: sheaf_event_fn?,
                                            _ userData: UnsafeMutableRawPointer?, _ destroy: sheaf_destroy_fn?) -> sheaf_result {
-    let owned = CUserData(userData, destroy: destroy)
-    return withClient(client) { (handle) throws(SheafError) in
-        try handle.change { $0.hooks.event = onEvent.map { CEventHook(function: $0, userData: owned) } }
+    registering(userData, destroy: destroy) { owned in
+        withClient(client) { (handle) throws(SheafError) in
+            try handle.change { $0.hooks.event = onEvent.map { CEventHook(function: $0, userData: owned) } }
+        }
     }
 }
 
@@ -228,13 +243,15 @@ private func credential(_ kind: sheaf_auth, name: UnsafePointer<CChar>?, value: 
 public func sheaf_client_set_credential_provider(_ client: OpaquePointer?, _ kind: sheaf_auth, _ name: UnsafePointer<CChar>?,
                                                  _ provider: sheaf_credential_fn?, _ userData: UnsafeMutableRawPointer?,
                                                  _ destroy: sheaf_destroy_fn?) -> sheaf_result {
-    let owner = CUserData(userData, destroy: destroy) // released (and destroyed) with the last client that uses it
-    return withClient(client) { (handle) throws(SheafError) in
-        guard let provider else { return try handle.change { $0.credentialProvider = nil } }
-        let made = try cCredentialProvider(kind: kind, name: try CString.text(name, "the name"), function: provider, userData: owner)
-        try handle.change {
-            $0.credential = nil
-            $0.credentialProvider = made
+    // Once accepted, released (and destroyed) with the last client that uses it.
+    registering(userData, destroy: destroy) { owner in
+        withClient(client) { (handle) throws(SheafError) in
+            guard let provider else { return try handle.change { $0.credentialProvider = nil } }
+            let made = try cCredentialProvider(kind: kind, name: try CString.text(name, "the name"), function: provider, userData: owner)
+            try handle.change {
+                $0.credential = nil
+                $0.credentialProvider = made
+            }
         }
     }
 }
@@ -281,7 +298,9 @@ public func sheaf_client_set_option(_ client: OpaquePointer?, _ option: sheaf_op
 @c @implementation
 public func sheaf_client_set_transport(_ client: OpaquePointer?, _ transport: sheaf_transport_fn?,
                                        _ userData: UnsafeMutableRawPointer?, _ destroy: sheaf_destroy_fn?) -> sheaf_result {
-    withClient(client) { handle in
-        handle.setTransport(transport.map { CFunctionTransport(function: $0, userData: CUserData(userData, destroy: destroy)) })
+    registering(userData, destroy: destroy) { owned in
+        withClient(client) { handle in
+            handle.setTransport(transport.map { CFunctionTransport(function: $0, userData: owned) })
+        }
     }
 }

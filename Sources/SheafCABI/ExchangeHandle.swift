@@ -85,9 +85,12 @@ struct CFunctionTransport: Transport {
 
 /// An embedder's `user_data` and its destroy function, called once when the last holder lets go.
 final class CUserData: @unchecked Sendable {
-    // Safe: immutable; the embedder vouches for the pointer across threads.
+    // Safe: `bits` and `destroy` are immutable (the embedder vouches for the pointer across
+    // threads); `isOwned` is written only by the registering call, before it returns, and read
+    // in deinit, after the last reference is gone.
     private let bits: UInt
     private let destroy: sheaf_destroy_fn?
+    private var isOwned = true
 
     init(_ pointer: UnsafeMutableRawPointer?, destroy: sheaf_destroy_fn?) {
         bits = UInt(bitPattern: pointer)
@@ -96,9 +99,25 @@ final class CUserData: @unchecked Sendable {
 
     var pointer: UnsafeMutableRawPointer? { UnsafeMutableRawPointer(bitPattern: bits) }
 
-    deinit {
-        destroy?(pointer)
+    /// Gives the user data back to the caller: `destroy` is never called for it.
+    func disown() {
+        isOwned = false
     }
+
+    deinit {
+        if isOwned { destroy?(pointer) }
+    }
+}
+
+/// Runs `register`, a call that takes a callback's user data, and hands the data to the library
+/// only when it succeeds: a refused call leaves it with the caller, `destroy` never called (the
+/// header's ownership rule), so a caller that frees its data after an error frees it once.
+func registering(_ userData: UnsafeMutableRawPointer?, destroy: sheaf_destroy_fn?,
+                 _ register: (CUserData) -> sheaf_result) -> sheaf_result {
+    let owned = CUserData(userData, destroy: destroy)
+    let result = register(owned)
+    if result != SHEAF_OK { owned.disown() }
+    return result
 }
 
 // MARK: - Exports

@@ -509,37 +509,41 @@ private func notify(_ fd: Int32) {
 @c @implementation
 public func sheaf_list_set_transport(_ list: OpaquePointer?, _ transport: sheaf_transport_fn?,
                                      _ userData: UnsafeMutableRawPointer?, _ destroy: sheaf_destroy_fn?) -> sheaf_result {
-    withList(list) { (handle) throws(SheafError) in
-        try handle.setTransport(transport.map { CFunctionTransport(function: $0, userData: CUserData(userData, destroy: destroy)) })
+    registering(userData, destroy: destroy) { owned in
+        withList(list) { (handle) throws(SheafError) in
+            try handle.setTransport(transport.map { CFunctionTransport(function: $0, userData: owned) })
+        }
     }
 }
 
 @c @implementation
 public func sheaf_list_start(_ list: OpaquePointer?, _ onSnapshot: sheaf_snapshot_fn?,
                              _ userData: UnsafeMutableRawPointer?, _ destroy: sheaf_destroy_fn?) -> sheaf_result {
-    withList(list) { (handle) throws(SheafError) in
-        var deliver: (@Sendable (Snapshot) -> Bool)? = nil
-        let owned = CUserData(userData, destroy: destroy)
-        if let onSnapshot {
-            let callback = SnapshotCallback(function: onSnapshot, userData: owned, list: handle)
-            deliver = { callback.call($0) }
-        } else {
-            // Nothing calls back: the user data is released when the run ends.
-            deliver = { _ in withExtendedLifetime(owned) { true } }
+    registering(userData, destroy: destroy) { owned in
+        withList(list) { (handle) throws(SheafError) in
+            var deliver: (@Sendable (Snapshot) -> Bool)? = nil
+            if let onSnapshot {
+                let callback = SnapshotCallback(function: onSnapshot, userData: owned, list: handle)
+                deliver = { callback.call($0) }
+            } else {
+                // Nothing calls back: the user data is released when the run ends.
+                deliver = { _ in withExtendedLifetime(owned) { true } }
+            }
+            _ = try handle.start(onSnapshot: deliver)
         }
-        _ = try handle.start(onSnapshot: deliver)
     }
 }
 
 @c @implementation
 public func sheaf_list_start_write(_ list: OpaquePointer?, _ format: sheaf_format, _ write: sheaf_write_fn?,
                                    _ userData: UnsafeMutableRawPointer?, _ destroy: sheaf_destroy_fn?) -> sheaf_result {
-    let owned = CUserData(userData, destroy: destroy) // released on every path
-    return withList(list) { (handle) throws(SheafError) in
-        guard let write else { throw SheafError(.invalidArgument, "the write function must not be NULL") }
-        try startOutput(handle, format) { bytes in
-            let done = write(owned.pointer, bytes.baseAddress?.assumingMemoryBound(to: CChar.self), bytes.count) == 0
-            return done ? nil : SheafError(.stopped, "the write function asked to stop")
+    registering(userData, destroy: destroy) { owned in
+        withList(list) { (handle) throws(SheafError) in
+            guard let write else { throw SheafError(.invalidArgument, "the write function must not be NULL") }
+            try startOutput(handle, format) { bytes in
+                let done = write(owned.pointer, bytes.baseAddress?.assumingMemoryBound(to: CChar.self), bytes.count) == 0
+                return done ? nil : SheafError(.stopped, "the write function asked to stop")
+            }
         }
     }
 }

@@ -310,13 +310,13 @@ public func sheaf_request_set_retry(_ request: OpaquePointer?, _ retry: Int32) -
 @c @implementation
 public func sheaf_request_start(_ request: OpaquePointer?, _ onDone: sheaf_request_done_fn?,
                                 _ userData: UnsafeMutableRawPointer?, _ destroy: sheaf_destroy_fn?) -> sheaf_result {
-    // The user data is owned from here on, whatever happens: released on failure too.
-    let owned = CUserData(userData, destroy: destroy)
-    return withRequest(request) { (handle) throws(SheafError) in
-        // Without a callback, the user data is released once the outcome is there.
-        let callback = onDone.map { DoneCallback(function: $0, userData: owned) }
-        try handle.start(callback)
-        return SHEAF_OK
+    registering(userData, destroy: destroy) { owned in
+        withRequest(request) { (handle) throws(SheafError) in
+            // Without a callback, the user data is released once the outcome is there.
+            let callback = onDone.map { DoneCallback(function: $0, userData: owned) }
+            try handle.start(callback)
+            return SHEAF_OK
+        }
     }
 }
 

@@ -89,6 +89,13 @@ final class CurlTransfer: @unchecked Sendable {
         set(scurl_easy_setopt_long(handle, CURLOPT_NOSIGNAL, 1))
         set(scurl_easy_setopt_long(handle, CURLOPT_FOLLOWLOCATION, 0))
         set(scurl_easy_setopt_long(handle, CURLOPT_TCP_NODELAY, 1))
+        if !request.mayResend {
+            // libcurl sends a request again, on a fresh connection, when the reused connection it
+            // went out on closes before any answer ("Connection died, retrying a fresh connect"),
+            // whatever the method: the server may have read it and acted. On a connection of its
+            // own that retry never happens; other requests keep reusing connections.
+            set(scurl_easy_setopt_long(handle, CURLOPT_FRESH_CONNECT, 1))
+        }
         // Cancelling (or closing) during a DNS lookup must not block the event thread until the
         // resolver thread returns; with this, curl detaches that thread instead of joining it.
         set(scurl_easy_allow_quick_exit(handle))

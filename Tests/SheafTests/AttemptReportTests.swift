@@ -69,11 +69,32 @@ final class AttemptReportTests: XCTestCase {
         hooks.deliver(report(status(503), .retry(afterMilliseconds: 5)))
         hooks.deliver(report(status(303), .redirect(to: "https://api.example.com/done", method: "GET")))
         hooks.log(.debug) { XCTFail("a debug record is not even made at .info"); return LogRecord(level: .debug, kind: .plan, message: "") }
+        hooks.flush()   // close would drop what is still queued
         hooks.close()
         XCTAssertEqual(seen.withLock { $0 }, ["GET \(url) -> 503 in 12 ms, 3 bytes", "GET \(url): HTTP 503, retrying in 5 ms",
                                                "event retrying", "GET \(url) -> 303 in 12 ms, 3 bytes"])
         hooks.deliver(report(status(503), .retry(afterMilliseconds: 5)))
         hooks.flush()
         XCTAssertEqual(seen.withLock { $0.count }, 4, "nothing after close")
+    }
+
+    func testCloseWaitsForTheCallRunningNowAndDropsTheQueuedOnes() {
+        let calls = Locked(0)
+        let running = DispatchSemaphore(value: 0)
+        let release = DispatchSemaphore(value: 0)
+        let hooks = Hooks(onEvent: { _ in
+            calls.withLock { $0 += 1 }
+            running.signal()
+            release.wait()
+        })
+        for _ in 0..<5 { hooks.deliver(report(status(503), .fail(SheafError(.http, "503")), attempt: 4)) }
+        running.wait()   // the first call runs; four are queued
+        let closed = DispatchSemaphore(value: 0)
+        DispatchQueue.global().async { hooks.close(); closed.signal() }
+        XCTAssertEqual(closed.wait(timeout: .now() + .milliseconds(200)), .timedOut, "close waits for the call running now")
+        for _ in 0..<5 { release.signal() }   // enough for every call, should the queued ones run
+        XCTAssertEqual(closed.wait(timeout: .now() + .seconds(10)), .success)
+        hooks.flush()
+        XCTAssertEqual(calls.withLock { $0 }, 1, "the queued calls are dropped")
     }
 }

@@ -72,6 +72,32 @@ final class RequestTests: XCTestCase {
         }
     }
 
+    func testAnotherOriginGetsNoSecretQueryParameterButTheBuiltInNamesGoAsTheyAre() throws {
+        var configuration = ClientConfiguration()
+        configuration.crossOrigin = .followWithoutCredentials
+        let client = try SheafClient(baseURL: "https://api.example.com/", credential: .apiKeyQuery(name: "appid", value: "q-555555"),
+                                     secretParameters: ["session"], transport: Recorder(), configuration: configuration)
+        // A redirect's Location (or a next link) that echoes the key and a parameter marked secret.
+        let echoed = "?AppID=q-555555&page=2&session=s-1&app%69d=q-555555&signature=presigned"
+        XCTAssertEqual(try client.request(for: "https://cdn.example.net/x" + echoed).url,
+                       "https://cdn.example.net/x?page=2&signature=presigned")
+        XCTAssertEqual(try client.request(for: "https://cdn.example.net/x?session=s-1").url, "https://cdn.example.net/x")
+        let own = try client.request(for: "https://api.example.com/x?session=s-1").url
+        XCTAssertTrue(own.contains("session=s-1") && own.contains("appid=q-555555"), own)
+    }
+
+    func testOnlyRequestsTheLibraryRetriesMayBeResentByTheTransport() throws {
+        let client = try SheafClient(baseURL: "https://api.example.com/", transport: Recorder())
+        for method in ["GET", "HEAD", "PUT", "DELETE", "OPTIONS"] {
+            let template = FetchTemplate(method: method, isRetriable: Request(method: method, path: "x").isRetriable)
+            XCTAssertTrue(try client.request(for: "https://api.example.com/x", template).mayResend, method)
+        }
+        for method in ["POST", "PATCH"] {
+            let template = FetchTemplate(method: method, isRetriable: Request(method: method, path: "x").isRetriable)
+            XCTAssertFalse(try client.request(for: "https://api.example.com/x", template).mayResend, method)
+        }
+    }
+
     func testCredentialsAndHeadersThatCannotBeSentAreRefused() {
         let bad: [Credential] = [.bearer(""), .bearer("a\nb"), .basic(user: "a:b", password: "c"),
                                  .apiKeyHeader(name: "X Key", value: "v"), .apiKeyQuery(name: "k", value: "")]

@@ -1111,6 +1111,68 @@ static int count_snapshot(sheaf_list *list, const sheaf_snapshot *snapshot, void
     return 0;
 }
 
+/* Destroy calls of the refused registrations below. */
+static atomic_int g_destroyed_refused;
+static void destroy_refused(void *user_data) { (void)user_data; atomic_fetch_add(&g_destroyed_refused, 1); }
+static void ignore_log(const sheaf_log_record *record, void *user_data) { (void)record; (void)user_data; }
+static void ignore_event(const sheaf_event *event, void *user_data) { (void)event; (void)user_data; }
+static void refuse_credential(sheaf_credential_reply *reply, void *user_data) {
+    (void)user_data;
+    sheaf_credential_reply_fail(reply, "never asked");
+}
+static int ignore_output(void *user_data, const char *bytes, size_t length) {
+    (void)user_data; (void)bytes; (void)length;
+    return 0;
+}
+static void ignore_done(sheaf_request *request, sheaf_result result, void *user_data) {
+    (void)request; (void)result; (void)user_data;
+}
+
+/* A call that takes a callback and refuses it does not take its user_data: destroy is not called,
+ * and the caller, who still owns it, frees it once (as after any failed call). */
+static void a_refused_registration_leaves_the_user_data_with_the_caller(void) {
+    atomic_store(&g_destroyed_refused, 0);
+    int data = 0;
+    blocking_transport transport;
+    blocking_transport_init(&transport);
+    sheaf_client *client = client_for(&g_server, NULL);
+    if (client == NULL) return;
+    /* NULL handles. */
+    CHECK_RESULT(sheaf_client_set_log(NULL, SHEAF_LOG_INFO, ignore_log, &data, destroy_refused), SHEAF_E_INVALID_ARGUMENT);
+    CHECK_RESULT(sheaf_client_set_event_handler(NULL, ignore_event, &data, destroy_refused), SHEAF_E_INVALID_ARGUMENT);
+    CHECK_RESULT(sheaf_client_set_credential_provider(NULL, SHEAF_AUTH_BEARER, NULL, refuse_credential, &data, destroy_refused),
+                 SHEAF_E_INVALID_ARGUMENT);
+    CHECK_RESULT(sheaf_client_set_transport(NULL, blocking_transport_get, &transport, destroy_refused), SHEAF_E_INVALID_ARGUMENT);
+    CHECK_RESULT(sheaf_list_set_transport(NULL, blocking_transport_get, &transport, destroy_refused), SHEAF_E_INVALID_ARGUMENT);
+    CHECK_RESULT(sheaf_list_start(NULL, count_snapshot, &data, destroy_refused), SHEAF_E_INVALID_ARGUMENT);
+    CHECK_RESULT(sheaf_list_start_write(NULL, SHEAF_FORMAT_JSON_LINES, ignore_output, &data, destroy_refused),
+                 SHEAF_E_INVALID_ARGUMENT);
+    CHECK_RESULT(sheaf_request_start(NULL, ignore_done, &data, destroy_refused), SHEAF_E_INVALID_ARGUMENT);
+    CHECK_INT(atomic_load(&g_destroyed_refused), 0);
+    /* Bad arguments and calls out of turn on real handles. */
+    CHECK_RESULT(sheaf_client_set_log(client, (sheaf_log_level)99, ignore_log, &data, destroy_refused), SHEAF_E_INVALID_ARGUMENT);
+    CHECK_RESULT(sheaf_client_set_credential_provider(client, SHEAF_AUTH_NONE, NULL, refuse_credential, &data, destroy_refused),
+                 SHEAF_E_INVALID_ARGUMENT);
+    CHECK_RESULT(sheaf_client_set_credential_provider(client, SHEAF_AUTH_BASIC, NULL, refuse_credential, &data, destroy_refused),
+                 SHEAF_E_INVALID_ARGUMENT);
+    sheaf_list *list = NULL;
+    CHECK_RESULT(sheaf_list_new(&list, client, "/anchor?n=5"), SHEAF_OK);
+    CHECK_RESULT(sheaf_list_start_write(list, (sheaf_format)99, ignore_output, &data, destroy_refused), SHEAF_E_INVALID_ARGUMENT);
+    CHECK_RESULT(sheaf_list_start_write(list, SHEAF_FORMAT_JSON_LINES, NULL, &data, destroy_refused), SHEAF_E_INVALID_ARGUMENT);
+    CHECK_RESULT(sheaf_list_start(list, NULL, NULL, NULL), SHEAF_OK);
+    CHECK_RESULT(sheaf_list_start(list, count_snapshot, &data, destroy_refused), SHEAF_E_STATE);
+    CHECK_RESULT(sheaf_list_set_transport(list, blocking_transport_get, &transport, destroy_refused), SHEAF_E_STATE);
+    CHECK_RESULT(sheaf_list_wait(list), SHEAF_OK);
+    sheaf_list_free(list);
+    sheaf_request *request = NULL;
+    CHECK_RESULT(sheaf_request_new(&request, client, "GET", "/req/echo"), SHEAF_OK);
+    CHECK_RESULT(sheaf_request_send(request), SHEAF_OK);
+    CHECK_RESULT(sheaf_request_start(request, ignore_done, &data, destroy_refused), SHEAF_E_STATE);
+    sheaf_request_free(request);
+    sheaf_client_free(client);
+    CHECK_INT(atomic_load(&g_destroyed_refused), 0);
+}
+
 /* Each user_data is destroyed once, when nothing needs it any more: the snapshot callback's after
  * the list ended, the transport's once the client and the lists that used it are freed. */
 static void destroy_functions_run_once_when_nothing_needs_the_user_data(void) {
@@ -2392,7 +2454,7 @@ static void a_started_request_calls_back_once_and_frees_its_user_data(void) {
     CHECK_INT(atomic_load(&record.reentrant), 1);
     CHECK_RESULT(sheaf_request_start(request, on_request_done, &record, on_request_destroy), SHEAF_E_STATE);
     sheaf_request_free(request);
-    CHECK_INT(atomic_load(&record.destroyed), 2);     /* the refused start's user data too */
+    CHECK_INT(atomic_load(&record.destroyed), 1);     /* the refused start's user data stays the caller's */
 
     /* Freed while in flight: no callback after the free, the user data released once. */
     done_record slow = { 0 };
@@ -2571,6 +2633,18 @@ static void on_client_event(const sheaf_event *event, void *user_data) {
     record_hook(user_data, entry);
 }
 
+/* Waits (bounded: 5 s) until `recorder` holds `count` entries: hooks run on a library thread, and
+ * freeing the client drops what is still queued for them. */
+static void await_hook_entries(hook_recorder *recorder, int count) {
+    for (int i = 0; i < 500; i++) {
+        pthread_mutex_lock(&recorder->lock);
+        int seen = recorder->count;
+        pthread_mutex_unlock(&recorder->lock);
+        if (seen >= count) return;
+        sleep_ms(10);
+    }
+}
+
 static void on_recorder_destroy(void *user_data) {
     atomic_fetch_add(&((hook_recorder *)user_data)->destroyed, 1);
 }
@@ -2675,6 +2749,41 @@ static void a_credential_provider_is_asked_once_then_once_per_401(void) {
     sheaf_client_free(client);
 }
 
+/* An event hook that takes 400 ms and tries a blocking flush from inside itself. */
+static atomic_int g_slow_events, g_flush_inside;
+static sheaf_client *volatile g_flushed_client;
+static void on_slow_event(const sheaf_event *event, void *user_data) {
+    (void)event; (void)user_data;
+    atomic_store(&g_flush_inside, sheaf_client_flush_hooks(g_flushed_client));
+    sleep_ms(400);
+    atomic_fetch_add(&g_slow_events, 1);
+}
+
+/* Freeing a client drops the events still queued; flushing first hands every one over. */
+static void flushing_the_hooks_hands_over_every_queued_event(void) {
+    atomic_store(&g_slow_events, 0);
+    sheaf_client *client = client_for(&g_server, NULL);
+    if (client == NULL) return;
+    g_flushed_client = client;
+    set_option(client, SHEAF_OPT_MAX_ATTEMPTS, 1);
+    CHECK_RESULT(sheaf_client_set_event_handler(client, on_slow_event, NULL, NULL), SHEAF_OK);
+    for (int i = 0; i < 3; i++) CHECK_RESULT(send_simple(client, "/req/echo?status=503"), SHEAF_E_HTTP);
+    CHECK_RESULT(sheaf_client_flush_hooks(client), SHEAF_OK);
+    CHECK_INT(atomic_load(&g_slow_events), 3);
+    CHECK_INT(atomic_load(&g_flush_inside), SHEAF_E_REENTRANT);   /* a hook cannot wait for itself */
+    for (int i = 0; i < 5; i++) CHECK_RESULT(send_simple(client, "/req/echo?status=503"), SHEAF_E_HTTP);
+    long long started = now_ms();
+    sheaf_client_free(client);
+    int at_free = atomic_load(&g_slow_events);
+    long long took = now_ms() - started;
+    if (took >= 1000) printf("    free took %lld ms, %d events at the free\n", took, at_free);
+    CHECK(took < 1000);   /* at most the call running now (400 ms), not the five (2 s) */
+    CHECK(at_free < 8);
+    sleep_ms(600);
+    CHECK_INT(atomic_load(&g_slow_events), at_free);   /* none after the free */
+    CHECK_RESULT(sheaf_client_flush_hooks(NULL), SHEAF_E_INVALID_ARGUMENT);
+}
+
 static void hooks_log_every_attempt_and_tell_events_without_secrets(void) {
     static const char *secret_token = "s3cret-token-value", *secret_key = "k3y-secret-value";
     hook_recorder recorder = { .lock = PTHREAD_MUTEX_INITIALIZER };
@@ -2719,6 +2828,8 @@ static void hooks_log_every_attempt_and_tell_events_without_secrets(void) {
     sheaf_free(items);
     sheaf_list_free(list);
 
+    await_hook_entries(&recorder, from + 14);   /* the list's records, before another client's */
+
     /* A dead port: offline after every attempt, on a client of its own with the same hooks. */
     sheaf_client *dead = NULL;
     CHECK_RESULT(sheaf_client_new(&dead, "http://127.0.0.1:1"), SHEAF_OK);
@@ -2726,7 +2837,8 @@ static void hooks_log_every_attempt_and_tell_events_without_secrets(void) {
     set_option(dead, SHEAF_OPT_MAX_ATTEMPTS, 2);
     CHECK_RESULT(sheaf_client_set_event_handler(dead, on_client_event, &recorder, NULL), SHEAF_OK);
     CHECK_RESULT(send_simple(dead, "/x"), SHEAF_E_TRANSPORT);
-    sheaf_client_free(dead);   /* every event of `dead` has been handed over when this returns */
+    await_hook_entries(&recorder, from + 16);
+    sheaf_client_free(dead);
 
     sheaf_client_free(client);
     int at_free = recorder.count;
@@ -2778,6 +2890,7 @@ static const test_case tests[] = {
     TEST(a_started_request_calls_back_once_and_frees_its_user_data, 1),
     TEST(downloads_stream_to_a_file_that_appears_only_when_complete, 1),
     TEST(hooks_log_every_attempt_and_tell_events_without_secrets, 1),
+    TEST(flushing_the_hooks_hands_over_every_queued_event, 1),
     TEST(a_credential_provider_is_asked_once_then_once_per_401, 1),
     TEST(versions_agree_and_every_result_has_a_text, 1),
     TEST(null_handles_and_bad_arguments_are_rejected, 1),
@@ -2800,6 +2913,7 @@ static const test_case tests[] = {
     TEST(a_blocking_transport_still_fills_the_window, 1),
     TEST(a_list_of_its_own_transport_sends_through_it_alone, 1),
     TEST(destroy_functions_run_once_when_nothing_needs_the_user_data, 1),
+    TEST(a_refused_registration_leaves_the_user_data_with_the_caller, 1),
     TEST(every_convention_arrives_whole_detected_and_by_preset, 0),
     TEST(a_signal_of_more_that_is_not_followed_fails_the_list, 1),
     TEST(a_drf_style_list_arrives_whole, 1),

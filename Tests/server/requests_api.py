@@ -9,6 +9,9 @@
                                 the first N requests with key K answer S (with Retry-After: 0);
                                 later ones echo; the count is shared across methods
   /req/redirect?code=C&to=URL   answers C with Location: URL (any method)
+  /req/drop[?...]               reads the request, then closes the connection without answering
+                                (a server that died after reading it: the request may have
+                                taken effect); the request log says how often it arrived
   /req/error/<shape>[?status=S] a failure in the error shape of a public API (ERROR_SHAPES),
                                 status S (default: the shape's own)
   GET /req/download?size=N[&key=K&cut=C][&etag=0][&ranges=0][&lie=L]
@@ -119,6 +122,8 @@ def handle(handler, method: str, path: str, query: str) -> None:
     elif path == "/req/download-stats":
         with _flaky_lock:
             handler.send_json(200, _download_stats.get(params.get("key"), {"requests": 0, "bytes": 0}))
+    elif path == "/req/drop":
+        handler.close_connection = True   # nothing is sent: the connection just ends
     elif path == "/req/redirect":
         to = params.get("to", "/req/echo")
         handler.send_json(int(params.get("code", "302")), {"location": to}, [("Location", to)])

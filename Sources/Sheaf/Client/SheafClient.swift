@@ -39,6 +39,7 @@ public final class SheafClient: Sendable {
         self.credentialProvider = credentialProvider
         let keyParameters = [credential?.queryParameter, credentialProvider?.queryParameter].compactMap { $0 }
         self.fixedRedactor = Redactor(credential?.secrets ?? [], parameters: Redactor.secretParameters + secretParameters + keyParameters)
+        self.foreignSecretParameters = Set((secretParameters + keyParameters).map { $0.lowercased() })
         self.transport = transport
         self.configuration = try configuration.validated()
         self.hooks = hooks
@@ -113,6 +114,10 @@ public final class SheafClient: Sendable {
         credentialProvider?.redactor(adding: fixedRedactor) ?? fixedRedactor
     }
     private let fixedRedactor: Redactor
+    /// Lower-cased names of the query parameters never sent to another origin: the API key's and
+    /// those the client marks secret. (Not the built-in `Redactor.secretParameters`: a presigned
+    /// URL elsewhere needs its own `signature`.)
+    private let foreignSecretParameters: Set<String>
 
     /// Whether requests to `url` carry a credential that `credentialProvider` makes.
     func needsProvidedCredential(_ url: String) -> Bool {
@@ -122,7 +127,9 @@ public final class SheafClient: Sendable {
     /// The request for `url` made of `template`: the client's headers, the template's (which
     /// replace any of the same name), and the credential when `url` shares the base URL's origin.
     /// Elsewhere the cross-origin policy decides: refused (the default), or sent without the
-    /// credential and without any header that carries one; never from https down to http.
+    /// credential, without any header that carries one, and without the API key's or the
+    /// client's secret query parameters (a redirect's Location may echo them); never from https
+    /// down to http.
     func request(for url: String, _ template: FetchTemplate = FetchTemplate(),
                  credential provided: Credential? = nil) throws(SheafError) -> HTTPRequest {
         guard let target = Origin(url) else {
@@ -146,6 +153,10 @@ public final class SheafClient: Sendable {
             try (provided ?? credential)?.apply(to: &headers, url: &url)
         } else {
             headers.removeAll { HeaderRules.credentialHeaders.contains($0.name.lowercased()) }
+            guard let stripped = URLText.removingQuery(url, named: foreignSecretParameters) else {
+                throw SheafError(.crossOrigin, "\(url): cannot take the secret query parameters out; refusing to follow it", url: url)
+            }
+            url = stripped
         }
         if let download = template.download { headers += download.resumeHeaders() }
         var request = HTTPRequest(method: template.method, url: url, headers: headers, body: template.body,
@@ -153,6 +164,7 @@ public final class SheafClient: Sendable {
                                   connectTimeoutMilliseconds: configuration.connectTimeoutMilliseconds,
                                   maxBodyBytes: configuration.maxBodyBytes, tls: configuration.tls)
         request.httpVersion = configuration.httpVersion
+        request.mayResend = template.isRetriable
         if let download = template.download {
             // A large file takes as long as it takes: the timeout applies to a stalled transfer.
             request.sink = download

@@ -75,7 +75,8 @@ public struct ClientEvent: Sendable, Equatable {
 
 /// A client's log and event hooks. Records and events are made only when someone listens (a
 /// record above the hook's level is never even formatted), and handed over on one serial queue
-/// per client: never two at once, in the order they happened, and never after `close()`.
+/// per client: never two at once, in the order they happened, and never after `close()` (which
+/// drops those still queued).
 public final class Hooks: Sendable {
     private struct State {
         var closed = false
@@ -138,14 +139,15 @@ public final class Hooks: Sendable {
         }
     }
 
-    /// Hands over what was made before, then nothing more: no record or event is handed over
-    /// after this returns (called from a hook itself, none after that hook returns). Idempotent.
+    /// Ends the hand-over: waits for the hook call running now (if any), drops the records and
+    /// events still queued, and hands over nothing after this returns (called from a hook
+    /// itself, nothing after that hook returns). Closing never waits for a queue of slow hook
+    /// calls; `flush()` first to hand everything over. Idempotent.
     public func close() {
-        if isOwnQueue {
-            state.withLock { $0.closed = true }
-        } else {
-            queue.sync { state.withLock { $0.closed = true } }
-        }
+        // Every queued call checks the flag first, so from here on each is a no-op...
+        state.withLock { $0.closed = true }
+        // ...and this waits only for the call already past its check.
+        if !isOwnQueue { queue.sync {} }
     }
 
     /// Waits until every record and event made so far has been handed over (at once when called

@@ -75,6 +75,17 @@ enum URLText {
         return components.string
     }
 
+    /// `url` without the query parameters whose (decoded) names `names` holds, compared
+    /// case-insensitively; the others kept as they were. Nil when `url` does not parse.
+    static func removingQuery(_ url: String, named names: Set<String>) -> String? {
+        guard var components = URLComponents(string: url) else { return nil }
+        guard let items = components.percentEncodedQueryItems, !names.isEmpty else { return url }
+        let kept = items.filter { !names.contains(percentDecoded($0.name).lowercased()) }
+        guard kept.count != items.count else { return url }
+        components.percentEncodedQueryItems = kept.isEmpty ? nil : kept
+        return components.string
+    }
+
     /// `url` with the given parameters appended, percent-encoded.
     static func appendingQuery(_ url: String, _ parameters: [(name: String, value: String)]) -> String? {
         guard !parameters.isEmpty else { return url }

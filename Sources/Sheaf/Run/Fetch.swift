@@ -139,25 +139,48 @@ final class Fetch: Sendable {
             send(url, template, serial: serial, credential: nil)
             return true
         }
+        // The request's timeout covers the wait for its credential: a provider that has not
+        // answered in time fails the request. Its answer, when it comes, is kept for the next
+        // request (CredentialProvider), and ignored here (`send` sees the fetch is over).
+        let timeout = client.configuration.timeoutMilliseconds
+        let askedAt = DispatchTime.now().uptimeNanoseconds
+        let late = timeout > 0 ? Deadline(after: timeout) { [weak self] in
+            self?.credentialLate(url: url, serial: serial, milliseconds: timeout)
+        } : nil
         provider.credential(newerThan: state.withLock { $0.refusedGeneration }) { [self] result in
+            late?.cancel()
             switch result {
             case .success(let issued):
                 state.withLock { $0.credentialGeneration = issued.generation }
-                send(url, template, serial: serial, credential: issued.credential)
+                let waited = Int((DispatchTime.now().uptimeNanoseconds &- askedAt) / 1_000_000)
+                send(url, template, serial: serial, credential: issued.credential, waited: waited)
             case .failure(let error):
+                guard state.withLock({ $0.serial == serial }) else { return }
                 finish(.failure(client.redacting(error)))
             }
         }
         return true
     }
 
-    private func send(_ url: String, _ template: FetchTemplate, serial: Int, credential: Credential?) {
-        let request: HTTPRequest
+    /// The attempt `serial` is still waiting for its credential past the request's timeout.
+    private func credentialLate(url: String, serial: Int, milliseconds: Int) {
+        guard state.withLock({ !$0.isDone && $0.serial == serial && !$0.isOutstanding }) else { return }
+        finish(.failure(SheafError(.credential, "the credential provider gave no credential within the request's timeout "
+                                   + "of \(milliseconds) ms", url: client.redactor.redact(url))))
+    }
+
+    /// - Parameter waited: how long the attempt waited for its credential, taken off its timeout.
+    private func send(_ url: String, _ template: FetchTemplate, serial: Int, credential: Credential?, waited: Int = 0) {
+        var built: HTTPRequest
         do {
-            request = try client.request(for: url, template, credential: credential)
+            built = try client.request(for: url, template, credential: credential)
         } catch {
             return finish(.failure(error))
         }
+        if waited > 0, built.timeoutMilliseconds > 0 {
+            built.timeoutMilliseconds = max(1, built.timeoutMilliseconds - waited)
+        }
+        let request = built
         enum Admission { case sent, cancelled, overBudget }
         let admission = state.withLock { state -> Admission in
             guard !state.isDone, state.serial == serial else { return .cancelled } // while a credential was made

@@ -24,6 +24,10 @@ public struct HTTPRequest: Sendable {
     public var stallTimeoutMilliseconds = 0
     /// Which HTTP the transport speaks (transports of their own may ignore it).
     public var httpVersion = HTTPVersion.automatic
+    /// Whether the transport may send the request again on its own, as libcurl does when a
+    /// reused connection dies before any answer. False for the requests the library does not
+    /// retry (POST, PATCH, ... without an opt-in): the server may have read and acted on it.
+    public var mayResend = true
 
     public init(method: String = "GET", url: String, headers: [HTTPHeader] = [], body: [UInt8] = [],
                 timeoutMilliseconds: Int = 0, connectTimeoutMilliseconds: Int = 0,

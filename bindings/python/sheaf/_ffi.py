@@ -430,6 +430,8 @@ def declare(library: Any) -> None:
     fn("sheaf_client_new", _sheaf_result, [POINTER(ClientHandle), c_char_p])
     # void sheaf_client_free(sheaf_client *client);
     fn("sheaf_client_free", None, [ClientHandle])
+    # sheaf_result sheaf_client_flush_hooks(sheaf_client *client);
+    fn("sheaf_client_flush_hooks", _sheaf_result, [ClientHandle])
     # sheaf_result sheaf_client_set_auth(sheaf_client *client, sheaf_auth kind, const char *value);
     fn("sheaf_client_set_auth", _sheaf_result, [ClientHandle, c_int, c_char_p])
     # sheaf_result sheaf_client_set_credential(sheaf_client *client, sheaf_auth kind,

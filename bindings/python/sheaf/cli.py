@@ -843,11 +843,22 @@ def _print_completion(parser: argparse.ArgumentParser, args: argparse.Namespace)
     return EXIT_OK
 
 
+@contextlib.contextmanager
+def _client(api, base: str, client_options: dict):
+    """A client whose log lines and events all come out before it closes (closing drops those
+    still queued)."""
+    with api.Client(base, **client_options) as client:
+        try:
+            yield client
+        finally:
+            client.flush_hooks()
+
+
 def _explain(api, args: argparse.Namespace, base: str, path: str, token: Optional[str],
              list_options: dict, client_options: dict) -> int:
     list_options = {name: value for name, value in list_options.items() if name not in RUN_OPTIONS}
     try:
-        with api.Client(base, **client_options) as client:
+        with _client(api, base, client_options) as client:
             explained = client.explain(path, **list_options)
     except api.Error as e:
         _error(_error_message(api, e, token))
@@ -904,7 +915,7 @@ def _get(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     resume = None   # the token after the items written
     try:
         try:
-            with api.Client(base, **client_options) as client:
+            with _client(api, base, client_options) as client:
                 progress.start_waiting()
                 if args.fields:
                     writer = FieldWriter(out, args.format, args.fields, header=args.resume is None)
@@ -1026,7 +1037,7 @@ def _request(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     api, base, path, client_options, secret = connection
     failure = None
     try:
-        with api.Client(base, **client_options) as client:
+        with _client(api, base, client_options) as client:
             response = client.request(method, path, **options)
     except api.HTTPError as e:
         response, failure = e.response, e   # the body is still written
@@ -1088,7 +1099,7 @@ def _download(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         sys.stderr.flush()
 
     try:
-        with api.Client(base, **client_options) as client:
+        with _client(api, base, client_options) as client:
             client.download(path, args.output, progress=progress)
     except api.Error as e:
         if shows:

@@ -66,14 +66,15 @@ class Client(Closing):
             :mod:`sheaf.transport`); None for libcurl.
         on_event: called with a :class:`sheaf.Event` when a credential is refused, the server
             cannot be reached or is unavailable, a request is rate limited or retried; on a
-            library thread, never after :meth:`close`. Log records go to the ``"sheaf"`` logger
+            library thread, never after :meth:`close` (which drops those still queued). Log records go to the ``"sheaf"`` logger
             when it is enabled at creation (see :mod:`sheaf.hooks`).
         token_provider: instead of ``token``, a callable ``provider(refresh) -> str`` giving the
             bearer token: called (on a library thread, one call at a time, so it may block) for
             the first request with ``refresh=False``, and with ``refresh=True`` once a request is
             refused with 401 (that request is then sent once more with the new token; requests
             refused together share one call). An exception it raises fails the requests waiting
-            with :class:`CredentialError`.
+            with :class:`CredentialError`, as does no answer within ``timeout`` (a late answer
+            serves the requests that follow).
 
     Raises:
         UsageError: a malformed base URL or an option out of range.
@@ -157,12 +158,23 @@ class Client(Closing):
     # ---- lifetime ---------------------------------------------------------------------------
 
     def close(self) -> None:
-        """Frees the client. Idempotent; lists already running finish unaffected."""
+        """Frees the client. Idempotent; lists already running finish unaffected.
+
+        No hook (``on_event``, the log) is called after this returns: it waits for a hook call
+        running now, and drops the events and log records still queued."""
         with self._lock:
             handle, self._handle = self._handle, None
         if handle is not None:
             lib.sheaf_client_free(handle)   # no hook is called after this returns
             self._hooks = ()
+
+    def flush_hooks(self) -> None:
+        """Waits until every event and log record made so far has been handed over (to
+        ``on_event`` and the ``"sheaf"`` logger): :meth:`close` drops those still queued."""
+        handle = self._handle
+        if handle is None:
+            raise UsageError(Result.STATE, "the client is closed")
+        lib.sheaf_client_flush_hooks(handle)
 
     @property
     def closed(self) -> bool:

@@ -129,7 +129,11 @@ def set_token_provider(handle: _ffi.ClientHandle, provider: Callable[[bool], str
     with _providers_lock:
         key = next(_provider_ids)
         _providers[key] = provider
-    lib.sheaf_client_set_credential_provider(handle, _ffi.SHEAF_AUTH_BEARER, None, _PROVIDE_FN, key, _FORGET_FN)
+    try:
+        lib.sheaf_client_set_credential_provider(handle, _ffi.SHEAF_AUTH_BEARER, None, _PROVIDE_FN, key, _FORGET_FN)
+    except BaseException:
+        _forget(key)   # a refused call leaves its user_data with us: the library never destroys it
+        raise
 
 
 def install(handle: _ffi.ClientHandle, on_event: Optional[Callable[[Event], Any]]) -> Tuple[Any, ...]:

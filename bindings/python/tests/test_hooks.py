@@ -7,6 +7,7 @@ import os
 import re
 import subprocess
 import sys
+import threading
 import time
 from typing import List
 
@@ -17,6 +18,14 @@ import sheaf
 from conftest import REPO, TOKEN
 
 SECRET_KEY = "py-k3y-secret-value"
+
+
+def _until(condition, seconds: float = 10.0) -> None:
+    """Waits (bounded) for `condition`: hooks run on a library thread, and closing the client
+    drops what is still queued for them."""
+    deadline = time.monotonic() + seconds
+    while not condition() and time.monotonic() < deadline:
+        time.sleep(0.01)
 
 
 class Collect(logging.Handler):
@@ -50,7 +59,8 @@ def test_records_and_events_of_a_scripted_run(api, sheaf_log) -> None:
         with pytest.raises(sheaf.HTTPError):
             client.get(f"/req/echo?status=401&api_key={SECRET_KEY}")
         assert len(client.fetch_all("/anchor?n=30&per_page=10", preset="anchor")) == 30
-    # closed: every record and event has been handed over
+        _until(lambda: sum(r.sheaf_kind == "request" and r.sheaf_status == 200 for r in sheaf_log.records) >= 4)
+    # closed after the records and events of every step were handed over
     script = [(r.sheaf_kind, r.sheaf_status, r.sheaf_attempt) for r in sheaf_log.records]
     assert script[:9] == [("request", 429, 1), ("retry", 429, 1), ("request", 200, 2),
                           ("request", 503, 1), ("retry", 503, 1), ("request", 503, 2), ("retry", 503, 2),
@@ -83,12 +93,14 @@ def test_a_dead_port_is_offline_and_a_raising_hook_is_logged(sheaf_log) -> None:
     with sheaf.Client("http://127.0.0.1:1", max_attempts=2, retry_base=0.001, on_event=hook) as client:
         with pytest.raises(sheaf.TransportError):
             client.get("/x")
+        _until(lambda: len([r for r in sheaf_log.records if r.exc_info]) >= 2)
     failures = [r for r in sheaf_log.records if r.exc_info]
     assert len(failures) == 2 and "hook failure" in str(failures[0].exc_info[1])
     events: List[sheaf.Event] = []
     with sheaf.Client("http://127.0.0.1:1", max_attempts=2, retry_base=0.001, on_event=events.append) as client:
         with pytest.raises(sheaf.TransportError):
             client.get("/x")
+        _until(lambda: len(events) >= 2)
     assert [(e.kind, e.transport_error, e.attempt) for e in events] == [("retrying", "connect", 1),
                                                                        ("offline", "connect", 2)]
 
@@ -153,6 +165,7 @@ def test_a_401_refreshes_the_token_once_and_the_log_tells_it(api, sheaf_log) -> 
     with sheaf.Client(api.base_url, token_provider=provide, on_event=events.append, secret_params=["bearer"]) as client:
         assert client.get("/req/echo?bearer=fresh-token-3d4e5f").ok
         assert client.get("/req/echo?bearer=fresh-token-3d4e5f").ok   # the fresh token is kept
+        _until(lambda: len(sheaf_log.records) >= 4)
     assert calls == [False, True]
     assert [(r.sheaf_kind, r.sheaf_status, r.sheaf_attempt, r.sheaf_delay_ms) for r in sheaf_log.records] == [
         ("request", 401, 1, -1), ("retry", 401, 1, 0), ("request", 200, 1, -1), ("request", 200, 1, -1)]
@@ -188,6 +201,7 @@ def test_a_token_refused_again_after_the_refresh_is_the_answer(api) -> None:
         assert refused.value.status == 401
         with pytest.raises(sheaf.HTTPError) as failed:
             client.fetch_all("/anchor?n=10&bearer=something-else")
+        _until(lambda: len(events) >= 2)
     assert failed.value.status == 401 and "never-valid" not in str(failed.value)
     assert calls == [False, True, True]   # one refresh per request, not a loop
     assert [(e.kind, e.status) for e in events] == [("auth_refused", 401), ("auth_refused", 401)]
@@ -204,3 +218,51 @@ def test_a_provider_that_raises_fails_the_request_with_credential_error(api) -> 
     assert api.state.snapshot()["requests"] == 0   # nothing was sent without a credential
     with pytest.raises(sheaf.UsageError):
         sheaf.Client(api.base_url, "a-token", token_provider=broken)
+
+
+def test_close_waits_for_the_hook_running_now_and_drops_the_queued_ones(api) -> None:
+    # Eleven events of 0.5 s each: close waits for the one running, not for the ten queued.
+    started: List[float] = []
+    first = threading.Event()
+
+    def slow(event: sheaf.Event) -> None:
+        started.append(time.monotonic())
+        first.set()
+        time.sleep(0.5)   # a slow hook (the behaviour under test is close's wait, not this)
+
+    client = sheaf.Client(api.base_url, max_attempts=1, on_event=slow)
+    for _ in range(11):
+        with pytest.raises(sheaf.HTTPError):
+            client.get("/req/echo?status=503")   # one server_unavailable event each
+    assert first.wait(10)
+    began = time.monotonic()
+    client.close()
+    closed = time.monotonic()
+    assert closed - began < 1.5, f"close took {closed - began:.1f} s"
+    calls = len(started)
+    assert calls < 11
+    assert all(at < closed for at in started)
+    time.sleep(1.0)   # room for a wrongly queued call to show up
+    assert len(started) == calls
+
+
+def test_a_provider_that_does_not_answer_in_time_fails_the_request_with_credential_error(api) -> None:
+    # The request's timeout covers the wait for its credential; the late answer serves the next one.
+    answer = threading.Event()
+    calls: List[bool] = []
+
+    def blocked(refresh: bool) -> str:
+        calls.append(refresh)
+        answer.wait(5)
+        return "late-token-4f2a"
+
+    with sheaf.Client(api.base_url, token_provider=blocked, timeout=0.5, max_attempts=1) as client:
+        began = time.monotonic()
+        with pytest.raises(sheaf.CredentialError) as raised:
+            client.get("/req/echo")
+        assert time.monotonic() - began < 1.5
+        assert "0.5 s" in str(raised.value) or "500 ms" in str(raised.value)
+        assert api.state.snapshot()["requests"] == 0   # nothing was sent without a credential
+        answer.set()
+        assert client.get("/req/echo").json()["headers"]["authorization"] == ["Bearer late-token-4f2a"]
+    assert calls == [False]

@@ -406,3 +406,44 @@ def test_a_compressed_download_is_saved_as_served(api, tmp_path) -> None:
     assert gzip.decompress(saved) == bytes(64 << 20)
     assert echo.status == 200
     assert "accept-encoding" not in json.loads((tmp_path / "echo.json").read_bytes())["headers"]
+
+
+@pytest.mark.parametrize("method", ["POST", "PATCH"])
+def test_a_request_the_server_read_before_dropping_a_reused_connection_is_sent_once(api, method) -> None:
+    # The server reads the request on a kept-alive connection, then closes it without a word: the
+    # request may have taken effect, so nothing may send it again unasked (libcurl would, on a
+    # fresh connection, for a reused connection that died before answering).
+    path = f"/req/drop?key=reused-{method}"
+    with sheaf.Client(api.base_url, http_version="1.1", max_attempts=1) as client:
+        assert client.get("/req/echo").ok   # leaves a connection open for the next request
+        with pytest.raises(sheaf.TransportError):
+            client.request(method, path, json={"n": 1})
+    assert [entry["path"] for entry in stats(api)["log"]].count(path) == 1
+
+
+def test_a_get_on_a_dropped_reused_connection_is_still_answered(api) -> None:
+    # Idempotent requests keep the connection reuse (and libcurl's fresh-connect retry of them).
+    with sheaf.Client(api.base_url, http_version="1.1", max_attempts=1) as client:
+        for _ in range(3):
+            assert client.get("/req/echo").ok
+
+
+def test_a_redirect_to_another_origin_carries_no_secret_query_parameter(api, other_api) -> None:
+    key = "q-secret-redirected-91"
+    elsewhere = f"{other_api.base_url}/req/echo?appid={key}&session=sess-cc-33&page=2&signature=presigned-sig"
+    auth = sheaf.ApiKey("appid", key, where="query")
+    with sheaf.Client(api.base_url, auth=auth, follow_cross_origin=True, secret_params=["session"]) as client:
+        # The Location echoes the key (and a parameter the client marks secret).
+        response = client.get("/req/redirect", params={"code": "302", "to": elsewhere})
+        assert response.status == 200
+        query = dict(response.json()["query"])
+        assert "appid" not in query and "session" not in query
+        # Other parameters, the built-in secret names among them (a presigned URL's signature
+        # is what lets the other origin answer), go as they are.
+        assert query["page"] == "2" and query["signature"] == "presigned-sig"
+        # At the same origin the redirect keeps the key.
+        same = client.get("/req/redirect", params={"code": "302", "to": f"/req/echo?appid={key}&session=s-1"})
+        assert dict(same.json()["query"]) == {"appid": key, "session": "s-1"}
+    log = " ".join(entry["path"] for entry in stats(other_api)["log"])
+    assert "/req/echo" in log and key not in log and "sess-cc-33" not in log
+    assert key in " ".join(entry["path"] for entry in stats(api)["log"])
