@@ -540,7 +540,8 @@ typedef enum sheaf_paging {
  * Sets how pages are reached. `param` names the query parameter of PAGE_NUMBER, OFFSET and
  * CURSOR (required there, ignored otherwise; brackets allowed: "page[number]"). `first` is the
  * first page number or offset (>= 0; ignored for other kinds). When `size_param` is non-NULL,
- * `size` (>= 1) is sent with it on every request (any kind but SINGLE); the size used for
+ * `size` (>= 1) is sent with it on every request (PAGE_NUMBER, OFFSET and CURSOR; refused with
+ * the others: a next link names its own page size); the size used for
  * planning is the count the server actually returned. A parameter already in the list's path is
  * replaced, never duplicated.
  */

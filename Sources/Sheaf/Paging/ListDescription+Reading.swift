@@ -83,8 +83,9 @@ extension Paging {
         }
         var pageSize: PageSize?
         if let sizeParameter {
-            if kind == "detect" || kind == "single" {
-                throw DescriptionRefusal("size_param", "a page size goes with a paging kind that fetches pages (not detect or single)")
+            // Only these kinds carry a size (next links name their own; the C setter dropped it).
+            guard numbered || kind == "cursor" else {
+                throw DescriptionRefusal("size_param", "a page size goes with page_number, offset or cursor paging, not \(kind)")
             }
             guard !sizeParameter.isEmpty, (size ?? 1) >= 1, (size ?? 1) <= largestDescribedNumber else {
                 throw DescriptionRefusal(sizeParameter.isEmpty ? "size_param" : "size",
