@@ -131,6 +131,7 @@ class Description:
     def from_json(cls, text: Any) -> "Description":
         """The description in the library's JSON form (``sheaf_list_description``)."""
         data = _json.loads(text) if isinstance(text, (str, bytes)) else text
+        printed = text.decode() if isinstance(text, bytes) else text if isinstance(text, str) else _json.dumps(data)
         paging = data["paging"]
         kind = _KIND_NAMES.get(paging.get("kind"), "detect")
         detected = [name for name, value in data["signals"].items() if value and value.get("detected")]
@@ -141,7 +142,7 @@ class Description:
             "first": paging.get("first") if paging.get("param") else None,
             "size_param": paging.get("size_param"),
             "page_size": paging.get("size"),
-            "plan": data.get("plan"), "preset": data.get("preset"), "detected": tuple(detected),
+            "plan": data.get("plan"), "preset": data.get("preset"), "detected": tuple(detected), "json": printed,
         }
         for name, _ in SIGNALS + (("identity", 0),):
             value = data["signals"].get(name)

@@ -260,3 +260,49 @@ def test_a_python_description_with_json_is_overridden_by_its_fields(api):
     with sheaf.Client(api.base_url) as client:
         base = preset_texts()["anchor"]
         assert client.fetch_all("/anchor?n=95", Description(json=base, page_size=10)) == expected_items(95)
+
+
+# ---- The command line -------------------------------------------------------------------------
+
+@pytest.mark.parametrize("endpoint", ["/drf", "/conv/github", "/conv/stripe", "/conv/slack", "/conv/odata"])
+def test_cli_explain_as_json_saved_and_passed_back_gives_the_same_list(api, tmp_path, endpoint):
+    from test_cli import lines, run_cli
+
+    url = f"{api.base_url}{endpoint}?n=230{DETECTED.get(endpoint, '')}"
+    explained = run_cli(url, "--explain", "--format", "json")
+    assert explained.returncode == 0, explained.stderr
+    printed = json.loads(explained.stdout)
+    VALIDATOR.validate(printed)
+    saved = tmp_path / "description.json"
+    saved.write_bytes(explained.stdout)
+    detected = run_cli(url)
+    pinned = run_cli(url, "--description", str(saved))
+    inline = run_cli(url, "--description", explained.stdout.decode().strip())
+    assert detected.returncode == pinned.returncode == inline.returncode == 0, (pinned.stderr, inline.stderr)
+    assert lines(pinned.stdout) == lines(detected.stdout) == lines(inline.stdout)
+    assert len(lines(pinned.stdout)) == 230
+    # Set again, it is what the run uses: the same parts and plan, now pinned rather than detected.
+    again = json.loads(run_cli(url, "--description", str(saved), "--explain", "--format", "json").stdout)
+    assert again["plan"] == printed["plan"]
+    assert {**again["paging"], "detected": True} == {**printed["paging"], "detected": True}
+    assert not again["paging"]["detected"]
+
+
+def test_cli_flags_override_the_parts_of_a_description(api):
+    from test_cli import lines, run_cli
+
+    r = run_cli(f"{api.base_url}/anchor?n=95", "--description", '{"preset": "anchor"}', "--page-size", "10")
+    assert r.returncode == 0, r.stderr
+    assert lines(r.stdout) == expected_items(95)
+    assert all("per_page=10" in entry["path"] for entry in api.state.snapshot()["log"])
+
+
+def test_cli_a_bad_description_says_what_c_says(api, client_handle, tmp_path):
+    from test_cli import run_cli
+
+    bad = '{"paging": {"kind": "page_number", "param": "page", "first": -3}}'
+    r = run_cli(f"{api.base_url}/anchor?n=10", "--description", bad)
+    assert r.returncode == 2
+    assert r.stderr.decode().splitlines()[0] == "sheaf: " + refusal_from_c(client_handle, bad)
+    missing = run_cli(f"{api.base_url}/anchor?n=10", "--description", str(tmp_path / "none.json"))
+    assert missing.returncode == 2 and b"--description: cannot read" in missing.stderr
