@@ -630,15 +630,17 @@ SHEAF_API sheaf_result sheaf_list_description(sheaf_list *list, char **out_json,
  * Output-only fields ("detected" in "paging" and in each signal, "plan", "summary") are accepted
  * and ignored when they hold what the library prints there ("detected": a boolean; "plan": null
  * or a plan's name; "summary": the named preset's own sentence); anything else in them is refused.
- * So a description printed by a run (detected parts resolved) is set again as it is and pins what
- * was detected, and for every description x that names no detected part and no plan,
- * sheaf_list_description after sheaf_list_set_description(x) prints x again.
+ * Refusing them would refuse what this library prints (a preset's "summary", a run's "detected"),
+ * and ignoring any value would let a typo pass; so a description printed by a run (detected parts
+ * resolved) is set again as it is and pins what was detected, and for every description x the
+ * library prints before a run (every preset's among them), sheaf_list_description after
+ * sheaf_list_set_description(x) prints x again (compared as parsed JSON).
  *
  * `json` is copied (UTF-8, NUL-terminated). Unknown fields, a field given twice, a wrong type, a
  * number out of range, an unknown preset or kind, or a source a signal cannot come from are
  * refused with SHEAF_E_INVALID_ARGUMENT, the message naming the field as a JSON pointer and what
- * it allows ("the description's /paging/first: the first page number or offset must be 0 or
- * more (at most 2^53), not -1"); the list is then unchanged. SHEAF_E_STATE once the list has
+ * it allows ("the description's /paging/first: must be a whole number of 0 or more, not -1");
+ * the list is then unchanged. SHEAF_E_STATE once the list has
  * started. The setters called afterwards override single parts. A list is used by one thread at
  * a time (see "Thread safety").
  *

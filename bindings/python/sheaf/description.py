@@ -14,6 +14,11 @@ A signal (``items``, ``next``, ``cursor``, ``total``, ``page_count``, ``has_more
 ``"header:NAME"``, ``"link:REL"`` (a relation of the Link header), ``"last-item:/pointer"`` (in the
 page's last item: Stripe's cursor), or ``"none"`` (the list has no such signal). ``id`` is a
 pointer inside each item.
+
+Each of these is a spelling of the library's description JSON (``sheaf_list_set_description``;
+the schema is ``include/sheaf/description.schema.json``): ``to_json()`` writes it, ``json=`` takes
+one as it is (what ``from_json``, ``presets()`` and ``sheaf get --explain --format json`` give)
+with the other fields replacing its parts, and the library alone judges the values.
 """
 
 from __future__ import annotations
