@@ -144,7 +144,8 @@ describing a list:
                         one wins (pages that shift while they are read repeat items)
 
   Or all of it at once, in the JSON form the library prints (include/sheaf/description.schema.json),
-  from a FILE or inline when it starts with "{"; the flags above override its parts. --explain
+  from a FILE or inline when it starts with "{"; the flags above override its parts (--paging
+  its whole paging, as "kind" does in the JSON). --explain
   --format json prints the description of what was detected in that form, to save and reuse:
 
     sheaf get 'https://api.example.com/v1/things' --explain --format json > things.json

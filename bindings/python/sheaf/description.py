@@ -109,9 +109,9 @@ class Description:
             document["preset"] = self.preset
         paging = dict(document.get("paging", {}))
         if self.paging is not None:
+            # A new kind is the paging parts given alone, as "kind" is in the JSON form.
             kind, _, param = self.paging.partition(":")
-            paging["kind"], paging["param"] = _KIND_SPELLED.get(kind, kind), param or None
-            paging.pop("first", None)   # the kind's default, unless given
+            paging = {"kind": _KIND_SPELLED.get(kind, kind), "param": param or None}
         if self.first is not None:
             paging["first"] = self.first
         if self.size_param is not None:
