@@ -89,21 +89,15 @@ public enum Paging: Sendable, Equatable {
         }
     }
 
-    /// Checks the values a caller may have got wrong.
+    /// Checks the values a caller may have got wrong (`Paging.described` judges them, as it
+    /// does for the C setter and the description JSON).
     package func validated() throws(SheafError) -> Paging {
-        switch self {
-        case .pageNumber(let numbering), .offset(let numbering):
-            guard !numbering.parameter.isEmpty else { throw SheafError(.invalidArgument, "the paging parameter must not be empty") }
-            guard numbering.first >= 0 else { throw SheafError(.invalidArgument, "the first page number or offset must be 0 or more") }
-        case .cursor(let parameter, _):
-            guard !parameter.isEmpty else { throw SheafError(.invalidArgument, "the cursor parameter must not be empty") }
-        case .detect, .single, .next:
-            break
+        do throws(DescriptionRefusal) {
+            return try Paging.described(kind: kindName, parameter: parameter, first: first ?? 0,
+                                        sizeParameter: size?.parameter, size: size?.value)
+        } catch {
+            throw error.asError
         }
-        if let size, size.parameter.isEmpty || (size.value ?? 1) < 1 {
-            throw SheafError(.invalidArgument, "the page size parameter needs a name and a size of 1 or more")
-        }
-        return self
     }
 }
 
