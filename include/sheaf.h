@@ -8,7 +8,9 @@
  * A list is described by values: a paging kind (sheaf_list_set_paging) and where each signal is
  * read (sheaf_list_set_signal: the items, the next link, a cursor, the total, ...). Whatever is
  * not pinned is detected from the first page, so an undescribed list works with every common
- * convention; a preset (sheaf_list_use_preset) pins the shape of a known API at once. When page
+ * convention; a preset (sheaf_list_use_preset) pins the shape of a known API at once. The whole
+ * description has one JSON form: sheaf_list_description prints it, sheaf_list_set_description
+ * takes it (include/sheaf/description.schema.json publishes it). When page
  * k can be addressed (page numbers or offsets, given or inferred from the first next link), the
  * remaining pages are fetched concurrently in a bounded window (without a total,
  * speculatively); otherwise the next links or cursors are walked one by one. A list ends
