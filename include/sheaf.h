@@ -8,7 +8,9 @@
  * A list is described by values: a paging kind (sheaf_list_set_paging) and where each signal is
  * read (sheaf_list_set_signal: the items, the next link, a cursor, the total, ...). Whatever is
  * not pinned is detected from the first page, so an undescribed list works with every common
- * convention; a preset (sheaf_list_use_preset) pins the shape of a known API at once. When page
+ * convention; a preset (sheaf_list_use_preset) pins the shape of a known API at once. The whole
+ * description has one JSON form: sheaf_list_description prints it, sheaf_list_set_description
+ * takes it (include/sheaf/description.schema.json publishes it). When page
  * k can be addressed (page numbers or offsets, given or inferred from the first next link), the
  * remaining pages are fetched concurrently in a bounded window (without a total,
  * speculatively); otherwise the next links or cursors are walked one by one. A list ends
@@ -562,7 +564,8 @@ typedef enum sheaf_paging {
  * Sets how pages are reached. `param` names the query parameter of PAGE_NUMBER, OFFSET and
  * CURSOR (required there, ignored otherwise; brackets allowed: "page[number]"). `first` is the
  * first page number or offset (>= 0; ignored for other kinds). When `size_param` is non-NULL,
- * `size` (>= 1) is sent with it on every request (any kind but SINGLE); the size used for
+ * `size` (>= 1) is sent with it on every request (PAGE_NUMBER, OFFSET and CURSOR; refused with
+ * the others: a next link names its own page size); the size used for
  * planning is the count the server actually returned. A parameter already in the list's path is
  * replaced, never duplicated.
  */
@@ -624,11 +627,54 @@ SHEAF_API sheaf_result sheaf_list_use_preset(sheaf_list *list, const char *name)
  * as "detect"); once the first page has been read, what the run uses, detected parts resolved
  * and marked, and the plan chosen ("parallel", "speculative", "sequential", "single"). Keys:
  * "paging" {"kind", "param", "first", "size_param", "size", "detected"}, "signals" {name:
- * {"source", "where", "detected"} or null}, "plan", "preset". On success *out_json is freed with
+ * {"source", "where", "detected"} or null}, "plan", "preset", and "summary" when a preset is
+ * named (its sentence). sheaf_list_set_description takes it back. On success *out_json is freed with
  * sheaf_free.
  * Non-blocking; callable from the list's snapshot callback.
  */
 SHEAF_API sheaf_result sheaf_list_description(sheaf_list *list, char **out_json, size_t *out_length);
+
+/**
+ * Describes the list at once from a description in its JSON form: exactly what
+ * sheaf_list_description and sheaf_preset_description print (a preset is a description), or any
+ * part of it. The one vocabulary of a description: the setters above, Python's sheaf.Description
+ * and the sheaf command line's flags are spellings of it, validated here (the published schema is
+ * include/sheaf/description.schema.json).
+ *
+ * Fields read: "preset" (a known preset's name, or null), "paging" {"kind": "detect" | "single" |
+ * "next" | "page_number" | "offset" | "cursor", "param", "first", "size_param", "size"} and
+ * "signals" {"items" | "next" | "cursor" | "total" | "page_count" | "has_more" | "is_last" |
+ * "identity": {"source": "detect" | "body" | "header" | "link" | "item" | "last_item", "where"},
+ * or null for a signal the list does not have}. The paging, the signals and the preset are replaced
+ * as a whole: what the description does not name is the named preset's, or left to detection (as
+ * for an undescribed list; the identity: none). A "paging" without "kind" changes only the parts
+ * it names (the preset's page size, say); with "kind" it is the parts it names alone. Numbers are
+ * whole, 0 to 2^53. The path, query, headers, budgets and resume token are not part of it.
+ *
+ * Output-only fields ("detected" in "paging" and in each signal, "plan", "summary") are accepted
+ * and ignored when they hold what the library prints there ("detected": a boolean; "plan": null
+ * or a plan's name; "summary": the named preset's own sentence); anything else in them is refused.
+ * Refusing them would refuse what this library prints (a preset's "summary", a run's "detected"),
+ * and ignoring any value would let a typo pass; so a description printed by a run (detected parts
+ * resolved) is set again as it is and pins what was detected, and for every description x the
+ * library prints before a run (every preset's among them), sheaf_list_description after
+ * sheaf_list_set_description(x) prints x again (compared as parsed JSON).
+ *
+ * `json` is copied (UTF-8, NUL-terminated). Unknown fields, a field given twice, a wrong type, a
+ * number out of range, an unknown preset or kind, or a source a signal cannot come from are
+ * refused with SHEAF_E_INVALID_ARGUMENT, the message naming the field as a JSON pointer and what
+ * it allows ("the description's /paging/first: must be a whole number of 0 or more, not -1");
+ * the list is then unchanged. SHEAF_E_STATE once the list has
+ * started. The setters called afterwards override single parts. A list is used by one thread at
+ * a time (see "Thread safety").
+ *
+ *     sheaf_list_set_description(list,
+ *         "{\"paging\": {\"kind\": \"offset\", \"param\": \"offset\", \"size_param\": \"limit\", \"size\": 50},"
+ *         " \"signals\": {\"items\": {\"source\": \"body\", \"where\": \"/results\"},"
+ *         " \"total\": {\"source\": \"header\", \"where\": \"X-Total-Count\"}, \"next\": null}}");
+ *     sheaf_list_set_description(list, "{\"preset\": \"github\", \"paging\": {\"size\": 100}}");
+ */
+SHEAF_API sheaf_result sheaf_list_set_description(sheaf_list *list, const char *json);
 
 /**
  * Gives this list a transport of its own, with its own `user_data` and `destroy` (see

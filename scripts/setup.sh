@@ -66,12 +66,13 @@ if ! python3 -m pytest --version >/dev/null 2>&1; then
     python3 -m pytest --version >/dev/null 2>&1 || { echo "setup: pytest still missing" >&2; exit 1; }
 fi
 
-# The HTTP/2 test server (hypercorn) and the fast JSON decoder the binding uses when present
-# (orjson), from PyPI, for the same python3.
-if ! python3 -c "import hypercorn, orjson" >/dev/null 2>&1; then
-    echo "setup: installing hypercorn and orjson for $(command -v python3)" >&2
-    python3 -m pip install --quiet hypercorn orjson \
-        || { echo "setup: could not install hypercorn and orjson with pip" >&2; exit 1; }
+# The HTTP/2 test server (hypercorn), the fast JSON decoder the binding uses when present
+# (orjson) and the validator of include/sheaf/description.schema.json's tests (jsonschema), from
+# PyPI, for the same python3.
+if ! python3 -c "import hypercorn, orjson, jsonschema" >/dev/null 2>&1; then
+    echo "setup: installing hypercorn, orjson and jsonschema for $(command -v python3)" >&2
+    python3 -m pip install --quiet hypercorn orjson jsonschema \
+        || { echo "setup: could not install hypercorn, orjson and jsonschema with pip" >&2; exit 1; }
 fi
 
 echo "setup: ok (cmake $cmake_version, $(swift --version 2>/dev/null | head -n1))"

@@ -230,14 +230,6 @@ private func withList(_ list: OpaquePointer?, _ body: (ListHandle) throws(SheafE
     }
 }
 
-private func pointer(_ text: UnsafePointer<CChar>?, _ what: String) throws(SheafError) -> JSONPointer {
-    let text = try CString.required(text, what)
-    guard let pointer = JSONPointer(text) else {
-        throw SheafError(.invalidArgument, "\(what) \"\(text)\" is not a JSON pointer (RFC 6901: \"\" or \"/a/b\")")
-    }
-    return pointer
-}
-
 /// Records the run's outcome on the handle and returns its code.
 private func report(_ outcome: ListOutcome, on handle: ListHandle) -> sheaf_result {
     if let error = outcome.error { return failure(error, on: handle) }
@@ -330,37 +322,32 @@ public func sheaf_list_add_header(_ list: OpaquePointer?, _ name: UnsafePointer<
 }
 
 @c @implementation
-public func sheaf_list_set_paging(_ list: OpaquePointer?, _ kind: sheaf_paging, _ param: UnsafePointer<CChar>?,
+public func sheaf_list_set_paging(_ list: OpaquePointer?, _ kind_: sheaf_paging, _ param: UnsafePointer<CChar>?,
                                   _ first: Int64, _ sizeParam: UnsafePointer<CChar>?, _ size: Int64) -> sheaf_result {
     withList(list) { (handle) throws(SheafError) in
-        var pageSize: Paging.PageSize?
-        if let sizeParam = try CString.text(sizeParam, "the page size parameter") {
-            guard !sizeParam.isEmpty, size >= 1, let value = Int(exactly: size) else {
-                throw SheafError(.invalidArgument, "a page size parameter needs a non-empty name and a size of 1 or more")
-            }
-            pageSize = .init(parameter: sizeParam, value: value)
+        let kind: String
+        switch kind_ {
+        case SHEAF_PAGING_DETECT: kind = "detect"
+        case SHEAF_PAGING_SINGLE: kind = "single"
+        case SHEAF_PAGING_NEXT: kind = "next"
+        case SHEAF_PAGING_PAGE_NUMBER: kind = "page_number"
+        case SHEAF_PAGING_OFFSET: kind = "offset"
+        case SHEAF_PAGING_CURSOR: kind = "cursor"
+        default: throw SheafError(.invalidArgument, "unknown paging kind \(kind_.rawValue)")
         }
-        func numbering() throws(SheafError) -> Paging.Numbering {
-            guard first >= 0, let first = Int(exactly: first) else {
-                throw SheafError(.invalidArgument, "the first page number or offset must be 0 or more")
-            }
-            return .init(parameter: try CString.nonEmpty(param, "the paging parameter"), first: first, size: pageSize)
-        }
+        // What the header says is ignored for a kind is not passed on; the core judges the rest.
+        let takesParameter = kind == "page_number" || kind == "offset" || kind == "cursor"
+        let parameter = takesParameter ? (try CString.text(param, "the paging parameter") ?? "") : nil
+        let sizeParameter = try CString.text(sizeParam, "the page size parameter")
+        let numbered = kind == "page_number" || kind == "offset"
         let paging: Paging
-        switch kind {
-        case SHEAF_PAGING_DETECT: paging = .detect
-        case SHEAF_PAGING_SINGLE: paging = .single
-        case SHEAF_PAGING_NEXT: paging = .next
-        case SHEAF_PAGING_PAGE_NUMBER: paging = .pageNumber(try numbering())
-        case SHEAF_PAGING_OFFSET: paging = .offset(try numbering())
-        case SHEAF_PAGING_CURSOR: paging = .cursor(parameter: try CString.nonEmpty(param, "the cursor parameter"), size: pageSize)
-        default: throw SheafError(.invalidArgument, "unknown paging kind \(kind.rawValue)")
+        do throws(DescriptionRefusal) {
+            paging = try Paging.described(kind: kind, parameter: parameter, first: numbered ? Int(clamping: first) : 0,
+                                          sizeParameter: sizeParameter, size: sizeParameter == nil ? nil : Int(clamping: size))
+        } catch {
+            throw error.asError
         }
-        if pageSize != nil, paging == .single || paging == .detect {
-            throw SheafError(.invalidArgument, "a page size goes with a paging kind that fetches pages (not detect or single)")
-        }
-        let checked = try paging.validated()
-        try handle.describe { $0.paging = checked }
+        try handle.describe { $0.paging = paging }
     }
 }
 
@@ -380,18 +367,35 @@ public func sheaf_list_set_signal(_ list: OpaquePointer?, _ signal: sheaf_signal
         case SHEAF_SIGNAL_IDENTITY: which = .identity
         default: throw SheafError(.invalidArgument, "unknown signal \(signal.rawValue)")
         }
-        let from: SignalSource
+        let kind: String
         switch source {
-        case SHEAF_SOURCE_NONE: from = .none
-        case SHEAF_SOURCE_DETECT: from = .detect
-        case SHEAF_SOURCE_BODY: from = .body(try pointer(location, "the JSON pointer"))
-        case SHEAF_SOURCE_HEADER: from = .header(try CString.nonEmpty(location, "the header name"))
-        case SHEAF_SOURCE_LINK: from = .link(try CString.nonEmpty(location, "the link relation"))
-        case SHEAF_SOURCE_ITEM: from = .item(try pointer(location, "the JSON pointer"))
-        case SHEAF_SOURCE_LAST_ITEM: from = .lastItem(try pointer(location, "the JSON pointer"))
+        case SHEAF_SOURCE_NONE: kind = "none"
+        case SHEAF_SOURCE_DETECT: kind = "detect"
+        case SHEAF_SOURCE_BODY: kind = "body"
+        case SHEAF_SOURCE_HEADER: kind = "header"
+        case SHEAF_SOURCE_LINK: kind = "link"
+        case SHEAF_SOURCE_ITEM: kind = "item"
+        case SHEAF_SOURCE_LAST_ITEM: kind = "last_item"
         default: throw SheafError(.invalidArgument, "unknown source \(source.rawValue)")
         }
-        try handle.describe { (description) throws(SheafError) in try description.read(which, from: from) }
+        // `where` is ignored for NONE and DETECT; the core judges the rest.
+        let location = source == SHEAF_SOURCE_NONE || source == SHEAF_SOURCE_DETECT ? nil : try CString.text(location, "where")
+        let from: SignalSource
+        do throws(DescriptionRefusal) {
+            from = try SignalSource.described(which, kind: kind, where: location)
+        } catch {
+            throw error.asError
+        }
+        try handle.describe { $0.signals[which] = from }
+    }
+}
+
+@c @implementation
+public func sheaf_list_set_description(_ list: OpaquePointer?, _ json: UnsafePointer<CChar>?) -> sheaf_result {
+    withList(list) { (handle) throws(SheafError) in
+        let text = try CString.required(json, "the description")
+        // Read whole before the list changes: a refused description leaves it as it was.
+        try handle.describe { (description) throws(SheafError) in try description.describe(json: Array(text.utf8)) }
     }
 }
 

@@ -570,6 +570,57 @@ static void a_careless_caller_gets_a_result_code_never_a_crash(void) {
     sheaf_client_free(client);
 }
 
+/* The description JSON is the one vocabulary: what a list or a preset prints is taken back as it is. */
+static void a_description_is_set_as_the_json_the_library_prints(void) {
+    sheaf_client *client = client_for(&g_server, NULL);
+    if (client == NULL) return;
+    for (size_t i = 0; i < sheaf_preset_count(); i++) {
+        char *printed = NULL, *again = NULL;
+        size_t length = 0, again_length = 0;
+        sheaf_list *list = NULL;
+        if (!CHECK_RESULT(sheaf_preset_description(sheaf_preset_name(i), &printed, &length), SHEAF_OK)) continue;
+        if (CHECK_CLIENT_RESULT(client, sheaf_list_new(&list, client, "/anchor"), SHEAF_OK)
+            && CHECK_LIST_RESULT(list, sheaf_list_set_description(list, printed), SHEAF_OK)
+            && CHECK_LIST_RESULT(list, sheaf_list_description(list, &again, &again_length), SHEAF_OK)) {
+            json_t *expected = json_loadb(printed, length, 0, NULL), *actual = json_loadb(again, again_length, 0, NULL);
+            if (!CHECK(expected != NULL && json_equal(expected, actual)))
+                fprintf(stderr, "    preset %s: set %s, described %s\n", sheaf_preset_name(i), printed, again);
+            json_decref(expected);
+            json_decref(actual);
+        }
+        sheaf_free(again);
+        sheaf_free(printed);
+        sheaf_list_free(list);
+    }
+
+    /* A bad one is refused naming its field, and the list is left as it was. */
+    sheaf_list *list = NULL;
+    if (!CHECK_CLIENT_RESULT(client, sheaf_list_new(&list, client, "/anchor?n=120"), SHEAF_OK)) {
+        sheaf_client_free(client);
+        return;
+    }
+    CHECK_LIST_RESULT(list, sheaf_list_set_description(list, NULL), SHEAF_E_INVALID_ARGUMENT);
+    CHECK_LIST_RESULT(list, sheaf_list_set_description(list, "{\"paging\": {\"kind\": \"offset\", \"param\": \"o\", \"frist\": 0}}"),
+                      SHEAF_E_INVALID_ARGUMENT);
+    sheaf_error *error = sheaf_list_error(list);
+    if (CHECK(error != NULL)) CHECK_STR(error->message, "the description's /paging/frist: unknown field; /paging has kind, param, first, size_param, size, detected");
+    sheaf_error_free(error);
+    CHECK_LIST_RESULT(list, sheaf_list_set_description(list, "{\"paging\": {\"kind\": \"page_number\", \"param\": \"page\", \"first\": 99999999999999999999}}"),
+                      SHEAF_E_INVALID_ARGUMENT);
+    CHECK_LIST_RESULT(list, sheaf_list_set_description(list, "{\"preset\": \"anchor\", \"paging\": {\"size\": 25}}"), SHEAF_OK);
+    char *items = NULL;
+    size_t length = 0;
+    CHECK_LIST_RESULT(list, sheaf_list_fetch_all(list, &items, &length), SHEAF_OK);
+    json_t *parsed = items ? json_loadb(items, length, 0, NULL) : NULL;
+    CHECK_ITEMS(parsed, 0, 120);
+    json_decref(parsed);
+    sheaf_free(items);
+    /* Only before the list starts. */
+    CHECK_LIST_RESULT(list, sheaf_list_set_description(list, "{}"), SHEAF_E_STATE);
+    sheaf_list_free(list);
+    sheaf_client_free(client);
+}
+
 static void description_calls_refuse_what_cannot_run(void) {
     sheaf_client *client = client_for(&g_server, NULL);
     sheaf_list *list = NULL;
@@ -2896,6 +2947,7 @@ static const test_case tests[] = {
     TEST(null_handles_and_bad_arguments_are_rejected, 1),
     TEST(a_careless_caller_gets_a_result_code_never_a_crash, 1),
     TEST(description_calls_refuse_what_cannot_run, 1),
+    TEST(a_description_is_set_as_the_json_the_library_prints, 1),
     TEST(the_whole_list_arrives_in_order, 1),
     TEST(snapshots_grow_in_order_one_at_a_time, 1),
     TEST(a_list_that_keeps_no_items_still_streams_every_delta, 1),

@@ -4,8 +4,10 @@ extension ListDescription {
     /// - Parameters:
     ///   - resolution: what detection decided, once the first page is in; nil before.
     ///   - plan: the walk chosen, once known.
-    ///   - summary: a sentence to add (presets).
-    package func json(resolution: Detector.Resolution?, plan: String?, summary: String? = nil) -> [UInt8] {
+    /// A description that names a preset prints the preset's summary too, so a list described by a
+    /// preset prints what sheaf_preset_description does.
+    package func json(resolution: Detector.Resolution?, plan: String?) -> [UInt8] {
+        let summary = preset.flatMap { name in Preset.all.first { $0.name == name }?.summary }
         var out = "{\"paging\":{\"kind\":\(JSONText.quote(paging.kindName)),\"param\":\(JSONText.quote(paging.parameter))"
         out += ",\"first\":\(paging.first ?? 0),\"size_param\":\(JSONText.quote(paging.size?.parameter))"
         out += ",\"size\":\(paging.size?.value.map(String.init) ?? "null"),\"detected\":\(resolution?.pagingDetected ?? false)}"
@@ -27,7 +29,7 @@ extension ListDescription {
 extension Preset {
     /// What the preset pins, in the description's JSON form, with its summary.
     public var descriptionJSON: [UInt8] {
-        applied(to: ListDescription(path: "")).json(resolution: nil, plan: nil, summary: summary)
+        applied(to: ListDescription(path: "")).json(resolution: nil, plan: nil)
     }
 }
 

@@ -89,21 +89,15 @@ public enum Paging: Sendable, Equatable {
         }
     }
 
-    /// Checks the values a caller may have got wrong.
+    /// Checks the values a caller may have got wrong (`Paging.described` judges them, as it
+    /// does for the C setter and the description JSON).
     package func validated() throws(SheafError) -> Paging {
-        switch self {
-        case .pageNumber(let numbering), .offset(let numbering):
-            guard !numbering.parameter.isEmpty else { throw SheafError(.invalidArgument, "the paging parameter must not be empty") }
-            guard numbering.first >= 0 else { throw SheafError(.invalidArgument, "the first page number or offset must be 0 or more") }
-        case .cursor(let parameter, _):
-            guard !parameter.isEmpty else { throw SheafError(.invalidArgument, "the cursor parameter must not be empty") }
-        case .detect, .single, .next:
-            break
+        do throws(DescriptionRefusal) {
+            return try Paging.described(kind: kindName, parameter: parameter, first: first ?? 0,
+                                        sizeParameter: size?.parameter, size: size?.value)
+        } catch {
+            throw error.asError
         }
-        if let size, size.parameter.isEmpty || (size.value ?? 1) < 1 {
-            throw SheafError(.invalidArgument, "the page size parameter needs a name and a size of 1 or more")
-        }
-        return self
     }
 }
 
@@ -115,28 +109,12 @@ public enum Signal: String, Sendable, Hashable, CaseIterable {
     case isLast = "is_last"
     case identity
 
-    /// Refuses a source this signal cannot come from.
+    /// Refuses a source this signal cannot come from (see `judge`).
     func check(_ source: SignalSource) throws(SheafError) {
-        let allowed: Bool
-        switch (self, source) {
-        case (_, .none), (_, .detect): allowed = self != .identity || source == .none
-        case (.items, .body): allowed = true
-        case (.next, .body), (.next, .header), (.next, .link): allowed = true
-        case (.cursor, .body), (.cursor, .header), (.cursor, .lastItem): allowed = true
-        case (.total, .body), (.total, .header): allowed = true
-        case (.pageCount, .body), (.pageCount, .header), (.pageCount, .link): allowed = true
-        case (.hasMore, .body), (.hasMore, .header), (.isLast, .body), (.isLast, .header): allowed = true
-        case (.identity, .item): allowed = true
-        default: allowed = false
-        }
-        guard allowed else {
-            throw SheafError(.invalidArgument, "the \(rawValue) signal cannot be read from \(source.kindName)")
-        }
-        if case .header(let name) = source, name.isEmpty || !name.utf8.allSatisfy(HTTPText.isTokenByte) {
-            throw SheafError(.invalidArgument, "\"\(name)\" is not a header name")
-        }
-        if case .link(let relation) = source, relation.isEmpty || relation.utf8.contains(where: { $0 <= 0x20 || $0 >= 0x7F }) {
-            throw SheafError(.invalidArgument, "\"\(relation)\" is not a link relation type")
+        do throws(DescriptionRefusal) {
+            try judge(source)
+        } catch {
+            throw error.asError
         }
     }
 }

@@ -16,8 +16,8 @@ __all__ = ["bash", "zsh"]
 #: parser is built without loading it), by option string.
 Values = Mapping[str, Sequence[str]]
 
-#: Metavars that name a file: the value is completed with the file names.
-FILE_METAVAR = re.compile(r"FILE(\|DIR)?")
+#: Metavars that name a file (or inline JSON): the value is completed with the file names.
+FILE_METAVAR = re.compile(r"FILE(\|DIR|\|JSON)?")
 
 
 class Flag(NamedTuple):

@@ -492,6 +492,8 @@ def declare(library: Any) -> None:
     fn("sheaf_list_use_preset", _sheaf_result, [ListHandle, c_char_p])
     # sheaf_result sheaf_list_description(sheaf_list *list, char **out_json, size_t *out_length);
     fn("sheaf_list_description", _sheaf_result, [ListHandle, POINTER(c_void_p), POINTER(c_size_t)])
+    # sheaf_result sheaf_list_set_description(sheaf_list *list, const char *json);
+    fn("sheaf_list_set_description", _sheaf_result, [ListHandle, c_char_p])
     # sheaf_result sheaf_list_set_transport(sheaf_list *list, sheaf_transport_fn transport,
     #                                       void *user_data, sheaf_destroy_fn destroy);
     fn("sheaf_list_set_transport", _sheaf_result, [ListHandle, TRANSPORT_FN, c_void_p, c_void_p])
@@ -609,7 +611,7 @@ _CHECKED = (
     "sheaf_request_set_body", "sheaf_request_add_form", "sheaf_request_set_retry", "sheaf_request_start",
     "sheaf_request_set_output_file",
     "sheaf_list_new", "sheaf_list_add_query", "sheaf_list_set_paging", "sheaf_list_set_signal",
-    "sheaf_list_use_preset", "sheaf_list_description", "sheaf_preset_description",
+    "sheaf_list_use_preset", "sheaf_list_description", "sheaf_preset_description", "sheaf_list_set_description",
     "sheaf_list_set_max_items", "sheaf_list_set_keep_items", "sheaf_list_set_budget", "sheaf_list_set_resume", "sheaf_list_set_transport", "sheaf_list_set_notify_fd", "sheaf_list_cancel",
     "sheaf_list_get_status", "sheaf_list_reset",
     "sheaf_request_cancel",

@@ -143,6 +143,15 @@ describing a list:
     --id PTR            an identity inside each item; repeated items are dropped, the first
                         one wins (pages that shift while they are read repeat items)
 
+  Or all of it at once, in the JSON form the library prints (include/sheaf/description.schema.json),
+  from a FILE or inline when it starts with "{"; the flags above override its parts (--paging
+  its whole paging, as "kind" does in the JSON). --explain
+  --format json prints the description of what was detected in that form, to save and reuse:
+
+    sheaf get 'https://api.example.com/v1/things' --explain --format json > things.json
+    sheaf get 'https://api.example.com/v1/things' --description things.json
+    sheaf get 'https://api.example.com/v1/things' --description '{"preset": "github"}' --page-size 50
+
 output formats:
   jsonl  one item per line, the bytes the server sent (the default)
   json   one array, an item per line
@@ -335,7 +344,11 @@ def build_parser() -> argparse.ArgumentParser:
     shape = get.add_argument_group("pagination (detected when not given: see 'describing a list' below)")
     shape.add_argument("--explain", action="store_true",
                        help="fetch the first page only and print what was detected, as the flags "
-                            "that pin it, and the plan")
+                            "that pin it, and the plan (with --format json: as the description JSON "
+                            "--description takes)")
+    shape.add_argument("--description", metavar="FILE|JSON",
+                       help="the whole description in the library's JSON form, from FILE or inline "
+                            "(starting with '{'); the flags below override its parts")
     shape.add_argument("--preset", metavar="NAME",
                        help="the shape of a known API (sheaf presets lists them)")
     shape.add_argument("--paging", metavar="KIND",
@@ -640,13 +653,15 @@ def _list_options(parser: argparse.ArgumentParser, args: argparse.Namespace) -> 
         if paging is not None:
             parser.error("--page-param and --paging are the same option: give one")
         paging = "page:" + args.page_param
-    options = {"preset": args.preset, "paging": paging, "first": args.first, "size_param": args.size_param,
+    described = _description_text(parser, args.description)
+    options = {"json": described, "preset": args.preset, "paging": paging, "first": args.first, "size_param": args.size_param,
                "page_size": args.page_size, "items": args.items, "next": args.next, "cursor": args.cursor,
                "total": args.total, "page_count": args.page_count, "has_more": args.has_more,
                "is_last": args.is_last, "id": args.id}
-    if args.first is not None and paging is None and args.preset is None:
+    # Without --description the flags alone must make sense; with it, the library judges the whole.
+    if args.first is not None and paging is None and args.preset is None and described is None:
         parser.error("--first needs --paging (or --page-param, or a preset)")
-    if args.page_size is not None and args.size_param is None and args.preset is None:
+    if args.page_size is not None and args.size_param is None and args.preset is None and described is None:
         parser.error("--page-size needs --size-param (the query parameter that carries it) or a preset")
     for name in RUN_OPTIONS:
         if getattr(args, name) is not None:
@@ -654,6 +669,18 @@ def _list_options(parser: argparse.ArgumentParser, args: argparse.Namespace) -> 
     if options.get("deadline") == 0:
         parser.error("--deadline needs a positive number of seconds")
     return {name: value for name, value in options.items() if value is not None}
+
+
+def _description_text(parser: argparse.ArgumentParser, value: Optional[str]) -> Optional[str]:
+    """--description: inline JSON when it starts with "{", else the contents of that file."""
+    if value is None or value.lstrip().startswith("{"):
+        return value
+    try:
+        with open(value, "rb") as file:
+            return file.read().decode("utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        parser.error(f"--description: cannot read {value}: {getattr(e, 'strerror', None) or e}")
+        raise  # not reached: parser.error exits
 
 
 def _client_options(parser: argparse.ArgumentParser, args: argparse.Namespace, api) -> dict:
@@ -863,6 +890,9 @@ def _explain(api, args: argparse.Namespace, base: str, path: str, token: Optiona
     except api.Error as e:
         _error(_error_message(api, e, token))
         return _exit_status(api, e)
+    if args.format == "json":   # the description itself, for --description
+        sys.stdout.write((explained.json or "{}") + "\n")
+        return EXIT_OK
     sys.stdout.write(explained.command_line(args.url) + "\n")
     detected = ", ".join(explained.detected) or "nothing"
     sys.stdout.write(f"plan: {explained.plan or 'unknown'}; detected: {detected}\n")

@@ -14,12 +14,17 @@ A signal (``items``, ``next``, ``cursor``, ``total``, ``page_count``, ``has_more
 ``"header:NAME"``, ``"link:REL"`` (a relation of the Link header), ``"last-item:/pointer"`` (in the
 page's last item: Stripe's cursor), or ``"none"`` (the list has no such signal). ``id`` is a
 pointer inside each item.
+
+Each of these is a spelling of the library's description JSON (``sheaf_list_set_description``;
+the schema is ``include/sheaf/description.schema.json``): ``to_json()`` writes it, ``json=`` takes
+one as it is (what ``from_json``, ``presets()`` and ``sheaf get --explain --format json`` give)
+with the other fields replacing its parts, and the library alone judges the values.
 """
 
 from __future__ import annotations
 
 import ctypes
-import json
+import json as _json
 import shlex
 from dataclasses import dataclass, fields, replace
 from typing import Any, Dict, List, Mapping, Optional, Tuple
@@ -34,14 +39,13 @@ SIGNALS: Tuple[Tuple[str, int], ...] = (
     ("has_more", _ffi.SHEAF_SIGNAL_HAS_MORE), ("is_last", _ffi.SHEAF_SIGNAL_IS_LAST),
 )
 
-_PAGING_KINDS = {"detect": _ffi.SHEAF_PAGING_DETECT, "single": _ffi.SHEAF_PAGING_SINGLE,
-                 "next": _ffi.SHEAF_PAGING_NEXT, "page": _ffi.SHEAF_PAGING_PAGE_NUMBER,
-                 "offset": _ffi.SHEAF_PAGING_OFFSET, "cursor": _ffi.SHEAF_PAGING_CURSOR}
 #: The library's names of the paging kinds (its description JSON) -> this module's.
 _KIND_NAMES = {"detect": "detect", "single": "single", "next": "next", "page_number": "page",
                "offset": "offset", "cursor": "cursor"}
-_SOURCE_PREFIXES = (("header:", _ffi.SHEAF_SOURCE_HEADER), ("link:", _ffi.SHEAF_SOURCE_LINK),
-                    ("last-item:", _ffi.SHEAF_SOURCE_LAST_ITEM))
+#: This module's names of the paging kinds -> the library's (any other is passed on, for the
+#: library to refuse).
+_KIND_SPELLED = {spelled: name for name, spelled in _KIND_NAMES.items()}
+_SOURCE_PREFIXES = (("header:", "header"), ("link:", "link"), ("last-item:", "last_item"))
 _SOURCE_NAMES = {"header": "header:", "link": "link:", "last_item": "last-item:"}
 
 
@@ -66,6 +70,10 @@ class Description:
     #: signals it detected.
     plan: Optional[str] = None
     detected: Tuple[str, ...] = ()
+    #: A description in the library's JSON form (what ``sheaf_list_description`` or
+    #: ``sheaf_preset_description`` print, or any part of it; ``sheaf get --description``); the
+    #: other fields given replace its parts.
+    json: Optional[str] = None
 
     def merged(self, parts: Mapping[str, Any]) -> "Description":
         """This description with `parts` (keyword arguments of the same names) replacing fields."""
@@ -76,50 +84,59 @@ class Description:
         return replace(self, **{name: value for name, value in parts.items() if value is not None})
 
     def apply(self, handle: _ffi.ListHandle) -> None:
-        """Describes the C list `handle` (each call raises UsageError on a bad value)."""
-        lib = _ffi.lib
-        for name in ("preset", "paging", "size_param", "items", "next", "cursor", "total", "page_count",
+        """Describes the C list `handle` with :meth:`to_json` (UsageError naming the refused field)."""
+        _ffi.lib.sheaf_list_set_description(handle, _ffi.encode(self.to_json(), "the description"))
+
+    def to_json(self) -> str:
+        """This description in the library's JSON form (``sheaf_list_set_description``): `json`, if
+        given, with the other fields given replacing its parts. Only types are checked here; the
+        library judges the values, with the same message for C, Python and the command line."""
+        for name in ("json", "preset", "paging", "size_param", "items", "next", "cursor", "total", "page_count",
                      "has_more", "is_last", "id"):
             value = getattr(self, name)
             if value is not None and not isinstance(value, str):
                 raise UsageError(Result.INVALID_ARGUMENT, f"{name} must be a str, not {type(value).__name__}")
+        document: Dict[str, Any] = {}
+        if self.json is not None:
+            try:
+                document = _json.loads(self.json)
+            except ValueError:
+                return self.json   # the library says what is wrong with it
+            if not isinstance(document, dict) or not all(
+                    isinstance(document.get(part, {}), dict) for part in ("paging", "signals")):
+                return self.json
         if self.preset is not None:
-            lib.sheaf_list_use_preset(handle, _ffi.encode(self.preset))
-        # Only what the C calls cannot take is checked here: the library checks the values.
-        paging, first, size_param, size = self.paging, self.first, self.size_param, self.page_size
-        if self.preset is not None and any(part is not None for part in (paging, first, size_param, size)):
-            # The paging is set as one call: the preset's, with the parts given replacing its own.
-            known = presets()[self.preset][1]   # sheaf_list_use_preset knew the name
-            if paging is None:
-                paging, first = known.paging, known.first if first is None else first
-            if size is not None and size_param is None:
-                size_param = known.size_param   # a preset names its size parameter
-                if size_param is None:
-                    raise UsageError(Result.INVALID_ARGUMENT, f"the preset {self.preset} names no size parameter")
-        if size is not None and size_param is None:
-            raise UsageError(Result.INVALID_ARGUMENT, "page_size needs size_param, or a preset that names one")
-        kind, param = _paging(paging)
-        if kind is None and size_param is not None:
-            kind = _ffi.SHEAF_PAGING_DETECT   # the default, set so that the library judges the size
-        if kind is not None:
-            if first is None:
-                first = 1 if kind == _ffi.SHEAF_PAGING_PAGE_NUMBER else 0
-            lib.sheaf_list_set_paging(handle, kind, _ffi.encode(param), _whole(first, "first"), _ffi.encode(size_param),
-                                      _whole(size, "page_size") if size is not None else 0)
-        elif first is not None:   # the library would ignore it (no paging kind numbers pages)
-            raise UsageError(Result.INVALID_ARGUMENT, "first goes with paging")
-        for name, signal in SIGNALS:
+            document["preset"] = self.preset
+        paging = dict(document.get("paging", {}))
+        if self.paging is not None:
+            # A new kind is the paging parts given alone, as "kind" is in the JSON form.
+            kind, _, param = self.paging.partition(":")
+            paging = {"kind": _KIND_SPELLED.get(kind, kind), "param": param or None}
+        if self.first is not None:
+            paging["first"] = self.first
+        if self.size_param is not None:
+            paging["size_param"] = self.size_param
+            paging.pop("size", None)    # a new size parameter goes with its size
+        if self.page_size is not None:
+            paging["size"] = self.page_size
+        if paging:
+            document["paging"] = paging
+        signals = dict(document.get("signals", {}))
+        for name, _ in SIGNALS:
             value = getattr(self, name)
             if value is not None:
-                source, where = _source(value)
-                lib.sheaf_list_set_signal(handle, signal, source, _ffi.encode(where))
+                signals[name] = _source(value)
         if self.id is not None:
-            lib.sheaf_list_set_signal(handle, _ffi.SHEAF_SIGNAL_IDENTITY, _ffi.SHEAF_SOURCE_ITEM, _ffi.encode(self.id))
+            signals["identity"] = {"source": "item", "where": self.id}
+        if signals:
+            document["signals"] = signals
+        return _json.dumps(document)
 
     @classmethod
     def from_json(cls, text: Any) -> "Description":
         """The description in the library's JSON form (``sheaf_list_description``)."""
-        data = json.loads(text) if isinstance(text, (str, bytes)) else text
+        data = _json.loads(text) if isinstance(text, (str, bytes)) else text
+        printed = text.decode() if isinstance(text, bytes) else text if isinstance(text, str) else _json.dumps(data)
         paging = data["paging"]
         kind = _KIND_NAMES.get(paging.get("kind"), "detect")
         detected = [name for name, value in data["signals"].items() if value and value.get("detected")]
@@ -130,7 +147,7 @@ class Description:
             "first": paging.get("first") if paging.get("param") else None,
             "size_param": paging.get("size_param"),
             "page_size": paging.get("size"),
-            "plan": data.get("plan"), "preset": data.get("preset"), "detected": tuple(detected),
+            "plan": data.get("plan"), "preset": data.get("preset"), "detected": tuple(detected), "json": printed,
         }
         for name, _ in SIGNALS + (("identity", 0),):
             value = data["signals"].get(name)
@@ -168,31 +185,21 @@ def presets() -> Dict[str, Tuple[str, Description]]:
         name = _ffi.decode(lib.sheaf_preset_name(index))
         pointer, length = ctypes.c_void_p(), ctypes.c_size_t()
         lib.sheaf_preset_description(_ffi.encode(name), ctypes.byref(pointer), ctypes.byref(length))
-        data = json.loads(_ffi.take_string(pointer, length.value))
+        data = _json.loads(_ffi.take_string(pointer, length.value))
         result[name] = (data.get("summary", ""), Description.from_json(data))
     return result
 
 
-def _paging(text: Optional[str]) -> Tuple[Optional[int], Optional[str]]:
-    if text is None:
-        return None, None
-    kind, _, param = text.partition(":")
-    if kind not in _PAGING_KINDS or (param == "") == (kind in ("page", "offset", "cursor")):
-        raise UsageError(Result.INVALID_ARGUMENT,
-                         f"paging must be detect, single, next, page:NAME, offset:NAME or cursor:NAME, not {text!r}")
-    return _PAGING_KINDS[kind], param or None
-
-
-def _source(text: str) -> Tuple[int, Optional[str]]:
-    """A signal's spelling as (source, where)."""
+def _source(text: str) -> Optional[Dict[str, Any]]:
+    """A signal's spelling as the library's {"source", "where"} (None: the list has no such signal)."""
     if text == "none":
-        return _ffi.SHEAF_SOURCE_NONE, None
+        return None
     if text == "detect":
-        return _ffi.SHEAF_SOURCE_DETECT, None
+        return {"source": "detect"}
     for prefix, source in _SOURCE_PREFIXES:
         if text.startswith(prefix):
-            return source, text[len(prefix):]
-    return _ffi.SHEAF_SOURCE_BODY, text
+            return {"source": source, "where": text[len(prefix):]}
+    return {"source": "body", "where": text}
 
 
 def _spelling(value: Mapping[str, Any]) -> str:
@@ -203,12 +210,6 @@ def _spelling(value: Mapping[str, Any]) -> str:
     if source == "detect":
         return "detect"
     return _SOURCE_NAMES.get(source, "") + where
-
-
-def _whole(value: Any, name: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or not -(1 << 63) <= value < 1 << 63:
-        raise UsageError(Result.INVALID_ARGUMENT, f"{name} must be an int, not {value!r}")
-    return value
 
 
 __all__ = ["Description", "presets", "SIGNALS"]

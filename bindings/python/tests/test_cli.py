@@ -158,7 +158,8 @@ def test_a_preset_with_a_first_page_and_no_page_size_is_accepted(api):
 def test_a_size_parameter_without_a_size_is_refused_in_the_libraries_words(api, server):
     r = run_cli(f"{api}/anchor?n=120&refused=1", "--preset", "anchor", "--size-param", "per_page")
     assert r.returncode == 2
-    assert error_line(r) == "sheaf: a page size parameter needs a non-empty name and a size of 1 or more\n"
+    assert error_line(r) == ("sheaf: the description's /paging/size: a page size parameter needs a non-empty name "
+                             "and a size of 1 or more (or null: named, not sent)\n")
     assert not [entry for entry in server.state.snapshot()["log"] if "refused=1" in entry["path"]]
 
 

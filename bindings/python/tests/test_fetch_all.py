@@ -168,5 +168,7 @@ def test_a_size_parameter_without_a_size_is_refused_in_the_libraries_words(api):
     with sheaf.Client(api.base_url) as client:
         with pytest.raises(sheaf.UsageError) as refused:
             client.fetch_all("/anchor?n=120&refused=1", preset="anchor", size_param="per_page")
-    assert refused.value.message == "a page size parameter needs a non-empty name and a size of 1 or more"
+    # The library's words name the field of the description JSON the binding handed over.
+    assert refused.value.message == ("the description's /paging/size: a page size parameter needs a non-empty name "
+                                     "and a size of 1 or more (or null: named, not sent)")
     assert not [entry for entry in api.state.snapshot()["log"] if "refused=1" in entry["path"]]
