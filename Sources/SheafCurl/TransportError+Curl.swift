@@ -4,7 +4,8 @@ import Sheaf
 extension TransportError.Kind {
     /// The kind of failure a libcurl transfer result stands for. `detail` (the transfer's error
     /// text) tells apart what one code covers: a receive error is transient, response headers
-    /// past libcurl's limit are not (the same answer would come again).
+    /// past libcurl's limit are not (the same answer would come again). HTTP/2 stream and
+    /// framing errors are connection failures: a server rotating its connections causes them.
     init(curlCode code: CURLcode, detail: String = "") {
         if code == CURLE_RECV_ERROR, detail.contains("Too large response headers") {
             self = .other
@@ -15,6 +16,11 @@ extension TransportError.Kind {
             self = .timeout
         case CURLE_COULDNT_CONNECT, CURLE_RECV_ERROR, CURLE_SEND_ERROR, CURLE_GOT_NOTHING,
              CURLE_PARTIAL_FILE:
+            self = .connect
+        case CURLE_HTTP2_STREAM, CURLE_HTTP2:
+            // A stream the server reset (RST_STREAM) or left unprocessed when it went away
+            // (GOAWAY), or a connection whose framing broke as it closed: the request got no
+            // answer, as on a reset connection, so it is asked for again (when it may be).
             self = .connect
         case CURLE_COULDNT_RESOLVE_HOST, CURLE_COULDNT_RESOLVE_PROXY:
             self = .dns

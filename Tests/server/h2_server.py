@@ -8,7 +8,17 @@ requests came over, which is what HTTP/2 multiplexing changes.
   GET /_stats     {"requests", "connections", "max_in_flight", "versions": {"2": k, "1.1": m}}
   GET /_reset     clears the counters
 
-usage: h2_server.py [--cert PEM --key PEM | --prior-knowledge] [--port P]
+Fault modes (HTTP/2 served by the h2 library, over TLS when a certificate is given):
+  --goaway-every N   after a connection's Nth request, a graceful GOAWAY naming that stream the
+                     last processed: the streams before it are answered, the ones after it are
+                     left unprocessed (the client must ask again), then the connection closes
+  --abrupt           with --goaway-every: the connection closes right after the GOAWAY, the
+                     streams in flight on it unanswered
+  --reset-pages P,Q  the first request for page P (and Q) is answered with RST_STREAM
+  --max-requests N   hypercorn's own rotation (keep_alive_max_requests): it sends GOAWAY and
+                     abandons the streams still in flight on that connection
+
+usage: h2_server.py [--cert PEM --key PEM | --prior-knowledge] [--port P] [fault modes]
        (prints the port, then serves until killed)
 Needs hypercorn (pip install hypercorn; h2 comes with it).
 """
@@ -19,15 +29,18 @@ import argparse
 import asyncio
 import json
 import socket
+import ssl
 import sys
 import threading
-from typing import Any, Dict, Optional, Set, Tuple
+from typing import Any, Dict, Iterable, Optional, Set, Tuple
 from urllib.parse import parse_qs
 
 import h2.config
 import h2.connection
+import h2.errors
 import h2.events
 import h2.exceptions
+import hyperframe.frame
 from hypercorn.asyncio import serve
 from hypercorn.config import Config
 
@@ -42,18 +55,42 @@ class Counters:
         self.max_in_flight = 0
         self.connections: Set[Tuple[str, int]] = set()
         self.versions: Dict[str, int] = {}
+        self.goaways = 0
+        self.resets = 0
 
     def snapshot(self) -> Dict[str, Any]:
         return {"requests": self.requests, "connections": len(self.connections), "in_flight": self.in_flight,
-                "max_in_flight": self.max_in_flight, "versions": dict(self.versions)}
+                "max_in_flight": self.max_in_flight, "versions": dict(self.versions),
+                "goaways": self.goaways, "resets": self.resets}
 
 
 class Lists:
     """What both servers answer: /anchor pages, /_stats and /_reset, counting as it goes."""
 
-    def __init__(self, scheme: str) -> None:
+    def __init__(self, scheme: str, goaway_every: Optional[int] = None, reset_pages: Iterable[int] = (),
+                 abrupt: bool = False) -> None:
         self.scheme = scheme
         self.counters = Counters()
+        self.goaway_every = goaway_every
+        self.abrupt = abrupt
+        self.reset_pages = set(reset_pages)
+        self.pages_reset: Set[int] = set()
+
+    def reset(self) -> None:
+        """Clears the counters; the pages chosen to be reset are reset once more."""
+        self.counters.reset()
+        self.pages_reset.clear()
+
+    def resets(self, path: str, query_text: str) -> bool:
+        """Whether this request is the first for a page chosen to be reset (then it counts)."""
+        if path != "/anchor" or not self.reset_pages:
+            return False
+        page = int(parse_qs(query_text).get("page", ["1"])[-1])
+        if page not in self.reset_pages or page in self.pages_reset:
+            return False
+        self.pages_reset.add(page)
+        self.counters.resets += 1
+        return True
 
     async def answer(self, path: str, query_text: str, client: Tuple[str, int], version: str,
                      host: str) -> Tuple[int, bytes]:
@@ -61,7 +98,7 @@ class Lists:
         if path == "/_stats":
             return 200, json.dumps(counters.snapshot()).encode()
         if path == "/_reset":
-            counters.reset()
+            self.reset()
             return 200, b"{}"
         if path != "/anchor":
             return 404, b'{"error":"no such path"}'
@@ -103,8 +140,9 @@ class Lists:
 
 
 class PriorKnowledge(asyncio.Protocol):
-    """HTTP/2 on a cleartext connection from its first byte (h2c by prior knowledge), with the
-    h2 library: hypercorn serves only the first stream of such a connection."""
+    """HTTP/2 from a connection's first byte, with the h2 library: cleartext (h2c by prior
+    knowledge: hypercorn serves only the first stream of such a connection), or TLS once ALPN
+    chose h2. It is also where the HTTP/2 faults are made (`Lists.goaway_every`, `reset_pages`)."""
 
     def __init__(self, lists: Lists) -> None:
         self.lists = lists
@@ -112,6 +150,9 @@ class PriorKnowledge(asyncio.Protocol):
             h2.config.H2Configuration(client_side=False, header_encoding="utf-8"))
         self.pending: Dict[int, bytes] = {}      # stream -> body bytes waiting for flow control
         self.transport = None
+        self.requests = 0
+        self.last_stream: Optional[int] = None  # once a GOAWAY went out: the last stream processed
+        self.answering: Set[int] = set()        # streams being answered
 
     def connection_made(self, transport) -> None:
         self.transport = transport
@@ -128,8 +169,14 @@ class PriorKnowledge(asyncio.Protocol):
             return
         for event in events:
             if isinstance(event, h2.events.RequestReceived):
+                if self.last_stream is not None and event.stream_id > self.last_stream:
+                    continue    # after the GOAWAY: unprocessed, as it said; the client asks again
                 headers = dict(event.headers)
+                self.requests += 1
+                self.answering.add(event.stream_id)
                 asyncio.ensure_future(self.respond(event.stream_id, headers))
+                if self.lists.goaway_every and self.requests >= self.lists.goaway_every:
+                    self.go_away(event.stream_id)
             elif isinstance(event, h2.events.WindowUpdated):
                 for stream in list(self.pending):
                     self.send_body(stream)
@@ -139,6 +186,11 @@ class PriorKnowledge(asyncio.Protocol):
 
     async def respond(self, stream: int, headers: Dict[str, str]) -> None:
         path, _, query = headers[":path"].partition("?")
+        if self.lists.resets(path, query):
+            self.connection.reset_stream(stream, h2.errors.ErrorCodes.INTERNAL_ERROR)
+            self.flush()
+            self.stream_done(stream)
+            return
         status, body = await self.lists.answer(path, query, self.peer, "2", headers.get(":authority", ""))
         if self.transport.is_closing():
             return
@@ -159,6 +211,38 @@ class PriorKnowledge(asyncio.Protocol):
             self.connection.send_data(stream, body[:room])
             body = body[room:]
         self.connection.end_stream(stream)
+        self.stream_done(stream)
+
+    def go_away(self, last_stream: int) -> None:
+        """A graceful GOAWAY: streams up to `last_stream` are still answered, later ones are not.
+        Written as a frame of its own: h2's `close_connection` would refuse to answer any stream
+        after it (what makes hypercorn abandon the streams in flight when it rotates)."""
+        if self.last_stream is not None:
+            return
+        self.last_stream = last_stream
+        self.lists.counters.goaways += 1
+        self.flush()
+        frame = hyperframe.frame.GoAwayFrame(0)
+        frame.last_stream_id = last_stream
+        frame.error_code = 0
+        self.transport.write(frame.serialize())
+        if self.lists.abrupt:
+            # As hypercorn does when the client's next frames reach a connection h2 has closed:
+            # a second GOAWAY, with an error, and the connection goes.
+            frame.error_code = h2.errors.ErrorCodes.PROTOCOL_ERROR
+            self.transport.write(frame.serialize())
+            self.transport.abort()  # at once (close() would wait for TLS close_notify): the streams in flight are lost
+            return
+        self.close_when_answered()
+
+    def stream_done(self, stream: int) -> None:
+        self.answering.discard(stream)
+        self.close_when_answered()
+
+    def close_when_answered(self) -> None:
+        if self.last_stream is not None and not self.answering and not self.pending:
+            self.flush()
+            self.transport.close()
 
     def flush(self) -> None:
         data = self.connection.data_to_send()
@@ -173,7 +257,8 @@ class H2Server:
     hypercorn's cleartext HTTP/1.1, or with `prior_knowledge` HTTP/2 from the first byte."""
 
     def __init__(self, cert: Optional[str] = None, key: Optional[str] = None, port: int = 0,
-                 prior_knowledge: bool = False) -> None:
+                 prior_knowledge: bool = False, max_requests_per_connection: Optional[int] = None,
+                 goaway_every: Optional[int] = None, reset_pages: Iterable[int] = (), abrupt: bool = False) -> None:
         listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         listener.bind(("127.0.0.1", port))
@@ -181,17 +266,19 @@ class H2Server:
         self.port = listener.getsockname()[1]
         scheme = "https" if cert else "http"
         self.base_url = f"{scheme}://127.0.0.1:{self.port}"
-        self.lists = Lists(scheme)
+        self.lists = Lists(scheme, goaway_every, reset_pages, abrupt)
         self._loop = asyncio.new_event_loop()
         self._stop: Optional[asyncio.Event] = None
-        if prior_knowledge:
-            serving = self._prior_knowledge(listener)
+        if prior_knowledge or goaway_every or reset_pages:
+            serving = self._prior_knowledge(listener, self._tls(cert, key) if cert else None)
         else:
             config = Config()
             config.bind = [f"fd://{listener.detach()}"]   # hypercorn's now: it closes it
             config.accesslog = None
             config.errorlog = None
             config.keep_alive_timeout = 30
+            if max_requests_per_connection:
+                config.keep_alive_max_requests = max_requests_per_connection
             if cert:
                 config.certfile, config.keyfile = cert, key
                 config.alpn_protocols = ["h2", "http/1.1"]
@@ -204,8 +291,15 @@ class H2Server:
     async def _stopped(self) -> None:
         await self._stop.wait()
 
-    async def _prior_knowledge(self, listener: socket.socket) -> None:
-        server = await self._loop.create_server(lambda: PriorKnowledge(self.lists), sock=listener)
+    @staticmethod
+    def _tls(cert: str, key: str) -> ssl.SSLContext:
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(cert, key)
+        context.set_alpn_protocols(["h2"])
+        return context
+
+    async def _prior_knowledge(self, listener: socket.socket, tls: Optional[ssl.SSLContext] = None) -> None:
+        server = await self._loop.create_server(lambda: PriorKnowledge(self.lists), sock=listener, ssl=tls)
         async with server:
             await self._stopped()
 
@@ -219,7 +313,7 @@ class H2Server:
         return asyncio.run_coroutine_threadsafe(_call(self.lists.counters.snapshot), self._loop).result(10)
 
     def reset(self) -> None:
-        asyncio.run_coroutine_threadsafe(_call(self.lists.counters.reset), self._loop).result(10)
+        asyncio.run_coroutine_threadsafe(_call(self.lists.reset), self._loop).result(10)
 
     def close(self) -> None:
         if self._stop is not None:
@@ -237,8 +331,13 @@ def main() -> int:
     parser.add_argument("--key")
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--prior-knowledge", action="store_true", help="cleartext HTTP/2 only (h2c)")
+    parser.add_argument("--goaway-every", type=int, help="a graceful GOAWAY after a connection's Nth request")
+    parser.add_argument("--reset-pages", default="", help="pages whose first request is reset (RST_STREAM), e.g. 5,9")
+    parser.add_argument("--abrupt", action="store_true", help="close right after the GOAWAY")
+    parser.add_argument("--max-requests", type=int, help="hypercorn's keep_alive_max_requests")
     args = parser.parse_args()
-    server = H2Server(args.cert, args.key, args.port, args.prior_knowledge)
+    server = H2Server(args.cert, args.key, args.port, args.prior_knowledge, args.max_requests, args.goaway_every,
+                      [int(page) for page in args.reset_pages.split(",") if page], args.abrupt)
     print(server.port, flush=True)
     try:
         threading.Event().wait()
