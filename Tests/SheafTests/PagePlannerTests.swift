@@ -476,6 +476,18 @@ final class PagePlannerTests: XCTestCase {
                        [.accept(index: 2), .finish(.failed(index: 1, error: notFound))])
     }
 
+    func testA404WithNoLaterPageInFlightAsksForThePageAfterItToTellAHoleFromTheEnd() {
+        // A window of one (an adaptive window after a 503): nothing past the 404 is in flight.
+        var planner = planner(window: 1)
+        _ = planner.start()
+        _ = planner.pageArrived(0, page(100, next: pageURL(2), total: 400)) // page 2 next
+        XCTAssertEqual(planner.pageArrived(1, page(100)).fetches.count, 1, "page 3")
+        let notFound = httpError(404)
+        XCTAssertEqual(Array(planner.pageFailed(2, notFound).fetches.keys), [3], "page 4: a hole or the end?")
+        XCTAssertEqual(planner.pageArrived(3, page(100)), [.accept(index: 3), .finish(.failed(index: 2, error: notFound))],
+                       "page 4 has items: page 3 was a hole")
+    }
+
     func testA404OnTheFirstPageIsAFailure() {
         var planner = planner()
         _ = planner.start()

@@ -391,9 +391,10 @@ struct PagePlanner {
     private mutating func fillWindow() -> [Action] {
         switch mode {
         case .parallel(let pageCount):
-            // After a 404 nothing past it is asked for: the pages already in flight tell whether
-            // it is a hole (a later page has items) or the real end, shorter than the total.
-            let limit = missingPages.min().map { min($0, pageCount) } ?? pageCount
+            // After a 404 nothing past the page after it is asked for: that page (already in
+            // flight in a full window, asked for now in a small one) and those in flight tell
+            // whether it is a hole (a later page has items) or the real end, shorter than the total.
+            let limit = missingPages.min().map { min($0 + 2, pageCount) } ?? pageCount
             let actions = launchNumberedPages(below: limit)
             guard failure == nil, inFlight.isEmpty, nextIndex >= limit else { return actions }
             if let next = pendingNextLink, missingPages.isEmpty {

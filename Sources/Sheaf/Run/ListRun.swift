@@ -616,6 +616,12 @@ public final class ListRun: Sendable {
         guard state.ending == nil else { return }
         state.deadline?.cancel()
         state.deadline = nil
+        // Whatever fetch the run still holds no longer matters: a fetch's completion holds the
+        // run, so one left behind (an answer that came ahead of page one and was never planned)
+        // would keep the run, its pages and its channel alive for ever.
+        let leftover = cancelAll(&state)
+        if !leftover.isEmpty { DispatchQueue.global().async { leftover.forEach { $0.cancel() } } }
+        state.aheadOfPageOne = []
         // The one place every failure passes: a server, a next link or a redirect may have
         // carried a credential into it.
         if case .failed(let error) = outcome {
