@@ -530,7 +530,7 @@ public final class ListRun: Sendable {
                     state.pageEnds = state.pageEnds.filter { $0.key <= index }
                     if let last = state.lastPage, last.index > index { state.lastPage = nil }
                 case .finish(let ending):
-                    end(&state, outcome(of: ending, state))
+                    toCancel += end(&state, outcome(of: ending, state))
                 }
             }
         }
@@ -612,15 +612,16 @@ public final class ListRun: Sendable {
     }
 
     /// Decides the outcome (once) and queues the final step behind every queued snapshot.
-    private func end(_ state: inout State, _ outcome: ListOutcome) {
-        guard state.ending == nil else { return }
+    /// Returns the attempts of the fetches it let go of, to cancel once the lock is released.
+    @discardableResult
+    private func end(_ state: inout State, _ outcome: ListOutcome) -> [any TransportTask] {
+        guard state.ending == nil else { return [] }
         state.deadline?.cancel()
         state.deadline = nil
         // Whatever fetch the run still holds no longer matters: a fetch's completion holds the
         // run, so one left behind (an answer that came ahead of page one and was never planned)
         // would keep the run, its pages and its channel alive for ever.
         let leftover = cancelAll(&state)
-        if !leftover.isEmpty { DispatchQueue.global().async { leftover.forEach { $0.cancel() } } }
         state.aheadOfPageOne = []
         // The one place every failure passes: a server, a next link or a redirect may have
         // carried a credential into it.
@@ -635,6 +636,7 @@ public final class ListRun: Sendable {
             onSnapshot.withLock { $0 = nil } // drop the caller's context: no callback after the end
             done.leave()
         }
+        return leftover
     }
 
     /// The outcome, once the last snapshot was delivered: the ending, or the stop a callback
