@@ -122,11 +122,19 @@ public final class SheafClient: Sendable {
     /// The request for `url` made of `template`: the client's headers, the template's (which
     /// replace any of the same name), and the credential when `url` shares the base URL's origin.
     /// Elsewhere the cross-origin policy decides: refused (the default), or sent without the
-    /// credential and without any header that carries one; never from https down to http.
+    /// credential and without any header that carries one; never from https down to http. A URL
+    /// with user information is refused, wherever it came from.
     func request(for url: String, _ template: FetchTemplate = FetchTemplate(),
                  credential provided: Credential? = nil) throws(SheafError) -> HTTPRequest {
         guard let target = Origin(url) else {
             throw SheafError(.invalidArgument, "not an absolute http or https URL: \(url)", url: url)
+        }
+        // As for the base URL: a transport would send user:password as a credential of its own,
+        // beside (or, at another origin, in place of) the client's, and messages would show it.
+        // The URL is not repeated: it holds a password.
+        guard !URLText.hasUserInfo(url) else {
+            throw SheafError(.invalidArgument, "a URL with user:password@ (a path, next link or redirect) is not sent; "
+                             + "set credentials with sheaf_client_set_credential")
         }
         let sameOrigin = target == origin
         if !sameOrigin {
