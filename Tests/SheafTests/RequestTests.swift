@@ -30,6 +30,12 @@ final class RequestTests: XCTestCase {
         XCTAssertEqual(try client.url(forPath: "", query: [("q", "a b")]), "https://api.example.com/v2?tenant=7&q=a%20b")
         XCTAssertEqual(try client.url(forPath: "../v1/old"), "https://api.example.com/v1/old?tenant=7")
         XCTAssertEqual(try client.url(forPath: "https://api.example.com/other"), "https://api.example.com/other")
+        // Found by the parsers fuzzer (corpus/parsers/request-crash-relative-path-to-another-host):
+        // with its "/" dropped, "/http://n" was an absolute URL, and a colon in the first
+        // segment made a scheme of it.
+        XCTAssertEqual(try client.url(forPath: "/http://evil.example/x"), "https://api.example.com/v2/http://evil.example/x?tenant=7")
+        XCTAssertEqual(try client.url(forPath: "//https://evil.example"), "https://api.example.com/v2/https://evil.example?tenant=7")
+        XCTAssertEqual(try client.url(forPath: "users:1"), "https://api.example.com/v2/users:1?tenant=7")
         let slash = try SheafClient(baseURL: "https://api.example.com/v2/", transport: Recorder())
         XCTAssertEqual(try slash.url(forPath: "/items"), "https://api.example.com/v2/items")
     }

@@ -174,6 +174,7 @@ public final class SheafClient: Sendable {
     /// URL's path, with or without a leading "/" (`https://h/api` + `items` and `/items` are
     /// both `https://h/api/items`: to its users a base URL is a prefix), "." and ".." segments
     /// resolved, then `query` appended (percent-encoded). The base URL's own query comes first.
+    /// A relative path never leaves the base URL's origin: `/http://h/x` is a path under it.
     public func url(forPath path: String, query: [(name: String, value: String)] = []) throws(SheafError) -> String {
         var reference = path
         var base = path
@@ -185,7 +186,9 @@ public final class SheafClient: Sendable {
             let query = queries.isEmpty ? "" : "?" + queries.joined(separator: "&")
             let segments = ownPath.drop { $0 == "/" }
             base = segments.isEmpty || basePath.hasSuffix("/") ? basePath : basePath + "/"
-            reference = segments.isEmpty ? base + query : segments + query
+            // "./" first: a reference whose first segment holds a ":" is read as a scheme, so
+            // "/http://h/x" (its "/" dropped) went to h, and "users:1" made no URL at all.
+            reference = segments.isEmpty ? base + query : "./" + segments + query
         }
         guard let resolved = URLText.resolve(reference, against: base) else {
             throw SheafError(.invalidArgument, "the path \"\(path)\" does not make an http(s) URL with the base URL")
