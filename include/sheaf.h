@@ -275,7 +275,7 @@ typedef enum sheaf_auth {
     SHEAF_AUTH_NONE = 0,            /**< No credentials (the default). */
     SHEAF_AUTH_BEARER = 1,          /**< "Authorization: Bearer <value>". */
     SHEAF_AUTH_BASIC = 2,           /**< "Authorization: Basic base64(name:value)" (RFC 7617): `name` is the user (no ':'), `value` the password. */
-    SHEAF_AUTH_API_KEY_HEADER = 3,  /**< The header `name` set to `value`. */
+    SHEAF_AUTH_API_KEY_HEADER = 3,  /**< The header `name` set to `value` (not a header that frames the message, such as Content-Length or Host). */
     SHEAF_AUTH_API_KEY_QUERY = 4    /**< The query parameter `name` set to `value`. */
 } sheaf_auth;
 
@@ -1026,7 +1026,8 @@ SHEAF_API void sheaf_request_free(sheaf_request *request);
  * Appends one path segment (copied): every byte but letters, digits and "-._~" is
  * percent-encoded, "/" and spaces included, and a segment that is exactly "." or ".." is sent as
  * "%2E" or "%2E%2E" (never resolved as a step in the path), so an id from elsewhere names exactly
- * one resource ("a/b c" becomes "a%2Fb%20c").
+ * one resource ("a/b c" becomes "a%2Fb%20c"). It goes before a query or fragment the request's
+ * path carries ("items?force=1" + "42" is "items/42?force=1").
  */
 SHEAF_API sheaf_result sheaf_request_add_segment(sheaf_request *request, const char *segment);
 
@@ -1034,7 +1035,9 @@ SHEAF_API sheaf_result sheaf_request_add_segment(sheaf_request *request, const c
 SHEAF_API sheaf_result sheaf_request_add_query(sheaf_request *request, const char *name, const char *value);
 
 /**
- * Adds a request header (copied), replacing the client's of the same name; checked as
+ * Adds a request header (copied), replacing the client's of the same name (but the client's
+ * credential: with a Bearer or Basic one, the header sent as Authorization is the credential's,
+ * with an API key header, that header); checked as
  * sheaf_client_add_header checks it (a framing header such as Content-Length is refused with
  * SHEAF_E_INVALID_ARGUMENT: sheaf_request_set_body sets the content type, the transport the length).
  */

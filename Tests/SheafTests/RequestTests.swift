@@ -30,6 +30,12 @@ final class RequestTests: XCTestCase {
         XCTAssertEqual(try client.url(forPath: "", query: [("q", "a b")]), "https://api.example.com/v2?tenant=7&q=a%20b")
         XCTAssertEqual(try client.url(forPath: "../v1/old"), "https://api.example.com/v1/old?tenant=7")
         XCTAssertEqual(try client.url(forPath: "https://api.example.com/other"), "https://api.example.com/other")
+        // Found by the parsers fuzzer (corpus/parsers/request-crash-relative-path-to-another-host):
+        // with its "/" dropped, "/http://n" was an absolute URL, and a colon in the first
+        // segment made a scheme of it.
+        XCTAssertEqual(try client.url(forPath: "/http://evil.example/x"), "https://api.example.com/v2/http://evil.example/x?tenant=7")
+        XCTAssertEqual(try client.url(forPath: "//https://evil.example"), "https://api.example.com/v2/https://evil.example?tenant=7")
+        XCTAssertEqual(try client.url(forPath: "users:1"), "https://api.example.com/v2/users:1?tenant=7")
         let slash = try SheafClient(baseURL: "https://api.example.com/v2/", transport: Recorder())
         XCTAssertEqual(try slash.url(forPath: "/items"), "https://api.example.com/v2/items")
     }
@@ -39,6 +45,88 @@ final class RequestTests: XCTestCase {
         request.appendSegment("a/b c?d")
         request.appendSegment("repos")
         XCTAssertEqual(request.path, "users/a%2Fb%20c%3Fd/repos")
+    }
+
+    func testASegmentGoesBeforeTheQueryOrFragmentThePathCarries() throws {
+        // Found by the parsers fuzzer (corpus/parsers/request-path-with-query): appended after
+        // the query, the id became part of a query value, and DELETE items?force=1 + "42" went
+        // to the collection.
+        var request = Request(method: "DELETE", path: "items?force=1")
+        request.appendSegment("42")
+        request.appendSegment("a?b")
+        XCTAssertEqual(request.path, "items/42/a%3Fb?force=1")
+        var fragment = Request(path: "/items/#top")
+        fragment.appendSegment("..")
+        XCTAssertEqual(fragment.path, "/items/%2E%2E#top")
+        var query = Request(path: "?q=1")
+        query.appendSegment("x")
+        XCTAssertEqual(query.path, "x?q=1")
+
+        let recorder = Recorder()
+        let client = try SheafClient(baseURL: "https://api.example.com/v2?tenant=7", transport: recorder)
+        request.query = [Request.FormField("why", "a/b")]
+        _ = try client.send(request)
+        XCTAssertEqual(recorder.sent.map(\.url), ["https://api.example.com/v2/items/42/a%3Fb?tenant=7&force=1&why=a%2Fb"])
+
+        // A stray "%" in the path is escaped alone: the segment after it is sent escaped once.
+        var stray = Request(path: "files/100%")
+        stray.appendSegment("a:b@c")
+        _ = try client.send(stray)
+        XCTAssertEqual(recorder.sent.last?.url, "https://api.example.com/v2/files/100%25/a%3Ab%40c?tenant=7")
+
+        // Found by the fuzzer too (corpus/parsers/request-crash-segment-as-host): after an empty
+        // authority, a segment became the host.
+        var authority = Request(path: "https://")
+        authority.appendSegment("evil.example")
+        XCTAssertEqual(authority.path, "https:///evil.example")
+        XCTAssertThrowsError(try client.makeRequest(authority))
+        XCTAssertEqual(recorder.sent.count, 2)
+    }
+
+    func testAURLWithUserInformationIsNeverSent() throws {
+        // Found by the parsers fuzzer (corpus/parsers/request-crash-absolute-path-with-userinfo):
+        // a path (like a next link or a redirect) could name user:password@, which the base URL
+        // may not: the transport sends it as a credential of its own, and messages showed it.
+        var configuration = ClientConfiguration()
+        configuration.crossOrigin = .followWithoutCredentials
+        let recorder = Recorder()
+        let client = try SheafClient(baseURL: "https://api.example.com/", credential: .bearer("tok-123456"),
+                                     transport: recorder, configuration: configuration)
+        for path in ["https://user:hunter2@api.example.com/x", "https://hunter2@cdn.example.net/x", "https://@\u{1}", "https://:hunter2@api.example.com/"] {
+            XCTAssertThrowsError(try client.send(Request(path: path)), path) { error in
+                let error = error as? SheafError
+                XCTAssertEqual(error?.code, .invalidArgument, path)
+                XCTAssertFalse("\(error?.message ?? "") \(error?.url ?? "")".contains("hunter2"), path)
+            }
+        }
+        XCTAssertEqual(recorder.sent.count, 0)
+    }
+
+    func testTheClientsCredentialIsTheOnlyOneSent() throws {
+        // Found by the parsers fuzzer (corpus/parsers/request-caller-authorization): a request's
+        // Authorization header went out beside the client's, two credentials in one request.
+        let cases: [(Credential, String, String)] = [
+            (.bearer("tok-123456"), "Authorization", "Bearer tok-123456"),
+            (.basic(user: "Aladdin", password: "open sesame"), "Authorization", "Basic QWxhZGRpbjpvcGVuIHNlc2FtZQ=="),
+            (.apiKeyHeader(name: "X-Key", value: "k-987654"), "X-Key", "k-987654"),
+        ]
+        for (credential, name, value) in cases {
+            let recorder = Recorder()
+            let client = try SheafClient(baseURL: "https://api.example.com/", credential: credential,
+                                         headers: [HTTPHeader(name: name.uppercased(), value: "from-the-client-headers")],
+                                         transport: recorder)
+            var request = Request(path: "x")
+            request.headers = [HTTPHeader(name: name.lowercased(), value: "from-the-request")]
+            _ = try client.send(request)
+            let sent = try XCTUnwrap(recorder.sent.first)
+            XCTAssertEqual(sent.headers.filter { $0.name.lowercased() == name.lowercased() }.map(\.value), [value], "\(credential)")
+        }
+        // Without a credential, a caller's Authorization is the one sent.
+        let recorder = Recorder()
+        var request = Request(path: "x")
+        request.headers = [HTTPHeader(name: "Authorization", value: "Custom abc")]
+        _ = try SheafClient(baseURL: "https://api.example.com/", transport: recorder).send(request)
+        XCTAssertEqual(recorder.sent.first?.headers.filter { $0.name == "Authorization" }.map(\.value), ["Custom abc"])
     }
 
     func testEachCredentialIsSentOnlyToItsOriginAndHiddenInMessages() throws {
@@ -99,8 +187,10 @@ final class RequestTests: XCTestCase {
     }
 
     func testCredentialsAndHeadersThatCannotBeSentAreRefused() {
+        // (an API key header that frames the message, too: it went out as Content-Length or Host)
         let bad: [Credential] = [.bearer(""), .bearer("a\nb"), .basic(user: "a:b", password: "c"),
-                                 .apiKeyHeader(name: "X Key", value: "v"), .apiKeyQuery(name: "k", value: "")]
+                                 .apiKeyHeader(name: "X Key", value: "v"), .apiKeyQuery(name: "k", value: ""),
+                                 .apiKeyHeader(name: "Content-Length", value: "0"), .apiKeyHeader(name: "host", value: "h")]
         for credential in bad {
             XCTAssertThrowsError(try SheafClient(baseURL: "https://a.example/", credential: credential, transport: Recorder()),
                                  "\(credential)")

@@ -64,6 +64,43 @@ final class ResumeTests: XCTestCase {
         XCTAssertTrue(read.signals.isEmpty)
     }
 
+    func testAnUnresolvedTokenKeepsASignalTheListSaidItHasNot() throws {
+        // Found by the parsers fuzzer (corpus/parsers/resume-json-unresolved-explicit-none): a
+        // token made before the first page was read (page one failed, or none was fetched) left
+        // out `.none` signals, which an unresolved token reads back as detected: a list told it
+        // has no total resumed detecting one (and checking its items against it).
+        let transport = ScriptedTransport()
+        transport.on(scriptedList) { _, attempt in
+            attempt == 1 ? .status(500) : .json(#"{"items":[{"id":1},{"id":2}],"total":2,"next_page":null}"#)
+        }
+        let client = try scriptedClient(transport) { $0.retry.maxAttempts = 1 }
+        var list = ListDescription(path: "/v1/things")
+        list.signals = [.items: .body(JSONPointer("/items")!), .total: .none] // the rest detected
+        let first = try client.makeList(list)
+        try first.start()
+        XCTAssertEqual(outcome(of: first)?.error?.code, .http)
+        let token = try XCTUnwrap(first.resumeToken())
+        XCTAssertFalse(token.resolved)
+        let read = try ResumeToken(token.description)
+        XCTAssertEqual(read.signals[.total], SignalSource.none, "an unresolved token keeps what the list has not")
+        XCTAssertEqual(read, try ResumeToken(read.description), "a token reads back as written")
+        // A resolved token still leaves `.none` out: absent, it means that there.
+        func resolved(_ signals: [Signal: SignalSource]) -> String {
+            ResumeToken(fingerprint: 1, paging: .next, signals: signals, resolved: true, pageSize: 0,
+                        point: ResumePoint(url: "https://h/x")).description
+        }
+        XCTAssertEqual(resolved([.total: .none]), resolved([:]))
+
+        var resumed = list
+        resumed.resume = read
+        let rest = try client.makeList(resumed)
+        try rest.start()
+        XCTAssertEqual(outcome(of: rest), .complete)
+        XCTAssertEqual(itemIDs(rest.prefixJSON()), [1, 2])
+        let described = String(decoding: rest.descriptionJSON(), as: UTF8.self)
+        XCTAssertTrue(described.contains(#""total":null"#), "the resumed run reads no total, as its list said: \(described)")
+    }
+
     func testTextThatIsNotATokenIsRefused() {
         let valid = ResumeToken(fingerprint: 1, paging: pageNumbers, signals: [:], resolved: true, pageSize: 10,
                                 point: ResumePoint(url: "https://h/x?page=3", skip: 0, itemsBefore: 20)).description

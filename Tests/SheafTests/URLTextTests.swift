@@ -149,4 +149,25 @@ final class URLTextTests: XCTestCase {
         XCTAssertEqual(URLText.resolve("/y?q=a b|c", against: "http://[::1]:8080/x"), "http://[::1]:8080/y?q=a%20b%7Cc")
         XCTAssertEqual(URLText.escapingInvalid("https://a.example/plain?x=1"), "https://a.example/plain?x=1")
     }
+
+    func testAPercentSignThatStartsNoEscapeIsEscapedAloneAndTheEscapesAroundItKept() {
+        // Found by the parsers fuzzer (request mode): a stray "%" made URL(string:) escape the
+        // whole URL, so "%3A" in a segment after it went out as "%253A", another resource.
+        XCTAssertEqual(URLText.resolve("100%/a%3Ab%2F?q=5%&r=%zz&s=%4", against: "https://a.example/x/"),
+                       "https://a.example/x/100%25/a%3Ab%2F?q=5%25&r=%25zz&s=%254")
+        XCTAssertEqual(URLText.escapingInvalid("https://a.example/%"), "https://a.example/%25")
+        XCTAssertEqual(URLText.escapingInvalid("https://a.example/%41%e9"), "https://a.example/%41%e9")
+        XCTAssertEqual(URLText.queryValue(URLText.resolve("?q=5%", against: "https://a.example/x")!, "q"), "5%")
+    }
+
+    func testOnlyTheSchemesSeparatorStartsAnAuthority() {
+        // Found by the parsers fuzzer (corpus/parsers/request-crash-url-in-path-double-escapes-segment):
+        // a "://" inside a relative reference was taken for the scheme's, what came before it
+        // was left as written, and its space made URL(string:) escape every escape again.
+        XCTAssertEqual(URLText.resolve("search?q=a b&u=https://x.example/%7E", against: "https://a.example/"),
+                       "https://a.example/search?q=a%20b&u=https://x.example/%7E")
+        XCTAssertEqual(URLText.escapingInvalid("a\u{1}/://%00"), "a%01/://%00")
+        XCTAssertEqual(URLText.escapingInvalid("HTTPS+x.1://h:1/a b"), "HTTPS+x.1://h:1/a%20b")
+        XCTAssertEqual(URLText.escapingInvalid("1x://h/a b"), "1x://h/a%20b")
+    }
 }

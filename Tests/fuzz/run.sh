@@ -4,8 +4,11 @@
 # the corpus. A crash leaves its input in the build folder and fails the run.
 #
 # usage: Tests/fuzz/run.sh TARGET SECONDS [BUILD_DIR]     e.g. Tests/fuzz/run.sh detection 30
-# targets: detection (Detection.swift), parsers (Parsers.swift), differential (Differential.swift:
-# the JSON scanner against jansson, which it links)
+# targets: detection (Detection.swift), parsers (Parsers.swift, by the input's first byte: 0x01
+# resume tokens (read, range-checked, round-tripped, and resumed only on the list's origin and
+# path), 0x02 the request builder (method, headers, segments, query and credential as sent),
+# otherwise the small parsers: URLs, origins, Retry-After, pointers, the scanner, error fields),
+# differential (Differential.swift: the JSON scanner against jansson, which it links)
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 target=$1

@@ -129,11 +129,18 @@ public final class SheafClient: Sendable {
     /// Elsewhere the cross-origin policy decides: refused (the default), or sent without the
     /// credential, without any header that carries one, and without the API key's or the
     /// client's secret query parameters (a redirect's Location may echo them); never from https
-    /// down to http.
+    /// down to http. A URL with user information is refused, wherever it came from.
     func request(for url: String, _ template: FetchTemplate = FetchTemplate(),
                  credential provided: Credential? = nil) throws(SheafError) -> HTTPRequest {
         guard let target = Origin(url) else {
             throw SheafError(.invalidArgument, "not an absolute http or https URL: \(url)", url: url)
+        }
+        // As for the base URL: a transport would send user:password as a credential of its own,
+        // beside (or, at another origin, in place of) the client's, and messages would show it.
+        // The URL is not repeated: it holds a password.
+        guard !URLText.hasUserInfo(url) else {
+            throw SheafError(.invalidArgument, "a URL with user:password@ (a path, next link or redirect) is not sent; "
+                             + "set credentials with sheaf_client_set_credential")
         }
         let sameOrigin = target == origin
         if !sameOrigin {
@@ -178,6 +185,7 @@ public final class SheafClient: Sendable {
     /// URL's path, with or without a leading "/" (`https://h/api` + `items` and `/items` are
     /// both `https://h/api/items`: to its users a base URL is a prefix), "." and ".." segments
     /// resolved, then `query` appended (percent-encoded). The base URL's own query comes first.
+    /// A relative path never leaves the base URL's origin: `/http://h/x` is a path under it.
     public func url(forPath path: String, query: [(name: String, value: String)] = []) throws(SheafError) -> String {
         var reference = path
         var base = path
@@ -189,7 +197,9 @@ public final class SheafClient: Sendable {
             let query = queries.isEmpty ? "" : "?" + queries.joined(separator: "&")
             let segments = ownPath.drop { $0 == "/" }
             base = segments.isEmpty || basePath.hasSuffix("/") ? basePath : basePath + "/"
-            reference = segments.isEmpty ? base + query : segments + query
+            // "./" first: a reference whose first segment holds a ":" is read as a scheme, so
+            // "/http://h/x" (its "/" dropped) went to h, and "users:1" made no URL at all.
+            reference = segments.isEmpty ? base + query : "./" + segments + query
         }
         guard let resolved = URLText.resolve(reference, against: base) else {
             throw SheafError(.invalidArgument, "the path \"\(path)\" does not make an http(s) URL with the base URL")

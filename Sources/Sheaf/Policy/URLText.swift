@@ -17,28 +17,50 @@ enum URLText {
     }
 
     /// `url` with every byte a URL may not hold after its authority (`[` and `]` in a query, a
-    /// space, non-ASCII...) percent-encoded, and every existing %XX escape kept. Servers write
-    /// links like `?page%5Bsize%5D=40&page[after]=X`; handed such a string, URL(string:) escaped
-    /// the whole of it, `%` included, and the link's parameters changed names.
+    /// space, non-ASCII, a `%` that starts no %XX escape...) percent-encoded, and every existing
+    /// %XX escape kept. Servers write links like `?page%5Bsize%5D=40&page[after]=X`; handed such
+    /// a string, URL(string:) escaped the whole of it, `%` included, and the link's parameters
+    /// changed names. A stray `%` did the same: `100%/` + the segment `a%3Ab` went out as
+    /// `100%25/a%253Ab`, another resource. The authority is the one after a scheme only: a
+    /// "://" later in a relative reference (`search?q=a b&u=https://x/%7E`) starts none.
     static func escapingInvalid(_ url: String) -> String {
         let bytes = Array(url.utf8)
         var start = 0
-        if let schemeEnd = url.firstRange(of: "://") {
+        if let schemeEnd = url.firstRange(of: "://"), isScheme(url.utf8[..<schemeEnd.lowerBound.samePosition(in: url.utf8)!]) {
             start = url.utf8.distance(from: url.utf8.startIndex, to: schemeEnd.upperBound.samePosition(in: url.utf8)!)
             while start < bytes.count, ![UInt8(ascii: "/"), UInt8(ascii: "?"), UInt8(ascii: "#")].contains(bytes[start]) {
                 start += 1
             }
         }
-        guard bytes[start...].contains(where: { !isAllowedInURL($0) }) else { return url }
+        /// Whether the byte at `i` stays as written: a `%` only when it starts an escape.
+        func kept(_ i: Int) -> Bool {
+            guard bytes[i] == UInt8(ascii: "%") else { return isAllowedInURL(bytes[i]) }
+            return i + 2 < bytes.count && hexValue(bytes[i + 1]) != nil && hexValue(bytes[i + 2]) != nil
+        }
+        guard (start..<bytes.count).contains(where: { !kept($0) }) else { return url }
         var out = Array(bytes[..<start])
-        for byte in bytes[start...] {
-            if isAllowedInURL(byte) {
-                out.append(byte)
+        for i in start..<bytes.count {
+            if kept(i) {
+                out.append(bytes[i])
             } else {
-                out += percentEscape(byte)
+                out += percentEscape(bytes[i])
             }
         }
         return String(decoding: out, as: UTF8.self)
+    }
+
+    /// Whether `text` is a URI scheme (RFC 3986 §3.1: a letter, then letters, digits, "+", "-", ".").
+    private static func isScheme(_ text: Substring.UTF8View) -> Bool {
+        guard let first = text.first, (first | 0x20) >= UInt8(ascii: "a"), (first | 0x20) <= UInt8(ascii: "z") else { return false }
+        return text.allSatisfy { byte in
+            switch byte {
+            case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
+                 UInt8(ascii: "+"), UInt8(ascii: "-"), UInt8(ascii: "."):
+                true
+            default:
+                false
+            }
+        }
     }
 
     /// `%XX` for `byte`.
@@ -47,7 +69,7 @@ enum URLText {
         return [UInt8(ascii: "%"), hex[Int(byte >> 4)], hex[Int(byte & 15)]]
     }
 
-    /// RFC 3986's unreserved and reserved characters but `[` and `]`, and `%`.
+    /// RFC 3986's unreserved and reserved characters but `[` and `]`, and `%` (of an escape).
     private static func isAllowedInURL(_ byte: UInt8) -> Bool {
         switch byte {
         case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"):

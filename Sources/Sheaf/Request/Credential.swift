@@ -32,6 +32,8 @@ public enum Credential: Sendable, Equatable {
                       "the Basic user name or password contains control characters")
         case .apiKeyHeader(let name, let value):
             try check(HeaderRules.isToken(name), "the API key header name \"\(name)\" is not an HTTP field name")
+            try check(!HeaderRules.framingHeaders.contains(name.lowercased()),
+                      "the API key header cannot be \(name): the transport writes it from the URL and the body")
             try check(!value.isEmpty && !HeaderRules.hasControl(value), "an API key must be non-empty, without control characters")
         case .apiKeyQuery(let name, let value):
             try check(!name.isEmpty && !HeaderRules.hasControl(name), "the API key parameter name must be non-empty, without control characters")
@@ -49,13 +51,15 @@ public enum Credential: Sendable, Equatable {
         }
     }
 
-    /// Adds the credential to a request for the base URL's origin.
+    /// Adds the credential to a request for the base URL's origin, in place of any header of
+    /// the same name a caller gave (a request's own Authorization went out beside the client's,
+    /// two credentials in one request, the server free to pick either).
     func apply(to headers: inout [HTTPHeader], url: inout String) throws(SheafError) {
         switch self {
         case .bearer(let token):
-            headers.append(HTTPHeader(name: "Authorization", value: "Bearer \(token)"))
+            headers.replace(with: HTTPHeader(name: "Authorization", value: "Bearer \(token)"))
         case .basic(let user, let password):
-            headers.append(HTTPHeader(name: "Authorization", value: "Basic \(basicToken(user, password))"))
+            headers.replace(with: HTTPHeader(name: "Authorization", value: "Basic \(basicToken(user, password))"))
         case .apiKeyHeader(let name, let value):
             headers.replace(with: HTTPHeader(name: name, value: value))
         case .apiKeyQuery(let name, let value):

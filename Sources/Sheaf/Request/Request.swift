@@ -40,13 +40,21 @@ public struct Request: Sendable {
     /// percent-encoded, `/` and spaces included, and a segment that is exactly "." or ".." is
     /// sent as `%2E` or `%2E%2E` (dots are unreserved, but those two would be resolved as a step
     /// in the path: `users` + `..` reached the parent), so an id cannot reach another resource.
+    /// A query or fragment the path carries stays after it: `items?force=1` + `42` is
+    /// `items/42?force=1` (appended after the query, the id was a query value and the request
+    /// went to the collection). A segment is never an authority: `https://` + `h` is `https:///h`.
     public mutating func appendSegment(_ segment: String) {
-        if !path.hasSuffix("/"), !path.isEmpty { path += "/" }
+        let end = path.firstIndex { $0 == "?" || $0 == "#" } ?? path.endIndex
+        var head = String(path[..<end])
+        // Right after "https://" the segment would be the host: it gets a "/" of its own there
+        // too (and the URL, with no host, is refused).
+        if (!head.hasSuffix("/") && !head.isEmpty) || head.hasSuffix("://") { head += "/" }
         switch segment {
-        case ".": path += "%2E"
-        case "..": path += "%2E%2E"
-        default: path += URLText.encodeQueryComponent(segment)
+        case ".": head += "%2E"
+        case "..": head += "%2E%2E"
+        default: head += URLText.encodeQueryComponent(segment)
         }
+        path = head + path[end...]
     }
 
     /// Methods whose repetition has the effect of one call (RFC 9110 §9.2.2), retried freely.

@@ -43,8 +43,11 @@ public struct ResumeToken: Sendable, Equatable, CustomStringConvertible {
         var json = "{\"v\":1,\"f\":\"\(String(fingerprint, radix: 16))\",\"k\":\(JSONText.quote(paging.kindName))"
         json += ",\"p\":\(JSONText.quote(paging.parameter)),\"o\":\(paging.first ?? 0)"
         json += ",\"zp\":\(JSONText.quote(paging.size?.parameter)),\"z\":\(paging.size?.value ?? 0),\"r\":\(resolved ? 1 : 0),\"s\":{"
+        // Every signal the table holds but what an absent one means: `.none` in a resolved token.
+        // In an unresolved one an absent signal is detected, so `.none` (a list told that it has
+        // no total, say) must be written, or the resumed run would detect what it was told to skip.
         json += Signal.allCases.compactMap { signal in
-            signals[signal].flatMap { $0 == .none || $0 == .detect ? nil : $0 }.map { "\(JSONText.quote(signal.rawValue)):[\(JSONText.quote($0.kindName)),\(JSONText.quote($0.whereText ?? ""))]" }
+            signals[signal].flatMap { resolved && $0 == .none ? nil : $0 }.map { "\(JSONText.quote(signal.rawValue)):[\(JSONText.quote($0.kindName)),\(JSONText.quote($0.whereText ?? ""))]" }
         }.joined(separator: ",")
         json += "},\"w\":\(pageSize),\"u\":\(JSONText.quote(point.url)),\"i\":\(point.skip),\"n\":\(point.itemsBefore)}"
         return Self.prefix + Base64URL.encode(Array(json.utf8))
