@@ -26,10 +26,14 @@ package final class Lock: @unchecked Sendable {
         condition.initialize(to: pthread_cond_t())
         let mutexStatus = pthread_mutex_init(mutex, nil)
         precondition(mutexStatus == 0, "pthread_mutex_init failed (\(mutexStatus))")
-        // Timed waits measure on the monotonic clock: a change of the wall clock moves no deadline.
         var attributes = pthread_condattr_t()
         pthread_condattr_init(&attributes)
+        #if canImport(Darwin)
+        // Darwin's condition variables time out on the wall clock alone (Lock.waitClock).
+        #else
+        // Timed waits measure on the monotonic clock: a change of the wall clock moves no deadline.
         pthread_condattr_setclock(&attributes, CLOCK_MONOTONIC)
+        #endif
         let conditionStatus = pthread_cond_init(condition, &attributes)
         pthread_condattr_destroy(&attributes)
         precondition(conditionStatus == 0, "pthread_cond_init failed (\(conditionStatus))")
@@ -64,10 +68,17 @@ package final class Lock: @unchecked Sendable {
         return pthread_cond_timedwait(condition, mutex, &deadline) != ETIMEDOUT
     }
 
+    /// The clock a timed wait measures on.
+    #if canImport(Darwin)
+    private static let waitClock = CLOCK_REALTIME
+    #else
+    private static let waitClock = CLOCK_MONOTONIC
+    #endif
+
     /// The moment `milliseconds` from now, for `wait(until:)`.
     package static func deadline(afterMilliseconds milliseconds: Int) -> timespec {
         var now = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &now)
+        clock_gettime(waitClock, &now)
         let nanoseconds = Int(now.tv_nsec) + (milliseconds % 1000) * 1_000_000
         return timespec(tv_sec: now.tv_sec + milliseconds / 1000 + nanoseconds / 1_000_000_000,
                         tv_nsec: nanoseconds % 1_000_000_000)
