@@ -85,22 +85,9 @@ struct PagePlanner {
     /// before it is in.
     private var continuation: String?
     private var pendingNextLink: String?
-    /// How many pages (page one included) may be asked for before page one answers, when their
-    /// addresses are known without it (page numbers, or offsets with a page size sent); no more
-    /// than `pagesBeforeTheAddressingShows` until the server has shown it honours the addressing.
+    /// How many pages (page one included) are asked for before page one answers, when their
+    /// addresses are known without it (page numbers, or offsets with a page size sent).
     let pagesAhead: Int
-    /// Pages by number or offset in flight at most until the server has shown it honours the
-    /// page parameter: page one and page two, then two at a time. A server that ignores it
-    /// sends page one again for every number: a window ahead of page one buffered 8 × a 50 MiB
-    /// page there, and a refused token cost 8 refused requests where one would do.
-    static let pagesBeforeTheAddressingShows = 2
-    /// Whether the server has shown it honours the page parameter: page one reported how many
-    /// pages there are (a total, a page count, a last page) or named page two by the parameter in
-    /// its next link, or a later page brought other items than page one. Until then no more
-    /// than two pages are in flight.
-    private(set) var addressingShown = false
-    /// A digest of page one's items, to tell a page that repeats it from one that goes on.
-    private var firstPageDigest: Int?
     /// The URLs of those pages while the first page has not answered: they stand if the plan
     /// page one decides asks for the same pages, and are abandoned otherwise.
     private var aheadURLs: [Int: String] = [:]
@@ -162,7 +149,7 @@ struct PagePlanner {
     /// list is, and a plan that does not need them abandons them.
     private mutating func launchAhead() -> [Action] {
         guard paging.isNumbered, step != nil else { return [] }
-        let limit = min(pagesAhead, Self.pagesBeforeTheAddressingShows, window, maxPages, pageBudget ?? .max, pageGate ?? .max)
+        let limit = min(pagesAhead, window, maxPages, pageBudget ?? .max, pageGate ?? .max)
         var actions: [Action] = []
         while nextIndex < limit, let url = url(forIndex: nextIndex) {
             aheadURLs[nextIndex] = url
@@ -267,12 +254,10 @@ struct PagePlanner {
     private mutating func planFromFirstPage(_ page: Page) -> [Action] {
         servedPageSize = page.items.count
         expectedTotal = page.total
-        firstPageDigest = Self.digest(of: page)
         if paging == .single { return finishIfIdle() }
         if case .offset = paging, servedPageSize > 0 { step = servedPageSize }
         if let next = page.next, let number = position(of: next), number == position(forIndex: 1) {
             template = next // page k's URL keeps whatever the server put in its own next link
-            addressingShown = true // the server itself addresses page two by the parameter
         }
         guard step != nil else { return followSequentially(after: 0, page) }
         guard let pageCount = pageCount(of: page) else {
@@ -293,7 +278,6 @@ struct PagePlanner {
                 "the list needs \(pageCount) pages (\(why)), more than the page cap of \(maxPages)"))
         }
         mode = .parallel(pageCount: pageCount)
-        addressingShown = true // the server counts its pages: they are addressed as it pages
         return fillWindow()
     }
 
@@ -326,9 +310,6 @@ struct PagePlanner {
             return fillWindow()
         }
         if !page.items.isEmpty { lastPageWithItems = max(lastPageWithItems, index) }
-        if !addressingShown, index > 0, !page.items.isEmpty, Self.digest(of: page) != firstPageDigest {
-            addressingShown = true // page two (or later) went on from page one: open the window
-        }
         var isLast = true
         var handOver: String?    // a next link that leaves the numbered pages: the walk goes on from it
         var loop: SheafError?
@@ -426,7 +407,6 @@ struct PagePlanner {
     /// remembered, so a long stream keeps no per-page state. A walk that loops back into them
     /// is still caught when it reaches a remembered URL again (or the page cap).
     private mutating func launchNumberedPages(below limit: Int) -> [Action] {
-        let window = addressingShown ? window : min(window, Self.pagesBeforeTheAddressingShows)
         var actions: [Action] = []
         while failure == nil, inFlight.count < window, nextIndex < limit,
               nextIndex < (inFlight.min() ?? nextIndex) + 2 * window {
@@ -525,14 +505,6 @@ struct PagePlanner {
         }
         isFinished = true
         return [.finish(.allPages(expectedTotal: expectedTotal, missingPages: missingPages))]
-    }
-
-    /// A digest of a page's items, bytes and order: equal for a page sent again.
-    private static func digest(of page: Page) -> Int {
-        var hasher = Hasher()
-        hasher.combine(page.items.count)
-        for item in page.items { hasher.combine(page.body[item]) }
-        return hasher.finalize()
     }
 
     // MARK: Page URLs

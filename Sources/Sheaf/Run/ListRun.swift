@@ -320,10 +320,9 @@ public final class ListRun: Sendable {
                            pageSize: pageSize, point: resumed)
     }
 
-    /// Pages that may be asked for before page one answers (when they can be addressed): a
-    /// window, within the request budget, and no more than the item limit needs at the size asked
-    /// for (none ahead when that size is unknown). The planner sends page two alone of them until
-    /// the server shows it honours the page parameter (`PagePlanner.addressingShown`).
+    /// Pages asked for before page one answers (when they can be addressed): a window, within
+    /// the request budget, and no more than the item limit needs at the size asked for (none
+    /// ahead when that size is unknown).
     private static func pagesAhead(_ description: ListDescription, window: Int) -> Int {
         let ahead = min(window, description.maxRequests ?? .max)
         guard let maxItems = description.maxItems else { return ahead }
