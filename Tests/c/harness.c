@@ -1092,9 +1092,9 @@ static void an_adaptive_window_shrinks_to_what_a_refusing_server_takes(void) {
     json_t *stats = adaptive_run("&limit=4", &window);
     /* The server answers 429 to a fifth request in flight: the list still completes (the
      * refused pages are retried), the window ends at 4 (a try at 5 was refused), and refusals
-     * are few: the first full window's (opened once page one showed the paging is honoured:
-     * up to 4 past the limit), the retries that meet the server still full before the window
-     * has shrunk (more of them when a sanitizer slows the answers down), and a rare try at five. */
+     * are few: the first window's four, the retries that meet the server still full before the
+     * window has shrunk (more of them when a sanitizer slows the answers down), and a rare try
+     * at five. */
     long long refused = json_integer_value(json_object_get(stats, "refused"));
     printf("    %lld refused, the window ended at %lld\n", refused, window);
     if (!CHECK(refused >= 1 && refused <= 12)) fprintf(stderr, "    %lld refused\n", refused);
