@@ -40,7 +40,8 @@ final class ListHandle: Sendable, ErrorRecording {
     }
 
     let client: ClientHandle
-    /// The notify fd of a list that is not pulled, while the library may write to it.
+    /// The notify fd (sheaf_list_set_notify_fd) while the library may write to it: -1 once the list
+    /// is freed, under the lock each write holds.
     let notifyTarget = Locked<Int32>(-1)
     private let state: Locked<State>
 
@@ -92,21 +93,17 @@ final class ListHandle: Sendable, ErrorRecording {
             if let keepingItems { state.keepsItems = keepingItems }
             let keepsItems = state.keepsItems
             let pull = pulling ? SnapshotChannel<PulledSnapshot>() : nil
-            if let pull, state.notifyFD >= 0 {
-                let fd = state.notifyFD
-                pull.whenReady { notify(fd) }
-            }
+            let target = notifyTarget
+            target.withLock { $0 = state.notifyFD }
             // The C copy of a pulled snapshot is made on the run's delivery thread, not on the
             // caller's thread that takes it.
             let run: ListRun
-            let fd = state.notifyFD
             if let pull {
+                if state.notifyFD >= 0 { pull.whenReady { target.wake() } }
                 run = try client.makePulledList(state.description, keepsItems: keepsItems, into: pull, PulledSnapshot.init)
-            } else if fd >= 0 {
+            } else if state.notifyFD >= 0 {
                 // A waiter (an event loop, Python's fetch_to) wakes after each snapshot delivered
                 // and at the end, instead of polling the status.
-                let target = notifyTarget
-                target.withLock { $0 = fd }
                 run = try client.makeList(state.description, keepsItems: keepsItems) { snapshot in
                     defer { target.wake() }
                     return onSnapshot?(snapshot) ?? true

@@ -97,10 +97,7 @@ final class Fetch: Sendable {
         state.withLock { state in
             state.isDone = true
             settleOutstanding(&state)
-            if state.holdsReservation {
-                state.holdsReservation = false
-                requests.unreserve()
-            }
+            giveBackReservation(&state)
             defer { state.task = nil }
             return state.task
         }
@@ -319,13 +316,17 @@ final class Fetch: Sendable {
     }
 
 
+    /// Gives the budget back the first request it charged for this fetch, when it was never sent.
+    private func giveBackReservation(_ state: inout State) {
+        guard state.holdsReservation else { return }
+        state.holdsReservation = false
+        requests.unreserve()
+    }
+
     private func finish(_ result: Result<Fetched, SheafError>) {
         let first = state.withLock { state -> Bool in
             defer { state.isDone = true }
-            if state.holdsReservation {   // it ended before its first request went out
-                state.holdsReservation = false
-                requests.unreserve()
-            }
+            giveBackReservation(&state)   // when it ended before its first request went out
             return !state.isDone
         }
         if first { completion(result) } // the run redacts its outcome (ListRun.end)

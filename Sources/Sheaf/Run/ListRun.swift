@@ -333,8 +333,13 @@ public final class ListRun: Sendable {
     // MARK: Events
 
     private func pageArrived(_ index: Int, serial: Int, url: String, response: HTTPResponse) {
+        startingWhatIsPlanned { pageArrived(index, serial: serial, url: url, response: response, starting: &$0) }
+    }
+
+    /// Runs `plan`, then starts the fetches it planned (outside the run's lock).
+    private func startingWhatIsPlanned(_ plan: (inout [Fetch]) -> Void) {
         var starts: [Fetch] = []
-        pageArrived(index, serial: serial, url: url, response: response, starting: &starts)
+        plan(&starts)
         starts.forEach { $0.start() }
     }
 
@@ -433,9 +438,7 @@ public final class ListRun: Sendable {
     }
 
     private func pageFailed(_ index: Int, serial: Int, _ error: SheafError) {
-        var starts: [Fetch] = []
-        pageFailed(index, serial: serial, error, starting: &starts)
-        starts.forEach { $0.start() }
+        startingWhatIsPlanned { pageFailed(index, serial: serial, error, starting: &$0) }
     }
 
     private func pageFailed(_ index: Int, serial: Int, _ error: SheafError, starting starts: inout [Fetch]) {
@@ -448,9 +451,7 @@ public final class ListRun: Sendable {
     /// endings under one hold of the lock — so no other page's ending can slip in between a
     /// decision and its effect — and I/O outside it.
     private func perform(page: (index: Int, serial: Int, page: Page)?, _ decide: (inout State) -> [PagePlanner.Action]) {
-        var starts: [Fetch] = []
-        perform(page: page, starting: &starts, decide)
-        starts.forEach { $0.start() }
+        startingWhatIsPlanned { perform(page: page, starting: &$0, decide) }
     }
 
     /// As `perform(page:_:)`, leaving the fetches to start in `toStart`.
@@ -512,12 +513,10 @@ public final class ListRun: Sendable {
                         delivery.async { [self] in deliver(snapshot) }
                     }
                     if state.assembler.reachedLimit {
-                        toCancel += cancelAll(&state)
-                        end(&state, .limitReached)
+                        toCancel += end(&state, .limitReached)
                     }
                     if let repeated = state.assembler.repeatedPage {
-                        toCancel += cancelAll(&state)
-                        end(&state, .failed(SheafError(.repeatedPage,
+                        toCancel += end(&state, .failed(SheafError(.repeatedPage,
                             "page \(repeated + 1) repeats the items of page \(repeated) byte for byte: the server ignores the paging "
                             + "parameter, or the list is described with the wrong one", url: state.lastPage?.page.url,
                             hint: "check the paging parameter (--paging), or --paging single")))
@@ -593,9 +592,7 @@ public final class ListRun: Sendable {
             if silencing { state.silenced = true }
             if byCallback { state.stoppedByCallback = true }
             guard state.started, state.ending == nil else { return [] }
-            let fetches = cancelAll(&state)
-            end(&state, .failed(error))
-            return fetches
+            return end(&state, .failed(error))
         }
         toCancel.forEach { $0.cancel() }
     }
@@ -612,7 +609,6 @@ public final class ListRun: Sendable {
 
     /// Decides the outcome (once) and queues the final step behind every queued snapshot.
     /// Returns the attempts of the fetches it let go of, to cancel once the lock is released.
-    @discardableResult
     private func end(_ state: inout State, _ outcome: ListOutcome) -> [any TransportTask] {
         guard state.ending == nil else { return [] }
         state.deadline?.cancel()
