@@ -280,6 +280,40 @@ final class ListRunTests: XCTestCase {
         XCTAssertEqual(transport.requests.map(\.url).sorted(), (1...20).map { scriptedPage($0) }.sorted(), "each page once")
     }
 
+    func testARetryPastTheRequestBudgetStopsTheListAfterThePagesBeforeIt() throws {
+        let transport = ScriptedTransport()
+        let api = FakeAnchorAPI(count: 100)
+        transport.on(scriptedList) { request, attempt in
+            request.url == scriptedPage(3) && attempt == 1 ? .status(503) : api.reply(request)
+        }
+        var list = anchorList()
+        list.maxRequests = 4
+        let log = SnapshotLog()
+        let run = try scriptedClient(transport).makeList(list, onSnapshot: log.callback)
+        try run.start()
+        XCTAssertEqual(outcome(of: run), .finished(.requestBudget))
+        XCTAssertEqual(log.ids, Array(0..<20), "the pages before the one that could not be retried")
+        XCTAssertEqual(transport.requests.count, 4)
+        XCTAssertEqual(run.resumeToken()?.point.url, scriptedPage(3), "the list goes on at that page")
+    }
+
+    func testABudgetStopOfAPageAheadOfPageOneIsIgnoredWhenTheListHasNoSuchPage() throws {
+        let transport = ScriptedTransport()
+        let api = FakeAnchorAPI(count: 15)
+        transport.on(scriptedList) { request, _ in
+            switch request.url {
+            case scriptedPage(1): api.reply(request).after(100)
+            case scriptedPage(3): .status(503)
+            default: api.reply(request)
+            }
+        }
+        var list = anchorList()
+        list.maxRequests = 4
+        let (json, outcome) = try scriptedClient(transport).fetchAll(list)
+        XCTAssertEqual(outcome, .complete, "page 3's retry, refused by the budget, is of a page the list does not have")
+        XCTAssertEqual(itemIDs(json), Array(0..<15))
+    }
+
     func testAListShorterThanTheWindowIgnoresWhatThePagesAheadAnswered() throws {
         for status in [200, 404, 500] {
             let transport = ScriptedTransport()
@@ -710,7 +744,7 @@ final class ListRunTests: XCTestCase {
         let log = SnapshotLog()
         let run = try scriptedClient(transport).makeList(description, onSnapshot: log.callback)
         try run.start()
-        XCTAssertEqual(outcome(of: run), .limitReached)
+        XCTAssertEqual(outcome(of: run), .finished(.itemLimit))
         XCTAssertEqual(itemIDs(run.prefixJSON()), Array(0..<25))
         XCTAssertEqual(log.ids, Array(0..<25))
     }

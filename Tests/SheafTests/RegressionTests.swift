@@ -90,7 +90,7 @@ final class RegressionTests: XCTestCase {
         description.maxItems = 5
         let (json, outcome) = try scriptedClient(transport) { $0.window = 4 }.fetchAll(description)
         Thread.sleep(forTimeInterval: 0.02) // fetches started late would have been sent by now
-        XCTAssertEqual(outcome, .limitReached)
+        XCTAssertEqual(outcome, .finished(.itemLimit))
         XCTAssertEqual(itemIDs(json), Array(0..<5))
         XCTAssertEqual(transport.requests.map(\.url), [scriptedPage(1)], "pages requested after the run ended")
         XCTAssertEqual(transport.outstanding, 0, "requests left running after wait() returned")

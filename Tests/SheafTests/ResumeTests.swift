@@ -253,8 +253,7 @@ final class ResumeTests: XCTestCase {
         XCTAssertEqual(actions.fetchedIndices, [1, 2])
         XCTAssertNil(planner.pageArrived(1, page(10, total: 100)).ending)
         let end = planner.pageArrived(2, page(10, total: 100))
-        guard case .failed(3, let error) = end.ending else { return XCTFail("\(end)") }
-        XCTAssertEqual(error.code, .pageBudget)
+        XCTAssertEqual(end.ending, .stopped(index: 3, reason: .pageBudget))
         XCTAssertEqual(planner.continuation(after: 2, page(10, total: 100)), "\(base)?page=4&per_page=10")
     }
 
@@ -274,9 +273,23 @@ final class ResumeTests: XCTestCase {
         XCTAssertEqual(planner.pageArrived(0, page(10, next: "\(base)?c=1")).fetchedIndices, [1])
         let second = page(10, next: "\(base)?c=2")
         let end = planner.pageArrived(1, second)
-        guard case .failed(2, let error) = end.ending else { return XCTFail("\(end)") }
-        XCTAssertEqual(error.code, .pageBudget)
+        XCTAssertEqual(end.ending, .stopped(index: 2, reason: .pageBudget))
         XCTAssertEqual(planner.continuation(after: 1, second), "\(base)?c=2")
+    }
+
+    func testARequestBudgetStopIsCutLikeAFailureButEndsAsItsReason() {
+        var planner = PagePlanner(firstURL: "\(base)?page=1&per_page=10", paging: pageNumbers, window: 8, maxPages: 100)
+        _ = planner.start()
+        XCTAssertEqual(planner.pageArrived(0, page(10, total: 100)).fetchedIndices, Array(1...8))
+        // Page 6 could not be sent again within the budget: pages after it are abandoned, and
+        // the list waits for those before it.
+        XCTAssertEqual(planner.pageStopped(6, .requestBudget), [.cancel([7, 8])])
+        XCTAssertEqual(planner.pageArrived(7, page(10, total: 100)), [], "an abandoned page changes nothing")
+        for index in 1...4 { XCTAssertNil(planner.pageArrived(index, page(10, total: 100)).ending) }
+        // A failure at an earlier page comes first: the list failed, whatever stopped after it.
+        let end = planner.pageFailed(5, SheafError(.transport, "reset"))
+        guard case .failed(5, let error) = end.ending else { return XCTFail("\(end)") }
+        XCTAssertEqual(error.code, .transport)
     }
 
     func testAResumedListCountsThePagesBeforeItAgainstTheTotal() {

@@ -9,13 +9,13 @@ public struct ListDescription: Sendable {
     public var paging: Paging = .detect
     /// Where each signal is read; a signal not in the table is `.detect` (identity: `.none`).
     public var signals: [Signal: SignalSource] = [:]
-    /// Stop after this many items (the outcome is then `.limitReached`); nil means no limit.
+    /// Stop after this many items (the outcome is then `.finished(.itemLimit)`); nil means no limit.
     public var maxItems: Int? = nil
-    /// Stop after this many pages (`.pageBudgetReached`); nil means no budget (the page cap
+    /// Stop after this many pages (`.finished(.pageBudget)`); nil means no budget (the page cap
     /// of the client's configuration still applies, as a failure).
     public var maxPages: Int? = nil
     /// Stop before sending more than this many requests, retries and redirects included
-    /// (`.requestBudgetReached`); nil means no budget.
+    /// (`.finished(.requestBudget)`); nil means no budget.
     public var maxRequests: Int? = nil
     /// End the whole list after this many milliseconds, whatever is in flight (a failure with
     /// `.deadline`); nil means none.

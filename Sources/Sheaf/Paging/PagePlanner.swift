@@ -28,6 +28,9 @@ struct PagePlanner {
         case allPages(expectedTotal: Int?, missingPages: [Int])
         /// Page `index` could not be had; pages before it were accepted.
         case failed(index: Int, error: SheafError)
+        /// A budget of the caller's stopped the list at page `index`, not asked for; pages before
+        /// it were accepted. Not a failure: the run ends with this reason.
+        case stopped(index: Int, reason: StopReason)
     }
 
     /// How the remaining pages are found.
@@ -91,7 +94,8 @@ struct PagePlanner {
     /// The URLs of those pages while the first page has not answered: they stand if the plan
     /// page one decides asks for the same pages, and are abandoned otherwise.
     private var aheadURLs: [Int: String] = [:]
-    private var failure: (index: Int, error: SheafError)?
+    /// The earliest page the list cannot go past, and why (a failure, or a budget's stop).
+    private var cut: (index: Int, ending: Ending)?
     private(set) var isFinished = false
 
     /// - Parameters:
@@ -163,9 +167,9 @@ struct PagePlanner {
         guard !isFinished, inFlight.remove(index) != nil else { return [] }
         // A speculative plan reads each page before anything else: it may end the list there.
         if mode == .speculative { return speculativePageArrived(index, page) }
-        if let failure, index > failure.index { return settleFailure() }
+        if let cut, index > cut.index { return settleCut() }
         var actions: [Action] = [.accept(index: index)]
-        if failure != nil { return actions + settleFailure() }
+        if cut != nil { return actions + settleCut() }
         if !page.items.isEmpty { lastPageWithItems = max(lastPageWithItems, index) }
 
         switch mode {
@@ -187,7 +191,7 @@ struct PagePlanner {
         // it is shows once the pages in flight are in (nothing more is requested): 404s only at
         // the tail are the real end (reported as incomplete, every item kept); a 404 before a
         // page with items is a hole: a failure.
-        if case .parallel = mode, index > 0, error.code == .http, error.httpStatus == 404, failure == nil {
+        if case .parallel = mode, index > 0, error.code == .http, error.httpStatus == 404, cut == nil {
             missingPages.append(index)
             if firstMissingError == nil { firstMissingError = error }
             return fillWindow()
@@ -201,6 +205,13 @@ struct PagePlanner {
             return speculativePageArrived(index, .empty, notFound: error)
         }
         return fail(index: index, error)
+    }
+
+    /// Page `index` could not be asked for (or asked again) within a budget of the caller's: the
+    /// list stops there once the pages before it are in.
+    mutating func pageStopped(_ index: Int, _ reason: StopReason) -> [Action] {
+        guard !isFinished, inFlight.remove(index) != nil else { return [] }
+        return settle(cutting: index, .stopped(index: index, reason: reason))
     }
 
     /// A load-more list lets pages below `gate` go: what waited at the old gate is fetched.
@@ -295,7 +306,7 @@ struct PagePlanner {
         }
         mode = .speculative
         checkPageCap(after: 0)
-        return failure == nil ? fillWindow() : settleFailure()
+        return cut == nil ? fillWindow() : settleCut()
     }
 
     /// Page `index` of a speculative plan arrived (or, walking page numbers, answered 404).
@@ -342,12 +353,12 @@ struct PagePlanner {
             // Dropped before page `index` is added, so nothing past it reaches the prefix.
             actions = endSpeculation(after: index) + [accept]
             continuation = handOver
-            if let loop { noteFailure(index: index + 1, loop) }
+            if let loop { noteCut(index: index + 1, .failed(index: index + 1, error: loop)) }
         } else {
             actions = [accept]
             checkPageCap(after: index)
         }
-        return actions + (failure == nil ? fillWindow() : settleFailure())
+        return actions + (cut == nil ? fillWindow() : settleCut())
     }
 
     /// Page `index` is the last of the numbered pages: drop what lies after it, and abandon the
@@ -356,7 +367,7 @@ struct PagePlanner {
     private mutating func endSpeculation(after index: Int) -> [Action] {
         endIndex = index + 1
         continuation = nil
-        if let failure, failure.index > index { self.failure = nil }
+        if let cut, cut.index > index { self.cut = nil }
         if walksPageNumbers { return [.discard(after: index)] }
         let later = inFlight.filter { $0 > index }.sorted()
         inFlight.subtract(later)
@@ -366,7 +377,8 @@ struct PagePlanner {
     /// Page `index` says there is more: past the page cap, that is a failure.
     private mutating func checkPageCap(after index: Int) {
         guard index + 1 >= maxPages else { return }
-        noteFailure(index: index + 1, SheafError(.pageLimit, "the list has more than the page cap of \(maxPages) pages"))
+        let error = SheafError(.pageLimit, "the list has more than the page cap of \(maxPages) pages")
+        noteCut(index: index + 1, .failed(index: index + 1, error: error))
     }
 
     private mutating func fillWindow() -> [Action] {
@@ -377,7 +389,7 @@ struct PagePlanner {
             // whether it is a hole (a later page has items) or the real end, shorter than the total.
             let limit = missingPages.min().map { min($0 + 2, pageCount) } ?? pageCount
             let actions = launchNumberedPages(below: limit)
-            guard failure == nil, inFlight.isEmpty, nextIndex >= limit else { return actions }
+            guard cut == nil, inFlight.isEmpty, nextIndex >= limit else { return actions }
             if let next = pendingNextLink, missingPages.isEmpty {
                 // The last planned page still names a next page: the list grew; walk on.
                 pendingNextLink = nil
@@ -388,7 +400,7 @@ struct PagePlanner {
         case .speculative:
             let actions = launchNumberedPages(below: min(endIndex ?? maxPages, maxPages))
             // Every page before the end is in: finish, or walk on from where the numbers stopped.
-            guard failure == nil, inFlight.isEmpty, let end = endIndex else { return actions }
+            guard cut == nil, inFlight.isEmpty, let end = endIndex else { return actions }
             if let next = continuation {
                 continuation = nil
                 mode = .sequential
@@ -408,7 +420,7 @@ struct PagePlanner {
     /// is still caught when it reaches a remembered URL again (or the page cap).
     private mutating func launchNumberedPages(below limit: Int) -> [Action] {
         var actions: [Action] = []
-        while failure == nil, inFlight.count < window, nextIndex < limit,
+        while cut == nil, inFlight.count < window, nextIndex < limit,
               nextIndex < (inFlight.min() ?? nextIndex) + 2 * window {
             if let stop = budgetStop(at: nextIndex) { return actions + stop }
             if isGated(nextIndex) { break }
@@ -449,11 +461,11 @@ struct PagePlanner {
         return launch(url)
     }
 
-    /// Page `index` is needed but past the caller's page budget: the list ends there once the
-    /// pages before it are in (a failure to the planner; the run makes it a budget outcome).
+    /// Page `index` is needed but past the caller's page budget: the list stops there once the
+    /// pages before it are in.
     private mutating func budgetStop(at index: Int) -> [Action]? {
         guard let pageBudget, index >= pageBudget else { return nil }
-        return fail(index: index, SheafError(.pageBudget, "the list reached its budget of \(pageBudget) pages"))
+        return settle(cutting: index, .stopped(index: index, reason: .pageBudget))
     }
 
     /// Whether page `index` waits at a load-more list's gate.
@@ -470,24 +482,29 @@ struct PagePlanner {
     }
 
     private mutating func fail(index: Int, _ error: SheafError) -> [Action] {
-        noteFailure(index: index, error)
-        return settleFailure()
+        settle(cutting: index, .failed(index: index, error: error))
     }
 
-    /// Keeps the earliest failure; `settleFailure` acts on it.
-    private mutating func noteFailure(index: Int, _ error: SheafError) {
-        if failure == nil || index < failure!.index { failure = (index, error) }
+    /// Keeps the earliest page the list cannot go past (a failure, or a budget's stop);
+    /// `settleCut` acts on it.
+    private mutating func noteCut(index: Int, _ ending: Ending) {
+        if cut == nil || index < cut!.index { cut = (index, ending) }
     }
 
-    /// After a failure at page k: abandon pages after k, wait for pages before k, then finish.
-    private mutating func settleFailure() -> [Action] {
-        guard let failure else { return [] }
-        let later = inFlight.filter { $0 > failure.index }.sorted()
+    private mutating func settle(cutting index: Int, _ ending: Ending) -> [Action] {
+        noteCut(index: index, ending)
+        return settleCut()
+    }
+
+    /// After a cut at page k: abandon pages after k, wait for pages before k, then finish.
+    private mutating func settleCut() -> [Action] {
+        guard let cut else { return [] }
+        let later = inFlight.filter { $0 > cut.index }.sorted()
         inFlight.subtract(later)
         var actions: [Action] = later.isEmpty ? [] : [.cancel(later)]
         if inFlight.isEmpty {
             isFinished = true
-            actions.append(.finish(.failed(index: failure.index, error: failure.error)))
+            actions.append(.finish(cut.ending))
         }
         return actions
     }

@@ -92,7 +92,7 @@ public final class RequestRun: Sendable {
     public func cancel() {
         let fetch = state.withLock { $0.fetch }
         fetch?.cancel()
-        finish(.failure(SheafError(.cancelled, "the request was cancelled")))
+        finish(.failed(SheafError(.cancelled, "the request was cancelled")))
     }
 
     /// The response and error once finished; nil, nil before.
@@ -100,11 +100,11 @@ public final class RequestRun: Sendable {
         state.withLock { $0.finished ? ($0.response, $0.error) : (nil, nil) }
     }
 
-    private func finish(_ result: Result<Fetched, SheafError>) {
+    private func finish(_ end: FetchEnd) {
         var response: Response?
         var error: SheafError?
-        switch result {
-        case .success(let fetched):
+        switch end {
+        case .fetched(let fetched):
             let answer = fetched.response
             var body = answer.body
             if !(200...299).contains(answer.status) {
@@ -115,9 +115,12 @@ public final class RequestRun: Sendable {
             }
             response = Response(url: client.redactor.redact(fetched.url), status: answer.status, headers: answer.headers,
                                 body: body, attempts: fetched.attempts)
-        case .failure(let failure):
+        case .failed(let failure):
             // A write that failed aborted the transfer: the file's error says why.
             error = client.redacting(download?.writeFailure ?? failure)
+        case .outOfBudget:
+            // A single request has no request budget: its counters never refuse one.
+            error = SheafError(.internal, "a single request ran out of a request budget it does not have")
         }
         if error != nil { download?.abandon() }
         let first = state.withLock { state -> Bool in

@@ -22,12 +22,20 @@ struct Fetched: Sendable {
     var attempts: Int
 }
 
+/// How a fetch ended.
+enum FetchEnd: Sendable {
+    case fetched(Fetched)
+    case failed(SheafError)
+    /// A retry or a redirect would go past its list's request budget: the list stops there, as
+    /// its caller asked (not a failure).
+    case outOfBudget
+}
+
 /// Fetches one URL: attempts, transient-failure retries with backoff, redirects, and the
 /// credential rule (credentials go only to the base URL's origin; see `SheafClient.request`).
 /// Pages and single requests both go through it.
 final class Fetch: Sendable {
-    /// What a fetch produced, or why there is none.
-    typealias Completion = @Sendable (Result<Fetched, SheafError>) -> Void
+    typealias Completion = @Sendable (FetchEnd) -> Void
 
     private struct State {
         var url: String
@@ -153,7 +161,7 @@ final class Fetch: Sendable {
                 send(url, template, serial: serial, credential: issued.credential, waited: waited)
             case .failure(let error):
                 guard state.withLock({ $0.serial == serial }) else { return }
-                finish(.failure(client.redacting(error)))
+                finish(.failed(client.redacting(error)))
             }
         }
         return true
@@ -162,7 +170,7 @@ final class Fetch: Sendable {
     /// The attempt `serial` is still waiting for its credential past the request's timeout.
     private func credentialLate(url: String, serial: Int, milliseconds: Int) {
         guard state.withLock({ !$0.isDone && $0.serial == serial && !$0.isOutstanding }) else { return }
-        finish(.failure(SheafError(.credential, "the credential provider gave no credential within the request's timeout "
+        finish(.failed(SheafError(.credential, "the credential provider gave no credential within the request's timeout "
                                    + "of \(milliseconds) ms", url: client.redactor.redact(url))))
     }
 
@@ -172,7 +180,7 @@ final class Fetch: Sendable {
         do {
             built = try client.request(for: url, template, credential: credential)
         } catch {
-            return finish(.failure(error))
+            return finish(.failed(error))
         }
         if waited > 0, built.timeoutMilliseconds > 0 {
             built.timeoutMilliseconds = max(1, built.timeoutMilliseconds - waited)
@@ -197,7 +205,7 @@ final class Fetch: Sendable {
         case .sent: break
         case .cancelled: return
         case .overBudget:
-            return finish(.failure(SheafError(.requestBudget, "the list reached its budget of \(requests.budget ?? 0) requests", url: url)))
+            return finish(.outOfBudget)
         }
         let task = client.transport.send(request) { [self] result in
             handle(result, url: url, serial: serial)
@@ -269,7 +277,7 @@ final class Fetch: Sendable {
         pace?.record(result, sentAt: sentAt, sentBefore: sentBefore, inFlight: max(inFlight, inFlightAtAnswer))
         switch decision {
         case .deliver(let response):
-            finish(.success(Fetched(url: url, response: response, attempts: attempt)))
+            finish(.fetched(Fetched(url: url, response: response, attempts: attempt)))
         case .retry(let milliseconds):
             schedule(after: milliseconds)
         case .refreshCredential:
@@ -293,7 +301,7 @@ final class Fetch: Sendable {
             }
             self.attempt()
         case .fail(let error):
-            finish(.failure(error))
+            finish(.failed(error))
         }
     }
 
@@ -323,13 +331,13 @@ final class Fetch: Sendable {
         requests.unreserve()
     }
 
-    private func finish(_ result: Result<Fetched, SheafError>) {
+    private func finish(_ end: FetchEnd) {
         let first = state.withLock { state -> Bool in
             defer { state.isDone = true }
             giveBackReservation(&state)   // when it ended before its first request went out
             return !state.isDone
         }
-        if first { completion(result) } // the run redacts its outcome (ListRun.end)
+        if first { completion(end) } // the run redacts its outcome (ListRun.end)
     }
 }
 

@@ -1,27 +1,20 @@
 import Dispatch
 
-/// How a list ended.
+/// How a list ended: where it should (complete, or where its caller asked), or failed. The
+/// reason is data, never an error caught and turned back into a success.
 public enum ListOutcome: Sendable, Equatable {
-    /// Every page arrived and the items agree with the server's total (when it gave one).
-    case complete
-    /// The caller's item limit was reached.
-    case limitReached
-    /// The caller's page budget was reached (`ListDescription.maxPages`).
-    case pageBudgetReached
-    /// The caller's request budget was reached (`ListDescription.maxRequests`).
-    case requestBudgetReached
+    /// It ended without failing, for this reason.
+    case finished(StopReason)
     /// It failed, was stopped or was cancelled; the items delivered before stay delivered.
     case failed(SheafError)
 
-    /// Why a list that ended where its caller asked stopped; nil for a failure.
+    /// Every page arrived and the items agree with the server's total (when it gave one).
+    public static let complete = ListOutcome.finished(.complete)
+
+    /// Why a list that ended without failing stopped; nil for a failure.
     public var stopReason: StopReason? {
-        switch self {
-        case .complete: .complete
-        case .limitReached: .itemLimit
-        case .pageBudgetReached: .pageBudget
-        case .requestBudgetReached: .requestBudget
-        case .failed: nil
-        }
+        if case .finished(let reason) = self { return reason }
+        return nil
     }
 
     /// The error of a failed list; nil for every other outcome.
@@ -110,7 +103,7 @@ public final class ListRun: Sendable {
         var deadline: Deadline?
         /// Answers for pages asked for ahead of page one that came before it: read and planned
         /// once page one has decided what the list is (and how to read it, when detected).
-        var aheadOfPageOne: [(index: Int, serial: Int, answer: Result<(url: String, response: HTTPResponse), SheafError>)] = []
+        var aheadOfPageOne: [(index: Int, serial: Int, end: FetchEnd)] = []
 
         /// Whether a window of pages waits for the consumer. Counted in pages, not snapshots: a
         /// snapshot holds every page that arrived ahead of a slow one (up to twice the window).
@@ -332,8 +325,14 @@ public final class ListRun: Sendable {
 
     // MARK: Events
 
-    private func pageArrived(_ index: Int, serial: Int, url: String, response: HTTPResponse) {
-        startingWhatIsPlanned { pageArrived(index, serial: serial, url: url, response: response, starting: &$0) }
+    /// A page's fetch ended: its answer is read and planned (off the transport's thread: reading
+    /// a page is CPU work), or its failure or budget stop planned.
+    private func fetchEnded(_ index: Int, serial: Int, _ end: FetchEnd) {
+        if case .fetched = end {
+            DispatchQueue.global().async { [self] in startingWhatIsPlanned { fetchEnded(index, serial: serial, end, starting: &$0) } }
+        } else {
+            startingWhatIsPlanned { fetchEnded(index, serial: serial, end, starting: &$0) }
+        }
     }
 
     /// Runs `plan`, then starts the fetches it planned (outside the run's lock).
@@ -343,11 +342,25 @@ public final class ListRun: Sendable {
         starts.forEach { $0.start() }
     }
 
-    /// Reads and plans one page; the fetches it plans go into `starts`, for the caller to start
-    /// once every answer that came ahead of page one has been planned too (a budget that a new
-    /// request would exceed must not end the list before pages that already arrived are in).
+    /// Plans how page `index`'s fetch ended; the fetches it plans go into `starts`, for the
+    /// caller to start once every answer that came ahead of page one has been planned too (a
+    /// budget that a new request would exceed must not end the list before pages that already
+    /// arrived are in).
+    private func fetchEnded(_ index: Int, serial: Int, _ end: FetchEnd, starting starts: inout [Fetch]) {
+        if heldForPageOne(index, serial, end) { return }
+        switch end {
+        case .fetched(let fetched):
+            pageArrived(index, serial: serial, url: fetched.url, response: fetched.response, starting: &starts)
+        case .failed(let error):
+            perform(page: (index, serial, .empty), starting: &starts) { $0.planner.pageFailed(index, error) }
+        case .outOfBudget:
+            perform(page: (index, serial, .empty), starting: &starts) { $0.planner.pageStopped(index, .requestBudget) }
+        }
+        if index == 0 { replayAheadOfPageOne(starting: &starts) }
+    }
+
+    /// Reads and plans one page.
     private func pageArrived(_ index: Int, serial: Int, url: String, response: HTTPResponse, starting starts: inout [Fetch]) {
-        if heldForPageOne(index, serial, .success((url, response))) { return }
         let page: Page
         var detection: Detector.Resolution?
         do {
@@ -359,7 +372,7 @@ public final class ListRun: Sendable {
             }
             page = try PageReader(resolution!.description).read(response, from: url)
         } catch {
-            return pageFailed(index, serial: serial, error, starting: &starts)
+            return perform(page: (index, serial, .empty), starting: &starts) { $0.planner.pageFailed(index, error) }
         }
         perform(page: (index, serial, page), starting: &starts) { state in
             if let detection, state.resolution == nil {
@@ -372,32 +385,27 @@ public final class ListRun: Sendable {
             if index == 0, let hooks = client.hooks { logPlan(hooks, state, url: url) }
             return actions
         }
-        if index == 0 { replayAheadOfPageOne(starting: &starts) }
     }
 
-    /// Keeps the answer for a page after the first while page one has not been planned.
-    private func heldForPageOne(_ index: Int, _ serial: Int,
-                                _ answer: Result<(url: String, response: HTTPResponse), SheafError>) -> Bool {
+    /// Keeps how the fetch of a page after the first ended while page one has not been planned.
+    private func heldForPageOne(_ index: Int, _ serial: Int, _ end: FetchEnd) -> Bool {
         guard index > 0 else { return false }
         return state.withLock { state in
             guard state.ending == nil, state.planner.mode == .firstPage, !state.planner.isFinished else { return false }
-            state.aheadOfPageOne.append((index, serial, answer))
+            state.aheadOfPageOne.append((index, serial, end))
             return true
         }
     }
 
-    /// Hands in the answers that came ahead of page one, now that it has been planned (those
-    /// for pages the plan abandoned are ignored as any abandoned answer is).
+    /// Hands in how the fetches ahead of page one ended, now that it has been planned (those for
+    /// pages the plan abandoned are ignored as any abandoned answer is).
     private func replayAheadOfPageOne(starting starts: inout [Fetch]) {
         let held = state.withLock { state in
             defer { state.aheadOfPageOne = [] }
             return state.ending == nil ? state.aheadOfPageOne : []
         }
-        for (index, serial, answer) in held {
-            switch answer {
-            case .success(let (url, response)): pageArrived(index, serial: serial, url: url, response: response, starting: &starts)
-            case .failure(let error): pageFailed(index, serial: serial, error, starting: &starts)
-            }
+        for (index, serial, end) in held {
+            fetchEnded(index, serial: serial, end, starting: &starts)
         }
     }
 
@@ -437,16 +445,6 @@ public final class ListRun: Sendable {
         return (resolution?.description ?? description).json(resolution: resolution, plan: plan)
     }
 
-    private func pageFailed(_ index: Int, serial: Int, _ error: SheafError) {
-        startingWhatIsPlanned { pageFailed(index, serial: serial, error, starting: &$0) }
-    }
-
-    private func pageFailed(_ index: Int, serial: Int, _ error: SheafError, starting starts: inout [Fetch]) {
-        if heldForPageOne(index, serial, .failure(error)) { return }
-        perform(page: (index, serial, .empty), starting: &starts) { $0.planner.pageFailed(index, error) }
-        if index == 0 { replayAheadOfPageOne(starting: &starts) }
-    }
-
     /// Asks the planner (through `decide`) and carries out its actions: planning, assembly and
     /// endings under one hold of the lock — so no other page's ending can slip in between a
     /// decision and its effect — and I/O outside it.
@@ -465,25 +463,21 @@ public final class ListRun: Sendable {
                 state.fetches[page.index] = nil
             }
             state.planner.window = pace.window(inFlight: requests.inFlight)
-            for action in decide(&state) {
+            var actions = decide(&state)[...]
+            while let action = actions.popFirst() {
                 switch action {
                 case .fetch(let index, let url):
                     guard state.ending == nil else { continue }
+                    // The page takes its request of the budget now, in the plan's order: a page
+                    // planned later must not spend the request of one planned before it.
+                    guard requests.reserve() else {
+                        actions += state.planner.pageStopped(index, .requestBudget)
+                        continue
+                    }
                     state.fetchSerial += 1
                     let serial = state.fetchSerial
-                    // The page takes its request of the budget now, in the plan's order; one
-                    // over the budget fails at its start, after the pages planned before it.
-                    let fetch = Fetch(client: client, url: url, requests: requests, pace: pace,
-                                      reserved: requests.reserve()) { [self] result in
-                        switch result {
-                        case .success(let value):
-                            // Reading a page is CPU work: keep it off the transport's thread.
-                            DispatchQueue.global().async { [self] in
-                                pageArrived(index, serial: serial, url: value.url, response: value.response)
-                            }
-                        case .failure(let error):
-                            pageFailed(index, serial: serial, error)
-                        }
+                    let fetch = Fetch(client: client, url: url, requests: requests, pace: pace, reserved: true) { [self] end in
+                        fetchEnded(index, serial: serial, end)
                     }
                     state.fetches[index] = (serial, fetch)
                     // A slow consumer slows the fetching, rather than letting pages pile up.
@@ -513,7 +507,7 @@ public final class ListRun: Sendable {
                         delivery.async { [self] in deliver(snapshot) }
                     }
                     if state.assembler.reachedLimit {
-                        toCancel += end(&state, .limitReached)
+                        toCancel += end(&state, .finished(.itemLimit))
                     }
                     if let repeated = state.assembler.repeatedPage {
                         toCancel += end(&state, .failed(SheafError(.repeatedPage,
@@ -549,19 +543,17 @@ public final class ListRun: Sendable {
         return point
     }
 
-    /// How a planner's failure ends the run: a budget the caller set is reached, not failed.
+    /// The run's outcome from how the planner ended it.
     private func outcome(of ending: PagePlanner.Ending, _ state: State) -> ListOutcome {
         let assembler = state.assembler
         let itemCount = state.assembledResume.itemsBefore // every run's items, for the totals
         switch ending {
-        case .failed(_, let error) where error.code == .pageBudget:
-            return .pageBudgetReached
-        case .failed(_, let error) where error.code == .requestBudget:
-            return .requestBudgetReached
+        case .stopped(_, let reason):
+            return .finished(reason)
         case .failed(_, let error):
             return .failed(error)
         case .allPages(let total, let missing):
-            if assembler.reachedLimit { return .limitReached }
+            if assembler.reachedLimit { return .finished(.itemLimit) }
             guard let total, total != itemCount || !missing.isEmpty else {
                 // Never silently short: the last page must not signal more than was followed.
                 if let resolved = state.resolution?.description, resolved.paging != .single, let last = state.lastPage,

@@ -5,7 +5,7 @@ public struct SheafError: Error, Sendable, Equatable, CustomStringConvertible {
         enum Value: Sendable, Hashable {
             case invalidArgument, unsupported, state, reentrant, http, transport, badPage, incomplete,
                  loop, pageLimit, bodyTooLarge, crossOrigin, stopped, cancelled, `internal`,
-                 notFollowed, undetected, repeatedPage, io, pageBudget, requestBudget, deadline, credential,
+                 notFollowed, undetected, repeatedPage, io, deadline, credential,
                  decoding
         }
         let value: Value
@@ -34,11 +34,6 @@ public struct SheafError: Error, Sendable, Equatable, CustomStringConvertible {
         public static let repeatedPage = Code(.repeatedPage)
         /// A download's file could not be written.
         public static let io = Code(.io)
-        /// The list reached its page budget (`ListDescription.maxPages`): not a failure, a
-        /// `ListOutcome.pageBudgetReached` once the run ends.
-        package static let pageBudget = Code(.pageBudget)
-        /// The list reached its request budget (`ListDescription.maxRequests`), likewise.
-        package static let requestBudget = Code(.requestBudget)
         /// The list's deadline passed before it ended.
         public static let deadline = Code(.deadline)
         /// The credential provider gave no credential.
