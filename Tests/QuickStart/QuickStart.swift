@@ -22,11 +22,13 @@ func quickStart(token: String) async throws {
         print("\(snapshot.itemCount) of \(snapshot.expectedItems.map(String.init) ?? "?")", snapshot.items.map(\.name))
     }
 
-    // A known API's shape pinned, with budgets; a failure carries the items before it.
+    // A known API's shape pinned, with budgets; a budget's stop is a reason, a failure carries
+    // the items before it.
     var issues = try Preset.named("github").applied(to: ListDescription(path: "/repos/swiftlang/swift/issues"))
     issues.maxPages = 5
     do {
-        _ = try await client.fetchAll(Repo.self, issues)
+        let firstPages = try await client.fetchAll(Repo.self, issues)
+        print(firstPages.count, "items, stopped:", firstPages.stopReason) // .pageBudget when more pages followed
     } catch {
         print(error.code, error.httpStatus ?? 0, error.message, "items before it:", error.items.count)
     }

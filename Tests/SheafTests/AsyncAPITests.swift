@@ -34,7 +34,8 @@ final class AsyncAPITests: XCTestCase {
         for path in ["/anchor?n=237", "/conv/github?n=95", "/conv/stripe?n=57", "/drf?n=101", "/conv/jsonapi?n=44"] {
             let items = try await client.fetchAll(Thing.self, path: path)
             let count = Int(path.split(separator: "=").last!)!
-            XCTAssertEqual(items, things(0..<count), path)
+            XCTAssertEqual(items.items, things(0..<count), path)
+            XCTAssertEqual(items.stopReason, .complete, path)
         }
     }
 
@@ -214,7 +215,8 @@ final class AsyncTransportTests: XCTestCase {
         let backend = FakeAsyncBackend(delayNanoseconds: 1_000_000)
         let client = try SheafClient(baseURL: scriptedBase, transport: AsyncTransportAdapter(backend))
         let items = try await client.fetchAll(Thing.self, anchorList())
-        XCTAssertEqual(items, things(0..<95))
+        XCTAssertEqual(items.items, things(0..<95))
+        XCTAssertEqual(items.stopReason, .complete)
         XCTAssertEqual(backend.counts.value.sent, 10)
 
         let slow = FakeAsyncBackend(delayNanoseconds: 10_000_000_000)

@@ -59,7 +59,7 @@ switch mode {
 case "async":
     var things: [Thing] = []
     let took = try await clock.measure {
-        things = try await client.fetchAll(Thing.self, description)
+        things = try await client.fetchAll(Thing.self, description).items
     }
     check(things, expected)
     print(#"{"seconds": \#(seconds(took)), "items": \#(things.count)}"#)

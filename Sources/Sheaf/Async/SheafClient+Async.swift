@@ -13,15 +13,16 @@ extension SheafClient {
     /// Every item of the list, decoded, in order and de-duplicated (by the description's identity).
     /// Decoding happens on the list's own thread while the next pages are fetched.
     ///
-    /// - Returns: every item; fewer when the description's budgets stop the list early (its
-    ///   `maxItems`, `maxPages`, `maxRequests`), which is not a failure.
+    /// - Returns: every item, and why the list stopped: `.complete`, or fewer items when the
+    ///   description's budgets stop the list early (its `maxItems`, `maxPages`, `maxRequests`),
+    ///   which is not a failure.
     /// - Throws: `ListFailure` with the error (every field of `SheafError`) and every item decoded
     ///   before it (for an item that does not decode: every item before that one): an HTTP
     ///   failure after retries, a page that is not what the list describes, an item that does
     ///   not decode as `Item` (`.decoding`, naming the item's index and the JSON location inside
     ///   it), `.cancelled` when the task is cancelled.
     public func fetchAll<Item: Decodable & Sendable>(_ type: Item.Type, _ description: ListDescription,
-                                                     decoder: JSONDecoder = JSONDecoder()) async throws(ListFailure<Item>) -> [Item] {
+                                                     decoder: JSONDecoder = JSONDecoder()) async throws(ListFailure<Item>) -> ListItems<Item> {
         var items: [Item] = []
         var snapshots = ListSnapshots<Item>(client: self, description: description, decoder: ItemDecoder(decoder: decoder),
                                       keepsPrefix: false).makeAsyncIterator()
@@ -32,13 +33,13 @@ extension SheafClient {
         } catch {
             throw ListFailure(error: error, items: items + snapshots.driver.decodedBeforeFailure)
         }
-        return items
+        return ListItems(items: items, stopReason: snapshots.stopReason ?? .complete)
     }
 
     /// Every item of the list at `path` (joined to the base URL; may carry a query), its shape
     /// detected from the first page. See `fetchAll(_:_:decoder:)`.
     public func fetchAll<Item: Decodable & Sendable>(_ type: Item.Type, path: String,
-                                                     decoder: JSONDecoder = JSONDecoder()) async throws(ListFailure<Item>) -> [Item] {
+                                                     decoder: JSONDecoder = JSONDecoder()) async throws(ListFailure<Item>) -> ListItems<Item> {
         try await fetchAll(type, ListDescription(path: path), decoder: decoder)
     }
 
@@ -131,3 +132,19 @@ extension SheafClient {
         }
     }
 }
+
+/// A whole list's items, and why it stopped where it did (a budget's stop is no failure). A
+/// collection of the items: index it, count it and iterate it as the array it holds.
+public struct ListItems<Item: Sendable>: RandomAccessCollection, Sendable {
+    /// The items, in list order.
+    public let items: [Item]
+    /// Why the list ended there: `.complete`, or the limit or budget of the description that
+    /// stopped it.
+    public let stopReason: StopReason
+
+    public var startIndex: Int { items.startIndex }
+    public var endIndex: Int { items.endIndex }
+    public subscript(position: Int) -> Item { items[position] }
+}
+
+extension ListItems: Equatable where Item: Equatable {}
