@@ -18,17 +18,14 @@ final class RequestHandle: Sendable, ErrorRecording {
         var lastError: SheafError?
         /// The completion callback: set by start, taken when it runs or can no longer run.
         var callback: DoneCallback?
-        /// The thread running the callback, while it runs.
-        var callingThread: pthread_t?
         /// Set by free: no callback starts any more.
         var isClosed = false
+        /// The callback has returned, or will never run: `wait` and `close` wait for it.
         var callbackFinished = false
     }
 
     let client: ClientHandle
     private let state: Locked<State>
-    /// Signals the end of the callback (or its being skipped) to wait and free.
-    private let callbackLock = Lock()
 
     init(client: ClientHandle, method: String, path: String) {
         self.client = client
@@ -76,22 +73,16 @@ final class RequestHandle: Sendable, ErrorRecording {
             state.lastError = error
             guard !state.isClosed, let callback = state.callback else { return nil }
             state.callback = nil
-            state.callingThread = pthread_self()
             return callback
         }
         if let call = callback {
-            CallbackContext.run { call.call(self, result) }
+            CallbackContext.run(for: self) { call.call(self, result) }
         }
         // Its user data is released (the destroy function called) before anyone waiting is told
         // the callback is over: a caller that frees the request may then free the user data.
         callback = nil
-        callbackLock.withLock {
-            state.withLock { state in
-                state.callingThread = nil
-                state.callbackFinished = true
-            }
-            callbackLock.broadcast()
-        }
+        state.withLock { $0.callbackFinished = true }
+        state.changed()
     }
 
     /// Blocks until the outcome is there and the callback has returned.
@@ -104,9 +95,7 @@ final class RequestHandle: Sendable, ErrorRecording {
     }
 
     private func waitForCallback() {
-        callbackLock.withLock {
-            while !state.withLock({ $0.callbackFinished }) { callbackLock.wait() }
-        }
+        state.withLock(when: \.callbackFinished, timeoutMilliseconds: nil) { _, _ in }
     }
 
     func cancel() {
@@ -119,8 +108,7 @@ final class RequestHandle: Sendable, ErrorRecording {
         let (run, inCallback) = state.withLock { state -> (RequestRun?, Bool) in
             state.isClosed = true
             state.callback = nil // its user data is released here, or after the running call
-            let inCallback = state.callingThread.map { pthread_equal($0, pthread_self()) != 0 } ?? false
-            return (state.run, inCallback)
+            return (state.run, CallbackContext.isServing(self))
         }
         guard let run else { return }
         run.cancel()

@@ -87,7 +87,6 @@ public final class Hooks: Sendable {
     private let onEvent: (@Sendable (ClientEvent) -> Void)?
     private let queue = DispatchQueue(label: "sheaf.hooks")
     private let state = Locked(State())
-    private static let queueKey = DispatchSpecificKey<ObjectIdentifier>()
 
     /// - Parameters:
     ///   - logLevel: the most detailed level `onLog` is given.
@@ -98,7 +97,6 @@ public final class Hooks: Sendable {
         self.logLevel = onLog == nil ? nil : logLevel
         self.onLog = onLog
         self.onEvent = onEvent
-        queue.setSpecific(key: Self.queueKey, value: ObjectIdentifier(self))
     }
 
     /// Whether a record of `level` would be handed to anyone.
@@ -133,9 +131,9 @@ public final class Hooks: Sendable {
     }
 
     private func deliver(_ body: @escaping @Sendable () -> Void) {
-        queue.async { [state] in
+        queue.async { [self] in
             guard !state.withLock({ $0.closed }) else { return }
-            body()
+            CallbackContext.serving(self, body)
         }
     }
 
@@ -156,5 +154,5 @@ public final class Hooks: Sendable {
         if !isOwnQueue { queue.sync {} }
     }
 
-    private var isOwnQueue: Bool { DispatchQueue.getSpecific(key: Self.queueKey) == ObjectIdentifier(self) }
+    private var isOwnQueue: Bool { CallbackContext.isServing(self) }
 }

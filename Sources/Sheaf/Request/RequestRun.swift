@@ -21,13 +21,14 @@ public final class RequestRun: Sendable {
         var response: Response?
         var error: SheafError?
         var finished = false
+        /// `whenFinished` bodies given before the outcome.
+        var finishHandlers: [@Sendable () -> Void] = []
     }
 
     private let client: SheafClient
     private let url: String
     private let template: FetchTemplate
     private let state = Locked(State())
-    private let done = DispatchGroup()
     private let requests = RequestCounters()
     private let download: FileDownload?
 
@@ -65,7 +66,6 @@ public final class RequestRun: Sendable {
             guard !state.started else { throw SheafError(.state, "a request is sent once; create a new one to send it again") }
             state.started = true
             state.fetch = fetch
-            done.enter()
         }
         fetch.start()
     }
@@ -79,13 +79,16 @@ public final class RequestRun: Sendable {
             throw SheafError.blockingCallInsideCallback
         }
         guard state.withLock({ $0.started }) else { throw SheafError(.state, "the request has not been sent") }
-        done.wait()
-        return state.withLock { ($0.response, $0.error) }
+        return state.withLock(when: \.finished, timeoutMilliseconds: nil) { state, _ in (state.response, state.error) }
     }
 
-    /// Runs `body` once the request has an outcome (on a global queue). Call it after `start()`.
+    /// Runs `body` once the request has an outcome (on a global queue).
     public func whenFinished(_ body: @escaping @Sendable () -> Void) {
-        done.notify(queue: .global(), execute: body)
+        let finished = state.withLock { state in
+            if !state.finished { state.finishHandlers.append(body) }
+            return state.finished
+        }
+        if finished { DispatchQueue.global().async(execute: body) }
     }
 
     /// Abandons the request: the outcome becomes `.cancelled` unless it was already decided.
@@ -123,15 +126,18 @@ public final class RequestRun: Sendable {
             error = SheafError(.internal, "a single request ran out of a request budget it does not have")
         }
         if error != nil { download?.abandon() }
-        let first = state.withLock { state -> Bool in
-            guard state.started, !state.finished else { return false }
+        let handlers = state.withLock { state -> [@Sendable () -> Void]? in
+            guard state.started, !state.finished else { return nil }
             state.finished = true
             state.fetch = nil
             state.response = response
             state.error = error
-            return true
+            defer { state.finishHandlers = [] }
+            return state.finishHandlers
         }
-        if first { done.leave() }
+        guard let handlers else { return }
+        state.changed()
+        handlers.forEach { DispatchQueue.global().async(execute: $0) }
     }
 }
 

@@ -6,23 +6,48 @@ import Musl
 import Darwin
 #endif
 
-/// Marks the threads that are running foreign callbacks, so blocking calls made from them can
-/// refuse instead of deadlocking.
+/// What the current thread is doing for Sheaf, kept per thread: whether it runs a foreign
+/// callback (so blocking calls made from it refuse instead of deadlocking), and whose callbacks
+/// it serves (so an object that waits for its own callbacks to end does not wait for itself).
+/// The one answer to "am I inside a callback?".
 package enum CallbackContext {
-    private static let key: pthread_key_t = {
+    private static let callbackKey = makeKey()
+    private static let ownerKey = makeKey()
+
+    private static func makeKey() -> pthread_key_t {
         var key = pthread_key_t()
         pthread_key_create(&key, nil)
         return key
-    }()
+    }
 
-    /// Whether the current thread is inside a Sheaf callback (snapshot or transport).
-    package static var isInsideCallback: Bool { pthread_getspecific(key) != nil }
+    /// Whether the current thread is inside a Sheaf callback (snapshot, request, hook or transport).
+    package static var isInsideCallback: Bool {
+        let marked: UnsafeMutableRawPointer? = pthread_getspecific(callbackKey)
+        return marked != nil
+    }
 
-    /// Runs `body` with the current thread marked as inside a callback.
-    package static func run<T>(_ body: () throws -> T) rethrows -> T {
-        let previous = pthread_getspecific(key)
-        pthread_setspecific(key, UnsafeRawPointer(bitPattern: 1))
-        defer { pthread_setspecific(key, previous) }
+    /// Whether the current thread is serving `owner`'s callbacks (its snapshot callback, its
+    /// hooks, its completion), however deep inside them.
+    package static func isServing(_ owner: AnyObject) -> Bool {
+        let serving: UnsafeMutableRawPointer? = pthread_getspecific(ownerKey)
+        return serving == Unmanaged.passUnretained(owner).toOpaque()
+    }
+
+    /// Runs `body` with the current thread marked as inside a callback (of `owner`, when given;
+    /// otherwise of whichever owner it serves already).
+    package static func run<T>(for owner: AnyObject? = nil, _ body: () throws -> T) rethrows -> T {
+        let previous = pthread_getspecific(callbackKey)
+        pthread_setspecific(callbackKey, UnsafeRawPointer(bitPattern: 1))
+        defer { pthread_setspecific(callbackKey, previous) }
+        return try owner.map { owner in try serving(owner, body) } ?? body()
+    }
+
+    /// Runs `body` with the current thread serving `owner`, not marked as inside a callback (a
+    /// Swift hook, which may block: nothing of Sheaf waits for it but its own client's flush).
+    package static func serving<T>(_ owner: AnyObject, _ body: () throws -> T) rethrows -> T {
+        let previous = pthread_getspecific(ownerKey)
+        pthread_setspecific(ownerKey, UnsafeRawPointer(Unmanaged.passUnretained(owner).toOpaque()))
+        defer { pthread_setspecific(ownerKey, previous) }
         return try body()
     }
 }

@@ -49,6 +49,8 @@ final class Fetch: Sendable {
         var task: (any TransportTask)?
         /// The library's deadline for the attempt at a transport that keeps no time of its own.
         var deadline: Deadline?
+        /// The wait before the next attempt (a backoff, or a pause the server asked for).
+        var pause: Deadline?
         var isDone = false
         /// Whether an attempt is at the transport, counted in `requests.inFlight`.
         var isOutstanding = false
@@ -104,6 +106,7 @@ final class Fetch: Sendable {
     func abandon() -> (any TransportTask)? {
         state.withLock { state in
             state.isDone = true
+            stopPause(&state)
             settleOutstanding(&state)
             giveBackReservation(&state)
             defer { state.task = nil }
@@ -317,10 +320,23 @@ final class Fetch: Sendable {
         state.deadline = nil
     }
 
+    /// Tries again after `milliseconds` (a backoff, or a pause the server asked for). The timer
+    /// is the fetch's: abandoning the fetch stops it, so nothing wakes for a list that is over.
     private func schedule(after milliseconds: Int) {
-        DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(milliseconds)) { [self] in
-            attempt()
+        state.withLock { state in
+            guard !state.isDone else { return }
+            // Made under the lock: its handler, which takes the lock, finds it kept.
+            state.pause = Deadline(after: milliseconds) { [self] in
+                self.state.withLock { stopPause(&$0) } // a source is cancelled before it is let go
+                attempt()
+            }
         }
+    }
+
+    /// The fetch is over: its pause, if any, is stopped (the pause holds the fetch).
+    private func stopPause(_ state: inout State) {
+        state.pause?.cancel()
+        state.pause = nil
     }
 
 
@@ -334,6 +350,7 @@ final class Fetch: Sendable {
     private func finish(_ end: FetchEnd) {
         let first = state.withLock { state -> Bool in
             defer { state.isDone = true }
+            stopPause(&state)
             giveBackReservation(&state)   // when it ended before its first request went out
             return !state.isDone
         }

@@ -33,21 +33,17 @@ public final class ListPager: Sendable {
         case end(ListOutcome)
     }
 
-    /// One `next` waiting for a page: a blocked thread, or a suspended task.
+    /// One `next` waiting for a page: a blocked thread (waiting on the pager's state until it
+    /// is answered), or a suspended task (resumed when it is).
     private final class Waiter: @unchecked Sendable {
         // Safe: `answer` and `resume` are read and written only under the pager's lock.
-        let ready = DispatchSemaphore(value: 0)
         var answer: Next?
         var resume: CheckedContinuation<Next, Never>?
 
         func give(_ next: Next) {
             guard answer == nil else { return }
             answer = next
-            if let resume {
-                resume.resume(returning: next)
-            } else {
-                ready.signal()
-            }
+            resume?.resume(returning: next)
         }
     }
 
@@ -104,9 +100,11 @@ public final class ListPager: Sendable {
         case .now(let answer): return answer
         case .later(let asked): waiter = asked
         }
-        let deadline = timeoutMilliseconds.map { DispatchTime.now() + .milliseconds(max(0, $0)) } ?? .distantFuture
-        if waiter.ready.wait(timeout: deadline) == .timedOut, leave(waiter) { return .pending }
-        return state.withLock { _ in waiter.answer! }
+        return state.withLock(when: { _ in waiter.answer != nil }, timeoutMilliseconds: timeoutMilliseconds) { state, answered in
+            if answered { return waiter.answer! }
+            state.waiters.removeAll { $0 === waiter } // the page stays asked for
+            return .pending
+        }
     }
 
     /// Hands out the next page as `next` does, suspending (not blocking) until it comes or the
@@ -222,6 +220,7 @@ public final class ListPager: Sendable {
             state = State(generation: state.generation + 1, closed: state.closed)
             return old
         }
+        state.changed()
         old?.close()
     }
 
@@ -289,6 +288,7 @@ public final class ListPager: Sendable {
             state.ready.append(snapshot)
             if !state.waiters.isEmpty, let page = take(&state) { answer(&state, .page(page)) }
         }
+        state.changed()
     }
 
     private func runFinished(generation: Int) {
@@ -298,6 +298,7 @@ public final class ListPager: Sendable {
             // A waiter is only ever waiting while nothing is ready: nothing more will come.
             answer(&state, .end(outcome))
         }
+        state.changed()
     }
 
     /// The next page asked for, if it is in: handed out.
@@ -309,7 +310,8 @@ public final class ListPager: Sendable {
         return page
     }
 
-    /// Answers every waiting `next` alike: they all asked for the same page.
+    /// Answers every waiting `next` alike: they all asked for the same page. A thread blocked in
+    /// `next` sees its answer once the caller, out of the lock, says the state `changed()`.
     private func answer(_ state: inout State, _ answer: Next) {
         for waiter in state.waiters { waiter.give(answer) }
         state.waiters.removeAll()

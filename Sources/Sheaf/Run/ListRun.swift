@@ -67,7 +67,7 @@ public final class ListRun: Sendable {
         var fetches: [Int: (serial: Int, fetch: Fetch)] = [:]
         var fetchSerial = 0
         var started = false
-        /// `whenFinished` bodies given before the start.
+        /// `whenFinished` bodies given before the end.
         var finishHandlers: [@Sendable () -> Void] = []
         /// Runs after the last snapshot callback, before the outcome is known to anyone, and
         /// may replace it (`finishing(_:)`).
@@ -121,7 +121,6 @@ public final class ListRun: Sendable {
     private let startPoint: ResumePoint
     private let state: Locked<State>
     private let delivery = DispatchQueue(label: "sheaf.list.snapshots")
-    private let done = DispatchGroup()
     /// The caller's callback, dropped at the end. Boxed in a class: a closure stored in a
     /// `Synchronization.Mutex` and read back through `withLock` was re-wrapped in one more reabstraction thunk
     /// on every read, so a long stream grew quadratically slow and finally overflowed the stack.
@@ -190,25 +189,20 @@ public final class ListRun: Sendable {
         state.resolution = resolution
         self.state = Locked(state)
         self.onSnapshot = Locked(onSnapshot.map(SnapshotCallbackBox.init))
-        delivery.setSpecific(key: Self.deliveryKey, value: ObjectIdentifier(self))
     }
 
     /// Starts fetching; returns at once. A run starts once.
     public func start() throws(SheafError) {
-        let handlers = try state.withLock { (state) throws(SheafError) -> [@Sendable () -> Void] in
+        try state.withLock { (state) throws(SheafError) in
             guard !state.started else { throw SheafError(.state, "the list has already been started") }
             state.started = true
-            done.enter()
-            defer { state.finishHandlers = [] }
             if let milliseconds = description.deadlineMilliseconds {
                 state.deadline = Deadline(after: milliseconds) { [weak self] in
                     self?.stop(SheafError(.deadline, "the list did not end within its deadline of \(milliseconds) ms"),
                                byCallback: false, silencing: false)
                 }
             }
-            return state.finishHandlers
         }
-        handlers.forEach { done.notify(queue: .global(), execute: $0) }
         perform(page: nil) { $0.planner.start() }
     }
 
@@ -219,18 +213,17 @@ public final class ListRun: Sendable {
             throw SheafError.blockingCallInsideCallback
         }
         guard state.withLock({ $0.started }) else { throw SheafError(.state, "the list has not been started") }
-        done.wait()
-        return state.withLock { $0.outcome! }
+        return state.withLock(when: { $0.outcome != nil }, timeoutMilliseconds: nil) { state, _ in state.outcome! }
     }
 
     /// Runs `body` once the run has finished and every snapshot callback has returned (on a
     /// global queue); given before `start()`, once the run that starts then has finished.
     public func whenFinished(_ body: @escaping @Sendable () -> Void) {
-        let started = state.withLock { state in
-            if !state.started { state.finishHandlers.append(body) }
-            return state.started
+        let finished = state.withLock { state in
+            if state.outcome == nil { state.finishHandlers.append(body) }
+            return state.outcome != nil
         }
-        if started { done.notify(queue: .global(), execute: body) }
+        if finished { DispatchQueue.global().async(execute: body) }
     }
 
     /// Runs `body` on the delivery thread after the last snapshot callback and before `wait()`
@@ -258,7 +251,7 @@ public final class ListRun: Sendable {
     /// Afterwards no callback of this run will run.
     public func close() {
         cancel()
-        if DispatchQueue.getSpecific(key: Self.deliveryKey) != ObjectIdentifier(self) {
+        if !CallbackContext.isServing(self) {
             delivery.sync {}
         }
     }
@@ -284,8 +277,6 @@ public final class ListRun: Sendable {
     package func prefixPieces(through snapshot: Snapshot?) -> [ArraySlice<UInt8>] {
         state.withLock { $0.assembler.prefixPieces(bytes: (snapshot ?? $0.delivered)?.delta.prefixBytes ?? 0) }
     }
-
-    private static let deliveryKey = DispatchSpecificKey<ObjectIdentifier>()
 
     /// The token that resumes the list after the prefix delivered so far: nil when the list
     /// ended there, or completed.
@@ -619,9 +610,14 @@ public final class ListRun: Sendable {
         }
         delivery.async { [self] in
             let outcome = finalOutcome()
-            self.state.withLock { $0.outcome = outcome }
             onSnapshot.withLock { $0 = nil } // drop the caller's context: no callback after the end
-            done.leave()
+            let handlers = self.state.withLock { state in
+                state.outcome = outcome
+                defer { state.finishHandlers = [] }
+                return state.finishHandlers
+            }
+            self.state.changed()
+            handlers.forEach { DispatchQueue.global().async(execute: $0) }
         }
         return leftover
     }
@@ -642,7 +638,7 @@ public final class ListRun: Sendable {
             return (ending, state.finishing)
         }
         // A caller's code may run in it (a write function): a blocking call there is refused.
-        return finishing.map { body in CallbackContext.run { body(ending) } } ?? ending
+        return finishing.map { body in CallbackContext.run(for: self) { body(ending) } } ?? ending
     }
 
     /// The caller of a pulled run stops taking snapshots: the run stops as when a callback asks to.
@@ -693,7 +689,7 @@ public final class ListRun: Sendable {
             silenced = releaseSnapshot(record)
         }
         guard !silenced, let callback = onSnapshot.withLock({ $0 })?.callback else { return }
-        let goOn = CallbackContext.run { callback(snapshot) }
+        let goOn = CallbackContext.run(for: self) { callback(snapshot) }
         if !goOn { stop(SheafError(.stopped, "the snapshot callback asked to stop"), byCallback: true) }
     }
 }

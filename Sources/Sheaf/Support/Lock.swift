@@ -88,6 +88,12 @@ package final class Lock: @unchecked Sendable {
     package func broadcast() {
         pthread_cond_broadcast(condition)
     }
+
+    /// Wakes one thread blocked in `wait` (when every waiter waits for the same thing, and one
+    /// of them is enough to take it).
+    package func signal() {
+        pthread_cond_signal(condition)
+    }
 }
 
 /// A value only reachable with its lock held: `Synchronization.Mutex`'s shape on a `Lock`, and
@@ -129,8 +135,9 @@ package final class Locked<State>: @unchecked Sendable {
         }
     }
 
-    /// Wakes the threads waiting in `withLock(when:...)` to look at the state again.
-    package func changed() {
-        lock.broadcast()
+    /// Wakes the threads waiting in `withLock(when:...)` to look at the state again (with
+    /// `wakingOne`, one of them: when they all wait for the same thing and one can take it).
+    package func changed(wakingOne: Bool = false) {
+        if wakingOne { lock.signal() } else { lock.broadcast() }
     }
 }

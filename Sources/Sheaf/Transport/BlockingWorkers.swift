@@ -22,8 +22,8 @@ package final class BlockingWorkers: Sendable {
         var threads = 0
     }
 
+    /// Idle workers wait on it for a job (`withLock(when:)`), woken one per job.
     private let state = Locked(State())
-    private let signal = ConditionSignal()
     private let idleSeconds: Int
 
     init(idleSeconds: Int = 10) {
@@ -38,7 +38,7 @@ package final class BlockingWorkers: Sendable {
             state.threads += 1
             return true
         }
-        if spawn { startThread() } else { signal.wakeOne() }
+        if spawn { startThread() } else { state.changed(wakingOne: true) }
     }
 
     private func startThread() {
@@ -80,10 +80,9 @@ package final class BlockingWorkers: Sendable {
             }
             if once { return }
             state.withLock { $0.idle += 1 }
-            let woke = signal.wait(seconds: idleSeconds)
-            let exit = state.withLock { state -> Bool in
+            let exit = state.withLock(when: { $0.head < $0.jobs.count }, timeoutMilliseconds: idleSeconds * 1000) { state, woke in
                 state.idle -= 1
-                if !woke, state.head >= state.jobs.count {
+                if !woke {
                     state.threads -= 1
                     return true
                 }
@@ -91,60 +90,5 @@ package final class BlockingWorkers: Sendable {
             }
             if exit { return }
         }
-    }
-}
-
-/// A counting wake-up signal (a semaphore with a timed wait) on pthread primitives.
-final class ConditionSignal: @unchecked Sendable {
-    // Safe: the pthread mutex guards `permits`; the objects are never moved (heap-allocated).
-    private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
-    private let condition = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
-    private var permits = 0
-
-    init() {
-        pthread_mutex_init(mutex, nil)
-        #if canImport(Darwin)
-        pthread_cond_init(condition, nil) // its relative timed wait is monotonic
-        #else
-        var attributes = pthread_condattr_t()
-        pthread_condattr_init(&attributes)
-        pthread_condattr_setclock(&attributes, CLOCK_MONOTONIC)
-        pthread_cond_init(condition, &attributes)
-        pthread_condattr_destroy(&attributes)
-        #endif
-    }
-
-    deinit {
-        pthread_cond_destroy(condition)
-        pthread_mutex_destroy(mutex)
-        mutex.deallocate()
-        condition.deallocate()
-    }
-
-    func wakeOne() {
-        pthread_mutex_lock(mutex)
-        permits += 1
-        pthread_cond_signal(condition)
-        pthread_mutex_unlock(mutex)
-    }
-
-    /// Waits for a wake-up; false when `seconds` passed without one.
-    func wait(seconds: Int) -> Bool {
-        #if canImport(Darwin)
-        var relative = timespec(tv_sec: seconds, tv_nsec: 0)
-        func timedWait() -> Int32 { pthread_cond_timedwait_relative_np(condition, mutex, &relative) }
-        #else
-        var deadline = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &deadline)
-        deadline.tv_sec += seconds
-        func timedWait() -> Int32 { pthread_cond_timedwait(condition, mutex, &deadline) }
-        #endif
-        pthread_mutex_lock(mutex)
-        defer { pthread_mutex_unlock(mutex) }
-        while permits == 0 {
-            if timedWait() == ETIMEDOUT { return false }
-        }
-        permits -= 1
-        return true
     }
 }
