@@ -100,7 +100,7 @@ final class ListHandle: Sendable, ErrorRecording {
             let run: ListRun
             if let pull {
                 if state.notifyFD >= 0 { pull.whenReady { target.wake() } }
-                run = try client.makePulledList(state.description, keepsItems: keepsItems, into: pull, PulledSnapshot.init)
+                run = try client.makeList(state.description, keepsItems: keepsItems, into: pull) { (PulledSnapshot($0), true) }
             } else if state.notifyFD >= 0 {
                 // A waiter (an event loop, Python's fetch_to) wakes after each snapshot delivered
                 // and at the end, instead of polling the status.
@@ -118,7 +118,6 @@ final class ListHandle: Sendable, ErrorRecording {
         }
         if let finishing { run.finishing(finishing) }
         try run.start()
-        if let pull { run.whenFinished { pull.finish() } }
         return run
     }
 

@@ -7,9 +7,8 @@ private func pulledRun(_ transport: ScriptedTransport, window: Int = 4,
                        list: ListDescription = anchorList()) throws -> (ListRun, SnapshotChannel<Snapshot>) {
     let queue = SnapshotChannel<Snapshot>()
     let run = try scriptedClient(transport) { $0.window = window }
-        .makePulledList(list, keepsItems: false, into: queue, { $0 })
+        .makeList(list, keepsItems: false, into: queue) { ($0, true) }
     try run.start()
-    run.whenFinished { queue.finish() }
     return (run, queue)
 }
 

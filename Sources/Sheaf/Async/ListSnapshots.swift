@@ -200,25 +200,21 @@ final class SnapshotDriver<Item: Decodable & Sendable>: Sendable {
     private func startedRun() throws(SheafError) -> ListRun {
         if let run = state.withLock({ $0.run }) { return run }
         let decoder = decoder, prefix = prefix, channel = channel
-        let run = try ListRun(client: client, description: description, keepsItems: false, acknowledgesSnapshots: true) {
-            [weak self] snapshot in
-            guard let self, let run = state.withLock({ $0.run }) else { return false }
+        let run = try client.makeList(description, keepsItems: false, into: channel) { [weak self] snapshot in
+            guard let self, let run = state.withLock({ $0.run }) else { return (nil, false) } // nobody iterates
             // Decoded here, on the run's delivery thread: the caller's executor only takes them.
             let delta = snapshot.delta, offset = delta.totalItems - delta.items
             do throws(SheafError) {
                 let items = try decoder.decode(delta.json, offset: offset)
                 prefix?.append(items)
-                return channel.push(.snapshot(ListSnapshot(items: items, snapshot: snapshot, prefix: prefix, run: run)))
+                return (.snapshot(ListSnapshot(items: items, snapshot: snapshot, prefix: prefix, run: run)), true)
             } catch {
                 let before = error.itemIndex.map { decoder.decodeFirst($0 - offset, of: delta) } ?? []
-                _ = channel.push(.failure(error, before: before))
-                return false
+                return (.failure(error, before: before), false)
             }
         }
-        channel.whenTaken({ [weak run] in run?.snapshotTaken() }, closed: {})
         state.withLock { $0.run = run }
         try run.start()
-        run.whenFinished { [channel] in channel.finish() }
         return run
     }
 }

@@ -77,7 +77,7 @@ public final class SheafClient: Sendable {
     ///   - onSnapshot: called once per snapshot on the run's own serial queue; return false to stop.
     public func makeList(_ description: ListDescription, keepsItems: Bool = true,
                          onSnapshot: (@Sendable (Snapshot) -> Bool)? = nil) throws(SheafError) -> ListRun {
-        try ListRun(client: self, description: description, keepsItems: keepsItems, onSnapshot: onSnapshot)
+        try ListRun(client: self, description: description, keepsItems: keepsItems, consumer: onSnapshot.map { .callback($0) } ?? .nobody)
     }
 
     /// A list loaded page by page as the caller asks (`ListPager`), `lookAhead` pages fetched
@@ -86,12 +86,19 @@ public final class SheafClient: Sendable {
         try ListPager(client: self, description: description, keepsItems: keepsItems, lookAhead: lookAhead)
     }
 
-    /// A run whose snapshots are pushed into `queue` and count against the window until taken.
-    package func makePulledList<Element>(_ description: ListDescription, keepsItems: Bool, into queue: SnapshotChannel<Element>,
-                                         _ prepare: @escaping @Sendable (Snapshot) -> Element) throws(SheafError) -> ListRun {
-        let run = try ListRun(client: self, description: description, keepsItems: keepsItems, acknowledgesSnapshots: true,
-                              onSnapshot: { queue.push(prepare($0)) })
-        queue.whenTaken({ [weak run] in run?.snapshotTaken() }, closed: { [weak run] in run?.stopTaking() })
+    /// A run whose snapshots go into `channel` as `prepare` makes them (on the run's delivery
+    /// thread, not on the consumer's) and count against the window until taken; a `goOn` of false
+    /// stops the run after that element (if any). The channel ends with the run; closing it stops
+    /// the run.
+    package func makeList<Element>(_ description: ListDescription, keepsItems: Bool, into channel: SnapshotChannel<Element>,
+                                   _ prepare: @escaping @Sendable (Snapshot) -> (element: Element?, goOn: Bool))
+        throws(SheafError) -> ListRun {
+        let run = try ListRun(client: self, description: description, keepsItems: keepsItems, consumer: .channel { snapshot in
+            let (element, goOn) = prepare(snapshot)
+            return (element.map(channel.push) ?? true) && goOn
+        })
+        channel.whenTaken({ [weak run] in run?.snapshotTaken() }, closed: { [weak run] in run?.stopTaking() })
+        run.whenFinished { channel.finish() }
         return run
     }
 

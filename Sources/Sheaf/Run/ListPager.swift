@@ -199,11 +199,11 @@ public final class ListPager: Sendable {
     }
 
     private func makeRun(generation: Int) throws(SheafError) -> ListRun {
-        try ListRun(client: client, description: description, keepsItems: keepsItems, pageGate: 1 + lookAhead) {
-            [weak self] snapshot in
-            self?.arrived(snapshot, generation: generation)
-            return true
-        }
+        try ListRun(client: client, description: description, keepsItems: keepsItems, pageGate: 1 + lookAhead,
+                    consumer: .callback { [weak self] snapshot in
+                        self?.arrived(snapshot, generation: generation)
+                        return true
+                    })
     }
 
     deinit {

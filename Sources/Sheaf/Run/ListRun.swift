@@ -55,6 +55,20 @@ public struct Snapshot: Sendable {
     }
 }
 
+/// Who takes a run's snapshots, which decides when a snapshot stops holding the fetching back
+/// (the one rule: while the snapshots queued and not yet taken hold a window of pages, no new
+/// request starts).
+package enum SnapshotConsumer: Sendable {
+    /// Nobody: the prefix is read once the run has ended (fetch-all); snapshots carry no items.
+    case nobody
+    /// Code called on the run's delivery queue, in order: a snapshot is taken when it is called.
+    /// It returns false to stop the run.
+    case callback(@Sendable (Snapshot) -> Bool)
+    /// A channel, fed on the run's delivery queue: a snapshot is taken when the channel's
+    /// consumer takes it (`ListRun.snapshotTaken`). The feed returns false to stop the run.
+    case channel(feed: @Sendable (Snapshot) -> Bool)
+}
+
 /// One run of one list: plans pages, fetches them in a window, assembles the ordered prefix and
 /// delivers snapshots on a serial queue of its own.
 public final class ListRun: Sendable {
@@ -121,14 +135,15 @@ public final class ListRun: Sendable {
     private let startPoint: ResumePoint
     private let state: Locked<State>
     private let delivery = DispatchQueue(label: "sheaf.list.snapshots")
-    /// The caller's callback, dropped at the end. Boxed in a class: a closure stored in a
-    /// `Synchronization.Mutex` and read back through `withLock` was re-wrapped in one more reabstraction thunk
-    /// on every read, so a long stream grew quadratically slow and finally overflowed the stack.
+    /// The caller's callback or channel feed, dropped at the end. Boxed in a class: a closure
+    /// stored in a `Synchronization.Mutex` and read back through `withLock` was re-wrapped in one
+    /// more reabstraction thunk on every read, so a long stream grew quadratically slow and
+    /// finally overflowed the stack.
     private let onSnapshot: Locked<SnapshotCallbackBox?>
     private let requests: RequestCounters
     private let pace: PaceControl
-    /// Whether a delivered snapshot stays pending until `snapshotTaken` (a pulled run).
-    private let acknowledgesSnapshots: Bool
+    /// Whether a delivered snapshot stays pending until `snapshotTaken` (a channel's consumer).
+    private let takesLater: Bool
 
     /// Requests sent so far, retries and redirects included.
     public var requestsMade: Int { requests.requestsMade }
@@ -139,9 +154,14 @@ public final class ListRun: Sendable {
 
     /// - Parameter pageGate: for a load-more list (`ListPager`), the pages it may fetch before
     ///   `raisePageGate`; each of them is a snapshot of its own.
-    init(client: SheafClient, description: ListDescription, keepsItems: Bool, acknowledgesSnapshots: Bool = false,
-         pageGate: Int? = nil, onSnapshot: (@Sendable (Snapshot) -> Bool)?) throws(SheafError) {
-        self.acknowledgesSnapshots = acknowledgesSnapshots
+    init(client: SheafClient, description: ListDescription, keepsItems: Bool, pageGate: Int? = nil,
+         consumer: SnapshotConsumer) throws(SheafError) {
+        let onSnapshot: (@Sendable (Snapshot) -> Bool)?
+        switch consumer {
+        case .nobody: (onSnapshot, takesLater) = (nil, false)
+        case .callback(let callback): (onSnapshot, takesLater) = (callback, false)
+        case .channel(let feed): (onSnapshot, takesLater) = (feed, true)
+        }
         try description.check()
         var firstURL = try client.firstURL(of: description)
         fingerprint = ResumeToken.fingerprint(description, firstURL: firstURL, redactor: client.redactor)
@@ -680,7 +700,7 @@ public final class ListRun: Sendable {
             if state.silenced { state.droppedSnapshot = true } else { state.delivered = snapshot.counts }
         }
         let silenced: Bool
-        if acknowledgesSnapshots {
+        if takesLater {
             silenced = state.withLock { state in
                 record(&state)
                 return state.silenced
