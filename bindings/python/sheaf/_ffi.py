@@ -5,6 +5,10 @@ header, so the two can be compared line by line. Opaque handles are distinct ``c
 subclasses, so passing a list where a client is expected fails in ctypes, not in the library.
 Strings the library hands over for the caller to free come back as ``c_void_p`` (a ``c_char_p``
 result would be copied by ctypes and the original leaked); ``take_string`` copies and frees them.
+
+This module is the bottom of the package and imports none of it: ``errors``, above it, turns
+failing results into exceptions (the ``errcheck`` of the functions in ``CHECKED``) and refuses
+text a C string cannot carry (``encode``).
 """
 
 from __future__ import annotations
@@ -594,15 +598,13 @@ def declare(library: Any) -> None:
     # sheaf_error *sheaf_request_error(const sheaf_request *request);   (owned: sheaf_error_free)
     fn("sheaf_request_error", c_void_p, [RequestHandle])
 
-    # Results of the configuration calls become exceptions carrying the handle's message.
-    for name in _CHECKED:
-        getattr(library, name).errcheck = _errcheck
 
-
-#: Functions whose sheaf_result is turned into an exception by `_errcheck`. The run functions
-#: (start, wait, prefix, fetch_all) are checked by the caller, which also needs the items and the
-#: HTTP detail; the request functions run inside the transport bridge, which must never raise.
-_CHECKED = (
+#: Functions whose sheaf_result is turned into an exception by an ``errcheck``: the configuration
+#: calls, where the exception carries this thread's last error. ``errors`` sets it, as this module
+#: knows no exception classes. The run functions (start, wait, prefix, fetch_all) are checked by
+#: the caller, which also needs the items and the HTTP detail; the request functions run inside
+#: the transport bridge, which must never raise.
+CHECKED = (
     "sheaf_client_new", "sheaf_client_set_auth", "sheaf_client_set_option", "sheaf_client_set_transport",
     "sheaf_client_set_log", "sheaf_client_set_event_handler", "sheaf_client_set_credential_provider",
     "sheaf_client_set_credential", "sheaf_client_add_header", "sheaf_client_add_secret_param",
@@ -616,16 +618,6 @@ _CHECKED = (
     "sheaf_list_get_status", "sheaf_list_reset",
     "sheaf_request_cancel",
 )
-
-
-def _errcheck(result: int, function: Any, arguments: Tuple[Any, ...]) -> int:
-    """Raises the Error subclass for a failing result, with the detail of this thread's last error
-    (the call just made, on this thread)."""
-    if result in SUCCESSES:
-        return result
-    from .errors import error_for  # errors imports this module for the code names
-
-    raise error_for(result, **last_error_detail())
 
 
 def error_detail(pointer: Optional[int]) -> Dict[str, Any]:
@@ -660,19 +652,6 @@ def list_error_detail(handle: ListHandle) -> Dict[str, Any]:
 def decode(raw: Optional[bytes]) -> str:
     """A borrowed C string (already copied by ctypes) as text."""
     return "" if raw is None else raw.decode("utf-8", "replace")
-
-
-def encode(text: Optional[str], what: str = "a text given to the library") -> Optional[bytes]:
-    """Text for a `const char *` parameter (None stays NULL). A NUL character is refused: C would
-    read the text only up to it (a token "abc\\0def" would be sent as "abc"). The message names
-    `what`, never the text, which may be a secret."""
-    if text is None:
-        return None
-    if "\0" in text:
-        from .errors import Result, UsageError   # errors imports this module
-
-        raise UsageError(Result.INVALID_ARGUMENT, f"{what} contains a NUL character, which C strings cannot carry")
-    return text.encode("utf-8")
 
 
 def take_string(pointer: c_void_p, length: Optional[int] = None) -> bytes:

@@ -29,16 +29,13 @@ import select
 import sys
 import threading
 from ctypes import POINTER, byref
-from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Protocol, Tuple
 
 from . import _ffi
 from ._ffi import lib
 from .errors import Error, ItemDecodeError, Result, UsageError, error_for
 from .snapshot import Items, Snapshot, StopReason
 from .transport import Transport, serve
-
-if TYPE_CHECKING:
-    from .client import Client
 
 try:
     import orjson as _orjson
@@ -70,14 +67,25 @@ def _lookup(token: Optional[int]) -> Optional["ListRun"]:
         return _runs.get(token)
 
 
+class OwningClient(Protocol):
+    """What a run reads of the client whose list it runs (a :class:`sheaf.Client`): its Python
+    transport, and whether it was closed before the start. Named here, so that this module needs
+    nothing of client, which imports it."""
+
+    transport: Optional[Transport]
+
+    @property
+    def closed(self) -> bool: ...
+
+
 class ListRun:
     """A described C list, then one run of it: start, pull its snapshots to the end, free."""
 
-    def __init__(self, handle: _ffi.ListHandle, client: "Client") -> None:
+    def __init__(self, handle: _ffi.ListHandle, client: OwningClient) -> None:
         self.handle: Optional[_ffi.ListHandle] = handle
         self.lock = threading.Lock()          # guards `handle` against a cancel racing the free
         self.token = next(_tokens)
-        self.client: Optional["Client"] = client   # to check, at the start, that it is still open
+        self.client: Optional[OwningClient] = client   # to check, at the start, that it is still open
         self.transport: Optional[Transport] = client.transport
         self.error: Optional[BaseException] = None   # raised in a callback; re-raised by the caller
         self.started = False

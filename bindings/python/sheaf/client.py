@@ -16,7 +16,7 @@ from ._ffi import lib
 from ._run import ListRun, Wakeups, decoder_for
 from .description import Description
 from .pager import Pager
-from .errors import Error, ItemDecodeError, Result, UsageError
+from .errors import Error, ItemDecodeError, Result, UsageError, encode
 from .request import ApiKey, Headers, Response, header_pairs, named_pairs, send
 from .snapshot import Items, Progress, Written
 from .stream import SnapshotStream
@@ -108,7 +108,7 @@ class Client(Closing):
         self.base_url = base_url
         self.transport = transport
         handle = _ffi.ClientHandle()
-        lib.sheaf_client_new(byref(handle), _ffi.encode(base_url))
+        lib.sheaf_client_new(byref(handle), encode(base_url))
         self._handle = handle
         try:
             if token is not None and auth is not None:
@@ -119,10 +119,10 @@ class Client(Closing):
                     raise UsageError(Result.INVALID_ARGUMENT, "token_provider must be a callable, given without token or auth")
                 hooks.set_token_provider(handle, token_provider)
             for name, value in header_pairs(headers):
-                lib.sheaf_client_add_header(handle, _ffi.encode(name, "a header name"),
-                                            _ffi.encode(value, f"the value of the header {name}"))
+                lib.sheaf_client_add_header(handle, encode(name, "a header name"),
+                                            encode(value, f"the value of the header {name}"))
             for name in secret_params:
-                lib.sheaf_client_add_secret_param(handle, _ffi.encode(name))
+                lib.sheaf_client_add_secret_param(handle, encode(name))
             _set_tls(handle, verify, cert)
             if on_event is not None and not callable(on_event):
                 raise UsageError(Result.INVALID_ARGUMENT, "on_event must be a callable")
@@ -461,15 +461,15 @@ class Client(Closing):
             raise UsageError(Result.INVALID_ARGUMENT, "description must be a sheaf.Description")
         described = (description or Description()).merged(parts)
         handle = _ffi.ListHandle()
-        lib.sheaf_list_new(byref(handle), handle_of_client, _ffi.encode(path))
+        lib.sheaf_list_new(byref(handle), handle_of_client, encode(path))
         run = ListRun(handle, self)
         run.decode = decoder
         try:
             for key, value in _query_pairs(query):
-                lib.sheaf_list_add_query(handle, _ffi.encode(key), _ffi.encode(value))
+                lib.sheaf_list_add_query(handle, encode(key), encode(value))
             for name, value in header_pairs(headers):
-                lib.sheaf_list_add_header(handle, _ffi.encode(name, "a header name"),
-                                          _ffi.encode(value, f"the value of the header {name}"))
+                lib.sheaf_list_add_header(handle, encode(name, "a header name"),
+                                          encode(value, f"the value of the header {name}"))
             described.apply(handle)
             for budget, value, name in ((_ffi.SHEAF_BUDGET_ITEMS, max_items, "max_items"),
                                         (_ffi.SHEAF_BUDGET_PAGES, max_pages, "max_pages"),
@@ -484,7 +484,7 @@ class Client(Closing):
             if resume is not None:
                 if not isinstance(resume, str):
                     raise UsageError(Result.INVALID_ARGUMENT, f"resume must be a str, not {type(resume).__name__}")
-                lib.sheaf_list_set_resume(handle, _ffi.encode(resume))
+                lib.sheaf_list_set_resume(handle, encode(resume))
             # Items are kept, if at all, in Python; a pager's by the library (Pager.items reads them back).
             lib.sheaf_list_set_keep_items(handle, int(keep_items))
         except BaseException:
@@ -500,14 +500,14 @@ def _set_auth(handle: _ffi.ClientHandle, auth: Any) -> None:
     if auth is None:
         return
     if isinstance(auth, str):
-        lib.sheaf_client_set_auth(handle, _ffi.SHEAF_AUTH_BEARER, _ffi.encode(auth, "the token"))
+        lib.sheaf_client_set_auth(handle, _ffi.SHEAF_AUTH_BEARER, encode(auth, "the token"))
     elif isinstance(auth, ApiKey):
         kind = _ffi.SHEAF_AUTH_API_KEY_HEADER if auth.where == "header" else _ffi.SHEAF_AUTH_API_KEY_QUERY
-        lib.sheaf_client_set_credential(handle, kind, _ffi.encode(auth.name, "the API key's name"),
-                                        _ffi.encode(auth.value, "the API key"))
+        lib.sheaf_client_set_credential(handle, kind, encode(auth.name, "the API key's name"),
+                                        encode(auth.value, "the API key"))
     elif isinstance(auth, tuple) and len(auth) == 2 and all(isinstance(part, str) for part in auth):
-        lib.sheaf_client_set_credential(handle, _ffi.SHEAF_AUTH_BASIC, _ffi.encode(auth[0], "the user name"),
-                                        _ffi.encode(auth[1], "the password"))
+        lib.sheaf_client_set_credential(handle, _ffi.SHEAF_AUTH_BASIC, encode(auth[0], "the user name"),
+                                        encode(auth[1], "the password"))
     else:
         raise UsageError(Result.INVALID_ARGUMENT,
                          "auth must be a bearer token (str), (user, password) or sheaf.ApiKey, "
@@ -517,15 +517,15 @@ def _set_auth(handle: _ffi.ClientHandle, auth: Any) -> None:
 def _set_tls(handle: _ffi.ClientHandle, verify: Union[bool, str], cert: Union[None, str, Tuple[str, str]]) -> None:
     if isinstance(verify, str):
         which = _ffi.SHEAF_TLS_CA_DIRECTORY if os.path.isdir(verify) else _ffi.SHEAF_TLS_CA_FILE
-        lib.sheaf_client_set_tls_file(handle, which, _ffi.encode(verify))
+        lib.sheaf_client_set_tls_file(handle, which, encode(verify))
     elif not isinstance(verify, bool):
         raise UsageError(Result.INVALID_ARGUMENT, f"verify must be True, False or a path, not {verify!r}")
     if cert is None:
         return
     certificate, key = (cert, None) if isinstance(cert, str) else cert
-    lib.sheaf_client_set_tls_file(handle, _ffi.SHEAF_TLS_CERT, _ffi.encode(certificate))
+    lib.sheaf_client_set_tls_file(handle, _ffi.SHEAF_TLS_CERT, encode(certificate))
     if key is not None:
-        lib.sheaf_client_set_tls_file(handle, _ffi.SHEAF_TLS_KEY, _ffi.encode(key))
+        lib.sheaf_client_set_tls_file(handle, _ffi.SHEAF_TLS_KEY, encode(key))
 
 
 # ---- describing a list ------------------------------------------------------------------------

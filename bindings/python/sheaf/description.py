@@ -30,7 +30,7 @@ from dataclasses import dataclass, fields, replace
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 from . import _ffi
-from .errors import Result, UsageError
+from .errors import Result, UsageError, encode
 
 #: The signals in the order of the header's enum, with their constants.
 SIGNALS: Tuple[Tuple[str, int], ...] = (
@@ -85,7 +85,7 @@ class Description:
 
     def apply(self, handle: _ffi.ListHandle) -> None:
         """Describes the C list `handle` with :meth:`to_json` (UsageError naming the refused field)."""
-        _ffi.lib.sheaf_list_set_description(handle, _ffi.encode(self.to_json(), "the description"))
+        _ffi.lib.sheaf_list_set_description(handle, encode(self.to_json(), "the description"))
 
     def to_json(self) -> str:
         """This description in the library's JSON form (``sheaf_list_set_description``): `json`, if
@@ -184,7 +184,7 @@ def presets() -> Dict[str, Tuple[str, Description]]:
     for index in range(lib.sheaf_preset_count()):
         name = _ffi.decode(lib.sheaf_preset_name(index))
         pointer, length = ctypes.c_void_p(), ctypes.c_size_t()
-        lib.sheaf_preset_description(_ffi.encode(name), ctypes.byref(pointer), ctypes.byref(length))
+        lib.sheaf_preset_description(encode(name), ctypes.byref(pointer), ctypes.byref(length))
         data = _json.loads(_ffi.take_string(pointer, length.value))
         result[name] = (data.get("summary", ""), Description.from_json(data))
     return result

@@ -31,7 +31,7 @@ class                         result codes
 from __future__ import annotations
 
 import enum
-from typing import Any, Dict, List, Optional, Type
+from typing import Any, Dict, List, Optional, Tuple, Type
 
 from . import _ffi
 
@@ -267,6 +267,36 @@ def error_for(code: int, message: str = "", *, status: int = 0, body: str = "", 
     if cls is HTTPError:
         return HTTPError(code, message, status=status, body=body, **detail)
     return cls(code, message, **detail)
+
+
+# ---- where calls into the library raise them ----------------------------------------------------
+# Here and not in _ffi: the classes above need _ffi's result codes and texts, so _ffi, below them,
+# cannot raise them.
+
+def check_result(result: int, function: Any, arguments: Tuple[Any, ...]) -> int:
+    """The ``errcheck`` of the functions in ``_ffi.CHECKED``: raises the Error subclass for a
+    failing result, with the detail of this thread's last error (the call just made, on this
+    thread)."""
+    if result in _ffi.SUCCESSES:
+        return result
+    raise error_for(result, **_ffi.last_error_detail())
+
+
+# Set once, when this module loads: every module that calls the library imports this one.
+if _ffi.library_path is not None:
+    for _name in _ffi.CHECKED:
+        getattr(_ffi.lib, _name).errcheck = check_result
+
+
+def encode(text: Optional[str], what: str = "a text given to the library") -> Optional[bytes]:
+    """Text for a `const char *` parameter (None stays NULL). A NUL character is refused: C would
+    read the text only up to it (a token "abc\\0def" would be sent as "abc"). The message names
+    `what`, never the text, which may be a secret."""
+    if text is None:
+        return None
+    if "\0" in text:
+        raise UsageError(Result.INVALID_ARGUMENT, f"{what} contains a NUL character, which C strings cannot carry")
+    return text.encode("utf-8")
 
 
 __all__ = [

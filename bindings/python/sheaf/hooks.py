@@ -22,7 +22,7 @@ from typing import Any, Callable, Dict, Optional, Tuple
 
 from . import _ffi
 from ._ffi import lib
-from .errors import UsageError
+from .errors import UsageError, encode
 
 logger = logging.getLogger("sheaf")
 
@@ -107,7 +107,7 @@ def _provide(reply: Any, user_data: Optional[int]) -> None:
         token = provider(bool(lib.sheaf_credential_reply_is_refresh(reply)))
         if not isinstance(token, str) or not token:
             raise TypeError(f"the token provider returned {type(token).__name__}, not a non-empty str")
-        lib.sheaf_credential_reply_set(reply, _ffi.encode(token, "the token the provider returned"))
+        lib.sheaf_credential_reply_set(reply, encode(token, "the token the provider returned"))
     except UsageError as error:   # a NUL in the token: the message names no secret
         lib.sheaf_credential_reply_fail(reply, error.message.encode())
     except Exception as error:   # the requests waiting fail with CredentialError, naming it

@@ -11,7 +11,7 @@ from typing import Any, Callable, Iterator, List, Mapping, Optional, Sequence, T
 
 from . import _ffi
 from ._ffi import lib
-from .errors import HTTPError, Result, UsageError, error_for
+from .errors import HTTPError, Result, UsageError, encode, error_for
 
 #: A download's progress callback: (bytes written, bytes expected or None).
 Progress = Callable[[int, Optional[int]], None]
@@ -129,34 +129,34 @@ def prepare(client_handle: _ffi.ClientHandle, method: str, path: Union[str, Sequ
     if sum(x is not None for x in (json, data, content)) > 1:
         raise UsageError(Result.INVALID_ARGUMENT, "give at most one of json=, data= and content=")
     handle = _ffi.RequestHandle()
-    lib.sheaf_request_new(byref(handle), client_handle, _ffi.encode(method.upper()), _ffi.encode(base))
+    lib.sheaf_request_new(byref(handle), client_handle, encode(method.upper()), encode(base))
     try:
         for segment in segments:
-            lib.sheaf_request_add_segment(handle, _ffi.encode(segment))
+            lib.sheaf_request_add_segment(handle, encode(segment))
         for name, value in query:
-            lib.sheaf_request_add_query(handle, _ffi.encode(name), _ffi.encode(value))
+            lib.sheaf_request_add_query(handle, encode(name), encode(value))
         for name, value in header_pairs(headers):
-            lib.sheaf_request_add_header(handle, _ffi.encode(name, "a header name"),
-                                         _ffi.encode(value, f"the value of the header {name}"))
+            lib.sheaf_request_add_header(handle, encode(name, "a header name"),
+                                         encode(value, f"the value of the header {name}"))
         if json is not None:
             body = _json.dumps(json, separators=(",", ":"), ensure_ascii=False).encode()
-            lib.sheaf_request_set_body(handle, _ffi.encode(content_type or "application/json"), body, len(body))
+            lib.sheaf_request_set_body(handle, encode(content_type or "application/json"), body, len(body))
         elif data is not None:
             fields = data.items() if isinstance(data, Mapping) else data
             for name, value in fields:
                 for one in value if isinstance(value, (list, tuple)) else [value]:
-                    lib.sheaf_request_add_form(handle, _ffi.encode(str(name)), _ffi.encode(str(one)))
+                    lib.sheaf_request_add_form(handle, encode(str(name)), encode(str(one)))
         elif content is not None:
             if isinstance(content, str):
                 content = content.encode()
             if not isinstance(content, (bytes, bytearray, memoryview)):
                 raise UsageError(Result.INVALID_ARGUMENT, f"content must be bytes, not {type(content).__name__}")
             raw = bytes(content)
-            lib.sheaf_request_set_body(handle, _ffi.encode(content_type or "application/octet-stream"), raw, len(raw))
+            lib.sheaf_request_set_body(handle, encode(content_type or "application/octet-stream"), raw, len(raw))
         if retry:
             lib.sheaf_request_set_retry(handle, 1)
         if output is not None:
-            lib.sheaf_request_set_output_file(handle, _ffi.encode(os.fspath(output)))
+            lib.sheaf_request_set_output_file(handle, encode(os.fspath(output)))
     except BaseException:
         lib.sheaf_request_free(handle)
         raise

@@ -44,13 +44,10 @@ import ctypes
 import socket
 import ssl
 from ctypes import byref, c_char_p, c_size_t
-from typing import TYPE_CHECKING, Any, Callable, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Iterable, List, Mapping, Optional, Protocol, Sequence, Tuple, Union
 
 from . import _ffi
 from ._ffi import lib
-
-if TYPE_CHECKING:
-    from ._run import ListRun
 
 #: What a transport returns for response headers.
 ResponseHeaders = Union[Mapping[str, str], Iterable[Tuple[str, str]]]
@@ -69,7 +66,17 @@ TRANSPORT_FAILURES: Sequence[Tuple[type, int]] = (
 _MESSAGE_LIMIT = 512
 
 
-def serve(run: Optional["ListRun"], request: _ffi.ExchangeHandle) -> None:
+class ServedRun(Protocol):
+    """What `serve` needs of the list run a request belongs to (a ``sheaf._run.ListRun``): the
+    list's transport, and a way to stop the list with an exception. Named here, so that this
+    module needs nothing of _run, which imports it."""
+
+    transport: Optional[Transport]
+
+    def fail_with(self, error: BaseException) -> None: ...
+
+
+def serve(run: Optional[ServedRun], request: _ffi.ExchangeHandle) -> None:
     """Performs `request` with the run's Python transport and answers it exactly once.
 
     Never raises: it runs inside a ctypes callback, where an exception would only be printed.

@@ -25,7 +25,7 @@ from conftest import REPO, close_the_pipe, expected_items, interrupt_cli, stats,
 
 import sheaf
 from sheaf import cli
-from sheaf._progress import Progress, status_line
+from sheaf.cli.progress import Progress, status_line
 from sheaf.snapshot import Progress as Counts
 
 PYTHON_DIR = REPO / "bindings" / "python"
@@ -104,9 +104,11 @@ def test_version_without_the_library_still_names_the_package(monkeypatch, capsys
 
 def test_version_of_a_package_with_no_library_anywhere(tmp_path):
     package = tmp_path / "sheaf"
-    package.mkdir()
-    for source in Path(sheaf.__file__).parent.glob("*.py"):
-        shutil.copy(source, package / source.name)
+    sources = Path(sheaf.__file__).parent
+    for source in sources.rglob("*.py"):   # the Python files alone, subpackages included
+        copy = package / source.relative_to(sources)
+        copy.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(source, copy)
     r = sheaf_command("--version", env=environment(PYTHONPATH=str(tmp_path), SHEAF_LIBRARY_PATH="/nowhere/libsheaf.so.0"),
                       cwd=tmp_path)
     assert r.returncode == 0, r.stderr

@@ -71,7 +71,7 @@ def preset_texts() -> Dict[str, str]:
     for index in range(lib.sheaf_preset_count()):
         name = _ffi.decode(lib.sheaf_preset_name(index))
         pointer, length = ctypes.c_void_p(), ctypes.c_size_t()
-        lib.sheaf_preset_description(_ffi.encode(name), ctypes.byref(pointer), ctypes.byref(length))
+        lib.sheaf_preset_description(name.encode(), ctypes.byref(pointer), ctypes.byref(length))
         texts[name] = _ffi.take_string(pointer, length.value).decode()
     return texts
 

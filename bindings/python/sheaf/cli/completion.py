@@ -1,5 +1,5 @@
-"""Shell completion scripts for the `sheaf` command (`sheaf completion bash|zsh`), made from its
-argparse parser, so that they know every subcommand and flag the parser knows.
+"""`sheaf completion bash|zsh`: a shell completion script for the `sheaf` command, made from its
+argparse parser, so that it knows every subcommand and flag the parser knows.
 
 Not part of the public API.
 """
@@ -8,9 +8,13 @@ from __future__ import annotations
 
 import argparse
 import re
+import sys
 from typing import Dict, List, Mapping, NamedTuple, Sequence
 
-__all__ = ["bash", "zsh"]
+from .exits import EXIT_OK
+from .parser import build_parser
+
+__all__ = ["bash", "zsh", "run"]
 
 #: Extra values of flags the parser leaves open (the presets: the library checks them, and the
 #: parser is built without loading it), by option string.
@@ -221,3 +225,14 @@ else
     compdef {function} {prog}
 fi
 """
+
+
+def run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+    try:
+        import sheaf as api
+        values = {"--preset": sorted(api.presets())}
+    except (ImportError, OSError, AttributeError):
+        values = {}   # the script still completes everything else
+    write = bash if args.shell == "bash" else zsh
+    sys.stdout.write(write(build_parser(), values))
+    return EXIT_OK

@@ -1,0 +1,182 @@
+"""`sheaf get URL`: every item of a paginated list, written in order as it arrives (to stdout or
+to a file replaced only on success), with a progress line on a terminal and, after a stop or a
+failure, the token that goes on. `--explain` prints what was detected instead."""
+
+from __future__ import annotations
+
+import argparse
+import errno
+import os
+import sys
+from typing import Optional
+
+from .connection import connect, open_client
+from .exits import EXIT_FAILURE, EXIT_INTERRUPTED, EXIT_OK, Interrupt, error_message, exit_status, report
+from .output import AtomicFile, FieldWriter, isatty, silence
+from .progress import Progress
+
+#: The options of a run of a list, not of its description (``--explain`` ignores them).
+RUN_OPTIONS = ("max_items", "max_pages", "max_requests", "deadline", "resume")
+
+
+def _list_options(parser: argparse.ArgumentParser, args: argparse.Namespace) -> dict:
+    """The description's parts and the other list options given on the command line."""
+    paging = args.paging
+    if args.page_param is not None:
+        if paging is not None:
+            parser.error("--page-param and --paging are the same option: give one")
+        paging = "page:" + args.page_param
+    described = _description_text(parser, args.description)
+    options = {"json": described, "preset": args.preset, "paging": paging, "first": args.first, "size_param": args.size_param,
+               "page_size": args.page_size, "items": args.items, "next": args.next, "cursor": args.cursor,
+               "total": args.total, "page_count": args.page_count, "has_more": args.has_more,
+               "is_last": args.is_last, "id": args.id}
+    # Without --description the flags alone must make sense; with it, the library judges the whole.
+    if args.first is not None and paging is None and args.preset is None and described is None:
+        parser.error("--first needs --paging (or --page-param, or a preset)")
+    if args.page_size is not None and args.size_param is None and args.preset is None and described is None:
+        parser.error("--page-size needs --size-param (the query parameter that carries it) or a preset")
+    for name in RUN_OPTIONS:
+        if getattr(args, name) is not None:
+            options[name] = getattr(args, name)
+    if options.get("deadline") == 0:
+        parser.error("--deadline needs a positive number of seconds")
+    return {name: value for name, value in options.items() if value is not None}
+
+
+def _description_text(parser: argparse.ArgumentParser, value: Optional[str]) -> Optional[str]:
+    """--description: inline JSON when it starts with "{", else the contents of that file."""
+    if value is None or value.lstrip().startswith("{"):
+        return value
+    try:
+        with open(value, "rb") as file:
+            return file.read().decode("utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        parser.error(f"--description: cannot read {value}: {getattr(e, 'strerror', None) or e}")
+        raise  # not reached: parser.error exits
+
+
+def _explain(api, args: argparse.Namespace, base: str, path: str, token: Optional[str],
+             list_options: dict, client_options: dict) -> int:
+    list_options = {name: value for name, value in list_options.items() if name not in RUN_OPTIONS}
+    try:
+        with open_client(api, base, client_options) as client:
+            explained = client.explain(path, **list_options)
+    except api.Error as e:
+        report(error_message(api, e, token))
+        return exit_status(api, e)
+    if args.format == "json":   # the description itself, for --description
+        sys.stdout.write((explained.json or "{}") + "\n")
+        return EXIT_OK
+    sys.stdout.write(explained.command_line(args.url) + "\n")
+    detected = ", ".join(explained.detected) or "nothing"
+    sys.stdout.write(f"plan: {explained.plan or 'unknown'}; detected: {detected}\n")
+    return EXIT_OK
+
+
+def run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+    if args.format == "csv" and not args.fields:
+        parser.error("--format csv needs --fields, the JSON pointers of its columns (e.g. --fields /id,/user/login)")
+    connection = connect(parser, args)
+    if connection is None:
+        return EXIT_FAILURE
+    api, base, path, client_options, token = connection
+    list_options = _list_options(parser, args)
+    if args.explain:
+        return _explain(api, args, base, path, token, list_options, client_options)
+
+    if args.output == "-":
+        args.output = None   # stdout
+    target = None
+    if args.output:
+        try:
+            target = AtomicFile(args.output)
+        except OSError as e:
+            report(f"cannot write {args.output}: {e.strerror or e}")
+            return EXIT_FAILURE
+        out = target.file
+    else:
+        out = sys.stdout.buffer
+    # Without --fields the library writes the items itself, from the bytes the pages brought
+    # (nothing decoded in Python). When they go to the terminal the progress line is on, only its
+    # final state is drawn, after them.
+    shares_terminal = not args.output and isatty(sys.stdout)
+    progress = Progress(sys.stderr, enabled=not args.quiet and isatty(sys.stderr), live=not shares_terminal)
+    status, message, note = EXIT_OK, None, ""
+    stop_reason = None
+    resume = None   # the token after the items written
+    try:
+        try:
+            with open_client(api, base, client_options) as client:
+                progress.start_waiting()
+                if args.fields:
+                    writer = FieldWriter(out, args.format, args.fields, header=args.resume is None)
+                    resume, stop_reason = _write_decoded(client, path, writer, progress, list_options)
+                else:
+                    written = client.fetch_to(path, out, format=args.format, progress=progress.update, **list_options)
+                    resume, stop_reason = written.resume_token, written.stop_reason
+            if stop_reason not in (api.StopReason.COMPLETE, api.StopReason.NONE):
+                note = stop_reason.note   # exit status 0: it stopped where asked
+        except api.FileError as e:
+            if target is None and os.strerror(errno.EPIPE) in e.message:
+                return _reader_left(out, progress)
+            status, message, note = EXIT_FAILURE, error_message(api, e, token), "failed"
+        except api.Error as e:
+            status, message = exit_status(api, e), error_message(api, e, token)
+            resume, note = e.resume_token, "failed"
+        except KeyboardInterrupt as e:
+            status, message, note = EXIT_INTERRUPTED, "interrupted", "interrupted"
+            resume = getattr(e, "resume_token", None)
+        except OSError as e:   # a FieldWriter's write
+            if target is None and e.errno == errno.EPIPE:
+                return _reader_left(out, progress)
+            status, message, note = EXIT_FAILURE, f"cannot write {args.output or 'the items'}: {e.strerror or e}", "failed"
+    finally:
+        if target is not None:
+            try:
+                if status == EXIT_OK:
+                    target.commit()
+                else:
+                    target.discard()
+            except OSError as e:
+                target.discard()
+                report(f"cannot write {args.output}: {e.strerror or e}")
+                status = status or EXIT_FAILURE
+    items_written = progress.snapshot.item_count if progress.snapshot is not None else 0
+    progress.finish(note)
+    if message is not None:
+        report(message)
+    # After a failure, a token is worth printing when items were written (a failure before any
+    # is re-run as it was), and not with -o: a failed run keeps nothing there.
+    if status == EXIT_OK and note:
+        report(note)   # why the list stopped where asked (exit status 0)
+    if resume is not None and (status == EXIT_OK or (items_written > 0 and target is None)):
+        report(f"to go on: --resume {resume}")
+    return status
+
+
+def _write_decoded(client, path: str, writer: FieldWriter, progress: Progress, list_options: dict):
+    """What fetch_to does, through Client.stream and `writer`: returns the token that goes on
+    after the items written (None when the list is complete) and why the list stopped."""
+    with client.stream(path, **list_options) as stream:
+        written_through = stream.resume_token
+        writer.start()
+        try:
+            for snapshot in stream:
+                progress.update(snapshot)
+                with Interrupt.held_back():
+                    writer.add(snapshot.items)
+                    written_through = snapshot.resume_token
+        except KeyboardInterrupt as interrupt:
+            interrupt.resume_token = written_through   # type: ignore[attr-defined]
+            raise
+        finally:
+            writer.finish()   # a JSON array is closed after a failure too
+        return stream.resume_token, stream.stop_reason
+
+
+def _reader_left(out, progress: Progress) -> int:
+    """The reader went away (`sheaf get ... | head`): stop quietly."""
+    silence(out)
+    progress.clear()
+    return EXIT_OK

@@ -1,0 +1,444 @@
+"""The `sheaf` command's arguments: the parser, its help texts (epilogs with worked examples, the
+exit statuses), the types that check option values, and the guard that keeps secrets out of
+argparse's error messages. Which function runs a command is `sheaf.cli.COMMANDS`' business."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import sys
+from typing import Any, List, Sequence, Tuple
+
+from .output import Field
+
+PROG = "sheaf"
+TOKEN_ENV = "SHEAF_TOKEN"
+LOG_ENV = "SHEAF_LOG"
+
+EXIT_STATUS_TEXT = """\
+exit status:
+  0    the whole list was written, or the part --max-items, --max-pages or --max-requests
+       asked for (then "sheaf: to go on: --resume TOKEN" on stderr)
+  1    any other failure (the library could not be loaded, an output file could not be written,
+       the list was stopped, a bug)
+  2    usage error: a bad option, URL or JSON pointer
+  3    HTTP failure: the server answered with an error status after retries, e.g. 401 or 403
+       (the token is missing, wrong or expired: --token / SHEAF_TOKEN), 404, 500
+  4    network failure: connection refused, DNS, TLS, timeout (after retries)
+  5    bad page: a page is not JSON or the items / next / total are not where the options say;
+       the items disagree with the server's total; the last page signals more than the list's
+       description follows (never silently short: the message says which flag follows it);
+       detection could not decide the list's shape (the message names the flags that choose);
+       a next link loops, leaves the URL's origin, or the walk exceeds the page cap (10,000);
+       pages repeat; a body exceeds the size cap
+  6    the list did not end within --deadline
+  130  interrupted (Ctrl-C); the list is cancelled
+  On a failure, the items that arrived before it have already been written to stdout (with
+  --format json the array is still closed, so the output stays valid JSON), and stderr says
+  how to go on after them: "sheaf: to go on: --resume TOKEN" (the same command with that
+  option writes the rest, no item twice or missing). A file named with -o is replaced only by a
+  run that succeeds (written under a temporary name, then renamed), so a failed run leaves the
+  old file as it was, and prints no token. One line "sheaf: <message>" goes to stderr, with
+  the server's own error text when it gave one. No credential ever appears in any message."""
+
+REQUEST_EPILOG = """\
+examples:
+  sheaf request https://api.example.com/v1/things/42
+  sheaf request -X POST https://api.example.com/v1/things --json '{"name": "x"}'
+  sheaf request -X POST https://api.example.com/v1/things --json @thing.json
+  sheaf request -X PUT https://api.example.com/v1/form --form name=x --form tag=a --form tag=b
+  sheaf request -X DELETE https://api.example.com/v1/things/42 -H 'If-Match: "abc"'
+  sheaf request PATCH https://api.example.com/v1/things/42 --json '{"name": "y"}'   (the method
+                                                 may come first, as in HTTPie, instead of -X)
+
+  The response body goes to stdout (or -o FILE, replaced only on success); -i also prints the
+  status line and headers to stderr. A failing status prints the body too, and exits 3 with
+  the server's own error fields in the message. POST and PATCH are not retried unless --retry
+  is given or the request carries an Idempotency-Key header.
+
+""" + EXIT_STATUS_TEXT
+
+COMPLETION_EPILOG = """\
+examples:
+  source <(sheaf completion bash)                 in ~/.bashrc
+  sheaf completion bash > ~/.local/share/bash-completion/completions/sheaf
+  source <(sheaf completion zsh)                  in ~/.zshrc, after compinit
+  sheaf completion zsh > ~/.zfunc/_sheaf          with ~/.zfunc in $fpath, before compinit
+
+  The script is made from the command's own options, so it is as new as the sheaf that wrote
+  it: write it again after an upgrade. The presets it offers are the library's."""
+
+GET_EPILOG = """\
+describing a list:
+  Nothing, usually: Sheaf reads the first page and detects where the items are (the body array,
+  or the one array under "results", "items", "data", "value", "_embedded", ...), how the next
+  page is found (a next link in the body, the Link header, X-Next-Page, a cursor such as
+  Slack's next_cursor or Google's nextPageToken, Stripe's has_more), how many items there are
+  (a total in the body, X-Total-Count, X-Total, Content-Range) and whether page k can be asked
+  for directly (a next link that differs from its request in one page or offset parameter):
+  then pages go out --concurrency at a time. --explain prints what it detected as the flags
+  that pin it.
+
+    sheaf get 'https://api.example.com/v1/things'
+    sheaf get 'https://api.example.com/v1/things' --explain
+
+  A list never ends silently short: if its last page still signals more than the description
+  follows (a Link rel="next", has_more, a next field, a total above what arrived), the command
+  fails (exit 5) naming the flag that would follow it.
+
+  Second, a preset pins the shape of a known API ('sheaf presets' lists them):
+
+    sheaf get 'https://api.github.com/repos/OWNER/REPO/issues' --preset github --page-size 100
+    sheaf get 'https://api.stripe.com/v1/charges' --preset stripe --id /id
+
+  Third, any part can be pinned (the rest is still detected). A signal SRC is a JSON pointer
+  ("/items", "/data/results"; "" for a body that is the array), header:NAME, link:REL,
+  last-item:/POINTER (in the page's last item), or none (the list has no such signal):
+
+    --paging KIND       detect (default), single (one response), next (follow the next signal),
+                        page:NAME (page k is ?NAME=first+k), offset:NAME (?NAME=first+k*served),
+                        cursor:NAME (?NAME=<the page's cursor>); --page-param NAME = page:NAME
+    --first N           the first page number (default 1) or offset (default 0)
+    --size-param NAME   with --page-size N: ask for N items per page as ?NAME=N (servers may
+                        send fewer; Sheaf plans with the size the server actually returned)
+    --items SRC         the array of items
+    --next SRC          the next page: a URL (absolute or relative), or a page number in a header
+    --cursor SRC        the cursor sent back with --paging cursor:NAME
+    --total SRC         the total number of items
+    --page-count SRC    the number of pages (link:last reads the last page's number)
+    --has-more SRC      a boolean, true while more pages follow
+    --is-last SRC       a boolean, true on the last page
+    --id PTR            an identity inside each item; repeated items are dropped, the first
+                        one wins (pages that shift while they are read repeat items)
+
+  Or all of it at once, in the JSON form the library prints (include/sheaf/description.schema.json),
+  from a FILE or inline when it starts with "{"; the flags above override its parts (--paging
+  its whole paging, as "kind" does in the JSON). --explain
+  --format json prints the description of what was detected in that form, to save and reuse:
+
+    sheaf get 'https://api.example.com/v1/things' --explain --format json > things.json
+    sheaf get 'https://api.example.com/v1/things' --description things.json
+    sheaf get 'https://api.example.com/v1/things' --description '{"preset": "github"}' --page-size 50
+
+output formats:
+  jsonl  one item per line, the bytes the server sent (the default)
+  json   one array, an item per line
+  csv    with --fields: a header row of the fields' names (each pointer without its leading
+         "/": number,user/login,labels/0/name), then a row per item: strings as they are,
+         numbers and booleans as JSON text (42, true), null or missing as an empty cell,
+         objects and arrays as compact JSON; rows end with CRLF (RFC 4180). With --resume there
+         is no header row, so that the rest appends to the first part.
+  --fields PTR,PTR,... (JSON pointers, RFC 6901: /id, /user/login, /labels/0/name, /a~1b for
+  the key "a/b") with jsonl or json writes each item as an object of those fields instead,
+  keyed by the same names: {"id":1,"owner/name":"x"}, null for a missing one.
+  Without --fields, the library writes the items as the pages brought them, nothing decoded
+  in Python; csv and --fields decode each item in Python, which is slower on long lists.
+
+examples:
+  1. GitHub-style: a bare array, Link: <...&page=2>; rel="next", <...&page=34>; rel="last":
+
+       sheaf get 'https://api.example.com/v1/things'            (detected)
+
+  2. Pages like {"items": [...], "next_page": "...?page=2", "total": 1234}, asked for with
+     ?page=N&per_page=S, pinned:
+
+       sheaf get 'https://api.example.com/v1/things' --items /items --next /next_page \\
+           --total /total --paging page:page --first 1 --size-param per_page --page-size 100
+
+  3. Offsets with a total in a header:
+
+       sheaf get 'https://api.example.com/v1/things?limit=100' --paging offset:offset \\
+           --total header:X-Total-Count
+
+  4. The first 500 items, as one JSON array in a file, with a token, no progress line:
+
+       SHEAF_TOKEN=... sheaf get URL --max-items 500 --format json -o things.json --quiet
+
+  5. A table of each issue's number, author and first label:
+
+       sheaf get 'https://api.github.com/repos/OWNER/REPO/issues' --preset github \\
+           --format csv --fields /number,/user/login,/labels/0/name -o issues.csv
+
+  6. Only some fields of each item, still as JSON lines:
+
+       sheaf get 'https://api.example.com/v1/things' --fields /id,/owner/name
+
+  On a terminal a progress line on stderr shows the items and pages so far (of the expected
+  totals, when known), the requests in flight, the rate and an ETA; on a narrow terminal the
+  other parts give way first, the item count, the rate and the ETA last. It is left out when
+  stderr is not a terminal, and with --quiet.
+
+""" + EXIT_STATUS_TEXT
+
+
+def _int_at_least(low: int, what: str):
+    def parse(text: str) -> int:
+        try:
+            value = int(text, 10)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}") from None
+        if value < low:
+            raise argparse.ArgumentTypeError(f"expected {what}, got {value}")
+        return value
+    return parse
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected seconds, got {text!r}") from None
+    if not value >= 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a number of seconds >= 0, got {text!r}")
+    return value
+
+
+_positive = _int_at_least(1, "a positive integer")
+_non_negative = _int_at_least(0, "a non-negative integer")
+
+FORMATS = ("jsonl", "json", "csv")
+
+
+def _fields(text: str) -> List[Field]:
+    """--fields: comma-separated JSON pointers (RFC 6901)."""
+    fields: List[Field] = []
+    for pointer in text.split(","):
+        if not pointer.startswith("/"):
+            raise argparse.ArgumentTypeError(
+                f"{pointer!r} is not a JSON pointer: each field starts with '/' (/id, /user/login)")
+        if re.search("~(?![01])", pointer):
+            raise argparse.ArgumentTypeError(f"{pointer!r}: in a JSON pointer '~' is written ~0 and '/' in a key ~1")
+        if any(field.name == pointer[1:] for field in fields):
+            raise argparse.ArgumentTypeError(f"{pointer} is named twice")
+        keys = tuple(key.replace("~1", "/").replace("~0", "~") for key in pointer[1:].split("/"))
+        fields.append(Field(pointer[1:], keys))
+    return fields
+
+
+class Parser(argparse.ArgumentParser):
+    """An ArgumentParser whose error messages never repeat a secret: a mistyped flag
+    (``--tokn T``) made argparse print its value in "unrecognized arguments"."""
+
+    secrets: Tuple[str, ...] = ()
+
+    def error(self, message: str):  # type: ignore[override]
+        for secret in sorted(Parser.secrets, key=len, reverse=True):
+            message = message.replace(secret, "***")
+        super().error(message)
+
+
+class _PrintVersions(argparse.Action):
+    """--version: the package's version and the library's, which may differ (SHEAF_LIBRARY_PATH
+    can name any build). Still answers when the library cannot be loaded: that is when the
+    question gets asked."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, **options: Any) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **options)
+
+    def __call__(self, parser, namespace, values, option_string=None) -> None:
+        from .. import __version__
+
+        try:
+            import sheaf as api
+            library = f"libsheaf {api.library_version()} ({api.library_path})"
+        except (ImportError, OSError, AttributeError):
+            library = "libsheaf: not found (set SHEAF_LIBRARY_PATH to libsheaf.so.0)"
+        sys.stdout.write(f"{PROG} {__version__}\n{library}\n")
+        parser.exit()
+
+
+def probable_secrets(argv: Sequence[str]) -> Tuple[str, ...]:
+    """The values of the arguments whose names look like a credential (--token, --tokn, --api-key,
+    --password=...), and $SHEAF_TOKEN: what an error message must not repeat."""
+    words = ("tok", "key", "pass", "secret", "auth")
+    found = [os.environ.get(TOKEN_ENV, "")]
+    for index, argument in enumerate(argv):
+        if not argument.startswith("-"):
+            continue
+        name, equals, value = argument.lstrip("-").partition("=")
+        if any(word in name.lower() for word in words):
+            found.append(value if equals else (argv[index + 1] if index + 1 < len(argv) else ""))
+    return tuple(secret for secret in found if len(secret) >= 3)
+
+
+def unrecognized_message(arguments: Sequence[str]) -> str:
+    """The error for arguments no option took: options by name, anything else only counted. A
+    value where none was expected is often a secret (`sheaf get URL TOKEN`), and so is the value
+    of an option mistyped with '=' (`--bearer=TOKEN`)."""
+    names = [argument.split("=", 1)[0] + ("=***" if "=" in argument else "")
+             for argument in arguments if argument.startswith("-") and argument != "-"]
+    values = len(arguments) - len(names)
+    if values:
+        names.append(("one value" if values == 1 else f"{values} values") + " (not shown: it may be a secret)")
+    return "unrecognized arguments: " + " and ".join(names)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = Parser(
+        prog=PROG,
+        description="Fetch a whole paginated REST list, pages in parallel where the API allows,\n"
+                    "and write its items in order as they arrive.",
+        epilog="Run 'sheaf get --help' for the options and worked examples.\n\n"
+               + EXIT_STATUS_TEXT,
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--version", action=_PrintVersions, help="print the versions of sheaf and libsheaf, and exit")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
+    commands.required = True
+
+    get = commands.add_parser(
+        "get", help="fetch every item of a paginated list",
+        description="Fetch every item of the paginated list at URL and write them in order, as\n"
+                    "they arrive: to stdout, or to FILE with -o.",
+        epilog=GET_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    get.add_argument("url", metavar="URL",
+                     help="the list's full URL, query included: "
+                          "'https://api.example.com/v1/things?state=open'")
+
+    _add_connection_options(get)
+
+    shape = get.add_argument_group("pagination (detected when not given: see 'describing a list' below)")
+    shape.add_argument("--explain", action="store_true",
+                       help="fetch the first page only and print what was detected, as the flags "
+                            "that pin it, and the plan (with --format json: as the description JSON "
+                            "--description takes)")
+    shape.add_argument("--description", metavar="FILE|JSON",
+                       help="the whole description in the library's JSON form, from FILE or inline "
+                            "(starting with '{'); the flags below override its parts")
+    shape.add_argument("--preset", metavar="NAME",
+                       help="the shape of a known API (sheaf presets lists them)")
+    shape.add_argument("--paging", metavar="KIND",
+                       help="detect, single, next, page:NAME, offset:NAME or cursor:NAME")
+    shape.add_argument("--page-param", metavar="NAME", help="the same as --paging page:NAME")
+    shape.add_argument("--first", "--first-page", dest="first", metavar="N", type=_non_negative,
+                       help="the first page number or offset")
+    shape.add_argument("--size-param", metavar="NAME",
+                       help="query parameter carrying the page size (e.g. per_page, limit)")
+    shape.add_argument("--page-size", metavar="N", type=_positive,
+                       help="items per page to ask for (with --size-param, or a preset that names one)")
+    for flag, what in (("--items", "the array of items"), ("--next", "the next page"),
+                       ("--cursor", "the cursor (with --paging cursor:NAME)"), ("--total", "the total item count"),
+                       ("--page-count", "the number of pages"), ("--has-more", "true while more pages follow"),
+                       ("--is-last", "true on the last page")):
+        shape.add_argument(flag, metavar="SRC", help=what + ": /POINTER, header:NAME, link:REL, last-item:/POINTER or none")
+    shape.add_argument("--id", metavar="PTR",
+                       help="JSON pointer to each item's identity; repeats are dropped")
+
+    limits = get.add_argument_group("fetching")
+    limits.add_argument("--concurrency", metavar="N", type=_positive,
+                        help="pages in flight at once, 1-64 (default 8): where the window starts; it then "
+                             "grows while the server keeps up and shrinks when it slows or refuses")
+    limits.add_argument("--max-concurrency", metavar="N", type=_positive,
+                        help="the most pages the window lets in flight, 1-64 (default 64)")
+    limits.add_argument("--fixed-window", action="store_true",
+                        help="keep --concurrency pages in flight; do not adapt")
+    limits.add_argument("--max-items", metavar="N", type=_positive,
+                        help="stop after N items (exit status 0)")
+    limits.add_argument("--max-pages", metavar="N", type=_positive,
+                        help="stop after N pages (exit status 0; stderr says how to go on)")
+    limits.add_argument("--max-requests", metavar="N", type=_positive,
+                        help="send at most N requests, retries included (exit status 0; stderr says how to go on)")
+    limits.add_argument("--deadline", metavar="S", type=_seconds,
+                        help="end the list after S seconds, whatever is in flight (exit status 6)")
+    limits.add_argument("--resume", metavar="TOKEN",
+                        help="go on where an earlier run of this same command stopped (its stderr gave TOKEN)")
+    _add_retry_options(limits)
+
+    output = get.add_argument_group("output")
+    output.add_argument("--format", choices=FORMATS, default="jsonl",
+                        help="jsonl: one JSON item per line, as the server sent it (default); json: one array; "
+                             "csv: a row per item (needs --fields); see 'output formats' below")
+    output.add_argument("--fields", metavar="PTR,PTR,...", type=_fields,
+                        help="JSON pointers of the item's fields to write: the columns of csv; with jsonl "
+                             "or json, objects of those fields instead of the whole items")
+    output.add_argument("-o", "--output", metavar="FILE",
+                        help="write the items to FILE instead of stdout (-: stdout)")
+    output.add_argument("--quiet", "-q", action="store_true",
+                        help="no progress line (errors are still reported)")
+    get.set_defaults(subparser=get)
+
+    request = commands.add_parser(
+        "request", help="make one request (any method, a JSON or form body)",
+        description="Make one HTTP request to URL and write the response body to stdout.",
+        epilog=REQUEST_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    request.add_argument("url", metavar="URL", help="the full URL, query included")
+    request.add_argument("-X", "--method", default=None, metavar="METHOD",
+                         help="GET (default; POST with a body), POST, PUT, PATCH, DELETE, HEAD, OPTIONS, ...")
+    body = request.add_argument_group("body (one of)")
+    body.add_argument("--json", metavar="JSON|@FILE", help="a JSON body, given inline or read from FILE")
+    body.add_argument("--form", metavar="NAME=VALUE", action="append", default=[],
+                      help="a form field (repeatable): application/x-www-form-urlencoded")
+    body.add_argument("--data", metavar="TEXT|@FILE", help="a raw body, inline or read from FILE")
+    body.add_argument("--content-type", metavar="TYPE", help="the raw body's type (default application/octet-stream)")
+    _add_connection_options(request)
+    sending = request.add_argument_group("sending")
+    sending.add_argument("--retry", action="store_true",
+                         help="retry transient failures even for POST and PATCH")
+    _add_retry_options(sending)
+    out = request.add_argument_group("output")
+    out.add_argument("-o", "--output", metavar="FILE", help="write the body to FILE (replaced only on success; -: stdout)")
+    out.add_argument("-i", "--include", action="store_true", help="print the status line and headers to stderr")
+    request.set_defaults(subparser=request)
+
+    download = commands.add_parser(
+        "download", help="download a file (streamed to disk, renamed into place when complete)",
+        description="Download URL into FILE: the body is streamed to .FILE.sheaf-XXXXXX and renamed over\n"
+                    "FILE only when all of it has arrived; a broken transfer resumes with Range\n"
+                    "where the server allows it. On a terminal a progress line shows the bytes.",
+        epilog=EXIT_STATUS_TEXT, formatter_class=argparse.RawDescriptionHelpFormatter)
+    download.add_argument("url", metavar="URL", help="the file's full URL, query included")
+    download.add_argument("-o", "--output", metavar="FILE", required=True,
+                          help="where to write it (folders are created)")
+    download.add_argument("--quiet", "-q", action="store_true", help="no progress line")
+    _add_connection_options(download)
+    _add_retry_options(download.add_argument_group("fetching"))
+    download.set_defaults(subparser=download)
+
+    presets = commands.add_parser("presets", help="list the presets (known APIs' shapes)",
+                                  description="List the presets: each pins the shape of a known API's lists.")
+    presets.set_defaults(subparser=presets)
+
+    completion = commands.add_parser(
+        "completion", help="print a shell completion script (bash or zsh)",
+        description="Print a script that makes the shell complete sheaf's commands, their flags and\n"
+                    "the flags' values (formats, presets, files).",
+        epilog=COMPLETION_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    completion.add_argument("shell", choices=("bash", "zsh"), help="the shell to complete in")
+    completion.set_defaults(subparser=completion)
+    return parser
+
+
+def _add_connection_options(parser: argparse.ArgumentParser) -> None:
+    """Credentials, headers, query and TLS: the options every command that connects has."""
+    auth = parser.add_argument_group("authentication (sent only to URL's origin, never shown in messages)")
+    auth.add_argument("--token", metavar="T",
+                      help=f"bearer token (default: ${TOKEN_ENV}, which keeps it out of the process list)")
+    auth.add_argument("--basic", metavar="USER:PASSWORD", help="HTTP Basic credentials")
+    auth.add_argument("--api-key", metavar="NAME=VALUE", help="an API key in the request header NAME")
+    auth.add_argument("--api-key-param", metavar="NAME=VALUE", help="an API key in the query parameter NAME")
+    http = parser.add_argument_group("headers, query and TLS")
+    http.add_argument("-H", "--header", metavar="'NAME: VALUE'", action="append", default=[],
+                      help="a request header (repeatable)")
+    http.add_argument("--query", metavar="NAME=VALUE", action="append", default=[],
+                      help="a query parameter added to URL (repeatable)")
+    http.add_argument("--cacert", metavar="FILE|DIR", help="trust these CAs (PEM) instead of the system's")
+    http.add_argument("--cert", metavar="FILE", help="client certificate (PEM) for mutual TLS")
+    http.add_argument("--key", metavar="FILE", help="the client certificate's private key (PEM)")
+    http.add_argument("--insecure", "-k", action="store_true",
+                      help="do not verify the server's certificate (self-signed test servers only)")
+    version = http.add_mutually_exclusive_group()
+    version.add_argument("--http1.1", dest="http_version", action="store_const", const="1.1",
+                         help="HTTP/1.1 only (default: HTTP/2 where TLS offers it, the window over one connection)")
+    version.add_argument("--http2-prior-knowledge", dest="http_version", action="store_const", const="2",
+                         help="HTTP/2 on http:// too, without asking first (h2c, for servers known to speak it)")
+    parser.add_argument("-v", "--verbose", action="count", default=0,
+                        help=f"log to stderr: -v one line per request, retry and plan, -vv also redirects "
+                             f"(default: ${LOG_ENV}: info or debug); credentials never appear")
+
+
+def _add_retry_options(group) -> None:
+    group.add_argument("--timeout", metavar="S", type=_seconds,
+                       help="seconds allowed per request, 0 for no limit (default 30)")
+    group.add_argument("--max-attempts", metavar="N", type=_positive,
+                       help="attempts per request, retries of 5xx, 429, timeouts and "
+                            "connection failures included (default 4; 1 = no retries)")
