@@ -176,7 +176,7 @@ public final class SheafClient: Sendable {
         var request = HTTPRequest(method: template.method, url: url, headers: headers, body: template.body,
                                   timeoutMilliseconds: configuration.timeoutMilliseconds,
                                   connectTimeoutMilliseconds: configuration.connectTimeoutMilliseconds,
-                                  maxBodyBytes: configuration.maxBodyBytes, tls: configuration.tls)
+                                  maxBodyBytes: template.bodyCap(configuration), tls: configuration.tls)
         request.httpVersion = configuration.httpVersion
         request.mayResend = template.isRetriable
         if let download = template.download {

@@ -207,6 +207,14 @@ struct PagePlanner {
         return fail(index: index, error)
     }
 
+    /// Page `index`, asked for ahead of page one, is asked for again only if page one's plan
+    /// needs it (it came back too big for what a page ahead may hold).
+    mutating func forgetAhead(_ index: Int) {
+        guard mode == .firstPage, aheadURLs.removeValue(forKey: index) != nil else { return }
+        inFlight.remove(index)
+        if aheadURLs.isEmpty { nextIndex = 1 } // page one's plan starts after it, as with pages ahead
+    }
+
     /// Page `index` could not be asked for (or asked again) within a budget of the caller's: the
     /// list stops there once the pages before it are in.
     mutating func pageStopped(_ index: Int, _ reason: StopReason) -> [Action] {

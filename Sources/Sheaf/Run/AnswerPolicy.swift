@@ -44,7 +44,7 @@ struct AnswerPolicy: Sendable {
 
     init(_ configuration: ClientConfiguration, redactor: Redactor, template: FetchTemplate = FetchTemplate()) {
         retry = configuration.retry
-        maxBodyBytes = configuration.maxBodyBytes
+        maxBodyBytes = template.bodyCap(configuration)
         maxRedirects = configuration.maxRedirects
         self.redactor = redactor
         isRetriable = template.isRetriable

@@ -13,6 +13,14 @@ struct FetchTemplate: Sendable {
     var deliversFailures = false
     /// A download's file: successful bodies stream there, and a retry resumes where it broke.
     var download: FileDownload?
+    /// A cap on the body below the client's (`ClientConfiguration.maxBodyBytes`): a page asked
+    /// for ahead of page one.
+    var maxBodyBytes: Int?
+
+    /// The body cap for this fetch: the client's, or this template's when it is lower.
+    func bodyCap(_ configuration: ClientConfiguration) -> Int {
+        min(configuration.maxBodyBytes, maxBodyBytes ?? .max)
+    }
 }
 
 /// What a fetch delivered: the final URL (after redirects), the answer, and the attempts made.

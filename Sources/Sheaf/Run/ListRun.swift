@@ -78,7 +78,9 @@ public final class ListRun: Sendable {
         /// The fetch of each page in flight, with a serial number: a page whose fetch was
         /// abandoned may be fetched again (a speculative plan that ended early), and only the
         /// answer of the fetch still current counts.
-        var fetches: [Int: (serial: Int, fetch: Fetch)] = [:]
+        /// A page asked for ahead of page one also keeps its URL: it is capped lower, and asked
+        /// for again should it come back bigger.
+        var fetches: [Int: (serial: Int, fetch: Fetch, aheadURL: String?)] = [:]
         var fetchSerial = 0
         var started = false
         /// `whenFinished` bodies given before the end.
@@ -118,6 +120,19 @@ public final class ListRun: Sendable {
         /// Answers for pages asked for ahead of page one that came before it: read and planned
         /// once page one has decided what the list is (and how to read it, when detected).
         var aheadOfPageOne: [(index: Int, serial: Int, end: FetchEnd)] = []
+
+        /// The size of page one's body, once it is in: it bounds the window (`windowForPageBytes`).
+        var pageOneBytes: Int?
+
+        /// Pages in flight at most, at page one's size, for their bodies to stay within what
+        /// one body may be (`ClientConfiguration.maxBodyBytes`, 64 MiB by default): a server that
+        /// ignores the page parameter and sends its whole list each time costs a page at a time,
+        /// not a window of them.
+        var windowForPageBytes: Int {
+            guard let pageOneBytes, pageOneBytes > 0 else { return .max }
+            return max(1, bodyBudget / pageOneBytes)
+        }
+        let bodyBudget: Int
 
         /// Whether a window of pages waits for the consumer. Counted in pages, not snapshots: a
         /// snapshot holds every page that arrived ahead of a slow one (up to twice the window).
@@ -205,7 +220,7 @@ public final class ListRun: Sendable {
         self.startPoint = start
         requests = RequestCounters(budget: description.maxRequests)
         self.pace = pace
-        var state = State(planner: planner, assembler: assembler, assembledResume: start)
+        var state = State(planner: planner, assembler: assembler, assembledResume: start, bodyBudget: configuration.maxBodyBytes)
         state.resolution = resolution
         self.state = Locked(state)
         self.onSnapshot = Locked(onSnapshot.map(SnapshotCallbackBox.init))
@@ -358,6 +373,7 @@ public final class ListRun: Sendable {
     /// budget that a new request would exceed must not end the list before pages that already
     /// arrived are in).
     private func fetchEnded(_ index: Int, serial: Int, _ end: FetchEnd, starting starts: inout [Fetch]) {
+        if case .failed(let error) = end, error.code == .bodyTooLarge, askedAgain(index, serial: serial, starting: &starts) { return }
         if heldForPageOne(index, serial, end) { return }
         switch end {
         case .fetched(let fetched):
@@ -391,11 +407,32 @@ public final class ListRun: Sendable {
                 state.planner.adopt(detection.description.paging,
                                     pagesSignalTheEnd: PageReader(detection.description).pagesSignalTheEnd)
             }
+            if index == 0 {
+                state.pageOneBytes = response.body.count
+                state.planner.window = min(state.planner.window, state.windowForPageBytes)
+            }
             let actions = state.planner.pageArrived(index, page)
             // Logged before the pages it plans are sent, so the log reads in order.
             if index == 0, let hooks = client.hooks { logPlan(hooks, state, url: url) }
             return actions
         }
+    }
+
+    /// The most a page asked for ahead of page one may bring (4 MiB, eight of them 32 MiB).
+    static let aheadBodyCap = 4 << 20
+
+    /// A page asked for ahead of page one came back bigger than such a page may be: it is asked
+    /// for again without that cap, at once when page one's plan already needs it, otherwise when
+    /// that plan does. Returns whether the fetch was such a page.
+    private func askedAgain(_ index: Int, serial: Int, starting starts: inout [Fetch]) -> Bool {
+        let ahead = state.withLock { state in state.fetches[index].flatMap { $0.serial == serial ? $0.aheadURL : nil } }
+        guard let url = ahead else { return false }
+        perform(page: (index, serial, .empty), starting: &starts) { state in
+            guard state.planner.mode == .firstPage, !state.planner.isFinished else { return [.fetch(index: index, url: url)] }
+            state.planner.forgetAhead(index)
+            return []
+        }
+        return true
     }
 
     /// Keeps how the fetch of a page after the first ended while page one has not been planned.
@@ -473,7 +510,7 @@ public final class ListRun: Sendable {
                 guard state.fetches[page.index]?.serial == page.serial else { return } // abandoned
                 state.fetches[page.index] = nil
             }
-            state.planner.window = pace.window(inFlight: requests.inFlight)
+            state.planner.window = min(pace.window(inFlight: requests.inFlight), state.windowForPageBytes)
             var actions = decide(&state)[...]
             while let action = actions.popFirst() {
                 switch action {
@@ -487,10 +524,17 @@ public final class ListRun: Sendable {
                     }
                     state.fetchSerial += 1
                     let serial = state.fetchSerial
-                    let fetch = Fetch(client: client, url: url, requests: requests, pace: pace, reserved: true) { [self] end in
+                    // A page asked for before page one has shown what the list is may be of a
+                    // server that ignores the page parameter and sends its whole list each time:
+                    // a window of those must not all be held at once.
+                    let capped = index > 0 && state.planner.mode == .firstPage
+                    var template = FetchTemplate()
+                    if capped { template.maxBodyBytes = Self.aheadBodyCap }
+                    let fetch = Fetch(client: client, url: url, template: template, requests: requests, pace: pace,
+                                      reserved: true) { [self] end in
                         fetchEnded(index, serial: serial, end)
                     }
-                    state.fetches[index] = (serial, fetch)
+                    state.fetches[index] = (serial, fetch, capped ? url : nil)
                     // A slow consumer slows the fetching, rather than letting pages pile up.
                     if state.consumerIsBehind(window: client.configuration.window) {
                         state.heldFetches.append(fetch)
