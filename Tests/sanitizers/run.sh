@@ -6,8 +6,8 @@
 #            (Sources/Sheaf/Support/Lock.swift), which TSan models, and the toolchain's TSan runtime
 #            intercepts libdispatch, so queue hand-overs count as synchronisation.
 # Suites: c_harness (Tests/c/harness.c), c_conformance (Tests/c/conformance.c), c_stress
-# (Tests/c/stress.c), python (bindings/python/tests,
-# the runtime preloaded into CPython; RSS checks are skipped there, see test_memory.py).
+# (Tests/c/stress.c), python (bindings/python/tests but those that start the sheaf command as
+# a process, the runtime preloaded into CPython; RSS checks are skipped there, see test_memory.py).
 # The C programs are built with the toolchain's clang, whose sanitizer runtime serves the
 # library's instrumentation too. Any sanitizer report fails the run.
 #
@@ -79,8 +79,9 @@ python)
     else
         export TSAN_OPTIONS="$TSAN_OPTIONS:log_path=$build/python-reports/tsan"
     fi
+    # Not the tests that start the sheaf command in processes of their own (see conftest.py).
     LD_PRELOAD="${preload[*]}" SHEAF_LIBRARY_PATH="$library" SHEAF_SANITIZER=$sanitizer \
-        python3 -m pytest -q -p no:cacheprovider bindings/python/tests > "$log" 2>&1 && status=0 || status=$?
+        python3 -m pytest -q -p no:cacheprovider -m "not cli_process" bindings/python/tests > "$log" 2>&1 && status=0 || status=$?
     cat "$build"/python-reports/* >> "$log" 2>/dev/null || true
     ;;
 *)

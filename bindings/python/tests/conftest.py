@@ -23,6 +23,25 @@ sys.path.insert(0, str(REPO / "Tests" / "server"))
 
 from api_server import APIServer, start_server  # noqa: E402
 
+
+# The tests that run the `sheaf` command in a process of its own. The sanitizer runs
+# (Tests/sanitizers/run.sh) leave them out with `-m "not cli_process"`: the command makes the
+# library calls the in-process tests make, and under a sanitizer each process start costs about
+# a second (the runtime and a debug library), which was two thirds of the TSan run; what the
+# command adds is Python, which no sanitizer looks at.
+CLI_MODULES = {"test_cli.py", "test_cli_usage.py"}
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "cli_process: runs the sheaf command in a process of its own")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: List[pytest.Item]) -> None:
+    for item in items:
+        name = item.name.split("[")[0]
+        if item.path.name in CLI_MODULES or name.startswith("test_cli_") or "_the_cli_" in name:
+            item.add_marker(pytest.mark.cli_process)
+
 TOKEN = "sheaf-python-token-5d1e"
 
 
