@@ -67,6 +67,13 @@ extern "C" {
 #define SHEAF_VERSION_STRING "0.4.0"
 /** MAJOR * 10000 + MINOR * 100 + PATCH, as sheaf_version_number() returns it. */
 #define SHEAF_VERSION_NUMBER (SHEAF_VERSION_MAJOR * 10000 + SHEAF_VERSION_MINOR * 100 + SHEAF_VERSION_PATCH)
+/**
+ * Whether this header is version MAJOR.MINOR.PATCH or newer, for code that uses a call added
+ * later:  #if SHEAF_VERSION_CHECK(0, 5, 0) ... #endif.  That the library loaded at run time is
+ * as new is sheaf_version_number() >= the same number.
+ */
+#define SHEAF_VERSION_CHECK(major, minor, patch) \
+    (SHEAF_VERSION_NUMBER >= (major) * 10000 + (minor) * 100 + (patch))
 
 /**
  * The version of the library actually loaded, as SHEAF_VERSION_NUMBER computes it.
