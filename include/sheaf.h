@@ -21,7 +21,9 @@
  * -------------
  * A sheaf_client may be shared by any number of threads and may run many lists at once.
  * A sheaf_list is used by one thread at a time (sheaf_list_cancel is the one exception: it may
- * be called from any thread, and from a callback). Callbacks (snapshots, the transport, log and
+ * be called from any thread, and from a callback); so is a sheaf_request (sheaf_request_cancel
+ * likewise the exception). A sheaf_exchange belongs to the transport that received it until it
+ * answers, from any one thread at a time. Callbacks (snapshots, the transport, log and
  * event hooks, the credential provider) run on threads owned by the library, never on the caller's thread, never two
  * snapshot callbacks of one list at once and never two hooks of one client at once. A blocking Sheaf function (sheaf_list_wait, sheaf_list_fetch_all,
  * sheaf_list_next with a timeout, sheaf_client_free) called from inside a Sheaf callback returns
@@ -1124,7 +1126,10 @@ SHEAF_API sheaf_result sheaf_request_wait(sheaf_request *request);
 /** sheaf_request_start and sheaf_request_wait in one call. */
 SHEAF_API sheaf_result sheaf_request_send(sheaf_request *request);
 
-/** Abandons a started request: its outcome becomes SHEAF_E_CANCELLED unless already decided. */
+/**
+ * Abandons a started request: its outcome becomes SHEAF_E_CANCELLED unless already decided.
+ * Non-blocking; callable from any thread and from callbacks, while another thread waits.
+ */
 SHEAF_API sheaf_result sheaf_request_cancel(sheaf_request *request);
 
 /** The final HTTP status, or 0 while there is none (not finished, or no response). */
