@@ -1,9 +1,8 @@
-// libFuzzer target: the Link header parser, detection, page reading and the end-of-list check,
+// Fuzz target "detection" (Entry.swift runs it): the Link header parser, detection, page reading and the end-of-list check,
 // fed with hostile headers and bodies. Compiled together with the core's sources by run.sh, so
 // it reaches the internal types directly. Input: the first line is a Link header value, the
 // second a header line "Name: value", the rest the body.
 
-@_cdecl("LLVMFuzzerTestOneInput")
 public func sheafFuzzDetection(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     let bytes = Array(UnsafeBufferPointer(start: data, count: size))
     let lines = bytes.split(separator: UInt8(ascii: "\n"), maxSplits: 2, omittingEmptySubsequences: false)

@@ -1,4 +1,4 @@
-// libFuzzer target: the JSON scanner against a reference parser (jansson, strict RFC 8259).
+// Fuzz target "differential" (Entry.swift runs it): the JSON scanner against a reference parser (jansson, strict RFC 8259).
 // Compiled with the core's sources and Reference.h by run.sh. For every input both must agree
 // whether it is JSON; when it is and it is an array, the scanner's elements must match the
 // reference's in number and kind, and its strings and non-negative integers in value. Any
@@ -14,7 +14,6 @@
 
 import FoundationEssentials
 
-@_cdecl("LLVMFuzzerTestOneInput")
 public func sheafFuzzDifferential(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     let buffer = UnsafeBufferPointer(start: data, count: size)
     if buffer.contains(0) {

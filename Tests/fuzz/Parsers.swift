@@ -1,4 +1,4 @@
-// libFuzzer target: the small parsers a server or caller feeds, in three modes chosen by the
+// Fuzz target "parsers" (Entry.swift runs it): the small parsers a server or caller feeds, in three modes chosen by the
 // input's first byte (the seeds under corpus/parsers are named after their mode):
 // - 0x01, resume tokens (`resume-*` seeds): the rest is a list's path (first line) and a token,
 //   as text ("sheaf-resume-1....") or as the JSON inside one (encoded here). A token that reads
@@ -22,7 +22,6 @@
 
 import FoundationEssentials
 
-@_cdecl("LLVMFuzzerTestOneInput")
 public func sheafFuzzParsers(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     let bytes = Array(UnsafeBufferPointer(start: data, count: size))
     switch bytes.first {
