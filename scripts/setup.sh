@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs what building and testing Sheaf needs on a Debian machine that has Swift and gcc:
-# cmake, ninja, pkg-config, jansson and libcurl headers, valgrind, python3 (+ pytest, hypercorn, orjson),
+# cmake, ninja, pkg-config, jansson and libcurl headers, valgrind, python3 (+ pytest, hypercorn, orjson, pyarrow),
 # g++, zsh (the CLI's completion script is checked in bash and zsh), debootstrap (the wheel is
 # also run on an older Debian, in a chroot), qemu-user and aarch64 glibc (the glibc compatibility
 # code is also run for aarch64).
@@ -73,6 +73,13 @@ if ! python3 -c "import hypercorn, orjson, jsonschema" >/dev/null 2>&1; then
     echo "setup: installing hypercorn, orjson and jsonschema for $(command -v python3)" >&2
     python3 -m pip install --quiet hypercorn orjson jsonschema \
         || { echo "setup: could not install hypercorn, orjson and jsonschema with pip" >&2; exit 1; }
+fi
+# pyarrow, pinned, for the Arrow tests (bindings/python/tests/test_arrow.py, skipped without it):
+# the binding's extra `arrow` (pyproject.toml). 21.0.0 has wheels for CPython 3.10 to 3.14.
+if ! python3 -c "import pyarrow" >/dev/null 2>&1; then
+    echo "setup: installing pyarrow 21.0.0 for $(command -v python3)" >&2
+    python3 -m pip install --quiet pyarrow==21.0.0 \
+        || { echo "setup: could not install pyarrow with pip" >&2; exit 1; }
 fi
 
 echo "setup: ok (cmake $cmake_version, $(swift --version 2>/dev/null | head -n1))"

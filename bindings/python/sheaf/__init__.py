@@ -20,6 +20,7 @@ from typing import Optional
 from . import _ffi
 from ._run import live_runs as _live_runs  # noqa: F401 - for tests
 from .aio import AsyncClient
+from .arrow import SchemaError
 from .client import Client, Query
 from .description import Description, presets
 from .errors import (
@@ -80,6 +81,7 @@ __all__ = [
     "DeadlineError",
     "CredentialError",
     "Items",
+    "SchemaError",
     "Progress",
     "Written",
     "StopReason",

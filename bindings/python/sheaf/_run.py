@@ -203,10 +203,11 @@ class ListRun:
                 raise ItemDecodeError(first + offset, item, _name_of(self.decode), error, decoded) from error
         return decoded
 
-    def next_snapshot(self) -> Any:
-        """The next snapshot, or _END after the last one."""
+    def next_snapshot(self, convert: Optional[Callable[[_ffi.SnapshotStruct], Any]] = None) -> Any:
+        """The next snapshot (a :class:`Snapshot`, or what `convert` makes of the library's),
+        or _END after the last one."""
         snapshot = self._pull()
-        return _END if snapshot is None else self.snapshot_of(snapshot)
+        return _END if snapshot is None else (convert or self.snapshot_of)(snapshot)
 
     def snapshot_of(self, snapshot: _ffi.SnapshotStruct) -> Snapshot:
         """`snapshot` as a :class:`Snapshot`, its items through `decode` when set."""

@@ -7,20 +7,24 @@ import math
 import os
 import threading
 from ctypes import byref
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from . import _ffi, hooks
+from .arrow import SchemaError, SnapshotBatches
 from .hooks import Event
 from ._closing import Closing
 from ._ffi import lib
-from ._run import ListRun, Wakeups, decoder_for
+from ._run import _END, ListRun, Wakeups, decoder_for
 from .description import Description
 from .pager import Pager
 from .errors import Error, ItemDecodeError, Result, UsageError, encode
 from .request import ApiKey, Headers, Response, header_pairs, named_pairs, send
-from .snapshot import Items, Progress, Written
+from .snapshot import Items, Progress, Snapshot, StopReason, Written
 from .stream import SnapshotStream
 from .transport import Transport
+
+if TYPE_CHECKING:  # pragma: no cover - importing sheaf imports no pyarrow
+    import pyarrow
 
 #: Query parameters: a mapping (a list or tuple value repeats the parameter) or (name, value) pairs.
 Query = Union[Mapping[str, Any], Sequence[Tuple[str, Any]]]
@@ -329,7 +333,7 @@ class Client(Closing):
     def stream(self, path: str, description: Optional[Description] = None, *, query: Optional[Query] = None,
                max_items: Optional[int] = None, max_pages: Optional[int] = None, max_requests: Optional[int] = None,
                deadline: Optional[float] = None, resume: Optional[str] = None, headers: Optional[Headers] = None,
-               decode: Any = None, **parts: Any) -> SnapshotStream:
+               decode: Any = None, **parts: Any) -> SnapshotStream[Snapshot]:
         """Streams the list at `path` as snapshots: growing, ordered prefixes, one delta each.
 
         Takes the same arguments as :meth:`fetch_all` (checked now: a bad option raises
@@ -401,6 +405,81 @@ class Client(Closing):
             raise
         run.raise_outcome([])
         return Written(final.items, run.stop_reason, run.resume_token)
+
+    def fetch_arrow(self, path: str, description: Optional[Description] = None, *, schema: Optional[pyarrow.Schema] = None,
+                    query: Optional[Query] = None, max_items: Optional[int] = None, max_pages: Optional[int] = None,
+                    max_requests: Optional[int] = None, deadline: Optional[float] = None, resume: Optional[str] = None,
+                    headers: Optional[Headers] = None, **parts: Any) -> pyarrow.Table:
+        """Fetches every item of the list at `path` as a ``pyarrow.Table``, a row per item, in
+        order. pyarrow's JSON reader reads each snapshot's bytes as the library holds them: no
+        item becomes a Python object. Needs pyarrow (``pip install sheaf[arrow]``).
+
+        Takes the same arguments as :meth:`fetch_all` (but ``decode``), and:
+            schema: a ``pyarrow.Schema`` for some or all fields: their values are converted to
+                it (a timestamp from an ISO string, a double from an int...). Fields it does not
+                name are inferred: nested objects and arrays become struct and list columns,
+                strings stay strings, and the first page that shows a field fixes its type.
+
+        Returns:
+            The table, a chunk per snapshot. Its schema's metadata says how the list ended, as
+            :class:`Items` does: ``b"sheaf.stop_reason"`` (a :class:`StopReason` name, such as
+            ``b"ITEM_LIMIT"``) and, when it stopped early, ``b"sheaf.resume_token"``. A field
+            missing from some items is null in their rows; an integer past 64 bits is a double.
+
+        Raises:
+            ImportError: pyarrow is not installed.
+            SchemaError: a field changes type from one page to another (or a value does not
+                convert to `schema`); it names the field and the pages, and its ``items`` is a
+                table of the rows before them, ``resume_token`` going on after those.
+            Error: as :meth:`fetch_all`, its ``items`` a table of the rows before the failure.
+        """
+        batches_of = SnapshotBatches(schema)   # imports pyarrow: an ImportError before anything is made
+        run = self._new_run(path, description, parts, query, headers, max_items=max_items, max_pages=max_pages,
+                            max_requests=max_requests, deadline=deadline, resume=resume)
+        batches: List[Any] = []
+        resume_before: Optional[str] = None
+        try:
+            run.start()
+            while True:   # bounded by the list: each pull is a snapshot or the end
+                resume_before = run.current_resume_token()   # a SchemaError goes on from here
+                batch = run.next_snapshot(batches_of.batch_of)
+                if batch is _END:
+                    break
+                if batch is not None:
+                    batches.append(batch)
+        except SchemaError as error:
+            error.items = batches_of.table(batches, StopReason.FAILED, resume_before)
+            error.resume_token = resume_before
+            raise
+        finally:
+            run.close()
+        table = batches_of.table(batches, run.stop_reason, run.resume_token)
+        run.raise_outcome(table)
+        return table
+
+    def stream_batches(self, path: str, description: Optional[Description] = None, *,
+                       schema: Optional[pyarrow.Schema] = None, query: Optional[Query] = None,
+                       max_items: Optional[int] = None, max_pages: Optional[int] = None,
+                       max_requests: Optional[int] = None, deadline: Optional[float] = None,
+                       resume: Optional[str] = None, headers: Optional[Headers] = None,
+                       **parts: Any) -> SnapshotStream[pyarrow.RecordBatch]:
+        """Streams the list at `path` as ``pyarrow.RecordBatch`` es, one per snapshot, in order
+        (a snapshot that adds no item yields none). Takes the arguments of :meth:`fetch_arrow`
+        and behaves as :meth:`stream`: the same stream object, with ``stop_reason``,
+        ``resume_token``, ``cancel()`` and ``close()``. Rows and types are those of
+        :meth:`fetch_arrow`, whose table is these batches concatenated
+        (``pyarrow.concat_tables(..., promote_options="default")``: a batch from before a field
+        appeared lacks its column). Nothing is kept.
+
+        Raises:
+            ImportError: pyarrow is not installed (raised here, not at the first ``next()``).
+            SchemaError, Error: as :meth:`fetch_arrow`, at the ``next()`` that meets them (their
+                ``items`` empty; the stream's ``resume_token`` goes on after the batches yielded).
+        """
+        batches_of = SnapshotBatches(schema)
+        return SnapshotStream(self._new_run(path, description, parts, query, headers, max_items=max_items,
+                                            max_pages=max_pages, max_requests=max_requests, deadline=deadline,
+                                            resume=resume), batches_of.batch_of)
 
     def pager(self, path: str, description: Optional[Description] = None, *, look_ahead: int = 0,
               query: Optional[Query] = None, max_items: Optional[int] = None, max_pages: Optional[int] = None,

@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
-from typing import Generator, Iterator, List, Optional
+from typing import Any, Callable, Generator, Iterator, List, Optional, TypeVar
 
+from . import _ffi
 from ._closing import Closing
 from ._run import _END, ListRun
-from .snapshot import Snapshot, StopReason
+from .snapshot import StopReason
+
+#: What a stream yields for each snapshot: a Snapshot, or (``Client.stream_batches``) a RecordBatch.
+Taken = TypeVar("Taken")
 
 
-class SnapshotStream(Iterator[Snapshot], Closing):
-    """The snapshots of one list, in order, as they arrive (what ``Client.stream`` returns).
+class SnapshotStream(Iterator[Taken], Closing):
+    """The snapshots of one list, in order, as they arrive (what ``Client.stream`` returns, and,
+    each snapshot a ``pyarrow.RecordBatch``, ``Client.stream_batches``).
 
     The list starts at the first ``next()``. Each snapshot's ``items`` is the delta; the stream
     keeps nothing, so memory stays bounded by the window, not by the list. When the list ends it
@@ -25,44 +30,47 @@ class SnapshotStream(Iterator[Snapshot], Closing):
     :class:`sheaf.StoppedError` (code CANCELLED).
     """
 
-    def __init__(self, run: ListRun) -> None:
+    def __init__(self, run: ListRun, convert: Optional[Callable[[_ffi.SnapshotStruct], Optional[Taken]]] = None) -> None:
+        """`convert` makes what is yielded of each snapshot the library hands out (None: nothing
+        for that snapshot); without it, a :class:`Snapshot`."""
         self._run: Optional[ListRun] = run
         # The token after the snapshots yielded (from the start until one is), in a list the
         # generator shares: a generator holding the stream would make a cycle, and a stream left
         # in a `for` loop's break must be released at once.
         self._resume = [run.current_resume_token()]
         self._stop_reason = [StopReason.NONE]
-        self._snapshots = self._generate(run, self._resume, self._stop_reason)
+        self._snapshots = self._generate(run, self._resume, self._stop_reason, convert)
 
     @staticmethod
-    def _generate(run: ListRun, resume: List[Optional[str]],
-                  stop_reason: List[StopReason]) -> Generator[Snapshot, None, None]:
+    def _generate(run: ListRun, resume: List[Optional[str]], stop_reason: List[StopReason],
+                  convert: Any) -> Generator[Taken, None, None]:
         try:
             run.start()
             while True:
-                snapshot = run.next_snapshot()
-                if snapshot is _END:
+                taken = run.next_snapshot(convert)
+                if taken is _END:
                     resume[0] = run.resume_token
                     stop_reason[0] = run.stop_reason
                     break
-                resume[0] = snapshot.resume_token
-                yield snapshot
+                resume[0] = taken.resume_token if convert is None else run.current_resume_token()
+                if taken is not None:
+                    yield taken
             run.raise_outcome([])
         finally:
             run.close()
 
-    def __iter__(self) -> Iterator[Snapshot]:
+    def __iter__(self) -> Iterator[Taken]:
         # A generator that only the caller's loop holds: a `break` (or dropping the iterator)
         # releases it, and its exit stops the list even while the stream itself stays referenced.
         return self._until_released()
 
-    def _until_released(self) -> Generator[Snapshot, None, None]:
+    def _until_released(self) -> Generator[Taken, None, None]:
         try:
             yield from self._snapshots
         finally:
             self.close()
 
-    def __next__(self) -> Snapshot:
+    def __next__(self) -> Taken:
         return next(self._snapshots)
 
     @property

@@ -1,0 +1,182 @@
+"""A list as Arrow: Client.fetch_arrow (a table) and Client.stream_batches (a record batch per
+snapshot), read by pyarrow from the bytes the library holds."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from typing import Any, List
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+
+import sheaf
+
+pa = pytest.importorskip("pyarrow", reason="pyarrow is not installed (pip install sheaf[arrow]; scripts/setup.sh installs it)")
+
+
+def pages_of(pages: List[List[Any]]):
+    """A transport serving `pages` (lists of items) as ?page=1.., each with a next link but the last."""
+
+    def transport(method, url, headers, body):
+        page = int(parse_qs(urlsplit(url).query).get("page", ["1"])[0])
+        following = f"http://127.0.0.1:1/list?page={page + 1}" if page < len(pages) else None
+        document = {"items": pages[page - 1], "next_page": following}
+        return 200, [("Content-Type", "application/json")], json.dumps(document).encode()
+
+    return transport
+
+
+PAGED = dict(paging="next", items="/items", next="/next_page")
+
+
+def test_a_whole_list_as_a_table_is_what_fetch_all_returns(api):
+    with sheaf.Client(api.base_url) as client:
+        table = client.fetch_arrow("/anchor?n=1000&per_page=50")
+        items = client.fetch_all("/anchor?n=1000&per_page=50")
+    assert table.to_pylist() == list(items)
+    assert table.schema.field("id").type == pa.int64() and table.schema.field("name").type == pa.string()
+    assert table.schema.metadata[b"sheaf.stop_reason"] == b"COMPLETE"
+    assert b"sheaf.resume_token" not in table.schema.metadata
+
+
+def test_pretty_printed_pages_are_read_as_compact_ones(api):
+    with sheaf.Client(api.base_url) as client:
+        assert client.fetch_arrow("/anchor?n=120&per_page=50&indent=1").to_pylist() == \
+            list(client.fetch_all("/anchor?n=120&per_page=50"))
+
+
+def test_nested_objects_and_arrays_keep_their_structure():
+    items = [{"id": 1, "owner": {"login": "a", "site": {"admin": True}}, "tags": ["x", "y"],
+              "reviews": [{"by": "b", "score": 2}], "when": "2024-01-01T10:00:00Z"},
+             {"id": 2, "owner": {"login": "c", "site": {"admin": False}}, "tags": [],
+              "reviews": [], "when": "2024-01-02"}]
+    with sheaf.Client("http://127.0.0.1:1", transport=pages_of([items[:1], items[1:]])) as client:
+        table = client.fetch_arrow("/list", **PAGED)
+    schema = table.schema
+    assert schema.field("owner").type == pa.struct([("login", pa.string()), ("site", pa.struct([("admin", pa.bool_())]))])
+    assert schema.field("tags").type == pa.list_(pa.string())
+    assert schema.field("reviews").type == pa.list_(pa.struct([("by", pa.string()), ("score", pa.int64())]))
+    assert schema.field("when").type == pa.string()   # strings stay strings: no inferred timestamps
+    assert table.to_pylist() == items
+
+
+def test_a_field_that_changes_type_across_pages_fails_naming_the_field_and_the_page():
+    pages = [[{"id": 1, "price": 10}], [{"id": 2, "price": 12}], [{"id": 3, "price": "twelve"}]]
+    with sheaf.Client("http://127.0.0.1:1", transport=pages_of(pages), concurrency=1) as client:
+        with pytest.raises(sheaf.SchemaError) as caught:
+            client.fetch_arrow("/list", **PAGED)
+    error = caught.value
+    assert error.field == "price" and error.pages == (3, 3)
+    assert "'price'" in str(error) and "page 3" in str(error) and "int64" in str(error)
+    assert error.items.to_pylist() == [{"id": 1, "price": 10}, {"id": 2, "price": 12}]
+    assert error.resume_token is not None
+    assert isinstance(error, sheaf.DecodingError)
+
+
+def test_a_nested_field_that_changes_from_int_to_double_is_named_with_its_path():
+    pages = [[{"owner": {"id": 1}}], [{"owner": {"id": 1.5}}]]
+    with sheaf.Client("http://127.0.0.1:1", transport=pages_of(pages), concurrency=1) as client:
+        with pytest.raises(sheaf.SchemaError) as caught:
+            client.fetch_arrow("/list", **PAGED)
+    assert caught.value.field == "owner.id" and "page 2" in str(caught.value) and "1.5" in str(caught.value)
+
+
+def test_an_explicit_schema_widens_a_field_that_changes():
+    pages = [[{"id": 1, "price": 10}], [{"id": 2, "price": 12.5}]]
+    schema = pa.schema([("price", pa.float64())])
+    with sheaf.Client("http://127.0.0.1:1", transport=pages_of(pages), concurrency=1) as client:
+        table = client.fetch_arrow("/list", schema=schema, **PAGED)
+    assert table.schema.field("price").type == pa.float64()
+    assert table.to_pylist() == [{"price": 10.0, "id": 1}, {"price": 12.5, "id": 2}]
+
+
+def test_a_value_the_schema_cannot_hold_fails_naming_field_and_page():
+    pages = [[{"price": 10}], [{"price": "n/a"}]]
+    with sheaf.Client("http://127.0.0.1:1", transport=pages_of(pages), concurrency=1) as client:
+        with pytest.raises(sheaf.SchemaError) as caught:
+            client.fetch_arrow("/list", schema=pa.schema([("price", pa.float64())]), **PAGED)
+    assert caught.value.field == "price" and "page 2" in str(caught.value) and "schema" in str(caught.value)
+    assert caught.value.items.to_pylist() == [{"price": 10.0}]
+
+
+def test_a_field_null_at_first_or_appearing_later_is_no_change():
+    pages = [[{"id": 1, "note": None}], [{"id": 2, "note": "hi", "extra": {"a": 1}}]]
+    with sheaf.Client("http://127.0.0.1:1", transport=pages_of(pages), concurrency=1) as client:
+        table = client.fetch_arrow("/list", **PAGED)
+    assert table.schema.names == ["id", "note", "extra"]
+    assert table.to_pylist() == [{"id": 1, "note": None, "extra": None}, {"id": 2, "note": "hi", "extra": {"a": 1}}]
+
+
+def test_items_that_are_not_objects_fail_clearly():
+    with sheaf.Client("http://127.0.0.1:1", transport=pages_of([[1, 2, 3]])) as client:
+        with pytest.raises(sheaf.SchemaError, match="not all JSON objects"):
+            client.fetch_arrow("/list", **PAGED)
+
+
+def test_stream_batches_yields_batches_in_order_whose_concatenation_is_the_table(api):
+    with sheaf.Client(api.base_url) as client:
+        stream = client.stream_batches("/anchor?n=1000&per_page=50")
+        batches = list(stream)
+        table = client.fetch_arrow("/anchor?n=1000&per_page=50")
+    assert all(isinstance(batch, pa.RecordBatch) for batch in batches) and len(batches) > 1
+    assert [batch.num_rows for batch in batches if batch.num_rows] == [batch.num_rows for batch in batches]
+    assert pa.Table.from_batches(batches).equals(table.replace_schema_metadata(None))
+    assert pa.Table.from_batches(batches).column("id").to_pylist() == list(range(1000))
+    assert stream.stop_reason == sheaf.StopReason.COMPLETE and stream.resume_token is None
+
+
+def test_a_budgets_stop_reason_and_resume_token_are_carried(api):
+    with sheaf.Client(api.base_url) as client:
+        table = client.fetch_arrow("/anchor?n=1000&per_page=50", max_items=120)
+        assert table.num_rows == 120
+        assert sheaf.StopReason[table.schema.metadata[b"sheaf.stop_reason"].decode()] == sheaf.StopReason.ITEM_LIMIT
+        token = table.schema.metadata[b"sheaf.resume_token"].decode()
+        rest = client.fetch_arrow("/anchor?n=1000&per_page=50", resume=token)
+        stream = client.stream_batches("/anchor?n=1000&per_page=50", max_pages=3)
+        rows = sum(batch.num_rows for batch in stream)
+    assert table.column("id").to_pylist() + rest.column("id").to_pylist() == list(range(1000))
+    assert rows == 150 and stream.stop_reason == sheaf.StopReason.PAGE_BUDGET and stream.resume_token
+
+
+def test_a_failure_mid_list_keeps_the_rows_before_it(api):
+    with sheaf.Client(api.base_url, max_attempts=1, concurrency=1, adaptive_window=False) as client:
+        with pytest.raises(sheaf.HTTPError) as caught:
+            client.fetch_arrow("/anchor?n=500&per_page=50&fail=4:9:404")
+    error = caught.value
+    assert isinstance(error.items, pa.Table)
+    assert error.items.column("id").to_pylist() == list(range(150))
+    assert error.items.schema.metadata[b"sheaf.stop_reason"] == b"FAILED"
+    assert error.resume_token is not None
+
+
+def test_an_empty_list_is_an_empty_table_with_the_given_schema():
+    schema = pa.schema([("id", pa.int64())])
+    with sheaf.Client("http://127.0.0.1:1", transport=pages_of([[]])) as client:
+        table = client.fetch_arrow("/list", schema=schema, **PAGED)
+        assert table.num_rows == 0 and table.schema.names == ["id"]
+        assert list(client.stream_batches("/list", **PAGED)) == []
+
+
+def test_a_schema_that_is_not_a_pyarrow_schema_is_a_usage_error(api):
+    with sheaf.Client(api.base_url) as client:
+        with pytest.raises(sheaf.UsageError, match="pyarrow.Schema"):
+            client.fetch_arrow("/anchor?n=10", schema={"id": "int64"})
+
+
+def test_without_pyarrow_the_error_names_the_extra(api, monkeypatch):
+    for name in [name for name in sys.modules if name == "pyarrow" or name.startswith("pyarrow.")]:
+        monkeypatch.setitem(sys.modules, name, None)
+    monkeypatch.setitem(sys.modules, "pyarrow", None)
+    with sheaf.Client(api.base_url) as client:
+        with pytest.raises(ImportError, match=r"pip install sheaf\[arrow\]"):
+            client.fetch_arrow("/anchor?n=10")
+        with pytest.raises(ImportError, match=r"pip install sheaf\[arrow\]"):
+            client.stream_batches("/anchor?n=10")
+    assert sheaf._live_runs() == 0   # nothing was started
+
+
+def test_importing_sheaf_does_not_import_pyarrow():
+    code = "import sys, sheaf; assert 'pyarrow' not in sys.modules, 'pyarrow was imported'"
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=sheaf.__file__.rsplit("/sheaf/", 1)[0])
