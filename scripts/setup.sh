@@ -1,15 +1,16 @@
 #!/usr/bin/env bash
 # Installs what building and testing Sheaf needs on a Debian machine that has Swift and gcc:
 # cmake, ninja, pkg-config, jansson and libcurl headers, valgrind, python3 (+ pytest, hypercorn, orjson, pyarrow),
-# g++, zsh (the CLI's completion script is checked in bash and zsh), debootstrap (the wheel is
-# also run on an older Debian, in a chroot), qemu-user and aarch64 glibc (the glibc compatibility
-# code is also run for aarch64).
+# g++, abigail-tools (abidw and abidiff hold the C ABI to Tests/abi/baseline), zsh (the CLI's
+# completion script is checked in bash and zsh), debootstrap (the wheel is also run on an older
+# Debian, in a chroot), qemu-user and aarch64 glibc (the glibc compatibility code is also run for
+# aarch64).
 # Safe to rerun: when everything is already there it changes nothing and touches no network.
 set -euo pipefail
 PATH=$PATH:/usr/sbin:/sbin   # debootstrap's place, off a non-root user's PATH
 
 missing_commands=()
-for command in cmake ninja pkg-config valgrind python3 g++ readelf nm openssl zsh debootstrap qemu-aarch64; do
+for command in cmake ninja pkg-config valgrind python3 g++ readelf nm abidw abidiff openssl zsh debootstrap qemu-aarch64; do
     command -v "$command" >/dev/null 2>&1 || missing_commands+=("$command")
 done
 [[ -e /usr/aarch64-linux-gnu/lib/libc.so.6 ]] || missing_commands+=(libc6-dev-arm64-cross)
@@ -24,7 +25,7 @@ else
 fi
 
 packages=(cmake ninja-build pkg-config libjansson-dev libcurl4-openssl-dev valgrind python3 g++ binutils
-          openssl zsh debootstrap qemu-user libc6-dev-arm64-cross)
+          abigail-tools openssl zsh debootstrap qemu-user libc6-dev-arm64-cross)
 if ((${#missing_commands[@]} + ${#missing_modules[@]} > 0)); then
     echo "setup: missing: ${missing_commands[*]} ${missing_modules[*]}; installing with apt-get" >&2
     if [[ $(id -u) -eq 0 ]]; then
@@ -42,7 +43,7 @@ if ((${#missing_commands[@]} + ${#missing_modules[@]} > 0)); then
 fi
 
 # Check again, so a package that installed but did not provide what we need fails here, loudly.
-for command in cmake ninja pkg-config valgrind python3 g++ readelf nm openssl zsh debootstrap qemu-aarch64; do
+for command in cmake ninja pkg-config valgrind python3 g++ readelf nm abidw abidiff openssl zsh debootstrap qemu-aarch64; do
     command -v "$command" >/dev/null 2>&1 || { echo "setup: '$command' still missing" >&2; exit 1; }
 done
 [[ -e /usr/aarch64-linux-gnu/lib/libc.so.6 ]] || { echo "setup: aarch64 glibc still missing" >&2; exit 1; }
