@@ -1,74 +1,121 @@
 #!/usr/bin/env bash
-# Holds libsheaf.so to the ABI recorded in Tests/abi/baseline/libsheaf.abi (libabigail's abidw
-# output for the release library and include/sheaf.h): a function or variable that was there is
-# still there and unchanged. New ones pass (they are listed, for the record).
+# Holds a C library to the ABI recorded in a baseline (libabigail's abidw format): every function
+# and variable of the baseline is still exported, with the same parameter and return types, and
+# every public type they reach keeps its layout and its enum values. Additions pass; they are
+# listed, and become part of the ABI when the baseline is refreshed.
 #
-# usage: check_compat.sh [--update] LIBRARY HEADERS_DIR BASELINE
-#   --update  writes LIBRARY's ABI to BASELINE instead: only on purpose, before 1.0.0 or with a
-#             new major version (README, "Layout").
+# usage: check_compat.sh [--update] BASELINE LIBRARY HEADERS_DIR
+#   --update  writes LIBRARY's ABI to BASELINE instead. On purpose only: while the ABI may still
+#             change (before 1.0.0) or with a new major version (README, "Frozen interfaces").
+# $CC (default cc) compiles the stand-in described below.
 #
-# What it can see for libsheaf.so: the exported symbols, so a removed or renamed function or
-# variable fails. What it cannot: the exported functions are Swift `@c` functions, and their
-# DWARF is Swift's, which libabigail does not read (the release library's only C debug info is the
-# libcurl loader's, which exports nothing). So a changed parameter list, return type, enum value or
-# struct layout of sheaf.h is invisible here; abi_header (check_header.py) and abi_mirrors hold
-# the header to the library and the bindings instead. For a library with C debug info (the
-# self-test's) the same check also fails on changed signatures and type layouts.
+# Why a stand-in: libabigail reads the debug info of C and C++ translation units only, and
+# libsheaf.so's exported functions are Swift (`@c @implementation`), described by Swift DWARF, so
+# abidw on libsheaf.so itself sees their names and none of their types. Their types are the
+# header's: the Swift compiler checks each `@c @implementation` against sheaf.h. So the ABI is
+# read from a stand-in: a C library, built with -g, that exports exactly LIBRARY's symbols, each
+# defined with its declaration from HEADERS_DIR, and with LIBRARY's SONAME. A function the
+# library stops exporting, or a prototype or type the header changes, changes the stand-in.
 set -euo pipefail
 
 update=0
 if [[ ${1-} == --update ]]; then update=1; shift; fi
 if (($# != 3)); then
-    echo "usage: $0 [--update] LIBRARY HEADERS_DIR BASELINE" >&2
+    echo "usage: $0 [--update] BASELINE LIBRARY HEADERS_DIR" >&2
     exit 2
 fi
-library=$1 headers=$2 baseline=$3
-for tool in abidw abidiff; do
+baseline=$1 library=$2 headers=$3
+cc=${CC:-cc}
+for tool in abidw abidiff nm readelf python3 "$cc"; do
     command -v "$tool" >/dev/null 2>&1 \
-        || { echo "FAIL: $tool not found (Debian: abigail-tools; scripts/setup.sh installs it)" >&2; exit 2; }
+        || { echo "FAIL: $tool not found (abidw and abidiff: Debian's abigail-tools; scripts/setup.sh installs it)" >&2; exit 2; }
 done
 [[ -f $library ]] || { echo "FAIL: no library at $library" >&2; exit 2; }
+[[ -d $headers ]] || { echo "FAIL: no headers folder at $headers" >&2; exit 2; }
+headers=$(cd "$headers" && pwd)
 
-# No corpus path or compilation directory, and locations as file names only: a baseline made in
-# another checkout differs only in its translation units' names, which abidiff does not compare.
-# (Locations must stay: without them abidiff takes every type of the baseline for a private one
-# and stops comparing types.)
-abidw_options=(--headers-dir "$headers" --drop-private-types --no-corpus-path --no-comp-dir-path --short-locs)
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+nm -D --defined-only "$library" | awk 'NF >= 3 { sub(/@.*/, "", $3); print $3 }' | sort -u >"$work/exported"
+soname=$(readelf -d "$library" | sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p')
+
+# The headers as a compiler sees them: comments gone, conditionals decided, macros expanded.
+(cd "$headers" && find . -name '*.h' | sort) | sed 's|^\./\(.*\)|#include "\1"|' >"$work/headers.c"
+"$cc" -E -P -I "$headers" "$work/headers.c" >"$work/headers.i"
+
+# One definition per exported symbol, from its declaration: a function traps (it is never
+# called), a variable is defined by its `extern` declaration without `extern`.
+python3 - "$work/headers.i" "$work/exported" "$work/headers.c" >"$work/stand_in.c" <<'PYTHON'
+import re
+import sys
+
+code, exported, includes = (open(path).read() for path in sys.argv[1:4])
+declarations = [" ".join(part.split()) for part in re.split(r"[;{}]", code)]
+print(includes)
+undeclared = []
+for name in exported.split():
+    function = re.compile(r"\b%s\s*\(" % re.escape(name))
+    variable = re.compile(r"^extern\b.*\b%s\b" % re.escape(name))
+    for declaration in declarations:
+        if function.search(declaration) and not declaration.startswith("typedef"):
+            print(declaration + " { __builtin_trap(); }")
+            break
+        if variable.search(declaration):
+            print(declaration[len("extern"):].strip() + ";")
+            break
+    else:
+        undeclared.append(name)
+if undeclared:
+    sys.exit("FAIL: exported but declared in no header: " + ", ".join(undeclared))
+PYTHON
+
+name=${soname:-$(basename "$library")}
+"$cc" -g -O0 -fPIC -shared -I "$headers" ${soname:+"-Wl,-soname,$soname"} -o "$work/$name" "$work/stand_in.c"
+
+# Only types defined under HEADERS_DIR count, and of those the ones a function or variable reaches
+# (libabigail's ABI): an enum only ever passed as an int (sheaf.h's sheaf_http_version, an option's
+# value) is not in it. No paths, locations or architecture: the baseline
+# is the same from any checkout, and holds on x86_64 and aarch64 alike (both LP64). Hashed type
+# ids keep a refreshed baseline's diff to what changed.
+abidw --headers-dir "$headers" --drop-private-types --no-corpus-path --no-comp-dir-path \
+    --no-show-locs --no-architecture --type-id-style hash --out-file "$work/current.abi" "$work/$name"
 
 if ((update)); then
     mkdir -p "$(dirname "$baseline")"
-    abidw "${abidw_options[@]}" --out-file "$baseline.new" "$library"
+    cp "$work/current.abi" "$baseline.new"
     mv "$baseline.new" "$baseline"
-    echo "wrote $baseline: $(grep -c '<elf-symbol ' "$baseline") exported symbols"
+    echo "wrote $baseline: $(grep -c '<function-decl ' "$baseline") functions, $(grep -c '<elf-symbol .*object-type' "$baseline" || true) variables"
     exit 0
 fi
-
 [[ -f $baseline ]] || { echo "FAIL: no baseline at $baseline (make one with --update)" >&2; exit 2; }
 
-# abidiff's exit status is a bit field: 1 error, 2 usage error, 4 ABI change, 8 incompatible
-# change (a removed function or variable). Added symbols also set 4; --no-added-syms leaves them
-# out, so any 4 left is a change to something the baseline has.
+# abidiff's exit status is a bit field (abidiff(1), "RETURN VALUES"): 1 error, 2 usage error,
+# 4 ABI change, 8 incompatible change (a removed function or variable; 4 is then set too). An
+# added function or variable sets 4, and so does any harmful change to what the baseline has: a
+# changed parameter, return or variable type, a changed struct layout, a renumbered enum value.
+# --no-added-syms leaves additions out, so any 4 left is a change to something the baseline has.
+# Appended enum values are harmless to libabigail and set nothing.
 status=0
-report=$(abidiff --no-added-syms --hd2 "$headers" --drop-private-types "$baseline" "$library" 2>&1) || status=$?
+report=$(abidiff --no-default-suppression --no-added-syms "$baseline" "$work/current.abi" 2>&1) || status=$?
 if ((status & 1)); then
-    echo "FAIL: abidiff could not compare (status $status):" >&2
     echo "$report" >&2
+    echo "FAIL: abidiff could not compare (exit status $status)" >&2
     exit 2
 fi
 if ((status & 12)); then
     echo "$report"
     if ((status & 8)); then
-        echo "FAIL: $library removes a function or variable that $baseline has" >&2
+        echo "FAIL: $library no longer exports a function or variable of $baseline (exit status $status)" >&2
     else
-        echo "FAIL: $library changes a function, variable or type that $baseline has" >&2
+        echo "FAIL: $library changes a function, variable or type of $baseline (exit status $status)" >&2
     fi
     exit 1
 fi
 
-# Nothing the baseline has changed: whatever this run still reports is an addition.
-if ! added=$(abidiff --hd2 "$headers" --drop-private-types "$baseline" "$library" 2>&1); then
-    echo "$added"
-    echo "ok: compatible with $baseline, with the additions above (refresh the baseline when they ship)"
+if ! additions=$(abidiff --no-default-suppression "$baseline" "$work/current.abi" 2>&1); then
+    echo "$additions"
+    echo "ok: compatible with $baseline; the additions above are not in it yet"
 else
-    echo "ok: the same ABI as $baseline"
+    echo "ok: the same ABI as $baseline ($(grep -c '<function-decl ' "$baseline") functions)"
 fi

@@ -1,61 +1,109 @@
 #!/usr/bin/env bash
-# Shows that check_compat.sh fails and passes when it should, on a tiny C library with debug info
-# (so types are seen too): a baseline of the original, then the same script against a version
-# without a function (fails), with one more function (passes), with a struct grown by a field
-# (fails), and the original itself (passes).
-# usage: check_compat_selftest.sh CHECK_COMPAT_SCRIPT C_COMPILER
+# Shows that check_compat.sh fails and passes when it should, on purpose-made versions of a tiny C
+# library: a baseline of the original, then the same check against each version. A removal, a
+# changed parameter, a grown struct or a renumbered enum value fails; an added function or an
+# appended enum value passes. A function still declared but no longer exported fails too: the
+# check reads what the library exports, not only what the header says.
+# usage: check_compat_selftest.sh CHECK_COMPAT_SCRIPT   ($CC, default cc, compiles the versions)
 set -euo pipefail
 
-check=$1 cc=$2
+check=$1
+cc=${CC:-cc}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-mkdir "$work/include"
 
-# One source, three versions chosen by macros: the header below is the public one.
-cat >"$work/include/shelf.h" <<'HEADER'
-struct shelf_page { int number; int items;
-#ifdef GROWN
-    int total;
+# Each version is a folder whose shelf.h starts with the version's macro; the library and the
+# check both read that header, so they agree on what the version is.
+cat >"$work/shelf.h.in" <<'HEADER'
+#ifndef SHELF_H
+#define SHELF_H
+typedef enum shelf_result {
+    SHELF_OK = 0,
+#ifdef RESULT_RENUMBERED
+    SHELF_E_STATE = 3,
+#else
+    SHELF_E_STATE = 1,
 #endif
-};
-int shelf_page_items(const struct shelf_page *page);
-int shelf_page_number(const struct shelf_page *page);
-#ifdef ADDED
-int shelf_page_total(const struct shelf_page *page);
+#ifdef RESULT_APPENDED
+    SHELF_E_STOPPED = 2,
+#endif
+} shelf_result;
+
+typedef struct shelf_page {
+    unsigned int version;
+    int items;
+#ifdef PAGE_GROWN
+    long total;
+#endif
+} shelf_page;
+
+extern int shelf_verbosity;
+shelf_result shelf_page_items(const shelf_page *page, int *items);
+#ifdef PARAMETER_CHANGED
+int shelf_page_number(const shelf_page *page, long base);
+#else
+int shelf_page_number(const shelf_page *page);
+#endif
+#ifndef FUNCTION_REMOVED
+void shelf_page_free(shelf_page *page);
+#endif
+#ifdef FUNCTION_ADDED
+int shelf_page_total(const shelf_page *page);
+#endif
 #endif
 HEADER
 cat >"$work/shelf.c" <<'SOURCE'
+#include <stdlib.h>
 #include "shelf.h"
-int shelf_page_items(const struct shelf_page *page) { return page->items; }
-#ifndef REMOVED
-int shelf_page_number(const struct shelf_page *page) { return page->number; }
+int shelf_verbosity;
+shelf_result shelf_page_items(const shelf_page *page, int *items) { *items = page->items; return SHELF_OK; }
+#ifdef PARAMETER_CHANGED
+int shelf_page_number(const shelf_page *page, long base) { return (int)base + (int)page->version; }
+#else
+int shelf_page_number(const shelf_page *page) { return (int)page->version; }
 #endif
-#ifdef ADDED
-int shelf_page_total(const struct shelf_page *page) { return page->items; }
+#if !defined(FUNCTION_REMOVED) && !defined(FUNCTION_NOT_EXPORTED)
+void shelf_page_free(shelf_page *page) { free(page); }
+#endif
+#ifdef FUNCTION_ADDED
+int shelf_page_total(const shelf_page *page) { return page->items; }
 #endif
 SOURCE
-for version in original REMOVED ADDED GROWN; do
-    "$cc" -g -O0 -shared -fPIC -D"$version" -I"$work/include" -o "$work/$version.so" "$work/shelf.c"
-done
+
+build() {   # build VERSION: VERSION/include/shelf.h and VERSION/libshelf.so.1
+    mkdir -p "$work/$1/include"
+    { echo "#define $1"; cat "$work/shelf.h.in"; } >"$work/$1/include/shelf.h"
+    "$cc" -O2 -fPIC -shared -I "$work/$1/include" -Wl,-soname,libshelf.so.1 \
+        -o "$work/$1/libshelf.so.1" "$work/shelf.c"
+}
 
 failures=0
 expect() {   # expect pass|fail VERSION
     local outcome=pass
-    echo "--- $2: check_compat.sh should $1"
-    bash "$check" "$work/$2.so" "$work/include" "$work/baseline.abi" || outcome=fail
+    build "$2"
+    echo "--- $2: the check should $1"
+    bash "$check" "$work/baseline.abi" "$work/$2/libshelf.so.1" "$work/$2/include" || outcome=fail
     if [[ $outcome == "$1" ]]; then
-        echo "ok: $2: $outcome, as it should"
+        echo "ok: $2: the check ${outcome}ed"
     else
-        echo "FAIL: $2: $outcome, expected $1" >&2
+        echo "FAIL: $2: the check ${outcome}ed, expected to $1" >&2
         failures=$((failures + 1))
     fi
 }
 
-bash "$check" --update "$work/original.so" "$work/include" "$work/baseline.abi"
-expect pass original
-expect fail REMOVED
-expect pass ADDED
-expect fail GROWN
+build ORIGINAL
+bash "$check" --update "$work/baseline.abi" "$work/ORIGINAL/libshelf.so.1" "$work/ORIGINAL/include"
+expect pass ORIGINAL
+expect pass FUNCTION_ADDED
+expect pass RESULT_APPENDED
+expect fail FUNCTION_REMOVED
+expect fail FUNCTION_NOT_EXPORTED
+expect fail PARAMETER_CHANGED
+expect fail PAGE_GROWN
+expect fail RESULT_RENUMBERED
 
-if ((failures > 0)); then echo "$failures self-test cases went the wrong way" >&2; exit 1; fi
-echo "check_compat.sh fails on a removal and a changed layout, passes on an addition"
+if ((failures > 0)); then
+    echo "$failures versions went the wrong way" >&2
+    exit 1
+fi
+echo "check_compat.sh passes the original, an added function and an appended enum value, and fails a removed or unexported function, a changed parameter, a grown struct and a renumbered enum value"
