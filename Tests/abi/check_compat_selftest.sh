@@ -6,6 +6,7 @@
 # check reads what the library exports, not only what the header says.
 # usage: check_compat_selftest.sh CHECK_COMPAT_SCRIPT   ($CC, default cc, compiles the versions)
 set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/expect_outcome.sh"
 
 check=$1
 cc=${CC:-cc}
@@ -77,18 +78,10 @@ build() {   # build VERSION: VERSION/include/shelf.h and VERSION/libshelf.so.1
         -o "$work/$1/libshelf.so.1" "$work/shelf.c"
 }
 
-failures=0
-expect() {   # expect pass|fail VERSION
-    local outcome=pass
-    build "$2"
-    echo "--- $2: the check should $1"
-    bash "$check" "$work/baseline.abi" "$work/$2/libshelf.so.1" "$work/$2/include" || outcome=fail
-    if [[ $outcome == "$1" ]]; then
-        echo "ok: $2: the check ${outcome}ed"
-    else
-        echo "FAIL: $2: the check ${outcome}ed, expected to $1" >&2
-        failures=$((failures + 1))
-    fi
+check_version() {   # check_version VERSION: builds it, then checks it against the baseline
+    # expect calls this as `check_version || ...`, where set -e does not stop a failed build.
+    build "$1" || { echo "FAIL: could not build $1" >&2; exit 2; }
+    bash "$check" "$work/baseline.abi" "$work/$1/libshelf.so.1" "$work/$1/include"
 }
 
 build ORIGINAL
@@ -102,8 +95,4 @@ expect fail PARAMETER_CHANGED
 expect fail PAGE_GROWN
 expect fail RESULT_RENUMBERED
 
-if ((failures > 0)); then
-    echo "$failures versions went the wrong way" >&2
-    exit 1
-fi
-echo "check_compat.sh passes the original, an added function and an appended enum value, and fails a removed or unexported function, a changed parameter, a grown struct and a renumbered enum value"
+expect_done "check_compat.sh passes the original, an added function and an appended enum value, and fails a removed or unexported function, a changed parameter, a grown struct and a renumbered enum value"

@@ -5,6 +5,7 @@
 # public enum (a user's exhaustive switch stops compiling); a new function or method passes.
 # usage: check_swift_api_selftest.sh CHECK_SWIFT_API_SCRIPT   ($SWIFT, default swift on PATH)
 set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/expect_outcome.sh"
 
 check=$1
 swift=$(command -v "${SWIFT:-swift}")
@@ -55,18 +56,10 @@ build() {   # build VERSION: VERSION/Modules/Shelf.swiftmodule
         -emit-module-path "$work/$1/Modules/Shelf.swiftmodule"
 }
 
-failures=0
-expect() {   # expect pass|fail VERSION
-    local outcome=pass
-    build "$2"
-    echo "--- $2: the check should $1"
-    bash "$check" "$work/baseline.json" "$work/$2" Shelf || outcome=fail
-    if [[ $outcome == "$1" ]]; then
-        echo "ok: $2: the check ${outcome}ed"
-    else
-        echo "FAIL: $2: the check ${outcome}ed, expected to $1" >&2
-        failures=$((failures + 1))
-    fi
+check_version() {   # check_version VERSION: builds it, then checks it against the baseline
+    # expect calls this as `check_version || ...`, where set -e does not stop a failed build.
+    build "$1" || { echo "FAIL: could not build $1" >&2; exit 2; }
+    bash "$check" "$work/baseline.json" "$work/$1" Shelf
 }
 
 build ORIGINAL
@@ -78,8 +71,4 @@ expect fail LABEL_RENAMED
 expect fail TYPE_CHANGED
 expect fail CASE_ADDED
 
-if ((failures > 0)); then
-    echo "$failures versions went the wrong way" >&2
-    exit 1
-fi
-echo "check_swift_api.sh passes the original and added declarations, and fails a removed method, a renamed label, a changed parameter type and a new enum case"
+expect_done "check_swift_api.sh passes the original and added declarations, and fails a removed method, a renamed label, a changed parameter type and a new enum case"
