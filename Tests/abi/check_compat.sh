@@ -9,13 +9,14 @@
 #             change (before 1.0.0) or with a new major version (README, "Frozen interfaces").
 # $CC (default cc) compiles the stand-in described below.
 #
-# Why a stand-in: libabigail reads the debug info of C and C++ translation units only, and
-# libsheaf.so's exported functions are Swift (`@c @implementation`), described by Swift DWARF, so
-# abidw on libsheaf.so itself sees their names and none of their types. Their types are the
-# header's: the Swift compiler checks each `@c @implementation` against sheaf.h. So the ABI is
-# read from a stand-in: a C library, built with -g, that exports exactly LIBRARY's symbols, each
-# defined with its declaration from HEADERS_DIR, and with LIBRARY's SONAME. A function the
-# library stops exporting, or a prototype or type the header changes, changes the stand-in.
+# Why a stand-in: libsheaf.so's exported functions are Swift (`@c @implementation`), described by
+# Swift DWARF, which libabigail does not read: abidw on libsheaf.so itself (release, with -g)
+# shows their names and, of all the debug info, only the libcurl loader's C types. Their types
+# are the header's: the Swift compiler checks each `@c @implementation` against sheaf.h. So the
+# ABI is read from a stand-in: a C library, built with -g, that exports exactly LIBRARY's
+# symbols, each defined with its declaration from HEADERS_DIR, and with LIBRARY's SONAME. A
+# function the library stops exporting, or a prototype or type the header changes, changes the
+# stand-in.
 set -euo pipefail
 
 update=0
