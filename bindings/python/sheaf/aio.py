@@ -218,21 +218,27 @@ class AsyncClient:
                                 content_type=None, retry=False, check=True, output=destination)
 
     async def get(self, path: Union[str, Sequence[Any]] = "", **options: Any) -> Response:
+        """:meth:`request` with GET, awaited."""
         return await self.request("GET", path, **options)
 
     async def head(self, path: Union[str, Sequence[Any]] = "", **options: Any) -> Response:
+        """:meth:`request` with HEAD, awaited."""
         return await self.request("HEAD", path, **options)
 
     async def post(self, path: Union[str, Sequence[Any]] = "", **options: Any) -> Response:
+        """:meth:`request` with POST, awaited."""
         return await self.request("POST", path, **options)
 
     async def put(self, path: Union[str, Sequence[Any]] = "", **options: Any) -> Response:
+        """:meth:`request` with PUT, awaited."""
         return await self.request("PUT", path, **options)
 
     async def patch(self, path: Union[str, Sequence[Any]] = "", **options: Any) -> Response:
+        """:meth:`request` with PATCH, awaited."""
         return await self.request("PATCH", path, **options)
 
     async def delete(self, path: Union[str, Sequence[Any]] = "", **options: Any) -> Response:
+        """:meth:`request` with DELETE, awaited."""
         return await self.request("DELETE", path, **options)
 
     async def _send(self, method: str, path: Union[str, Sequence[Any]], *, params: Optional[Query],
