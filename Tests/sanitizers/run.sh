@@ -5,7 +5,7 @@
 #   thread   ThreadSanitizer (SwiftPM -sanitize=thread): every lock in Sheaf is a pthread mutex
 #            (Sources/Sheaf/Support/Lock.swift), which TSan models, and the toolchain's TSan runtime
 #            intercepts libdispatch, so queue hand-overs count as synchronisation.
-# Suites: c_harness (Tests/c/harness.c), c_conformance (Tests/c/conformance.c), c_stress
+# Suites: c_harness (Tests/c/harness/), c_conformance (Tests/c/conformance.c), c_stress
 # (Tests/c/stress.c), python (bindings/python/tests but those that start the sheaf command as
 # a process, the runtime preloaded into CPython; RSS checks are skipped there, see test_memory.py).
 # The C programs are built with the toolchain's clang, whose sanitizer runtime serves the
@@ -59,7 +59,7 @@ build_c() {   # build_c OUTPUT SOURCES...
 log=$build/$suite.log
 case $suite in
 c_harness)
-    build_c harness Tests/c/harness.c Tests/c/check.c Tests/c/http_get.c Tests/c/test_server.c Tests/c/blocking_transport.c
+    build_c harness Tests/c/harness/*.c Tests/c/check.c Tests/c/http_get.c Tests/c/test_server.c Tests/c/blocking_transport.c
     (cd "$build" && ./harness) > "$log" 2>&1 && status=0 || status=$?
     ;;
 c_conformance)

@@ -1,0 +1,187 @@
+/*
+ * pulling.c - pulled lists (sheaf_list_start_pull, sheaf_list_next): in order on the caller's
+ * thread, woken through a notify fd, pending until a snapshot comes, held back while nobody
+ * pulls.
+ */
+#include "harness.h"
+
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+/* Takes snapshots until the end (at most `limit` pulls); each goes through the recorder's checks. */
+static int pull_all(sheaf_list *list, recorder *r, int limit) {
+    for (int pulls = 0; pulls < limit; pulls++) {
+        const sheaf_snapshot *snapshot = (const sheaf_snapshot *)&snapshot;   /* must be set */
+        if (!CHECK_LIST_RESULT(list, sheaf_list_next(list, 10000, &snapshot), SHEAF_OK)) return 0;
+        if (snapshot == NULL) return 1;
+        int call = atomic_fetch_add(&r->calls, 1) + 1;
+        if (CHECK_INT(snapshot->version, SHEAF_SNAPSHOT_VERSION)) record_delta(r, list, snapshot, call);
+    }
+    return CHECK(!"the list ended within the pulls allowed");
+}
+
+void a_pulled_list_arrives_in_order_on_the_callers_thread(void) {
+    recorder r;
+    recorder_init(&r);
+    r.first_page_size = page_size();
+    r.expected_items = list_size();
+    r.check_prefix = 1;
+    sheaf_client *client = client_for(&g_server, NULL);
+    sheaf_list *list = standard_list(client, "");
+    if (list != NULL) {
+        const sheaf_snapshot *snapshot = NULL;
+        CHECK_LIST_RESULT(list, sheaf_list_next(list, 0, &snapshot), SHEAF_E_STATE);   /* not started */
+        CHECK_LIST_RESULT(list, sheaf_list_start_pull(list), SHEAF_OK);
+        CHECK_LIST_RESULT(list, sheaf_list_start_pull(list), SHEAF_E_STATE);
+        CHECK_RESULT(sheaf_list_next(list, 0, NULL), SHEAF_E_INVALID_ARGUMENT);
+        if (pull_all(list, &r, 10 * list_size())) {
+            CHECK_ITEMS(r.deltas, 0, list_size());
+            CHECK_INT(r.last_pages, list_size() / page_size());
+            CHECK_INT(r.last_expected_pages, list_size() / page_size());
+            /* The end stays the end, and the outcome is there at once. */
+            snapshot = (const sheaf_snapshot *)&snapshot;
+            CHECK_LIST_RESULT(list, sheaf_list_next(list, 0, &snapshot), SHEAF_OK);
+            CHECK(snapshot == NULL);
+            CHECK_LIST_RESULT(list, sheaf_list_wait(list), SHEAF_OK);
+            CHECK_INT(sheaf_list_requests_made(list), list_size() / page_size());
+        }
+    }
+    sheaf_list_free(list);
+    sheaf_client_free(client);
+    recorder_free(&r);
+}
+
+/* An event loop's way: poll the notify fd, take with a 0 ms timeout until PENDING, never wait in
+ * sheaf_list_next. `fd` is what the library writes; `readable` what is polled and drained. */
+static void pull_by_notification(int fd, int readable) {
+    sheaf_client *client = client_for(&g_server, NULL);
+    sheaf_list *list = anchor_list(client, "/anchor?n=300&latency_ms=5", 10, ANCHOR_ALL);
+    if (list == NULL) {
+        sheaf_client_free(client);
+        return;
+    }
+    CHECK_LIST_RESULT(list, sheaf_list_set_notify_fd(list, -2), SHEAF_E_INVALID_ARGUMENT);
+    CHECK_LIST_RESULT(list, sheaf_list_set_notify_fd(list, fd), SHEAF_OK);
+    CHECK_LIST_RESULT(list, sheaf_list_start_pull(list), SHEAF_OK);
+    CHECK_LIST_RESULT(list, sheaf_list_set_notify_fd(list, -1), SHEAF_E_STATE);
+    long long next_id = 0;
+    int wakeups = 0, ended = 0;
+    for (int round = 0; round < 2000 && !ended; round++) {   /* bounded: 2000 wake-ups at most */
+        struct pollfd watched = {.fd = readable, .events = POLLIN};
+        if (!CHECK(poll(&watched, 1, 10000) == 1)) break;     /* the list notifies, or this fails */
+        wakeups++;
+        uint64_t drained[64];
+        CHECK(read(readable, drained, sizeof drained) >= 8);
+        for (;;) {
+            const sheaf_snapshot *snapshot = NULL;
+            sheaf_result result = sheaf_list_next(list, 0, &snapshot);
+            if (result == SHEAF_PENDING) break;
+            if (!CHECK_INT(result, SHEAF_OK)) { ended = 1; break; }
+            if (snapshot == NULL) { ended = 1; break; }
+            json_t *delta = json_loadb(snapshot->delta_json, snapshot->delta_length, 0, NULL);
+            for (size_t i = 0; i < json_array_size(delta); i++)
+                CHECK_INT(json_integer_value(json_object_get(json_array_get(delta, i), "id")), next_id++);
+            json_decref(delta);
+        }
+    }
+    CHECK(ended);
+    CHECK_INT(next_id, 300);
+    CHECK(wakeups >= 1);
+    CHECK_LIST_RESULT(list, sheaf_list_wait(list), SHEAF_OK);
+    sheaf_list_free(list);
+    sheaf_client_free(client);
+}
+
+void a_pulled_list_notifies_an_eventfd_or_a_socket_when_a_snapshot_is_ready(void) {
+    int event = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    if (CHECK(event >= 0)) {
+        pull_by_notification(event, event);
+        close(event);
+    }
+    int pair[2];
+    if (CHECK(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) == 0)) {
+        pull_by_notification(pair[0], pair[1]);
+        close(pair[0]);
+        close(pair[1]);
+    }
+}
+
+void a_list_started_with_a_callback_cannot_be_pulled(void) {
+    sheaf_client *client = client_for(&g_server, NULL);
+    sheaf_list *list = anchor_list(client, "/anchor?n=100", 10, ANCHOR_ALL);
+    if (list != NULL) {
+        const sheaf_snapshot *snapshot = NULL;
+        CHECK_LIST_RESULT(list, sheaf_list_start(list, NULL, NULL, NULL), SHEAF_OK);
+        CHECK_LIST_RESULT(list, sheaf_list_next(list, 0, &snapshot), SHEAF_E_STATE);
+        CHECK(snapshot == NULL);
+        CHECK_LIST_RESULT(list, sheaf_list_wait(list), SHEAF_OK);
+    }
+    sheaf_list_free(list);
+    sheaf_client_free(client);
+}
+
+void pulling_says_pending_until_a_snapshot_comes_and_a_cancel_ends_it(void) {
+    sheaf_client *client = client_for(&g_server, NULL);
+    sheaf_list *list = anchor_list(client, "/anchor?n=1000&latency_ms=300", 10, ANCHOR_ALL);
+    if (list != NULL) {
+        const sheaf_snapshot *snapshot = (const sheaf_snapshot *)&snapshot;
+        CHECK_LIST_RESULT(list, sheaf_list_start_pull(list), SHEAF_OK);
+        CHECK_RESULT(sheaf_list_next(list, 0, &snapshot), SHEAF_PENDING);
+        CHECK(snapshot == NULL);
+        long long started = now_ms();
+        CHECK_RESULT(sheaf_list_next(list, 50, &snapshot), SHEAF_PENDING);
+        long long waited = now_ms() - started;
+        if (!CHECK(waited >= 45)) fprintf(stderr, "    a 50 ms wait returned after %lld ms\n", waited);
+        CHECK_LIST_RESULT(list, sheaf_list_next(list, 5000, &snapshot), SHEAF_OK);   /* page one */
+        if (CHECK(snapshot != NULL)) CHECK_INT(snapshot->pages, 1);
+        CHECK_RESULT(sheaf_list_cancel(list), SHEAF_OK);
+        /* After a cancel the pulls end (after any snapshot already waiting), without a timeout. */
+        int pulls = 0;
+        sheaf_result result;
+        do {
+            result = sheaf_list_next(list, -1, &snapshot);
+        } while (result == SHEAF_OK && snapshot != NULL && ++pulls < 100);
+        CHECK_LIST_RESULT(list, result, SHEAF_OK);
+        CHECK(snapshot == NULL);
+        CHECK_LIST_RESULT(list, sheaf_list_wait(list), SHEAF_E_CANCELLED);
+    }
+    sheaf_list_free(list);
+    sheaf_client_free(client);
+}
+
+void a_pulled_list_nobody_pulls_holds_back_and_frees_promptly(void) {
+    sheaf_client *client = client_for(&g_server, NULL);
+    set_option(client, SHEAF_OPT_WINDOW, 2);
+    sheaf_list *list = anchor_list(client, "/anchor?n=100000", 10, ANCHOR_ALL);   /* 10,000 pages */
+    if (list != NULL) {
+        CHECK_LIST_RESULT(list, sheaf_list_start_pull(list), SHEAF_OK);
+        sleep_ms(500);
+        long long made = sheaf_list_requests_made(list);
+        /* A window of snapshots waiting to be taken, a window queued behind them, a few pages
+         * held in each: far from 10,000 pages. */
+        if (!CHECK(made > 0 && made < 60)) fprintf(stderr, "    %lld requests while nobody pulled\n", made);
+        long long started = now_ms();
+        sheaf_list_free(list);
+        long long took = now_ms() - started;
+        if (!CHECK(took < (g_quick ? 8000 : 2000))) fprintf(stderr, "    sheaf_list_free took %lld ms\n", took);
+    }
+    sheaf_client_free(client);
+}
+
+void waiting_on_a_pulled_list_stops_the_pulling(void) {
+    sheaf_client *client = client_for(&g_server, NULL);
+    sheaf_list *list = anchor_list(client, "/anchor?n=1000&latency_ms=50", 10, ANCHOR_ALL);
+    if (list != NULL) {
+        const sheaf_snapshot *snapshot = NULL;
+        CHECK_LIST_RESULT(list, sheaf_list_start_pull(list), SHEAF_OK);
+        CHECK_LIST_RESULT(list, sheaf_list_next(list, 5000, &snapshot), SHEAF_OK);
+        CHECK(snapshot != NULL);
+        CHECK_LIST_RESULT(list, sheaf_list_wait(list), SHEAF_E_STOPPED);
+        CHECK_LIST_RESULT(list, sheaf_list_next(list, 1000, &snapshot), SHEAF_OK);
+        CHECK(snapshot == NULL);
+    }
+    sheaf_list_free(list);
+    sheaf_client_free(client);
+}
