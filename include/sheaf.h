@@ -117,7 +117,7 @@ typedef enum sheaf_result {
     SHEAF_E_INTERNAL = 16,         /**< A bug in Sheaf; the message says where. */
     SHEAF_PENDING = 17,            /**< sheaf_list_next: no snapshot yet within the timeout (not a failure). */
     SHEAF_E_NOT_FOLLOWED = 18,     /**< The last page signals more (a Link rel="next", has_more, a next field, a total above what arrived) that the description does not follow; the error names the signal and the option or preset that would. */
-    SHEAF_E_UNDETECTED = 19,       /**< Detection could not decide the list's shape (no items array, or several candidates); the error names the candidates and the options that choose. */
+    SHEAF_E_UNDETECTED = 19,       /**< Detection could not decide the list's shape (no items array, or several candidates), or how to reach page two of a first page that promises more (no next page, and no page parameter that the probe tried gave the next items); the error names the candidates or what was tried, and the options that choose. */
     SHEAF_E_REPEATED_PAGE = 20,    /**< Two consecutive pages hold the same items byte for byte: the server ignores the paging parameter (or the description names the wrong one). */
     SHEAF_E_IO = 21,               /**< A download's file could not be written: its folder cannot be created, it is not writable, or the disk is full (the destination is left as it was); or a list's output (sheaf_list_start_write_fd) could not be written. */
     SHEAF_PAGE_BUDGET_REACHED = 22,    /**< Retired (0.4: the page budget was reached); never returned: the list ends SHEAF_OK with SHEAF_STOP_PAGE_BUDGET. */
@@ -561,7 +561,7 @@ SHEAF_API sheaf_result sheaf_list_add_header(sheaf_list *list, const char *name,
 
 /** How the pages of a list are reached. Append-only. */
 typedef enum sheaf_paging {
-    SHEAF_PAGING_DETECT = 0,      /**< The default: from the first page's signals (a next link naming page 2 or an offset makes pages addressable). */
+    SHEAF_PAGING_DETECT = 0,      /**< The default: from the first page's signals (a next link naming page 2 or an offset makes pages addressable); a first page that promises more and names no next page is probed: page=2, _page=2, p=2, offset=N, skip=N (N: its items), one request each, the first answer of new items deciding. */
     SHEAF_PAGING_SINGLE = 1,      /**< One response; nothing is followed and nothing is checked. */
     SHEAF_PAGING_NEXT = 2,        /**< Follow the next signal (a link, or a cursor) page by page; never address pages. */
     SHEAF_PAGING_PAGE_NUMBER = 3, /**< Page k is ?param=first+k. */

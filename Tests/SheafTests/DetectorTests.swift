@@ -169,10 +169,14 @@ final class DetectorTests: XCTestCase {
         }
     }
 
-    func testATotalAboveThePageWithoutAnyWayToAddressPagesIsAnError() {
-        XCTAssertThrowsError(try resolve(#"{"results":\#(items(0..<10)),"count":95}"#)) { error in
-            XCTAssertEqual((error as? SheafError)?.code, .undetected)
-        }
+    func testATotalAboveThePageWithoutAnyWayToAddressPagesLeavesThePagingToAProbe() throws {
+        // Deciding it takes requests (PagingProbe, run by the list), which a detector does not make.
+        let resolution = try resolve(#"{"results":\#(items(0..<10)),"count":95}"#)
+        XCTAssertTrue(resolution.needsProbe)
+        XCTAssertEqual(resolution.description.paging, .detect)
+        XCTAssertFalse(resolution.pagingDetected)
+        XCTAssertEqual(resolution.description.source(of: .total), body("/count"))
+        XCTAssertFalse(try resolve(#"{"results":\#(items(0..<10)),"count":10}"#).needsProbe, "nothing more promised")
     }
 
     // MARK: Inference of addressing from a next link

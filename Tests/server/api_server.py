@@ -46,6 +46,7 @@ Endpoints:
   GET /drf?page=N&page_size=S     {"count":n,"next":url|null,"previous":url|null,"results":[...]}
   GET /array?page=N&per_page=S    [...]
   GET /conv/<name>                the pagination of public APIs: github, gitlab, json-server,
+                                  hand-written (json-server's shape without its Link header),
                                   drf-limit, drf-cursor, jsonapi, odata, hal, stripe, slack,
                                   google, zendesk, fastapi-page, fastapi-limit-offset,
                                   content-range, jira, elastic (conventions.py documents each)

@@ -11,6 +11,7 @@ the request are kept in them.
 | /conv/github | page, per_page | Link rel=next/last/first/prev (link=standard, relative, split, unquoted, none) | - (rel=last) | 30, max 100 |
 | /conv/gitlab | page, per_page | X-Next-Page ("" at the end), Link (link=none: no Link) | X-Total, X-Total-Pages (nototal=1: none, as GitLab past 10,000) | 20, max 100 |
 | /conv/json-server | _page, _limit | Link | X-Total-Count | 10; no _page: everything |
+| /conv/hand-written | _page, _limit | - (no Link, no next field) | X-Total-Count | 10, max 100; no _page: page 1 |
 | /conv/drf-limit | limit, offset | "next" | "count" | 50, max 100 |
 | /conv/drf-cursor | cursor (opaque) | "next" | - | page_size 50 |
 | /conv/jsonapi | page[number], page[size] | links.next (null at the end) | meta.total | 20, max 100 |
@@ -148,6 +149,16 @@ def json_server(p: Page) -> None:
     page, size, start, last = numbered
     headers = [("X-Total-Count", str(p.n))] + _numbered_links(p, "_page", page, last)
     p.send(_items(min(start, p.real_n), min(start + size, p.real_n)), headers)
+
+
+def hand_written(p: Page) -> None:
+    """json-server's answer as many hand-written APIs give it: a bare array and its total, page 1
+    without _page, and nothing that names the next page: only a client that tries _page finds it."""
+    numbered = _numbered(p, "_page", "_limit", 10, 100)
+    if numbered is None:
+        return
+    _, size, start, _ = numbered
+    p.send(_items(min(start, p.real_n), min(start + size, p.real_n)), [("X-Total-Count", str(p.n))])
 
 
 def drf_limit(p: Page) -> None:
@@ -336,7 +347,8 @@ def elastic(p: Page) -> None:
 
 
 CONVENTIONS: Dict[str, Callable[[Page], None]] = {
-    "github": github, "gitlab": gitlab, "json-server": json_server, "drf-limit": drf_limit,
+    "github": github, "gitlab": gitlab, "json-server": json_server, "hand-written": hand_written,
+    "drf-limit": drf_limit,
     "drf-cursor": drf_cursor, "jsonapi": jsonapi, "odata": odata, "hal": hal, "stripe": stripe,
     "slack": slack, "google": google, "zendesk": zendesk, "fastapi-page": fastapi_page,
     "fastapi-limit-offset": fastapi_limit_offset, "content-range": content_range, "jira": jira,

@@ -58,6 +58,9 @@ def with_param(url: str, **params) -> str:
 READERS = {
     "github": lambda b, h, u: (b, link_next(h)),
     "json-server": lambda b, h, u: (b, link_next(h)),
+    "hand-written": lambda b, h, u: (
+        b, with_param(u, _page=page + 1) if (page := int(dict(urllib.parse.parse_qsl(urllib.parse.urlsplit(u).query)).get("_page", 1)))
+        * 10 < int(h["X-Total-Count"]) else None),
     "gitlab": lambda b, h, u: (b, with_param(u, page=h["X-Next-Page"]) if h["X-Next-Page"] else None),
     "drf-limit": lambda b, h, u: (b["results"], b["next"]),
     "drf-cursor": lambda b, h, u: (b["results"], b["next"]),
@@ -109,6 +112,15 @@ def test_totals_in_headers_and_the_gitlab_headers(base):
     assert headers["Content-Range"] == "items 50-59/60"
     _, headers = get(f"{base}/conv/json-server?n=60&_page=2")
     assert headers["X-Total-Count"] == "60"
+
+
+def test_a_hand_written_list_names_no_next_page_and_ignores_other_page_parameters(base):
+    first, headers = get(f"{base}/conv/hand-written?n=25")
+    assert ids(first) == list(range(10)) and headers["X-Total-Count"] == "25" and "Link" not in headers
+    for ignored in ("page=2", "p=2", "offset=10", "skip=10"):
+        assert get(f"{base}/conv/hand-written?n=25&{ignored}")[0] == first, ignored
+    assert ids(get(f"{base}/conv/hand-written?n=25&_page=3")[0]) == list(range(20, 25))
+    assert ids(get(f"{base}/conv/hand-written?n=25&_page=2&_limit=4")[0]) == list(range(4, 8))
 
 
 def test_bad_cursors_are_answered_as_the_apis_do(base):

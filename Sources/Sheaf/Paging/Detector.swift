@@ -8,6 +8,9 @@ package enum Detector {
         var description: ListDescription
         var detected: Set<Signal>
         var pagingDetected: Bool
+        /// Page one promises more items but shows no way to them: the paging stays `.detect`
+        /// until the run has tried the usual page parameters (`PagingProbe`).
+        var needsProbe = false
     }
 
     // MARK: The usual places (checked in this order)
@@ -36,8 +39,9 @@ package enum Detector {
     // MARK: Resolving a description
 
     /// Resolves the `.detect` parts of `description` from the first response.
-    /// - Throws: `.badPage` for a body that is not JSON, `.undetected` when the items or the
-    ///   addressing cannot be decided (the message names the candidates and the options).
+    /// - Throws: `.badPage` for a body that is not JSON, `.undetected` when the items cannot be
+    ///   decided (the message names the candidates and the options). Addressing that page one
+    ///   does not show is left to a probe (`Resolution.needsProbe`): deciding it takes requests.
     static func resolve(_ description: ListDescription, _ response: HTTPResponse, url: String) throws(SheafError) -> Resolution {
         var resolved = description
         var detected = Set<Signal>()
@@ -93,10 +97,15 @@ package enum Detector {
                 stripeLike = true
             }
             var pagingDetected = false
+            var needsProbe = false
             if description.paging == .detect {
-                resolved.paging = try detectPaging(resolved, response: response, url: url, document: document,
-                                                   cursorParameter: stripeLike ? "starting_after" : cursorParameter)
-                pagingDetected = true
+                if let paging = try detectPaging(resolved, response: response, url: url, document: document,
+                                                 cursorParameter: stripeLike ? "starting_after" : cursorParameter) {
+                    resolved.paging = paging
+                    pagingDetected = true
+                } else {
+                    needsProbe = true
+                }
             }
             if detected.contains(.pageCount), resolved.source(of: .pageCount) == .link("last") {
                 // A last link means nothing without page numbers or offsets to read it by.
@@ -107,13 +116,14 @@ package enum Detector {
                     detected.remove(.pageCount)
                 }
             }
-            return Resolution(description: resolved, detected: detected, pagingDetected: pagingDetected)
+            return Resolution(description: resolved, detected: detected, pagingDetected: pagingDetected, needsProbe: needsProbe)
         }
     }
 
-    /// How pages are reached, from the signals of the first page.
+    /// How pages are reached, from the signals of the first page; nil when it promises more
+    /// items but shows no way to them.
     private static func detectPaging(_ resolved: ListDescription, response: HTTPResponse, url: String,
-                                     document: Document, cursorParameter: String?) throws(SheafError) -> Paging {
+                                     document: Document, cursorParameter: String?) throws(SheafError) -> Paging? {
         let page = try PageReader(resolved).read(response, from: url)
         if let next = page.next, resolved.source(of: .next) != .none {
             return infer(from: url, to: next, served: page.items.count) ?? .next
@@ -140,9 +150,7 @@ package enum Detector {
         for (pointer, parameter) in [("/offset", "offset"), ("/startAt", "startAt"), ("/skip", "skip"), ("/from", "from")] {
             if let number = document.integer(pointer) { return .offset(.init(parameter: parameter, first: number)) }
         }
-        throw SheafError(.undetected, "\(url): the first page promises more items but names no next page, and no page or offset "
-                         + "parameter was recognised; say how page k is addressed",
-                         url: url, hint: "--paging page:NAME or --paging offset:NAME (sheaf_list_set_paging), or a --preset")
+        return nil
     }
 
     /// Page k's addressing, when `next` differs from `url` in one integer query parameter by one

@@ -123,6 +123,9 @@ public final class ListRun: Sendable {
 
         /// The size of page one's body, once it is in: it bounds the window (`windowForPageBytes`).
         var pageOneBytes: Int?
+        /// Page one, held unplanned while the usual page parameters are tried on it, and the
+        /// fetch of the one asked for now.
+        var probing: (probe: PagingProbe, pageOne: ArrivedPage, fetch: (serial: Int, fetch: Fetch)?)?
 
         /// Pages in flight at most, at page one's size, for their bodies to stay within what
         /// one body may be (`ClientConfiguration.maxBodyBytes`, 64 MiB by default): a server that
@@ -351,13 +354,18 @@ public final class ListRun: Sendable {
 
     // MARK: Events
 
-    /// A page's fetch ended: its answer is read and planned (off the transport's thread: reading
-    /// a page is CPU work), or its failure or budget stop planned.
+    /// A page's fetch ended: its answer is read and planned, or its failure or budget stop planned.
     private func fetchEnded(_ index: Int, serial: Int, _ end: FetchEnd) {
+        offTheTransportThread(for: end) { [self] in startingWhatIsPlanned { fetchEnded(index, serial: serial, end, starting: &$0) } }
+    }
+
+    /// Runs `body` for a fetch that ended: on the global pool when it brought an answer (reading
+    /// a page is CPU work, not the transport's), at once otherwise.
+    private func offTheTransportThread(for end: FetchEnd, _ body: @escaping @Sendable () -> Void) {
         if case .fetched = end {
-            DispatchQueue.global().async { [self] in startingWhatIsPlanned { fetchEnded(index, serial: serial, end, starting: &$0) } }
+            DispatchQueue.global().async(execute: body)
         } else {
-            startingWhatIsPlanned { fetchEnded(index, serial: serial, end, starting: &$0) }
+            body()
         }
     }
 
@@ -386,6 +394,17 @@ public final class ListRun: Sendable {
         if index == 0 { replayAheadOfPageOne(starting: &starts) }
     }
 
+    /// A page as it arrived and was read, before it is planned.
+    private struct ArrivedPage: Sendable {
+        let index: Int
+        let serial: Int
+        let url: String
+        let response: HTTPResponse
+        let page: Page
+        /// What detection decided, for the first page of a list that detects.
+        var detection: Detector.Resolution?
+    }
+
     /// Reads and plans one page.
     private func pageArrived(_ index: Int, serial: Int, url: String, response: HTTPResponse, starting starts: inout [Fetch]) {
         let page: Page
@@ -401,20 +420,97 @@ public final class ListRun: Sendable {
         } catch {
             return perform(page: (index, serial, .empty), starting: &starts) { $0.planner.pageFailed(index, error) }
         }
-        perform(page: (index, serial, page), starting: &starts) { state in
-            if let detection, state.resolution == nil {
+        let arrived = ArrivedPage(index: index, serial: serial, url: url, response: response, page: page, detection: detection)
+        if detection?.needsProbe == true {
+            return startProbe(arrived, starting: &starts)
+        }
+        plan(arrived, starting: &starts)
+    }
+
+    /// Plans a page that arrived (the first one with what detection decided).
+    private func plan(_ arrived: ArrivedPage, starting starts: inout [Fetch]) {
+        let index = arrived.index
+        perform(page: (index, arrived.serial, arrived.page), starting: &starts) { state in
+            if let detection = arrived.detection, state.resolution == nil {
                 state.resolution = detection
                 state.planner.adopt(detection.description.paging,
                                     pagesSignalTheEnd: PageReader(detection.description).pagesSignalTheEnd)
             }
             if index == 0 {
-                state.pageOneBytes = response.body.count
+                state.pageOneBytes = arrived.response.body.count
                 state.planner.window = min(state.planner.window, state.windowForPageBytes)
             }
-            let actions = state.planner.pageArrived(index, page)
+            let actions = state.planner.pageArrived(index, arrived.page)
             // Logged before the pages it plans are sent, so the log reads in order.
-            if index == 0, let hooks = client.hooks { logPlan(hooks, state, url: url) }
+            if index == 0, let hooks = client.hooks { logPlan(hooks, state, url: arrived.url) }
             return actions
+        }
+    }
+
+    // MARK: Probing page one's paging
+
+    /// Page one promises more items and shows no way to them: before it is planned, the usual
+    /// page parameters are tried on its URL, one request at a time (`PagingProbe` decides, this
+    /// run fetches). The probes are pages of the list like any other: the same fetch, budget and
+    /// origin rules.
+    private func startProbe(_ pageOne: ArrivedPage, starting starts: inout [Fetch]) {
+        var probe = PagingProbe(firstURL: startPoint.url ?? pageOne.url, pageOne: pageOne.page)
+        let step = probe.start()
+        let current = state.withLock { state -> Bool in
+            guard state.ending == nil, state.fetches[0]?.serial == pageOne.serial else { return false }
+            state.probing = (probe, pageOne, nil)
+            return true
+        }
+        if current { follow(step, pageOne, starting: &starts) }
+    }
+
+    /// The probe's fetch `serial` ended: its answer decides the next step.
+    private func probeEnded(_ pageOne: ArrivedPage, serial: Int, _ end: FetchEnd) {
+        var answer: Page?
+        switch end {
+        case .fetched(let fetched):
+            answer = try? PageReader(pageOne.detection!.description).read(fetched.response, from: fetched.url)
+        case .failed:
+            break
+        case .outOfBudget:
+            // The budget ends the list before page one is planned: without its paging, nothing
+            // after it could be resumed.
+            return perform(page: (0, pageOne.serial, .empty)) { $0.planner.pageStopped(0, .requestBudget) }
+        }
+        startingWhatIsPlanned { starts in
+            let step = state.withLock { state -> PagingProbe.Step? in
+                guard state.ending == nil, state.probing?.fetch?.serial == serial else { return nil }
+                state.probing!.fetch = nil
+                return state.probing!.probe.answered(answer)
+            }
+            if let step { follow(step, pageOne, starting: &starts) }
+        }
+    }
+
+    /// Carries out one step of the probe.
+    private func follow(_ step: PagingProbe.Step, _ pageOne: ArrivedPage, starting starts: inout [Fetch]) {
+        switch step {
+        case .fetch(let url):
+            let fetch = state.withLock { state -> Fetch? in
+                guard state.ending == nil, state.probing != nil else { return nil }
+                state.fetchSerial += 1
+                let serial = state.fetchSerial
+                let fetch = Fetch(client: client, url: url, requests: requests, pace: pace) { [self] end in
+                    offTheTransportThread(for: end) { [self] in probeEnded(pageOne, serial: serial, end) }
+                }
+                state.probing!.fetch = (serial, fetch)
+                return fetch
+            }
+            if let fetch { starts.append(fetch) }
+        case .adopt(let paging):
+            state.withLock { $0.probing = nil }
+            var found = pageOne
+            found.detection!.description.paging = paging
+            found.detection!.pagingDetected = true
+            plan(found, starting: &starts)
+        case .refuse(let error):
+            state.withLock { $0.probing = nil }
+            perform(page: (0, pageOne.serial, .empty), starting: &starts) { $0.planner.pageFailed(0, error) }
         }
     }
 
@@ -650,8 +746,10 @@ public final class ListRun: Sendable {
     private func cancelAll(_ state: inout State) -> [any TransportTask] {
         _ = state.planner.stop()
         state.heldFetches.removeAll()
+        let probe = state.probing?.fetch?.fetch.abandon()
+        state.probing = nil
         defer { state.fetches.removeAll() }
-        return state.fetches.values.compactMap { $0.fetch.abandon() }
+        return state.fetches.values.compactMap { $0.fetch.abandon() } + (probe.map { [$0] } ?? [])
     }
 
     /// Decides the outcome (once) and queues the final step behind every queued snapshot.

@@ -191,7 +191,8 @@ class NotFollowedError(DecodingError):
 
 class DetectionError(DecodingError):
     """Detection could not decide the list's shape from its first page (no items array, several
-    candidates, or a total with no way to address pages); ``hint`` names the options that choose."""
+    candidates, or a total with no way to address pages that the page parameters tried on it
+    found; the message names them); ``hint`` names the options that choose."""
 
 
 class PolicyError(Error):

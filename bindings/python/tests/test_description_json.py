@@ -23,8 +23,8 @@ lib = _ffi.lib
 
 #: Endpoints of the test server that detection resolves, with the query each needs.
 DETECTED = {"/anchor": "", "/drf": "", "/array": "&per_page=25", "/conv/github": "", "/conv/gitlab": "",
-            "/conv/json-server": "&_page=1", "/conv/drf-cursor": "", "/conv/odata": "&$count=true", "/conv/hal": "",
-            "/conv/stripe": "", "/conv/slack": "&limit=40", "/conv/google": "&pageSize=40",
+            "/conv/json-server": "&_page=1", "/conv/hand-written": "", "/conv/drf-cursor": "", "/conv/odata": "&$count=true",
+            "/conv/hal": "", "/conv/stripe": "", "/conv/slack": "&limit=40", "/conv/google": "&pageSize=40",
             "/conv/content-range": "&offset=0", "/conv/jira": "", "/conv/elastic": "&from=0"}
 SIGNALS = ("items", "next", "cursor", "total", "page_count", "has_more", "is_last", "identity")
 #: Where each signal can be read from, besides detection (the header's enum comments).
@@ -264,7 +264,8 @@ def test_a_python_description_with_json_is_overridden_by_its_fields(api):
 
 # ---- The command line -------------------------------------------------------------------------
 
-@pytest.mark.parametrize("endpoint", ["/drf", "/conv/github", "/conv/stripe", "/conv/slack", "/conv/odata"])
+@pytest.mark.parametrize("endpoint", ["/drf", "/conv/github", "/conv/stripe", "/conv/slack", "/conv/odata",
+                                      "/conv/hand-written"])
 def test_cli_explain_as_json_saved_and_passed_back_gives_the_same_list(api, tmp_path, endpoint):
     from test_cli import lines, run_cli
 
