@@ -121,21 +121,15 @@ public final class ListRun: Sendable {
         /// once page one has decided what the list is (and how to read it, when detected).
         var aheadOfPageOne: [(index: Int, serial: Int, end: FetchEnd)] = []
 
-        /// The size of page one's body, once it is in: it bounds the window (`windowForPageBytes`).
-        var pageOneBytes: Int?
         /// Page one, held unplanned while the usual page parameters are tried on it, and the
         /// fetch of the one asked for now.
         var probing: (probe: PagingProbe, pageOne: ArrivedPage, fetch: (serial: Int, fetch: Fetch)?)?
 
-        /// Pages in flight at most, at page one's size, for their bodies to stay within what
-        /// one body may be (`ClientConfiguration.maxBodyBytes`, 64 MiB by default): a server that
-        /// ignores the page parameter and sends its whole list each time costs a page at a time,
-        /// not a window of them.
-        var windowForPageBytes: Int {
-            guard let pageOneBytes, pageOneBytes > 0 else { return .max }
-            return max(1, bodyBudget / pageOneBytes)
-        }
-        let bodyBudget: Int
+        /// Pages in flight at most, once page one is in, for bodies of its size to stay within
+        /// what one body may be (`ClientConfiguration.maxBodyBytes`, 64 MiB by default): a server
+        /// that ignores the page parameter and sends its whole list each time costs a page at a
+        /// time, not a window of them.
+        var windowForPageBytes = Int.max
 
         /// Whether a window of pages waits for the consumer. Counted in pages, not snapshots: a
         /// snapshot holds every page that arrived ahead of a slow one (up to twice the window).
@@ -223,7 +217,7 @@ public final class ListRun: Sendable {
         self.startPoint = start
         requests = RequestCounters(budget: description.maxRequests)
         self.pace = pace
-        var state = State(planner: planner, assembler: assembler, assembledResume: start, bodyBudget: configuration.maxBodyBytes)
+        var state = State(planner: planner, assembler: assembler, assembledResume: start)
         state.resolution = resolution
         self.state = Locked(state)
         self.onSnapshot = Locked(onSnapshot.map(SnapshotCallbackBox.init))
@@ -437,7 +431,7 @@ public final class ListRun: Sendable {
                                     pagesSignalTheEnd: PageReader(detection.description).pagesSignalTheEnd)
             }
             if index == 0 {
-                state.pageOneBytes = arrived.response.body.count
+                state.windowForPageBytes = max(1, client.configuration.maxBodyBytes / max(1, arrived.response.body.count))
                 state.planner.window = min(state.planner.window, state.windowForPageBytes)
             }
             let actions = state.planner.pageArrived(index, arrived.page)
