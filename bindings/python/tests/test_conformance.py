@@ -1,5 +1,5 @@
-"""The same behaviours, whichever way Python runs a list: fetch_all, stream, fetch_to, pager, and
-AsyncClient's fetch_all and stream. (Tests/c/conformance.c holds the C modes to the same.)
+"""The same behaviours, whichever way Python runs a list: fetch_all, stream, fetch_to, pager,
+fetch_arrow, stream_batches (when pyarrow is installed), and AsyncClient's fetch_all and stream. (Tests/c/conformance.c holds the C modes to the same.)
 
 - every item arrives, in order, once, and the list ends COMPLETE;
 - a consumer that stops at its first delivery (a break, a pager no longer asked) stops the list,
@@ -82,6 +82,31 @@ def _pager(client: sheaf.Client, path: str, run: Run, stop_at_first: bool, **opt
             pager.close()
 
 
+def _table_outcome(table: Any) -> Tuple[Optional[sheaf.StopReason], Optional[str]]:
+    """The stop reason and resume token a table from fetch_arrow carries in its schema's metadata."""
+    metadata = table.schema.metadata or {}
+    reason = metadata.get(b"sheaf.stop_reason")
+    token = metadata.get(b"sheaf.resume_token")
+    return (sheaf.StopReason[reason.decode()] if reason else None), (token.decode() if token else None)
+
+
+def _fetch_arrow(client: sheaf.Client, path: str, run: Run, stop_at_first: bool, **options: Any) -> None:
+    run.started.set()
+    table = client.fetch_arrow(path, **ANCHOR, **options)
+    run.items = table.to_pylist()
+    run.stop_reason, run.token = _table_outcome(table)
+
+
+def _stream_batches(client: sheaf.Client, path: str, run: Run, stop_at_first: bool, **options: Any) -> None:
+    stream = run.held = run.stoppable = client.stream_batches(path, **ANCHOR, **options)
+    run.started.set()
+    for batch in stream:
+        run.items += batch.to_pylist()
+        if stop_at_first:
+            break
+    run.stop_reason, run.token = stream.stop_reason, stream.resume_token
+
+
 def _aio_fetch_all(client: sheaf.Client, path: str, run: Run, stop_at_first: bool, attempts: int = 4,
                    **options: Any) -> None:
     async def main() -> None:
@@ -114,6 +139,11 @@ MODES: Dict[str, Callable[..., None]] = {
     "fetch_all": _fetch_all, "stream": _stream, "fetch_to": _fetch_to, "pager": _pager,
     "aio.fetch_all": _aio_fetch_all, "aio.stream": _aio_stream,
 }
+try:
+    import pyarrow  # noqa: F401  (the Arrow modes run only where the optional extra is installed)
+    MODES.update({"fetch_arrow": _fetch_arrow, "stream_batches": _stream_batches})
+except ImportError:
+    pass
 _ASYNC_OPTIONS = dict(concurrency=4, adaptive_window=False)
 
 
@@ -131,6 +161,8 @@ def run_mode(mode: str, client: sheaf.Client, path: str, tmp_path: Any, stop_at_
         run.token = error.resume_token
         if mode in ("fetch_all", "aio.fetch_all"):   # the others received their items already
             run.items = list(error.items)
+        elif mode == "fetch_arrow":
+            run.items = error.items.to_pylist()
     return run
 
 
