@@ -241,7 +241,7 @@ class Bench:
         self.results: Dict[str, Measured] = {}
         self.child: Optional[subprocess.Popen] = None
         self.driver = args.driver or str(Path(args.build_dir) / "bench" / "sheaf_bench")
-        self.built_library = str(Path(args.build_dir) / "lib" / "libsheaf.so.0")
+        self.built_library = str(Path(args.build_dir) / "lib" / "libsheaf.so.1")
         self.library_dir = ""
         self.lib_version = "libsheaf ?"
         self.python_ok: Optional[str] = None     # None: importable; else why not
@@ -253,7 +253,7 @@ class Bench:
         during the benchmark cannot mix two versions in one table. The C driver's RUNPATH yields
         to LD_LIBRARY_PATH; the Python package reads SHEAF_LIBRARY_PATH."""
         self.library_dir = tempfile.mkdtemp(prefix="sheaf-bench-")
-        self.library = os.path.join(self.library_dir, "libsheaf.so.0")
+        self.library = os.path.join(self.library_dir, "libsheaf.so.1")
         shutil.copy2(os.path.realpath(self.built_library), self.library)
         with open(self.library, "rb") as f:
             self.library_sha = hashlib.sha256(f.read()).hexdigest()[:12]

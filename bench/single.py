@@ -27,7 +27,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "bindings" / "python"))
-os.environ.setdefault("SHEAF_LIBRARY_PATH", str(REPO / "build" / "lib" / "libsheaf.so.0"))
+os.environ.setdefault("SHEAF_LIBRARY_PATH", str(REPO / "build" / "lib" / "libsheaf.so.1"))
 
 import sheaf  # noqa: E402
 

@@ -17,6 +17,18 @@
  * SHEAF_OK only when its own description established the end: a page that signals more than
  * the description follows ends it with SHEAF_E_NOT_FOLLOWED.
  *
+ * Contents, in the order a caller meets them (each a "---- Name ----" section below):
+ *   Versions             SHEAF_VERSION_*, SHEAF_VERSION_CHECK, sheaf_version_number
+ *   Results, Errors      sheaf_result codes; sheaf_error, sheaf_last_error
+ *   Handles, Client      sheaf_client_new, credentials, headers, TLS files, options
+ *   Watching a client    log records and events
+ *   Describing a list    sheaf_list_new, paging and signals, presets, the description JSON,
+ *                        budgets, resume tokens
+ *   Running a list       fetch_all, snapshots (callback or pulled), writing, status
+ *   Loading more         a list page by page, as its caller asks
+ *   Single requests      any method, bodies, downloads
+ *   Writing a transport  for embedders that replace libcurl
+ *
  * Thread safety
  * -------------
  * A sheaf_client may be shared by any number of threads and may run many lists at once.
@@ -38,6 +50,15 @@
  * a sheaf_destroy_fn, called once when the library no longer needs user_data. The library takes
  * user_data only from a call that succeeds: a call that is refused (any result but SHEAF_OK)
  * never calls destroy, and user_data stays the caller's to free.
+ *
+ * Versioned structs
+ * -----------------
+ * Every public struct starts with `unsigned int version`, and its fields are only ever appended.
+ * Whoever allocates the struct sets the version: the library for the structs it hands out
+ * (sheaf_error, sheaf_snapshot, sheaf_log_record, sheaf_event: check `version` before reading a
+ * field added after version 1), the caller for the structs it passes in (sheaf_list_status: set
+ * `version` to the SHEAF_*_VERSION of this header; the library fills the fields both know).
+ * Handles are opaque; nothing else crosses the interface by value.
  *
  * Errors
  * ------
@@ -63,15 +84,15 @@ extern "C" {
 
 /* ---- Versions --------------------------------------------------------------------------- */
 
-#define SHEAF_VERSION_MAJOR 0
-#define SHEAF_VERSION_MINOR 4
+#define SHEAF_VERSION_MAJOR 1
+#define SHEAF_VERSION_MINOR 0
 #define SHEAF_VERSION_PATCH 0
-#define SHEAF_VERSION_STRING "0.4.0"
+#define SHEAF_VERSION_STRING "1.0.0"
 /** MAJOR * 10000 + MINOR * 100 + PATCH, as sheaf_version_number() returns it. */
 #define SHEAF_VERSION_NUMBER (SHEAF_VERSION_MAJOR * 10000 + SHEAF_VERSION_MINOR * 100 + SHEAF_VERSION_PATCH)
 /**
  * Whether this header is version MAJOR.MINOR.PATCH or newer, for code that uses a call added
- * later:  #if SHEAF_VERSION_CHECK(0, 5, 0) ... #endif.  That the library loaded at run time is
+ * later:  #if SHEAF_VERSION_CHECK(1, 1, 0) ... #endif.  That the library loaded at run time is
  * as new is sheaf_version_number() >= the same number.
  */
 #define SHEAF_VERSION_CHECK(major, minor, patch) \
@@ -183,74 +204,6 @@ typedef struct sheaf_client sheaf_client;
 typedef struct sheaf_list sheaf_list;
 /** One single HTTP request of a client (any method, a body), then its response. */
 typedef struct sheaf_request sheaf_request;
-/** One HTTP exchange handed to a custom transport: a request to answer. Owned by the library. */
-typedef struct sheaf_exchange sheaf_exchange;
-
-/* ---- Transport -------------------------------------------------------------------------- */
-
-/** Why an exchange failed below HTTP. Append-only. */
-typedef enum sheaf_transport_error {
-    SHEAF_TRANSPORT_OTHER = 0,      /**< Anything else; not retried. */
-    SHEAF_TRANSPORT_TIMEOUT = 1,    /**< No answer in time; retried. */
-    SHEAF_TRANSPORT_CONNECT = 2,    /**< Connection refused or reset; retried. */
-    SHEAF_TRANSPORT_DNS = 3,        /**< The host name did not resolve; not retried. */
-    SHEAF_TRANSPORT_TLS = 4,        /**< The TLS handshake or certificate check failed; not retried. */
-    SHEAF_TRANSPORT_TOO_LARGE = 5   /**< The body exceeded sheaf_exchange_max_body_bytes. */
-} sheaf_transport_error;
-
-/**
- * A transport: performs one HTTP exchange.
- *
- * Called concurrently (up to the list's window at once), each call on a thread of its own owned
- * by the library, so a transport may block until it has the answer. It must answer `exchange`
- * exactly once, with sheaf_exchange_respond or sheaf_exchange_fail, either before returning or
- * later from any thread. Until it answers, `exchange` stays valid even if the list is closed;
- * after it answers, `exchange` must not be touched again. `user_data` is the pointer given with
- * the transport, borrowed.
- */
-typedef void (*sheaf_transport_fn)(sheaf_exchange *exchange, void *user_data);
-
-/** The request method ("GET"). Borrowed: valid until the exchange is answered. */
-SHEAF_API const char *sheaf_exchange_method(const sheaf_exchange *exchange);
-/** The absolute request URL. Borrowed: valid until the exchange is answered. */
-SHEAF_API const char *sheaf_exchange_url(const sheaf_exchange *exchange);
-/** How many request headers there are. */
-SHEAF_API size_t sheaf_exchange_header_count(const sheaf_exchange *exchange);
-/**
- * Request header `index` (0-based) as a name and a value. Borrowed: valid until the exchange is
- * answered. Returns SHEAF_E_INVALID_ARGUMENT when index is out of range (outputs then untouched).
- */
-SHEAF_API sheaf_result sheaf_exchange_header(const sheaf_exchange *exchange, size_t index,
-                                             const char **out_name, const char **out_value);
-/** The request body and its length (NULL and 0 for a GET). Borrowed until the exchange is answered. */
-SHEAF_API const char *sheaf_exchange_body(const sheaf_exchange *exchange, size_t *out_length);
-/** Per-request timeout in milliseconds the transport should apply (0 = none). */
-SHEAF_API int64_t sheaf_exchange_timeout_ms(const sheaf_exchange *exchange);
-/** The body cap in bytes: a larger body should be answered with SHEAF_TRANSPORT_TOO_LARGE. */
-SHEAF_API int64_t sheaf_exchange_max_body_bytes(const sheaf_exchange *exchange);
-/** Non-zero once the library no longer wants the answer (the list stopped); answer anyway. */
-SHEAF_API int sheaf_exchange_is_cancelled(const sheaf_exchange *exchange);
-
-/**
- * Adds one response header before answering. `name` and `value` are copied.
- * Call only before sheaf_exchange_respond, from the thread that will respond.
- */
-SHEAF_API sheaf_result sheaf_exchange_add_response_header(sheaf_exchange *exchange,
-                                                          const char *name, const char *value);
-/**
- * Answers the exchange with an HTTP status (100..999) and body (`body` may be NULL when
- * `body_length` is 0; it is copied). After a SHEAF_OK answer `exchange` is invalid: answering
- * twice is undefined behaviour. A status out of range is refused with SHEAF_E_INVALID_ARGUMENT
- * and the exchange stays valid, to be answered again.
- */
-SHEAF_API sheaf_result sheaf_exchange_respond(sheaf_exchange *exchange, int status,
-                                              const char *body, size_t body_length);
-/**
- * Answers the exchange with a transport failure; `message` (may be NULL) is copied and must not
- * contain credentials. After this call `exchange` is invalid.
- */
-SHEAF_API sheaf_result sheaf_exchange_fail(sheaf_exchange *exchange, sheaf_transport_error kind,
-                                           const char *message);
 
 /* ---- Client ----------------------------------------------------------------------------- */
 
@@ -418,16 +371,6 @@ typedef enum sheaf_http_version {
  */
 SHEAF_API sheaf_result sheaf_client_set_option(sheaf_client *client, sheaf_option option,
                                                int64_t value);
-
-/**
- * Replaces the HTTP backend with `transport` (NULL restores libcurl) for lists started from now
- * on; a running list keeps the transport it started with. `user_data` is handed to every call;
- * `destroy` (may be NULL) is called with it once no list and no exchange needs it any more
- * (after the client and every list started with it are freed and every exchange answered); a
- * refused call never calls it (user_data stays the caller's).
- */
-SHEAF_API sheaf_result sheaf_client_set_transport(sheaf_client *client, sheaf_transport_fn transport,
-                                                  void *user_data, sheaf_destroy_fn destroy);
 
 /* ---- Watching a client: log records and events -------------------------------------------- */
 
@@ -686,15 +629,6 @@ SHEAF_API sheaf_result sheaf_list_description(sheaf_list *list, char **out_json,
 SHEAF_API sheaf_result sheaf_list_set_description(sheaf_list *list, const char *json);
 
 /**
- * Gives this list a transport of its own, with its own `user_data` and `destroy` (see
- * sheaf_client_set_transport), in place of its client's; NULL goes back to the client's.
- * Refused with SHEAF_E_STATE once the list has started; a refused call never calls `destroy`
- * (user_data stays the caller's).
- */
-SHEAF_API sheaf_result sheaf_list_set_transport(sheaf_list *list, sheaf_transport_fn transport,
-                                                void *user_data, sheaf_destroy_fn destroy);
-
-/**
  * Stops the list after `max_items` items (0 = no limit), with SHEAF_OK and SHEAF_STOP_ITEM_LIMIT; the same as
  * sheaf_list_set_budget(list, SHEAF_BUDGET_ITEMS, max_items).
  * SHEAF_E_INVALID_ARGUMENT for a negative value.
@@ -892,7 +826,7 @@ typedef enum sheaf_format {
  * list; `bytes` is borrowed for the call and not NUL-terminated). Return 0 once the bytes are
  * written; non-zero stops the list with SHEAF_E_STOPPED.
  */
-typedef int (*sheaf_write_fn)(void *user_data, const char *bytes, size_t length);
+typedef int (*sheaf_write_fn)(const char *bytes, size_t length, void *user_data);
 
 /**
  * Starts the list in the background, writing its items to `write` as they arrive, in order and
@@ -937,12 +871,11 @@ typedef enum sheaf_stop_reason {
 } sheaf_stop_reason;
 
 /**
- * A list's progress, filled by sheaf_list_get_status. Versioned by size: the caller sets `size`
- * to sizeof(sheaf_list_status) as its header knows it, and the library fills the fields that fit
- * (fields are only ever appended).
+ * A list's progress, filled by sheaf_list_get_status. A versioned struct the caller allocates
+ * (see "Versioned structs" at the top): set `version` to SHEAF_LIST_STATUS_VERSION.
  */
 typedef struct sheaf_list_status {
-    size_t size;                 /**< Set by the caller: sizeof(sheaf_list_status). */
+    unsigned int version;        /**< Set by the caller to SHEAF_LIST_STATUS_VERSION; on return, the version filled. */
     sheaf_list_state state;
     int64_t items;               /**< Items delivered so far, after de-duplication (pulled: taken; load-more: handed out). */
     int64_t pages;               /**< Pages delivered so far, counted alike. */
@@ -955,10 +888,13 @@ typedef struct sheaf_list_status {
     sheaf_stop_reason stop_reason; /**< Why it ended, once state is SHEAF_LIST_ENDED; SHEAF_STOP_NONE before. */
 } sheaf_list_status;
 
+#define SHEAF_LIST_STATUS_VERSION 1
+
 /**
- * Fills *out_status (its `size` set by the caller) with where the list stands. Non-blocking and
- * thread-safe: callable from any thread and from callbacks, at any time. SHEAF_E_INVALID_ARGUMENT
- * for NULL, or a `size` below this first version's.
+ * Fills *out_status (its `version` set by the caller) with where the list stands: the fields of
+ * the lower of the caller's version and the library's, which it writes back to `version`.
+ * Non-blocking and thread-safe: callable from any thread and from callbacks, at any time.
+ * SHEAF_E_INVALID_ARGUMENT for NULL or a `version` of 0.
  */
 SHEAF_API sheaf_result sheaf_list_get_status(sheaf_list *list, sheaf_list_status *out_status);
 
@@ -1166,6 +1102,101 @@ SHEAF_API const char *sheaf_request_body(const sheaf_request *request, size_t *o
 
 /** The error of the outcome, or of the last failed call on the request, as a new copy (sheaf_error_free); NULL when there is none. */
 SHEAF_API sheaf_error *sheaf_request_error(const sheaf_request *request);
+
+/* ---- Writing a transport ---------------------------------------------------------------- */
+
+/*
+ * For embedders that replace libcurl with an HTTP stack of their own (a test double, a proxy
+ * library, a platform client): a transport is a function the library calls with each exchange
+ * to perform. Everyday callers never need this section.
+ */
+
+/** One HTTP exchange handed to a custom transport: a request to answer. Owned by the library. */
+typedef struct sheaf_exchange sheaf_exchange;
+
+
+/** Why an exchange failed below HTTP. Append-only. */
+typedef enum sheaf_transport_error {
+    SHEAF_TRANSPORT_OTHER = 0,      /**< Anything else; not retried. */
+    SHEAF_TRANSPORT_TIMEOUT = 1,    /**< No answer in time; retried. */
+    SHEAF_TRANSPORT_CONNECT = 2,    /**< Connection refused or reset; retried. */
+    SHEAF_TRANSPORT_DNS = 3,        /**< The host name did not resolve; not retried. */
+    SHEAF_TRANSPORT_TLS = 4,        /**< The TLS handshake or certificate check failed; not retried. */
+    SHEAF_TRANSPORT_TOO_LARGE = 5   /**< The body exceeded sheaf_exchange_max_body_bytes. */
+} sheaf_transport_error;
+
+/**
+ * A transport: performs one HTTP exchange.
+ *
+ * Called concurrently (up to the list's window at once), each call on a thread of its own owned
+ * by the library, so a transport may block until it has the answer. It must answer `exchange`
+ * exactly once, with sheaf_exchange_respond or sheaf_exchange_fail, either before returning or
+ * later from any thread. Until it answers, `exchange` stays valid even if the list is closed;
+ * after it answers, `exchange` must not be touched again. `user_data` is the pointer given with
+ * the transport, borrowed.
+ */
+typedef void (*sheaf_transport_fn)(sheaf_exchange *exchange, void *user_data);
+
+/** The request method ("GET"). Borrowed: valid until the exchange is answered. */
+SHEAF_API const char *sheaf_exchange_method(const sheaf_exchange *exchange);
+/** The absolute request URL. Borrowed: valid until the exchange is answered. */
+SHEAF_API const char *sheaf_exchange_url(const sheaf_exchange *exchange);
+/** How many request headers there are. */
+SHEAF_API size_t sheaf_exchange_header_count(const sheaf_exchange *exchange);
+/**
+ * Request header `index` (0-based) as a name and a value. Borrowed: valid until the exchange is
+ * answered. Returns SHEAF_E_INVALID_ARGUMENT when index is out of range (outputs then untouched).
+ */
+SHEAF_API sheaf_result sheaf_exchange_header(const sheaf_exchange *exchange, size_t index,
+                                             const char **out_name, const char **out_value);
+/** The request body and its length (NULL and 0 for a GET). Borrowed until the exchange is answered. */
+SHEAF_API const char *sheaf_exchange_body(const sheaf_exchange *exchange, size_t *out_length);
+/** Per-request timeout in milliseconds the transport should apply (0 = none). */
+SHEAF_API int64_t sheaf_exchange_timeout_ms(const sheaf_exchange *exchange);
+/** The body cap in bytes: a larger body should be answered with SHEAF_TRANSPORT_TOO_LARGE. */
+SHEAF_API int64_t sheaf_exchange_max_body_bytes(const sheaf_exchange *exchange);
+/** Non-zero once the library no longer wants the answer (the list stopped); answer anyway. */
+SHEAF_API int sheaf_exchange_is_cancelled(const sheaf_exchange *exchange);
+
+/**
+ * Adds one response header before answering. `name` and `value` are copied.
+ * Call only before sheaf_exchange_respond, from the thread that will respond.
+ */
+SHEAF_API sheaf_result sheaf_exchange_add_response_header(sheaf_exchange *exchange,
+                                                          const char *name, const char *value);
+/**
+ * Answers the exchange with an HTTP status (100..999) and body (`body` may be NULL when
+ * `body_length` is 0; it is copied). After a SHEAF_OK answer `exchange` is invalid: answering
+ * twice is undefined behaviour. A status out of range is refused with SHEAF_E_INVALID_ARGUMENT
+ * and the exchange stays valid, to be answered again.
+ */
+SHEAF_API sheaf_result sheaf_exchange_respond(sheaf_exchange *exchange, int status,
+                                              const char *body, size_t body_length);
+/**
+ * Answers the exchange with a transport failure; `message` (may be NULL) is copied and must not
+ * contain credentials. After this call `exchange` is invalid.
+ */
+SHEAF_API sheaf_result sheaf_exchange_fail(sheaf_exchange *exchange, sheaf_transport_error kind,
+                                           const char *message);
+
+/**
+ * Replaces the HTTP backend with `transport` (NULL restores libcurl) for lists started from now
+ * on; a running list keeps the transport it started with. `user_data` is handed to every call;
+ * `destroy` (may be NULL) is called with it once no list and no exchange needs it any more
+ * (after the client and every list started with it are freed and every exchange answered); a
+ * refused call never calls it (user_data stays the caller's).
+ */
+SHEAF_API sheaf_result sheaf_client_set_transport(sheaf_client *client, sheaf_transport_fn transport,
+                                                  void *user_data, sheaf_destroy_fn destroy);
+
+/**
+ * Gives this list a transport of its own, with its own `user_data` and `destroy` (see
+ * sheaf_client_set_transport), in place of its client's; NULL goes back to the client's.
+ * Refused with SHEAF_E_STATE once the list has started; a refused call never calls `destroy`
+ * (user_data stays the caller's).
+ */
+SHEAF_API sheaf_result sheaf_list_set_transport(sheaf_list *list, sheaf_transport_fn transport,
+                                                void *user_data, sheaf_destroy_fn destroy);
 
 #ifdef __cplusplus
 }

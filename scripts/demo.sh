@@ -47,7 +47,7 @@ echo "1. Sheaf: 8 pages in flight at first, more while the latency holds (the ad
 echo "   \$ sheaf get '$url' --id /id -o $out/sheaf.jsonl      (no pagination flags: detected)"
 [[ -t 2 ]] || echo "   (stderr is not a terminal, so there is no live progress line)"
 start=$(date +%s.%N)
-PYTHONPATH=bindings/python SHEAF_LIBRARY_PATH=build/lib/libsheaf.so.0 \
+PYTHONPATH=bindings/python SHEAF_LIBRARY_PATH=build/lib/libsheaf.so.1 \
     python3 -m sheaf get "$url" --id /id \
     -o "$out/sheaf.jsonl" 3>&-
 end=$(date +%s.%N)

@@ -541,7 +541,7 @@ public func sheaf_list_start_write(_ list: OpaquePointer?, _ format: sheaf_forma
         withList(list) { (handle) throws(SheafError) in
             guard let write else { throw SheafError(.invalidArgument, "the write function must not be NULL") }
             try startOutput(handle, format) { bytes in
-                let done = write(owned.pointer, bytes.baseAddress?.assumingMemoryBound(to: CChar.self), bytes.count) == 0
+                let done = write(bytes.baseAddress?.assumingMemoryBound(to: CChar.self), bytes.count, owned.pointer) == 0
                 return done ? nil : SheafError(.stopped, "the write function asked to stop")
             }
         }
@@ -677,18 +677,20 @@ public func sheaf_list_get_status(_ list: OpaquePointer?, _ outStatus: UnsafeMut
     guard let handle = ListHandle.from(list), let outStatus else {
         return failure(SheafError(.invalidArgument, "the list and out_status must not be NULL"))
     }
-    // The first version ended before `window`. A caller built against an older header passes a
-    // smaller struct, one built against a later header a larger one: the fields both know are
-    // filled, and `size` is left as the caller set it.
-    let firstVersion = MemoryLayout<sheaf_list_status>.offset(of: \sheaf_list_status.window)!
-    let size = outStatus.pointee.size
-    guard size >= firstVersion else {
-        return failure(SheafError(.invalidArgument, "out_status->size (\(size)) is below sizeof(sheaf_list_status) of the first version"))
+    // The bytes each version has: a field appended later starts where the version before ends,
+    // so version 2 adds `MemoryLayout.offset(of:)` of its first field as version 1's end here.
+    // The caller's struct is as large as its header's version: the fields both versions know are
+    // filled, and `version` says which that was.
+    let versionEnds = [MemoryLayout<sheaf_list_status>.size]
+    let asked = outStatus.pointee.version
+    guard asked >= 1 else {
+        return failure(SheafError(.invalidArgument, "out_status->version must be set (SHEAF_LIST_STATUS_VERSION)"))
     }
+    let filled = min(Int(asked), versionEnds.count)
     var status = handle.status()
-    status.size = size
+    status.version = UInt32(filled)
     withUnsafeBytes(of: &status) { bytes in
-        UnsafeMutableRawPointer(outStatus).copyMemory(from: bytes.baseAddress!, byteCount: min(size, bytes.count))
+        UnsafeMutableRawPointer(outStatus).copyMemory(from: bytes.baseAddress!, byteCount: versionEnds[filled - 1])
     }
     return success()
 }

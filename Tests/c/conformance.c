@@ -76,7 +76,7 @@ static long long server_in_flight(void) {
 }
 
 static sheaf_list_status status_of(sheaf_list *list) {
-    sheaf_list_status status = {.size = sizeof status};
+    sheaf_list_status status = {.version = SHEAF_LIST_STATUS_VERSION};
     CHECK_RESULT(sheaf_list_get_status(list, &status), SHEAF_OK);
     return status;
 }
@@ -188,7 +188,7 @@ static int on_snapshot(sheaf_list *list, const sheaf_snapshot *snapshot, void *u
     return delivered(c);
 }
 
-static int write_fn(void *user_data, const char *bytes, size_t length) {
+static int write_fn(const char *bytes, size_t length, void *user_data) {
     consumer *c = user_data;
     append_written(c, bytes, length);
     return delivered(c);

@@ -342,7 +342,7 @@ int main(int argc, char **argv) {
     int held_back = 0;
     int64_t most_requests = 0;
     for (int k = 0; k < stalled; k++) {
-        sheaf_list_status status = {.size = sizeof status};
+        sheaf_list_status status = {.version = SHEAF_LIST_STATUS_VERSION};
         EXPECT(sheaf_list_get_status(stalled_lists[k], &status) == SHEAF_OK, "status");
         held_back += status.state == SHEAF_LIST_LOADING && status.requests_made < 300;
         if (status.requests_made > most_requests) most_requests = status.requests_made;

@@ -27,8 +27,8 @@ mkdir -p "$build"
 
 # SwiftPM builds incrementally, so the suites after the first reuse the library.
 swift build -c debug --product sheaf --scratch-path "$build/swiftpm" -Xswiftc "-sanitize=$sanitizer" \
-    -Xlinker "-soname=libsheaf.so.0" > "$build/swift-build.log" 2>&1 || { tail -40 "$build/swift-build.log" >&2; exit 1; }
-ln -sf libsheaf.so "$build/swiftpm/debug/libsheaf.so.0"
+    -Xlinker "-soname=libsheaf.so.1" > "$build/swift-build.log" 2>&1 || { tail -40 "$build/swift-build.log" >&2; exit 1; }
+ln -sf libsheaf.so "$build/swiftpm/debug/libsheaf.so.1"
 
 if [[ $sanitizer == address ]]; then
     c_flags=(-fsanitize=address,undefined -fno-sanitize-recover=undefined)

@@ -157,7 +157,7 @@ void fresh_server(const test_server *server) {
 
 /* The list's status, checked to be had. */
 sheaf_list_status status_of(sheaf_list *list) {
-    sheaf_list_status status = { .size = sizeof status };
+    sheaf_list_status status = { .version = SHEAF_LIST_STATUS_VERSION };
     CHECK_LIST_RESULT(list, sheaf_list_get_status(list, &status), SHEAF_OK);
     return status;
 }

@@ -138,7 +138,7 @@ void load_more_looks_ahead_keeps_budgets_and_refuses_misuse(void) {
     CHECK_LIST_RESULT(other, sheaf_list_more(other, 0, &json, NULL), SHEAF_E_STATE);
     CHECK_LIST_RESULT(other, sheaf_list_reset(other), SHEAF_E_STATE);
     CHECK_RESULT(sheaf_list_more(other, 0, NULL, NULL), SHEAF_E_INVALID_ARGUMENT);
-    sheaf_list_status small = { .size = 8 };
+    sheaf_list_status small = { .version = 0 };
     CHECK_RESULT(sheaf_list_get_status(other, &small), SHEAF_E_INVALID_ARGUMENT);
     CHECK_RESULT(sheaf_list_get_status(NULL, &small), SHEAF_E_INVALID_ARGUMENT);
     CHECK_INT(status_of(other).state, SHEAF_LIST_NEW);

@@ -10,7 +10,7 @@
 /* Collects what sheaf_list_start_write hands over; stops after `stop_after` calls (0: never). */
 struct collected { char *bytes; size_t length; int calls, stop_after; atomic_int destroyed; };
 
-static int collect_output(void *user_data, const char *bytes, size_t length) {
+static int collect_output(const char *bytes, size_t length, void *user_data) {
     struct collected *c = user_data;
     char *grown = realloc(c->bytes, c->length + length);
     if (grown == NULL) return 1;

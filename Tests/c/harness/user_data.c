@@ -23,7 +23,7 @@ static void refuse_credential(sheaf_credential_reply *reply, void *user_data) {
     (void)user_data;
     sheaf_credential_reply_fail(reply, "never asked");
 }
-static int ignore_output(void *user_data, const char *bytes, size_t length) {
+static int ignore_output(const char *bytes, size_t length, void *user_data) {
     (void)user_data; (void)bytes; (void)length;
     return 0;
 }

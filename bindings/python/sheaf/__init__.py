@@ -49,7 +49,7 @@ from .stream import SnapshotStream
 from .transport import Transport
 
 #: The version of this package.
-__version__ = "0.4.0"
+__version__ = "1.0.0"
 
 #: The file libsheaf.so was loaded from; None when it could not be loaded (then the first use of
 #: the library raises ImportError, listing where it was looked for).

@@ -29,20 +29,23 @@ from ctypes import (
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
-#: The version of the C ABI this package was written for (SHEAF_VERSION_MAJOR, _MINOR): before
-#: 1.0 a new minor version may break the ABI, so both must match.
-ABI_MAJOR = 0
-ABI_MINOR = 4
+#: The version of the C ABI this package was written for (SHEAF_VERSION_MAJOR, _MINOR). From 1.0
+#: the ABI only grows within a major version: a library of the same major version and at least
+#: this minor version has every call the package makes.
+ABI_MAJOR = 1
+ABI_MINOR = 0
 #: SHEAF_ERROR_VERSION of the header this package mirrors.
 ERROR_VERSION = 1
 #: SHEAF_SNAPSHOT_VERSION of the header this package mirrors.
 SNAPSHOT_VERSION = 1
+#: SHEAF_LIST_STATUS_VERSION: the sheaf_list_status declared here; set before each call.
+LIST_STATUS_VERSION = 1
 
 LIBRARY_PATH_VARIABLE = "SHEAF_LIBRARY_PATH"
 
 _PACKAGE_DIR = Path(__file__).resolve().parent
-#: <repo>/bindings/python/sheaf/_ffi.py -> <repo>/build/lib/libsheaf.so.0
-_BUILD_TREE_LIBRARY = _PACKAGE_DIR.parent.parent.parent / "build" / "lib" / "libsheaf.so.0"
+#: <repo>/bindings/python/sheaf/_ffi.py -> <repo>/build/lib/libsheaf.so.1
+_BUILD_TREE_LIBRARY = _PACKAGE_DIR.parent.parent.parent / "build" / "lib" / "libsheaf.so.1"
 
 
 # ---- result codes and enums (mirrors of the header's enums) ---------------------------------------
@@ -213,10 +216,10 @@ class SnapshotStruct(Structure):
 
 
 class ListStatusStruct(Structure):
-    """``struct sheaf_list_status`` (versioned by size: ``size`` is set before the call)."""
+    """``struct sheaf_list_status`` (``version`` is set to LIST_STATUS_VERSION before the call)."""
 
     _fields_ = [
-        ("size", c_size_t),                 # size_t size;
+        ("version", c_uint),                # unsigned int version;
         ("state", c_int),                   # sheaf_list_state state;
         ("items", c_int64),                 # int64_t items;
         ("pages", c_int64),                 # int64_t pages;
@@ -299,8 +302,8 @@ _sheaf_result = c_int  # enum sheaf_result
 
 # typedef void (*sheaf_request_done_fn)(sheaf_request *request, sheaf_result result, void *user_data);
 REQUEST_DONE_FN = CFUNCTYPE(None, RequestHandle, _sheaf_result, c_void_p)
-# int (*sheaf_write_fn)(void *user_data, const char *bytes, size_t length);
-WRITE_FN = CFUNCTYPE(c_int, c_void_p, c_void_p, c_size_t)
+# int (*sheaf_write_fn)(const char *bytes, size_t length, void *user_data);
+WRITE_FN = CFUNCTYPE(c_int, c_void_p, c_size_t, c_void_p)
 
 
 # ---- finding the library ----------------------------------------------------------------------
@@ -314,7 +317,7 @@ def candidate_paths(environ: Optional[Mapping[str, str]] = None) -> List[Tuple[s
         return [(f"${LIBRARY_PATH_VARIABLE}", Path(configured))]
     candidates: List[Tuple[str, Optional[Path]]] = [(f"${LIBRARY_PATH_VARIABLE}", None)]
     bundled_dir = _PACKAGE_DIR / "lib"
-    bundled = sorted(bundled_dir.glob("libsheaf.so*"), key=lambda p: (p.name != "libsheaf.so.0", p.name))
+    bundled = sorted(bundled_dir.glob("libsheaf.so*"), key=lambda p: (p.name != "libsheaf.so.1", p.name))
     if bundled:
         candidates.extend(("the package's lib/", path) for path in bundled)
     else:
@@ -358,7 +361,7 @@ def load_library(environ: Optional[Mapping[str, str]] = None,
 
 
 def version_problem(library: Any) -> Optional[str]:
-    """Why `library` does not fit this package (None when it does): it must be ABI_MAJOR.ABI_MINOR."""
+    """Why `library` does not fit this package (None when it does): ABI_MAJOR, minor ABI_MINOR or later."""
     try:
         function = library.sheaf_version_number
     except AttributeError:
@@ -366,10 +369,10 @@ def version_problem(library: Any) -> Optional[str]:
     function.argtypes = []
     function.restype = c_int
     number = function()
-    if number < 0 or number // 10000 != ABI_MAJOR or number // 100 % 100 != ABI_MINOR:
+    if number < 0 or number // 10000 != ABI_MAJOR or number // 100 % 100 < ABI_MINOR:
         major, minor, patch = number // 10000, number // 100 % 100, number % 100
         return (f"version {major}.{minor}.{patch} (sheaf_version_number {number}), "
-                f"but this package needs version {ABI_MAJOR}.{ABI_MINOR}.x")
+                f"but this package needs version {ABI_MAJOR}.x, {ABI_MAJOR}.{ABI_MINOR} or later")
     return None
 
 

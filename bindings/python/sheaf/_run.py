@@ -157,7 +157,7 @@ class ListRun:
 
     def status(self) -> _ffi.ListStatusStruct:
         """Where the list stands (counts, and whether it has ended)."""
-        status = _ffi.ListStatusStruct(size=ctypes.sizeof(_ffi.ListStatusStruct))
+        status = _ffi.ListStatusStruct(version=_ffi.LIST_STATUS_VERSION)
         with self.lock:
             if self.handle is not None:
                 lib.sheaf_list_get_status(self.handle, byref(status))
@@ -211,7 +211,7 @@ class ListRun:
 
     def snapshot_of(self, snapshot: _ffi.SnapshotStruct) -> Snapshot:
         """`snapshot` as a :class:`Snapshot`, its items through `decode` when set."""
-        status = _ffi.ListStatusStruct(size=ctypes.sizeof(_ffi.ListStatusStruct))
+        status = _ffi.ListStatusStruct(version=_ffi.LIST_STATUS_VERSION)
         lib.sheaf_list_get_status(self.handle, byref(status))
         return Snapshot(
             items=self.items_of(snapshot),
@@ -228,7 +228,7 @@ class ListRun:
     def _read_outcome(self) -> None:
         handle = self.handle
         self.outcome = lib.sheaf_list_wait(handle)   # at once: every snapshot was taken
-        status = _ffi.ListStatusStruct(size=ctypes.sizeof(_ffi.ListStatusStruct))
+        status = _ffi.ListStatusStruct(version=_ffi.LIST_STATUS_VERSION)
         lib.sheaf_list_get_status(handle, byref(status))
         self.stop_reason = StopReason(status.stop_reason)
         self.ended = True

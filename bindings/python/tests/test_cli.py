@@ -1,7 +1,7 @@
 """Tests of the `sheaf` command-line tool (python3 -m sheaf get ...), run as a subprocess against
 the loopback test API (Tests/server/api_server.py) started in this process.
 
-    SHEAF_LIBRARY_PATH=build/lib/libsheaf.so.0 python3 -m pytest bindings/python/tests/test_cli.py
+    SHEAF_LIBRARY_PATH=build/lib/libsheaf.so.1 python3 -m pytest bindings/python/tests/test_cli.py
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[3]
 PYTHON_DIR = REPO / "bindings" / "python"
-LIBRARY = os.environ.get("SHEAF_LIBRARY_PATH") or str(REPO / "build" / "lib" / "libsheaf.so.0")
+LIBRARY = os.environ.get("SHEAF_LIBRARY_PATH") or str(REPO / "build" / "lib" / "libsheaf.so.1")
 
 sys.path.insert(0, str(REPO / "Tests" / "server"))
 from api_server import start_server  # noqa: E402

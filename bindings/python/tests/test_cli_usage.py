@@ -2,7 +2,7 @@
 a progress line that keeps what matters on a narrow terminal, --format csv and --fields, shell
 completion made from the parser, and help that covers every flag.
 
-    SHEAF_LIBRARY_PATH=build/lib/libsheaf.so.0 python3 -m pytest bindings/python/tests/test_cli_usage.py
+    SHEAF_LIBRARY_PATH=build/lib/libsheaf.so.1 python3 -m pytest bindings/python/tests/test_cli_usage.py
 """
 
 from __future__ import annotations
@@ -109,7 +109,7 @@ def test_version_of_a_package_with_no_library_anywhere(tmp_path):
         copy = package / source.relative_to(sources)
         copy.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(source, copy)
-    r = sheaf_command("--version", env=environment(PYTHONPATH=str(tmp_path), SHEAF_LIBRARY_PATH="/nowhere/libsheaf.so.0"),
+    r = sheaf_command("--version", env=environment(PYTHONPATH=str(tmp_path), SHEAF_LIBRARY_PATH="/nowhere/libsheaf.so.1"),
                       cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     assert r.stdout.decode().splitlines()[0] == f"sheaf {sheaf.__version__}" and b"not found" in r.stdout

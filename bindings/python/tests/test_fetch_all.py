@@ -127,9 +127,9 @@ def test_the_token_is_never_in_the_clients_repr(api):
 
 
 def test_versions_are_reported():
-    assert sheaf.__version__ == "0.4.0"
-    assert sheaf.library_version() == "0.4.0"
-    assert sheaf.library_path.endswith(tuple(["libsheaf.so.0", "libsheaf.so.0.4.0", "libsheaf.so"]))
+    assert sheaf.__version__ == "1.0.0"
+    assert sheaf.library_version() == "1.0.0"
+    assert sheaf.library_path.endswith(tuple(["libsheaf.so.1", "libsheaf.so.1.0.0", "libsheaf.so"]))
 
 
 def test_an_integer_past_pythons_digit_limit_is_decoded_not_an_error(api):

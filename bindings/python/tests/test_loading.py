@@ -16,7 +16,7 @@ from sheaf import _ffi
 
 #: This package's ABI version as sheaf_version_number gives it (x.y.0), and the refusal text of others.
 CURRENT = _ffi.ABI_MAJOR * 10000 + _ffi.ABI_MINOR * 100
-NEEDS = f"needs version {_ffi.ABI_MAJOR}.{_ffi.ABI_MINOR}.x"
+NEEDS = f"needs version {_ffi.ABI_MAJOR}.x, {_ffi.ABI_MAJOR}.{_ffi.ABI_MINOR} or later"
 
 PACKAGE = Path(sheaf.__file__).resolve().parent
 
@@ -39,25 +39,25 @@ class FakeLibrary:
 
 
 def test_a_library_of_another_major_version_is_refused():
-    assert _ffi.version_problem(FakeLibrary(CURRENT + 1)) is None      # 0.x.1
-    problem = _ffi.version_problem(FakeLibrary(10203))           # 1.2.3
-    assert problem is not None and "1.2.3" in problem and NEEDS in problem
-    # Before 1.0 a minor version may break the ABI: the previous minor version is refused too.
-    problem = _ffi.version_problem(FakeLibrary(CURRENT - 100))
-    assert problem is not None and f"0.{_ffi.ABI_MINOR - 1}.0" in problem
+    assert _ffi.version_problem(FakeLibrary(CURRENT + 1)) is None      # x.y.1
+    assert _ffi.version_problem(FakeLibrary(CURRENT + 100)) is None    # x.(y+1).0: the ABI only grew
+    problem = _ffi.version_problem(FakeLibrary(CURRENT + 10000))       # (x+1).0.0
+    assert problem is not None and f"{_ffi.ABI_MAJOR + 1}.{_ffi.ABI_MINOR}.0" in problem and NEEDS in problem
+    problem = _ffi.version_problem(FakeLibrary(4 * 100))               # 0.4.0, before the ABI was frozen
+    assert problem is not None and "0.4.0" in problem and NEEDS in problem
 
 
 def test_loading_reports_a_wrong_version_for_every_place_tried(monkeypatch):
     environ = {"SHEAF_LIBRARY_PATH": sheaf.library_path}
     with pytest.raises(ImportError) as raised:
-        _ffi.load_library(environ, loader=lambda path: FakeLibrary(10000))
+        _ffi.load_library(environ, loader=lambda path: FakeLibrary(20000))
     message = str(raised.value)
     assert sheaf.library_path in message
-    assert "version 1.0.0" in message and NEEDS in message
+    assert "version 2.0.0" in message and NEEDS in message
 
 
 def test_a_library_path_that_does_not_load_is_an_error_not_a_fall_back(tmp_path):
-    bogus = tmp_path / "libsheaf.so.0"
+    bogus = tmp_path / "libsheaf.so.1"
     bogus.write_text("not an ELF file")
     loaded = []
 
@@ -97,14 +97,14 @@ def test_an_import_error_lists_every_place_tried_when_nothing_is_found(tmp_path)
     # the library raises the ImportError.
     root = copy_of_the_package(tmp_path)
     use = "import sheaf\nassert sheaf.library_path is None\nsheaf.Client('http://127.0.0.1:1')"
-    result = run_python(use, root, "/nowhere/libsheaf.so.0")
+    result = run_python(use, root, "/nowhere/libsheaf.so.1")
     assert result.returncode != 0
     assert "ImportError" in result.stderr
-    assert "/nowhere/libsheaf.so.0: no such file" in result.stderr
+    assert "/nowhere/libsheaf.so.1: no such file" in result.stderr
     result = run_python(use, root, "")     # not set: every place is tried
     assert result.returncode != 0
     assert str(root / "sheaf" / "lib") in result.stderr
-    assert "build tree" in result.stderr and "build/lib/libsheaf.so.0" in result.stderr
+    assert "build tree" in result.stderr and "build/lib/libsheaf.so.1" in result.stderr
 
 
 def test_the_library_named_by_the_environment_is_the_one_loaded(tmp_path):
@@ -118,13 +118,13 @@ def test_the_library_named_by_the_environment_is_the_one_loaded(tmp_path):
 @pytest.mark.skipif(shutil.which("cc") is None, reason="needs a C compiler")
 def test_a_real_library_of_another_major_version_is_refused_at_first_use(tmp_path):
     source = tmp_path / "fake.c"
-    source.write_text("int sheaf_version_number(void) { return 10000; }\n")
-    fake = tmp_path / "libsheaf.so.1"
+    source.write_text("int sheaf_version_number(void) { return 20000; }\n")
+    fake = tmp_path / "libsheaf.so.2"
     subprocess.run(["cc", "-shared", "-fPIC", "-o", str(fake), str(source)], check=True)
     root = copy_of_the_package(tmp_path)
     result = run_python("import sheaf\nsheaf.Client('http://127.0.0.1:1')", root, str(fake))
     assert result.returncode != 0
-    assert f"{fake}: version 1.0.0" in result.stderr and NEEDS in result.stderr
+    assert f"{fake}: version 2.0.0" in result.stderr and NEEDS in result.stderr
 
 
 def test_every_function_of_the_header_is_declared_with_its_types():

@@ -103,7 +103,7 @@ def load_api(token: Optional[str]):
         return api
     except (ImportError, OSError, AttributeError) as e:
         report(f"cannot load the Sheaf library: {one_line(str(e), token)} "
-               "(set SHEAF_LIBRARY_PATH to libsheaf.so.0)")
+               "(set SHEAF_LIBRARY_PATH to libsheaf.so.1)")
         return None
 
 

@@ -245,7 +245,7 @@ class _PrintVersions(argparse.Action):
             import sheaf as api
             library = f"libsheaf {api.library_version()} ({api.library_path})"
         except (ImportError, OSError, AttributeError):
-            library = "libsheaf: not found (set SHEAF_LIBRARY_PATH to libsheaf.so.0)"
+            library = "libsheaf: not found (set SHEAF_LIBRARY_PATH to libsheaf.so.1)"
         sys.stdout.write(f"{PROG} {__version__}\n{library}\n")
         parser.exit()
 
