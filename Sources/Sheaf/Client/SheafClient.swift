@@ -13,6 +13,11 @@ public final class SheafClient: Sendable {
     private let headers: [HTTPHeader]
     /// Where log records and events go; nil when no one listens.
     let hooks: Hooks?
+    /// The origins that have answered a list's page one with success on this client: a list on
+    /// one of them may ask for a window of pages before its page one answers (see
+    /// `ListRun.pagesAhead`); elsewhere a refusal (a missing token) must cost two requests, not
+    /// a window of them.
+    private let acceptingOrigins = Locked<Set<Origin>>([])
 
     /// - Parameters:
     ///   - baseURL: an absolute http or https URL, without user:password.
@@ -50,6 +55,18 @@ public final class SheafClient: Sendable {
                             configuration: ClientConfiguration = ClientConfiguration()) throws(SheafError) {
         try self.init(baseURL: baseURL, credential: bearerToken.map { .bearer($0) }, transport: transport,
                       configuration: configuration)
+    }
+
+    /// Notes that `url`'s origin answered a list's page one with success.
+    func noteAccepted(_ url: String) {
+        guard let origin = Origin(url) else { return }
+        acceptingOrigins.withLock { _ = $0.insert(origin) }
+    }
+
+    /// Whether `url`'s origin has answered a list's page one with success on this client.
+    func hasAccepted(_ url: String) -> Bool {
+        guard let origin = Origin(url) else { return false }
+        return acceptingOrigins.withLock { $0.contains(origin) }
     }
 
     /// Checks a base URL and credential as `init` does, without a transport.

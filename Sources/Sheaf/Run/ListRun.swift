@@ -208,7 +208,8 @@ public final class ListRun: Sendable {
                                   pagesSignalTheEnd: PageReader(description).pagesSignalTheEnd,
                                   window: window, maxPages: configuration.maxPages,
                                   pageBudget: description.maxPages, pageGate: pageGate, origin: origin,
-                                  resumedPageSize: resumedPageSize, pagesAhead: Self.pagesAhead(description, window: window))
+                                  resumedPageSize: resumedPageSize, pagesAhead: Self.pagesAhead(description, window: window,
+                                                                        originAccepted: client.hasAccepted(firstURL)))
         let assembler = Assembler(keepsItems: keepsItems, maxItems: description.maxItems,
                                   deduplicates: description.source(of: .identity) != .none, skipsOnFirstPage: start.skip,
                                   deltaPerPage: pageGate != nil, deltasCarryItems: onSnapshot != nil)
@@ -338,9 +339,11 @@ public final class ListRun: Sendable {
 
     /// Pages asked for before page one answers (when they can be addressed): a window, within
     /// the request budget, and no more than the item limit needs at the size asked for (none
-    /// ahead when that size is unknown).
-    private static func pagesAhead(_ description: ListDescription, window: Int) -> Int {
-        let ahead = min(window, description.maxRequests ?? .max)
+    /// ahead when that size is unknown). On an origin that has not yet answered a page one on
+    /// this client, page one and page two only: a token that is missing or refused costs two
+    /// refused requests, not a window of them (which an API's abuse detection may count).
+    static func pagesAhead(_ description: ListDescription, window: Int, originAccepted: Bool) -> Int {
+        let ahead = min(window, description.maxRequests ?? .max, originAccepted ? .max : pagesAheadOfAnUntriedOrigin)
         guard let maxItems = description.maxItems else { return ahead }
         guard let size = description.paging.size?.value, size > 0 else { return 1 }
         return min(ahead, maxItems / size + (maxItems % size == 0 ? 0 : 1))
@@ -379,6 +382,7 @@ public final class ListRun: Sendable {
         if heldForPageOne(index, serial, end) { return }
         switch end {
         case .fetched(let fetched):
+            if index == 0, (200..<300).contains(fetched.response.status) { client.noteAccepted(startPoint.url ?? fetched.url) }
             pageArrived(index, serial: serial, url: fetched.url, response: fetched.response, starting: &starts)
         case .failed(let error):
             perform(page: (index, serial, .empty), starting: &starts) { $0.planner.pageFailed(index, error) }
@@ -507,6 +511,10 @@ public final class ListRun: Sendable {
             perform(page: (0, pageOne.serial, .empty), starting: &starts) { $0.planner.pageFailed(0, error) }
         }
     }
+
+    /// Pages (page one included) asked for before page one answers on an origin that has not
+    /// answered one yet.
+    static let pagesAheadOfAnUntriedOrigin = 2
 
     /// The most a page asked for ahead of page one may bring (4 MiB, eight of them 32 MiB).
     static let aheadBodyCap = 4 << 20

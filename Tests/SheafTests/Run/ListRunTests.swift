@@ -18,6 +18,15 @@ func scriptedClient(_ transport: ScriptedTransport,
                            configuration: configuration)
 }
 
+/// A scripted client whose origin has answered a list's page one already: a pinned list asks
+/// for a window of pages before its page one answers (on an origin that has not, two).
+func acceptedClient(_ transport: ScriptedTransport,
+                    _ configure: (inout ClientConfiguration) -> Void = { _ in }) throws -> SheafClient {
+    let client = try scriptedClient(transport, configure)
+    client.noteAccepted(scriptedList)
+    return client
+}
+
 /// The anchor convention: {"items","next_page","total"}, paged by `page` and `per_page`.
 func anchorList(_ path: String = "/v1/things", pageSize: Int = 10) -> ListDescription {
     var description = ListDescription(path: path)
@@ -264,6 +273,34 @@ final class ListRunTests: XCTestCase {
 
     // MARK: Pages asked for ahead of page one
 
+    func testARefusedTokenCostsTwoRequestsOnAnOriginThatHasNotAnsweredAPageOne() throws {
+        let transport = ScriptedTransport()
+        transport.on(scriptedList) { _, _ in ScriptedReply.status(401).after(50) }
+        let (_, outcome) = try scriptedClient(transport).fetchAll(anchorList())
+        XCTAssertEqual(outcome.error?.code, .http)
+        XCTAssertEqual(transport.requests.map(\.url).sorted(), [scriptedPage(1), scriptedPage(2)],
+                       "page one and page two, not a window of refused requests")
+    }
+
+    func testOnceTheOriginHasAnsweredAPageOneTheNextListSendsAWindowAheadOfIt() throws {
+        let transport = ScriptedTransport()
+        let api = FakeAnchorAPI(count: 200)
+        transport.on(scriptedList) { request, _ in
+            request.url == scriptedPage(1) ? api.reply(request).after(100) : api.reply(request)
+        }
+        let client = try scriptedClient(transport)
+        let (_, first) = try client.fetchAll(anchorList())
+        XCTAssertEqual(first, .complete)
+        XCTAssertEqual(transport.requests.prefix(2).map(\.url).sorted(), [scriptedPage(1), scriptedPage(2)],
+                       "the first list on the origin: two pages before page one answers")
+        let before = transport.requests.count
+        let (json, second) = try client.fetchAll(anchorList())
+        XCTAssertEqual(second, .complete)
+        XCTAssertEqual(itemIDs(json), Array(0..<200))
+        XCTAssertEqual(Set(transport.requests.dropFirst(before).prefix(8).map(\.url)), Set((1...8).map { scriptedPage($0) }),
+                       "the next list: the window went out before its page one answered")
+    }
+
     func testPagesAheadThatAnswerBeforePageOneAreHeldAndTheListStaysInOrder() throws {
         let transport = ScriptedTransport()
         let api = FakeAnchorAPI(count: 200)
@@ -271,7 +308,7 @@ final class ListRunTests: XCTestCase {
             request.url == scriptedPage(1) ? api.reply(request).after(100) : api.reply(request)
         }
         let log = SnapshotLog()
-        let run = try scriptedClient(transport).makeList(anchorList(), onSnapshot: log.callback)
+        let run = try acceptedClient(transport).makeList(anchorList(), onSnapshot: log.callback)
         try run.start()
         XCTAssertEqual(outcome(of: run), .complete)
         XCTAssertEqual(log.ids, Array(0..<200), "the snapshots grow in list order")
@@ -309,7 +346,7 @@ final class ListRunTests: XCTestCase {
         }
         var list = anchorList()
         list.maxRequests = 4
-        let (json, outcome) = try scriptedClient(transport).fetchAll(list)
+        let (json, outcome) = try acceptedClient(transport).fetchAll(list)
         XCTAssertEqual(outcome, .complete, "page 3's retry, refused by the budget, is of a page the list does not have")
         XCTAssertEqual(itemIDs(json), Array(0..<15))
     }
@@ -327,7 +364,7 @@ final class ListRunTests: XCTestCase {
 
     func testPagesAheadOfPageOneMayBringLittleAndOneTooBigIsAskedForAgainOnceThePlanNeedsIt() throws {
         let transport = paddedPages(FakeAnchorAPI(count: 30)) { $0 == scriptedPage(1) }
-        let (json, outcome) = try scriptedClient(transport).fetchAll(anchorList())
+        let (json, outcome) = try acceptedClient(transport).fetchAll(anchorList())
         XCTAssertEqual(outcome, .complete)
         XCTAssertEqual(itemIDs(json), Array(0..<30))
         let first = transport.requests.prefix(8)
@@ -341,7 +378,7 @@ final class ListRunTests: XCTestCase {
 
     func testAPageAheadThatComesBackTooBigAfterPageOneWasPlannedIsAskedForAgainAtOnce() throws {
         let transport = paddedPages(FakeAnchorAPI(count: 30)) { $0 != scriptedPage(1) }
-        let (json, outcome) = try scriptedClient(transport).fetchAll(anchorList())
+        let (json, outcome) = try acceptedClient(transport).fetchAll(anchorList())
         XCTAssertEqual(outcome, .complete)
         XCTAssertEqual(itemIDs(json), Array(0..<30))
         XCTAssertEqual(transport.requestCount(scriptedPage(2)), 2)
@@ -357,7 +394,7 @@ final class ListRunTests: XCTestCase {
         transport.on(scriptedList) { request, _ in
             .json(String(api.body(request.url).dropLast()) + #","pad":""# + padding + #""}"#).after(10)
         }
-        let client = try scriptedClient(transport) { $0.maxBodyBytes = 1 << 20 }
+        let client = try acceptedClient(transport) { $0.maxBodyBytes = 1 << 20 }
         let (json, outcome) = try client.fetchAll(ListDescription(path: "/v1/things?per_page=10"))
         XCTAssertEqual(outcome, .complete)
         XCTAssertEqual(itemIDs(json), Array(0..<200))
@@ -375,7 +412,7 @@ final class ListRunTests: XCTestCase {
                 default: status == 200 ? api.reply(request) : .status(status)
                 }
             }
-            let (json, outcome) = try scriptedClient(transport) { $0.retry.maxAttempts = 1 }.fetchAll(anchorList())
+            let (json, outcome) = try acceptedClient(transport) { $0.retry.maxAttempts = 1 }.fetchAll(anchorList())
             XCTAssertEqual(outcome, .complete, "pages past the end answered \(status)")
             XCTAssertEqual(itemIDs(json), Array(0..<15))
         }
@@ -390,7 +427,7 @@ final class ListRunTests: XCTestCase {
         }
         var description = ListDescription(path: "/v1/things")
         description.paging = .pageNumber(.init(parameter: "page", first: 1, size: .init(parameter: "per_page", value: 10)))
-        let (json, outcome) = try scriptedClient(transport).fetchAll(description)
+        let (json, outcome) = try acceptedClient(transport).fetchAll(description)
         XCTAssertEqual(outcome, .complete)
         XCTAssertEqual(itemIDs(json), Array(0..<45))
     }
