@@ -1,14 +1,16 @@
 #!/usr/bin/env python3
 """Sheaf's benchmarks: the scenarios of BENCHMARKS.md (P1-P7 and the memory figures), one table.
 
-    python3 bench/run.py [--runs 5] [--only P1,P5] [--quick]
+    python3 bench/run.py [--runs 5] [--only P1,P5] [--quick] [--results FILE] [--charts DIR]
 
 Starts its own loopback API server (Tests/server/api_server.py as a child process, with
 --cache-pages, so the Python server is less of a bottleneck at zero latency), runs every
 measured run in a fresh process (bench/sheaf_bench for C, bench/py_driver.py for Python) so the
 peak RSS of each run is its own, and prints one table: Sheaf's median, the floor or the baseline,
 their ratio, the target, whether it is met, the requests the server saw, the most requests it had
-in flight at once, and the peak RSS. See bench/README.md.
+in flight at once, and the peak RSS. The run is also saved as JSON (the table's rows, the header
+and every measured run: --results, by default under build/bench-results/), and --charts DIR draws
+it as bar charts (bench/charts.py, with matplotlib). See bench/README.md.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
@@ -1131,6 +1133,11 @@ def main(argv=None) -> int:
     p.add_argument("--build-dir", default=str(ROOT / "build"))
     p.add_argument("--driver", default=None, help="the C driver (default BUILD_DIR/bench/sheaf_bench)")
     p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    p.add_argument("--results", default=None, metavar="FILE",
+                   help="where to save the run as JSON (default BUILD_DIR/bench-results/run-<date>-<time>.json)")
+    p.add_argument("--charts", default=None, metavar="DIR",
+                   help="also draw the run as bar charts, an SVG per scenario id, into DIR (needs matplotlib: "
+                        "bench/charts.py)")
     args = p.parse_args(argv)
     if args.runs < 1:
         p.error("--runs must be >= 1")
@@ -1152,6 +1159,7 @@ def main(argv=None) -> int:
         raise
     rows: List[Row] = []
     started = time.monotonic()
+    started_at = time.strftime("%Y-%m-%dT%H:%M:%S%z")
 
     def on_term(signum, frame):
         raise KeyboardInterrupt
@@ -1171,12 +1179,14 @@ def main(argv=None) -> int:
         bench.server.stop()
         bench.cleanup()
 
+    tree = tree_state()
+    seconds = time.monotonic() - started
     print(f"Sheaf benchmarks (BENCHMARKS.md) - {bench.lib_version}: {bench.built_library} built {bench.library_mtime}, "
-          f"sha256 {bench.library_sha}, tree {tree_state()}")
+          f"sha256 {bench.library_sha}, tree {tree}")
     print(f"Machine: {machine()}")
     print(f"Loopback server: Tests/server/api_server.py --cache-pages (keep-alive, Nagle off). "
           f"Medians of {runs} run(s) per row ({'quick' if args.quick else f'serial 10 s walks: {min(runs, SLOW_RUNS)}'}), "
-          f"each in a fresh process; {time.monotonic() - started:.0f} s in all.")
+          f"each in a fresh process; {seconds:.0f} s in all.")
     print()
     print_table(rows)
     notes = list(bench.notes)
@@ -1193,8 +1203,60 @@ def main(argv=None) -> int:
         notes.append("INTERRUPTED: the table holds the scenarios finished before Ctrl-C")
     for n in notes:
         print(f"note: {n}")
+    sys.stdout.flush()
+    results = {
+        "format": "sheaf-bench-results/1",
+        "command": " ".join(["python3", "bench/run.py", *(sys.argv[1:] if argv is None else argv)]),
+        "started": started_at, "seconds": round(seconds, 1),
+        "library": f"{bench.lib_version} (sha256 {bench.library_sha}, built {bench.library_mtime})",
+        "tree": tree, "machine": machine(), "runs": runs, "quick": args.quick, "ids": ids,
+        "interrupted": interrupted,
+        "rows": [asdict(r) for r in rows], "notes": notes,
+        "measurements": {key: {"runs": m.runs, "wrong": m.wrong, "error": m.error} for key, m in bench.results.items()},
+    }
+    results_path = save_results(results, args)
+    if args.charts:
+        draw_charts(results_path, args)
     bad = any(r.met == "NO" for r in rows)
     return 130 if interrupted else (1 if bad else 0)
+
+
+def save_results(results: dict, args) -> Path:
+    """Writes the run as JSON (what bench/charts.py reads) and says where, on stderr."""
+    path = Path(args.results) if args.results else (
+        Path(args.build_dir) / "bench-results" / time.strftime("run-%Y%m%d-%H%M%S.json"))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(results, indent=1, default=str) + "\n")
+    sys.stderr.write(f"results: {path}\n")
+    return path
+
+
+def draw_charts(results_path: Path, args) -> None:
+    """bench/charts.py on the saved run: in this interpreter when it has matplotlib, else with
+    build/bench-venv's python when that has it, else skipped with one line saying so."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import charts
+    if charts.available() is None:
+        try:
+            for path in charts.draw(charts.load(results_path), Path(args.charts),
+                                    log=lambda line: sys.stderr.write(line + "\n")):
+                sys.stderr.write(f"chart: {path}\n")
+        except Exception as error:      # a chart is a by-product: the table stands without it
+            sys.stderr.write(f"charts: failed: {type(error).__name__}: {error}\n")
+        return
+    for venv in dict.fromkeys([Path(args.build_dir) / "bench-venv", ROOT / "build" / "bench-venv"]):
+        python = venv / "bin" / "python"
+        if python.exists() and subprocess.run([str(python), "-c", "import matplotlib"],
+                                              capture_output=True).returncode == 0:
+            done = subprocess.run([str(python), str(Path(charts.__file__)), str(results_path), args.charts],
+                                  capture_output=True, text=True)
+            sys.stderr.write(done.stderr)
+            for line in done.stdout.splitlines():
+                sys.stderr.write(f"chart: {line}\n")
+            if done.returncode != 0:
+                sys.stderr.write(f"charts: failed: {python} bench/charts.py exited {done.returncode}\n")
+            return
+    sys.stderr.write(f"charts: skipped: {charts.MISSING}\n")
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Counts the concurrency mechanisms the Swift sources use (comments left out), at a revision
-# (default: the work tree). README "Threads and waiting" names the set and says what each is for.
+# (default: the work tree). docs/threads.md ("Inside a run") names the set and says what each is for.
 #
 # usage: scripts/mechanisms.sh [REVISION]
 set -euo pipefail

@@ -6,7 +6,7 @@
 #
 # usage: check_compat.sh [--update] BASELINE LIBRARY HEADERS_DIR
 #   --update  writes LIBRARY's ABI to BASELINE instead. On purpose only: while the ABI may still
-#             change (before 1.0.0) or with a new major version (README, "Frozen interfaces").
+#             change (before 1.0.0) or with a new major version (docs/contributing.md, "Frozen interfaces").
 # $CC (default cc) compiles the stand-in described below.
 #
 # Why a stand-in: libsheaf.so's exported functions are Swift (`@c @implementation`), described by

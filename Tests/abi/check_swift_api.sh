@@ -9,7 +9,7 @@
 # usage: check_swift_api.sh [--update] BASELINE RELEASE_DIR MODULE...
 #   RELEASE_DIR  SwiftPM's release build folder (build/swiftpm/release), with Modules/ in it
 #   --update     writes the current API to BASELINE instead. On purpose only: while the API may
-#                still change (before 1.0.0) or with a new major version (README, "Frozen interfaces").
+#                still change (before 1.0.0) or with a new major version (docs/contributing.md, "Frozen interfaces").
 # $SWIFT (default: swift on PATH) is the driver; swift-api-digester is the one beside it.
 set -euo pipefail
 
