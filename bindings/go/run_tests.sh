@@ -35,6 +35,10 @@ libdir=$(cd "$(dirname "$pc")/.." && pwd)
 export LD_LIBRARY_PATH="$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 echo "== libsheaf $(pkg-config --modversion sheaf) from $libdir"
 
+# Without a HOME (a bare CI environment) Go has no default cache: keep one in the build tree.
+if [[ -z ${HOME:-} && -z ${GOCACHE:-} ]]; then
+    export GOCACHE="$build_dir/go/cache" GOPATH="$build_dir/go/path"
+fi
 # Standard library only: no module download, no toolchain download.
 export GOFLAGS=-mod=mod GOPROXY=off GOTOOLCHAIN=local CGO_ENABLED=1
 cd "$here"
