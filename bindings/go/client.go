@@ -41,8 +41,9 @@ func NewClient(baseURL string, opts ...Option) (*Client, error) {
 }
 
 // Close hands the log records and events made so far to the hooks, then frees the client. No
-// hook is called after Close returns. It waits for Do calls in flight; lists already made go on.
-// Calling it again does nothing.
+// hook is called after Close returns. Lists and requests already made keep the C client alive and
+// go on (their hooks are closed too); new ones are refused with CodeState. Calling it again does
+// nothing.
 func (c *Client) Close() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -34,7 +34,7 @@ type Request struct {
 type Response struct {
 	StatusCode int
 	URL        string      // the URL that answered, after redirects (secret query values redacted)
-	Header     http.Header // in the order received
+	Header     http.Header // names canonicalized; a name's values in the order received
 	Body       []byte      // empty for a download that succeeded
 }
 

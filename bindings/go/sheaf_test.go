@@ -504,6 +504,38 @@ func TestRefusedOptionsAndClosedClient(t *testing.T) {
 	}
 }
 
+func TestCloseWhileARequestAndAListRun(t *testing.T) {
+	client := fresh(t)
+	l := list(t, client, "/drf?n=40&page_size=10&latency_ms=100")
+	type answer struct {
+		response *sheaf.Response
+		err      error
+	}
+	answers := make(chan answer, 1)
+	go func() {
+		response, err := client.Do(context.Background(), sheaf.Request{Path: "/anchor?n=3&latency_ms=300"})
+		answers <- answer{response, err}
+	}()
+	listed := make(chan error, 1)
+	go func() {
+		items, err := sheaf.FetchAllInto[item](context.Background(), l)
+		if err == nil && len(items) != 40 {
+			err = fmt.Errorf("%d items", len(items))
+		}
+		listed <- err
+	}()
+	time.Sleep(100 * time.Millisecond)
+	if err := client.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if a := <-answers; a.err != nil || a.response.StatusCode != 200 {
+		t.Fatalf("the request after Close: %+v", a)
+	}
+	if err := <-listed; err != nil {
+		t.Fatalf("the list after Close: %v", err)
+	}
+}
+
 func TestClientSharedByGoroutines(t *testing.T) {
 	client := fresh(t)
 	var wg sync.WaitGroup
