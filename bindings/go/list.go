@@ -236,8 +236,11 @@ func FetchAllInto[T any](ctx context.Context, list *List) ([]T, error) {
 // caller's goroutine; the item is its own copy). Fetching goes on ahead of fn, up to a window of
 // pages, and waits when fn is slower. When fn returns an error, the run is cancelled and Each
 // returns that error; when ctx ends, the run is cancelled, fn is not called again, and Each returns
-// a *Error of CodeCancelled that wraps ctx.Err(). Result then holds the resume token after the
-// items fn was given.
+// a *Error of CodeCancelled that wraps ctx.Err(). Result then says StopFailed, and its resume token
+// goes on after the last snapshot taken: items come in snapshots (a page or more), and when Each
+// stops inside one, the items of it that fn was not given are not resumed by the token.
+// FetchAll and FetchAllInto take whole snapshots, so theirs goes on exactly after the items they
+// return.
 func (l *List) Each(ctx context.Context, fn func(item json.RawMessage) error) error {
 	return l.run(ctx, func(delta []byte) error {
 		var batch []json.RawMessage
@@ -280,6 +283,7 @@ func (l *List) run(ctx context.Context, onDelta func(delta []byte) error) (err e
 	}
 	stop := context.AfterFunc(ctx, l.Cancel)
 	var stopped error // onDelta's error
+	ended := false    // sheaf_list_next said the end: every snapshot was taken
 	for stopped == nil && ctx.Err() == nil {
 		var snapshot *C.sheaf_snapshot
 		if err := call(func() C.sheaf_result { return C.sheaf_list_next(c, -1, &snapshot) }); err != nil {
@@ -287,7 +291,8 @@ func (l *List) run(ctx context.Context, onDelta func(delta []byte) error) (err e
 			break
 		}
 		if snapshot == nil {
-			break // the end: every snapshot was taken
+			ended = true
+			break
 		}
 		if snapshot.delta_items == 0 {
 			continue
@@ -296,28 +301,37 @@ func (l *List) run(ctx context.Context, onDelta func(delta []byte) error) (err e
 		stopped = onDelta(delta)
 	}
 	stop()
-	cause := ctx.Err()
-	if stopped != nil || cause != nil {
+	if !ended {
 		// Cancelled before sheaf_list_wait, which would otherwise stop a pulled list that still
 		// runs with SHEAF_E_STOPPED; the snapshots not taken are dropped, so the resume token
 		// goes on after the last item handed to the caller.
 		C.sheaf_list_cancel(c)
 	}
 	outcome := l.finish(c)
-	switch {
-	case stopped != nil:
-		return stopped
-	case outcome != nil && cause != nil:
-		// The context ended the run: whether the library saw the cancel or the stop first.
-		outcome.Code, outcome.cause = CodeCancelled, cause
-		if outcome.Message == "" || !strings.Contains(outcome.Message, "cancel") {
-			outcome.Message = "the list was cancelled: " + cause.Error()
+	if ended {
+		if outcome == nil {
+			return nil
+		}
+		if cause := ctx.Err(); cause != nil && outcome.Code == CodeCancelled {
+			outcome.cause = cause // the context's cancel, seen by the library first
 		}
 		return outcome
-	case outcome != nil:
-		return outcome
 	}
-	return nil
+	// Left early: the caller did not get every item, whatever the library's outcome (the list may
+	// have ended with snapshots not taken, which sheaf_list_wait dropped).
+	l.result.StopReason = StopFailed
+	if stopped != nil {
+		return stopped
+	}
+	cause := ctx.Err()
+	if outcome == nil {
+		outcome = &Error{JSONOffset: -1}
+	}
+	outcome.Code, outcome.cause = CodeCancelled, cause
+	if !strings.Contains(outcome.Message, "cancel") {
+		outcome.Message = "the list was cancelled: " + cause.Error()
+	}
+	return outcome
 }
 
 // finish reads the outcome of a run whose snapshots were taken (or that was cancelled), then

@@ -257,6 +257,27 @@ func TestContextCancelStopsTheRun(t *testing.T) {
 	}
 }
 
+func TestCancelledFetchAllResumesExactly(t *testing.T) {
+	client := fresh(t, sheaf.WithWindow(2), sheaf.WithAdaptiveWindow(false, 0))
+	const path = "/anchor?n=300&per_page=10&latency_ms=20"
+	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Millisecond)
+	defer cancel()
+	first := list(t, client, path)
+	got, err := sheaf.FetchAllInto[item](ctx, first)
+	if !errors.Is(err, context.DeadlineExceeded) || len(got) == 0 || len(got) == 300 {
+		t.Fatalf("err %v after %d items", err, len(got))
+	}
+	r := first.Result()
+	if r.StopReason != sheaf.StopFailed || r.Items != int64(len(got)) || r.ResumeToken == "" {
+		t.Fatalf("result %+v, %d items", r, len(got))
+	}
+	rest, err := sheaf.FetchAllInto[item](context.Background(), list(t, client, path, sheaf.Resume(r.ResumeToken)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkIDs(t, append(got, rest...), 0, 300)
+}
+
 func TestContextCancelledBeforeTheRun(t *testing.T) {
 	client := fresh(t)
 	ctx, cancel := context.WithCancel(context.Background())
