@@ -22,6 +22,9 @@ import (
 // those still queued first). No record holds a credential.
 func WithLogger(logger *slog.Logger) Option {
 	return func(c *Client) error {
+		if logger == nil {
+			return usage(CodeInvalidArgument, "WithLogger needs a logger, not nil")
+		}
 		ctx := context.Background()
 		level := C.sheaf_log_level(C.SHEAF_LOG_ERROR)
 		switch {
@@ -85,6 +88,9 @@ type Event struct {
 // that logs them.
 func WithEventHandler(handle func(Event)) Option {
 	return func(c *Client) error {
+		if handle == nil {
+			return usage(CodeInvalidArgument, "WithEventHandler needs a function, not nil")
+		}
 		h := cgo.NewHandle(handle)
 		err := call(func() C.sheaf_result { return C.sheafgo_set_event_handler(c.c, C.uintptr_t(h)) })
 		if err != nil {

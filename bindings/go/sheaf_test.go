@@ -507,6 +507,9 @@ func TestRefusedOptionsAndClosedClient(t *testing.T) {
 	if _, err := sheaf.NewClient(server.URL, sheaf.WithWindow(0)); !errors.Is(err, sheaf.CodeInvalidArgument) {
 		t.Fatalf("err %v", err)
 	}
+	if _, err := sheaf.NewClient(server.URL, sheaf.WithLogger(nil)); !errors.Is(err, sheaf.CodeInvalidArgument) {
+		t.Fatalf("err %v", err)
+	}
 	client := fresh(t)
 	if _, err := client.List("/anchor", sheaf.Description(`{"paging": {"kind": "sideways"}}`)); !errors.Is(err, sheaf.CodeInvalidArgument) {
 		t.Fatalf("err %v", err)
