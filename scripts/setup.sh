@@ -4,7 +4,7 @@
 # g++, abigail-tools (abidw and abidiff hold the C ABI to Tests/abi/baseline), zsh (the CLI's
 # completion script is checked in bash and zsh), debootstrap (the wheel is also run on an older
 # Debian, in a chroot), qemu-user and aarch64 glibc (the glibc compatibility code is also run for
-# aarch64).
+# aarch64), Go 1.21+ from bookworm-backports (bindings/go).
 # Safe to rerun: when everything is already there it changes nothing and touches no network.
 set -euo pipefail
 PATH=$PATH:/usr/sbin:/sbin   # debootstrap's place, off a non-root user's PATH
@@ -83,4 +83,26 @@ if ! python3 -c "import pyarrow" >/dev/null 2>&1; then
         || { echo "setup: could not install pyarrow with pip" >&2; exit 1; }
 fi
 
-echo "setup: ok (cmake $cmake_version, $(swift --version 2>/dev/null | head -n1))"
+# Go 1.21 or newer (log/slog) for bindings/go: bookworm's golang-go is 1.19, so Go comes from
+# bookworm-backports (golang-1.23-go, in /usr/lib/go-1.23/bin; bindings/go/run_tests.sh finds it
+# there), its source added only when no such Go is installed yet.
+go_new_enough() { "$1" version 2>/dev/null | grep -Eq 'go1\.(2[1-9]|[3-9][0-9])'; }
+have_go=
+for go in "$(command -v go 2>/dev/null || true)" /usr/lib/go-1.*/bin/go; do
+    [[ -x $go ]] && go_new_enough "$go" && { have_go=$go; break; }
+done
+if [[ -z $have_go ]]; then
+    echo "setup: installing Go 1.23 from bookworm-backports (golang-1.23-go)" >&2
+    [[ $(id -u) -eq 0 ]] || { echo "setup: not root: install golang-1.23-go from bookworm-backports by hand" >&2; exit 1; }
+    backports=/etc/apt/sources.list.d/bookworm-backports.sources
+    if ! grep -rqs 'bookworm-backports' /etc/apt/sources.list /etc/apt/sources.list.d/; then
+        printf '%s\n' 'Types: deb' 'URIs: http://deb.debian.org/debian' 'Suites: bookworm-backports' \
+            'Components: main' 'Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg' >"$backports"
+    fi
+    DEBIAN_FRONTEND=noninteractive apt-get update
+    DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends golang-1.23-go
+    go_new_enough /usr/lib/go-1.23/bin/go || { echo "setup: Go 1.23 still missing" >&2; exit 1; }
+    have_go=/usr/lib/go-1.23/bin/go
+fi
+
+echo "setup: ok (cmake $cmake_version, $(swift --version 2>/dev/null | head -n1), $("$have_go" version))"

@@ -1,0 +1,3 @@
+module sheaf.dev/sheaf
+
+go 1.21
