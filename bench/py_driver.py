@@ -13,6 +13,7 @@ Modes:
   aiohttp-window    the same with aiohttp.ClientSession
                     (both need their package: run the driver with a venv's python that has it)
   sheaf-fetch       sheaf.Client(...).fetch_all(...)
+  sheaf-arrow       sheaf.Client(...).fetch_arrow(...): the list as a pyarrow.Table (needs pyarrow)
   sheaf-cli         `python3 -m sheaf get URL -o FILE`, with no pagination flags at all (detected)
                     for --addressing detect or next, with `--preset anchor --page-size S` for page,
                     timed as a whole command; its start-up (the same command on an empty list)
@@ -291,6 +292,20 @@ def run_sheaf_fetch(args) -> dict:
     return out
 
 
+def run_sheaf_arrow(args) -> dict:
+    client, _ = make_client(args)
+    start = time.perf_counter()
+    table = client.fetch_arrow(args.path, **sheaf_options(args))
+    seconds = time.perf_counter() - start
+    rss = peak_rss_kb()
+    client.close()
+    if table.num_rows != args.expect:
+        wrong(f"{table.num_rows} rows, expected {args.expect}")
+    if table.column("id").to_pylist() != list(range(args.expect)):
+        wrong("the id column is not 0..N-1 in order")
+    return {"seconds": seconds, "peak_rss_kb": rss}
+
+
 def run_sheaf_fetch_404(args) -> dict:
     import sheaf
     client, _ = make_client(args)
@@ -425,6 +440,7 @@ MODES = {
     "httpx-window": lambda args: run_async_window(args, "httpx"),
     "aiohttp-window": lambda args: run_async_window(args, "aiohttp"),
     "sheaf-fetch": run_sheaf_fetch,
+    "sheaf-arrow": run_sheaf_arrow,
     "sheaf-stream": run_sheaf_stream,
     "sheaf-fetch-404": run_sheaf_fetch_404,
     "curl-parallel": run_curl_parallel,

@@ -448,6 +448,14 @@ def print_table(rows: List[Row]) -> None:
         print("| " + " | ".join(v.ljust(w) for v, w in zip(c, widths)) + " |")
 
 
+def pyarrow_import_mb(env: Dict[str, str]) -> float:
+    """Peak RSS in MB of an interpreter that has imported sheaf and pyarrow.json, and nothing else."""
+    code = ("import re, sheaf, pyarrow.json; "
+            "print(re.search(r'VmHWM:\\s+(\\d+)', open('/proc/self/status').read()).group(1))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    return int(done.stdout.strip() or 0) * 1024 / 1e6
+
+
 def decoder() -> str:
     """Which decoder the Python binding uses in the bench's children (orjson when installed)."""
     return "orjson" if importlib.util.find_spec("orjson") else "json: orjson is not installed"
@@ -805,6 +813,25 @@ class Scenarios:
             rows.append(Row("P5", f"  Python fetch_all's peak RSS against the lowest of {len(baselines)} Python baselines",
                             sheaf=f"{py.rss_mb():.1f} MB", floor=f"{lowest:.1f} MB", ratio=f"{py.rss_mb() / lowest:.2f}x",
                             target="below every Python baseline", met=yes(py.rss_mb() < lowest), runs=py.runs_text))
+        return rows + self.p5_as_arrow(m)
+
+    def p5_as_arrow(self, m: Measured) -> List[Row]:
+        """Python's fetch_arrow (a pyarrow.Table, no Python object per item) against C fetch_all:
+        time, and peak RSS (pyarrow's own import is part of it, shown apart)."""
+        b = self.b
+        found = subprocess.run([sys.executable, "-c", "import pyarrow.json"], capture_output=True)
+        if found.returncode != 0:
+            return [Row("P5", "  Python fetch_arrow", sheaf="not run: pyarrow is not installed (pip install sheaf[arrow])")]
+        b.measure(b.py_spec("Py arrow P5", "sheaf-arrow", self.p5, self.runs, warmup=1))
+        arrow = b.results["Py arrow P5"]
+        rows = [self.ratio_row("P5", "  Python fetch_arrow against C fetch_all", arrow, m, 1.2, "C")]
+        if arrow.runs and m.runs:
+            imported = pyarrow_import_mb(b.py_env)
+            rows.append(Row("P5", f"  Python fetch_arrow's peak RSS against C fetch_all's (Python, sheaf and pyarrow "
+                                  f"imported: {imported:.0f} MB of it)",
+                            sheaf=f"{arrow.rss_mb():.1f} MB", floor=f"{m.rss_mb():.1f} MB",
+                            ratio=f"{arrow.rss_mb() / m.rss_mb():.2f}x", target="<= C fetch_all's",
+                            met=yes(arrow.rss_mb() <= m.rss_mb()), runs=arrow.runs_text))
         return rows
 
     def ratio_row(self, id_: str, label: str, m: Measured, against: Measured, limit: float, name: str) -> Row:
