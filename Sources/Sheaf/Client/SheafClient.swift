@@ -13,10 +13,8 @@ public final class SheafClient: Sendable {
     private let headers: [HTTPHeader]
     /// Where log records and events go; nil when no one listens.
     let hooks: Hooks?
-    /// The origins that have answered a list's page one with success on this client: a list on
-    /// one of them may ask for a window of pages before its page one answers (see
-    /// `ListRun.pagesAhead`); elsewhere a refusal (a missing token) must cost two requests, not
-    /// a window of them.
+    /// The origins that have answered a list's page one with success on this client (see
+    /// `asksAhead(of:)`).
     private let acceptingOrigins = Locked<Set<Origin>>([])
 
     /// - Parameters:
@@ -63,10 +61,16 @@ public final class SheafClient: Sendable {
         acceptingOrigins.withLock { _ = $0.insert(origin) }
     }
 
-    /// Whether `url`'s origin has answered a list's page one with success on this client.
-    func hasAccepted(_ url: String) -> Bool {
-        guard let origin = Origin(url) else { return false }
-        return acceptingOrigins.withLock { $0.contains(origin) }
+    /// Whether a list at `url` may ask for a window of pages before its page one answers (see
+    /// `ListRun.pagesAhead`): when the client sends a credential there (a token, a key, a
+    /// provider, or an Authorization or Cookie header of its own), none can be missing; without
+    /// one, only once that origin has answered a page one on this client. Otherwise a missing
+    /// token would cost a window of refused requests where two do.
+    func asksAhead(of url: String) -> Bool {
+        guard let target = Origin(url) else { return false }
+        let sendsCredential = credential != nil || credentialProvider != nil
+            || headers.contains { HeaderRules.credentialHeaders.contains($0.name.lowercased()) }
+        return (sendsCredential && target == origin) || acceptingOrigins.withLock { $0.contains(target) }
     }
 
     /// Checks a base URL and credential as `init` does, without a transport.

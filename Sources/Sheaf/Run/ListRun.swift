@@ -209,7 +209,7 @@ public final class ListRun: Sendable {
                                   window: window, maxPages: configuration.maxPages,
                                   pageBudget: description.maxPages, pageGate: pageGate, origin: origin,
                                   resumedPageSize: resumedPageSize, pagesAhead: Self.pagesAhead(description, window: window,
-                                                                        originAccepted: client.hasAccepted(firstURL)))
+                                                                        asksAhead: client.asksAhead(of: firstURL)))
         let assembler = Assembler(keepsItems: keepsItems, maxItems: description.maxItems,
                                   deduplicates: description.source(of: .identity) != .none, skipsOnFirstPage: start.skip,
                                   deltaPerPage: pageGate != nil, deltasCarryItems: onSnapshot != nil)
@@ -339,11 +339,12 @@ public final class ListRun: Sendable {
 
     /// Pages asked for before page one answers (when they can be addressed): a window, within
     /// the request budget, and no more than the item limit needs at the size asked for (none
-    /// ahead when that size is unknown). On an origin that has not yet answered a page one on
-    /// this client, page one and page two only: a token that is missing or refused costs two
-    /// refused requests, not a window of them (which an API's abuse detection may count).
-    static func pagesAhead(_ description: ListDescription, window: Int, originAccepted: Bool) -> Int {
-        let ahead = min(window, description.maxRequests ?? .max, originAccepted ? .max : pagesAheadOfAnUntriedOrigin)
+    /// ahead when that size is unknown). Without a credential, on an origin that has not yet
+    /// answered a page one on this client (`SheafClient.asksAhead(of:)`), page one and page two
+    /// only: a missing token costs two refused requests, not a window of them (which an API's
+    /// abuse detection may count).
+    static func pagesAhead(_ description: ListDescription, window: Int, asksAhead: Bool) -> Int {
+        let ahead = min(window, description.maxRequests ?? .max, asksAhead ? .max : pagesAheadOfAnUntriedOrigin)
         guard let maxItems = description.maxItems else { return ahead }
         guard let size = description.paging.size?.value, size > 0 else { return 1 }
         return min(ahead, maxItems / size + (maxItems % size == 0 ? 0 : 1))
@@ -512,8 +513,8 @@ public final class ListRun: Sendable {
         }
     }
 
-    /// Pages (page one included) asked for before page one answers on an origin that has not
-    /// answered one yet.
+    /// Pages (page one included) asked for before page one answers, without a credential, on an
+    /// origin that has not answered one yet.
     static let pagesAheadOfAnUntriedOrigin = 2
 
     /// The most a page asked for ahead of page one may bring (4 MiB, eight of them 32 MiB).

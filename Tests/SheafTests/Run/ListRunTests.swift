@@ -18,13 +18,12 @@ func scriptedClient(_ transport: ScriptedTransport,
                            configuration: configuration)
 }
 
-/// A scripted client whose origin has answered a list's page one already: a pinned list asks
-/// for a window of pages before its page one answers (on an origin that has not, two).
-func acceptedClient(_ transport: ScriptedTransport,
-                    _ configure: (inout ClientConfiguration) -> Void = { _ in }) throws -> SheafClient {
-    let client = try scriptedClient(transport, configure)
-    client.noteAccepted(scriptedList)
-    return client
+/// A client of `scriptedBase` that sends no credential, configured as `scriptedClient`.
+func anonymousClient(_ transport: ScriptedTransport) throws -> SheafClient {
+    var configuration = ClientConfiguration()
+    configuration.retry.baseDelayMilliseconds = 0
+    configuration.adaptsWindow = false
+    return try SheafClient(baseURL: scriptedBase, transport: transport, configuration: configuration)
 }
 
 /// The anchor convention: {"items","next_page","total"}, paged by `page` and `per_page`.
@@ -273,22 +272,22 @@ final class ListRunTests: XCTestCase {
 
     // MARK: Pages asked for ahead of page one
 
-    func testARefusedTokenCostsTwoRequestsOnAnOriginThatHasNotAnsweredAPageOne() throws {
+    func testAMissingTokenCostsTwoRequestsOnAnOriginThatHasNotAnsweredAPageOne() throws {
         let transport = ScriptedTransport()
         transport.on(scriptedList) { _, _ in ScriptedReply.status(401).after(50) }
-        let (_, outcome) = try scriptedClient(transport).fetchAll(anchorList())
+        let (_, outcome) = try anonymousClient(transport).fetchAll(anchorList())
         XCTAssertEqual(outcome.error?.code, .http)
         XCTAssertEqual(transport.requests.map(\.url).sorted(), [scriptedPage(1), scriptedPage(2)],
                        "page one and page two, not a window of refused requests")
     }
 
-    func testOnceTheOriginHasAnsweredAPageOneTheNextListSendsAWindowAheadOfIt() throws {
+    func testWithoutATokenTheNextListSendsAWindowAheadOfPageOneOnceTheOriginHasAnsweredOne() throws {
         let transport = ScriptedTransport()
         let api = FakeAnchorAPI(count: 200)
         transport.on(scriptedList) { request, _ in
             request.url == scriptedPage(1) ? api.reply(request).after(100) : api.reply(request)
         }
-        let client = try scriptedClient(transport)
+        let client = try anonymousClient(transport)
         let (_, first) = try client.fetchAll(anchorList())
         XCTAssertEqual(first, .complete)
         XCTAssertEqual(transport.requests.prefix(2).map(\.url).sorted(), [scriptedPage(1), scriptedPage(2)],
@@ -308,7 +307,7 @@ final class ListRunTests: XCTestCase {
             request.url == scriptedPage(1) ? api.reply(request).after(100) : api.reply(request)
         }
         let log = SnapshotLog()
-        let run = try acceptedClient(transport).makeList(anchorList(), onSnapshot: log.callback)
+        let run = try scriptedClient(transport).makeList(anchorList(), onSnapshot: log.callback)
         try run.start()
         XCTAssertEqual(outcome(of: run), .complete)
         XCTAssertEqual(log.ids, Array(0..<200), "the snapshots grow in list order")
@@ -346,7 +345,7 @@ final class ListRunTests: XCTestCase {
         }
         var list = anchorList()
         list.maxRequests = 4
-        let (json, outcome) = try acceptedClient(transport).fetchAll(list)
+        let (json, outcome) = try scriptedClient(transport).fetchAll(list)
         XCTAssertEqual(outcome, .complete, "page 3's retry, refused by the budget, is of a page the list does not have")
         XCTAssertEqual(itemIDs(json), Array(0..<15))
     }
@@ -364,7 +363,7 @@ final class ListRunTests: XCTestCase {
 
     func testPagesAheadOfPageOneMayBringLittleAndOneTooBigIsAskedForAgainOnceThePlanNeedsIt() throws {
         let transport = paddedPages(FakeAnchorAPI(count: 30)) { $0 == scriptedPage(1) }
-        let (json, outcome) = try acceptedClient(transport).fetchAll(anchorList())
+        let (json, outcome) = try scriptedClient(transport).fetchAll(anchorList())
         XCTAssertEqual(outcome, .complete)
         XCTAssertEqual(itemIDs(json), Array(0..<30))
         let first = transport.requests.prefix(8)
@@ -378,7 +377,7 @@ final class ListRunTests: XCTestCase {
 
     func testAPageAheadThatComesBackTooBigAfterPageOneWasPlannedIsAskedForAgainAtOnce() throws {
         let transport = paddedPages(FakeAnchorAPI(count: 30)) { $0 != scriptedPage(1) }
-        let (json, outcome) = try acceptedClient(transport).fetchAll(anchorList())
+        let (json, outcome) = try scriptedClient(transport).fetchAll(anchorList())
         XCTAssertEqual(outcome, .complete)
         XCTAssertEqual(itemIDs(json), Array(0..<30))
         XCTAssertEqual(transport.requestCount(scriptedPage(2)), 2)
@@ -394,7 +393,7 @@ final class ListRunTests: XCTestCase {
         transport.on(scriptedList) { request, _ in
             .json(String(api.body(request.url).dropLast()) + #","pad":""# + padding + #""}"#).after(10)
         }
-        let client = try acceptedClient(transport) { $0.maxBodyBytes = 1 << 20 }
+        let client = try scriptedClient(transport) { $0.maxBodyBytes = 1 << 20 }
         let (json, outcome) = try client.fetchAll(ListDescription(path: "/v1/things?per_page=10"))
         XCTAssertEqual(outcome, .complete)
         XCTAssertEqual(itemIDs(json), Array(0..<200))
@@ -412,7 +411,7 @@ final class ListRunTests: XCTestCase {
                 default: status == 200 ? api.reply(request) : .status(status)
                 }
             }
-            let (json, outcome) = try acceptedClient(transport) { $0.retry.maxAttempts = 1 }.fetchAll(anchorList())
+            let (json, outcome) = try scriptedClient(transport) { $0.retry.maxAttempts = 1 }.fetchAll(anchorList())
             XCTAssertEqual(outcome, .complete, "pages past the end answered \(status)")
             XCTAssertEqual(itemIDs(json), Array(0..<15))
         }
@@ -427,7 +426,7 @@ final class ListRunTests: XCTestCase {
         }
         var description = ListDescription(path: "/v1/things")
         description.paging = .pageNumber(.init(parameter: "page", first: 1, size: .init(parameter: "per_page", value: 10)))
-        let (json, outcome) = try acceptedClient(transport).fetchAll(description)
+        let (json, outcome) = try scriptedClient(transport).fetchAll(description)
         XCTAssertEqual(outcome, .complete)
         XCTAssertEqual(itemIDs(json), Array(0..<45))
     }
