@@ -9,16 +9,10 @@ use std::process::Command;
 
 fn pkg_config(args: &[&str]) -> Result<String, String> {
     let program = env::var("PKG_CONFIG").unwrap_or_else(|_| "pkg-config".to_string());
-    let output = Command::new(&program)
-        .args(args)
-        .output()
-        .map_err(|error| format!("cannot run {program}: {error}"))?;
+    let output =
+        Command::new(&program).args(args).output().map_err(|error| format!("cannot run {program}: {error}"))?;
     if !output.status.success() {
-        return Err(format!(
-            "{program} {}: {}",
-            args.join(" "),
-            String::from_utf8_lossy(&output.stderr).trim()
-        ));
+        return Err(format!("{program} {}: {}", args.join(" "), String::from_utf8_lossy(&output.stderr).trim()));
     }
     Ok(String::from_utf8_lossy(&output.stdout).trim().to_string())
 }
@@ -39,8 +33,7 @@ fn main() {
         ),
     };
     let libdir = std::fs::canonicalize(&libdir).map(|p| p.display().to_string()).unwrap_or(libdir);
-    let includedir =
-        std::fs::canonicalize(&includedir).map(|p| p.display().to_string()).unwrap_or(includedir);
+    let includedir = std::fs::canonicalize(&includedir).map(|p| p.display().to_string()).unwrap_or(includedir);
     println!("cargo:rustc-link-search=native={libdir}");
     println!("cargo:rustc-link-lib=dylib=sheaf");
     // Tests, examples and binaries of this package find the library where it was linked from.

@@ -25,7 +25,8 @@ fn main() {
     }
     let client = Arc::new(client);
     let path = Arc::new(args[2].clone());
-    let listener = TcpListener::bind(args.get(3).map_or("127.0.0.1:0", String::as_str)).unwrap_or_else(|error| fail(&error));
+    let listener =
+        TcpListener::bind(args.get(3).map_or("127.0.0.1:0", String::as_str)).unwrap_or_else(|error| fail(&error));
     println!("LISTENING http://{}/", listener.local_addr().unwrap());
     std::io::stdout().flush().unwrap();
     for stream in listener.incoming() {

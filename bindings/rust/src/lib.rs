@@ -37,10 +37,36 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 // ---- errors ---------------------------------------------------------------------------------
 
-/// A failure, with the fields of the library's `sheaf_error` (every string "" when absent).
-/// The library keeps credentials out of every one of them.
+/// A failure: the fields of the library's `sheaf_error` ([`ErrorDetail`], read through `Deref`:
+/// `error.code`, `error.http_status`, `error.message`, ...), boxed so that a `Result` stays
+/// small. Implements `std::error::Error` and `Display` (the message).
+#[derive(Clone, PartialEq, Eq)]
+pub struct Error(Box<ErrorDetail>);
+
+impl std::ops::Deref for Error {
+    type Target = ErrorDetail;
+
+    fn deref(&self) -> &ErrorDetail {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for Error {
+    fn deref_mut(&mut self) -> &mut ErrorDetail {
+        &mut self.0
+    }
+}
+
+impl fmt::Debug for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+/// The fields of a failure, as the library's `sheaf_error` has them (every string "" when
+/// absent). The library keeps credentials out of every one of them.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Error {
+pub struct ErrorDetail {
     /// The `sheaf_result` code (`sys::SHEAF_E_*`).
     pub code: i32,
     /// A sentence for people: what failed, where, and what to do.
@@ -79,7 +105,7 @@ impl Error {
 
     /// An error of this binding's own (no `sheaf_error` behind it).
     fn usage(code: i32, message: impl Into<String>) -> Error {
-        Error {
+        Error::from(ErrorDetail {
             code,
             message: message.into(),
             url: String::new(),
@@ -91,7 +117,7 @@ impl Error {
             signal: String::new(),
             hint: String::new(),
             resume_token: None,
-        }
+        })
     }
 
     /// Takes a `sheaf_error` the library returned (and frees it); `code` when it is NULL.
@@ -102,8 +128,14 @@ impl Error {
         let Some(error) = raw.as_ref() else {
             return Error::usage(code, result_text(code));
         };
-        let text = |p: *const c_char| if p.is_null() { String::new() } else { CStr::from_ptr(p).to_string_lossy().into_owned() };
-        let taken = Error {
+        let text = |p: *const c_char| {
+            if p.is_null() {
+                String::new()
+            } else {
+                CStr::from_ptr(p).to_string_lossy().into_owned()
+            }
+        };
+        let taken = Error::from(ErrorDetail {
             code: error.code,
             message: text(error.message),
             url: text(error.url),
@@ -115,7 +147,7 @@ impl Error {
             signal: text(error.signal),
             hint: text(error.hint),
             resume_token: None,
-        };
+        });
         sys::sheaf_error_free(raw);
         taken
     }
@@ -142,6 +174,12 @@ impl fmt::Display for Error {
 }
 
 impl std::error::Error for Error {}
+
+impl From<ErrorDetail> for Error {
+    fn from(detail: ErrorDetail) -> Error {
+        Error(Box::new(detail))
+    }
+}
 
 fn result_text(code: i32) -> &'static str {
     // SAFETY: never NULL, static storage.
@@ -427,7 +465,9 @@ impl Client {
         let hook: Box<LogHook> = Box::new(Box::new(hook));
         let user_data = Box::into_raw(hook) as *mut c_void;
         // SAFETY: a live client; on success the library owns user_data until destroy_log_hook.
-        let result = unsafe { sys::sheaf_client_set_log(self.raw.as_ptr(), level, Some(on_log), user_data, Some(destroy_log_hook)) };
+        let result = unsafe {
+            sys::sheaf_client_set_log(self.raw.as_ptr(), level, Some(on_log), user_data, Some(destroy_log_hook))
+        };
         if result != sys::SHEAF_OK {
             // A refused call never calls destroy: user_data is still ours.
             // SAFETY: made by Box::into_raw above, not handed over.
@@ -459,7 +499,8 @@ impl Client {
         let mut raw = ptr::null_mut();
         // SAFETY: a live client; copied strings.
         check(unsafe { sys::sheaf_request_new(&mut raw, self.raw.as_ptr(), method.as_ptr(), path.as_ptr()) })?;
-        let raw = NonNull::new(raw).ok_or_else(|| Error::usage(sys::SHEAF_E_INTERNAL, "sheaf_request_new gave NULL"))?;
+        let raw =
+            NonNull::new(raw).ok_or_else(|| Error::usage(sys::SHEAF_E_INTERNAL, "sheaf_request_new gave NULL"))?;
         Ok(Request { raw, _not_sync: PhantomData })
     }
 
@@ -481,7 +522,8 @@ unsafe extern "C" fn on_log(record: *const sys::sheaf_log_record, user_data: *mu
         // SAFETY: the record and its strings are borrowed for this call; user_data is the
         // LogHook set_log handed over, alive until destroy_log_hook.
         let (record, hook) = unsafe { (&*record, &*(user_data as *const LogHook)) };
-        let text = |p: *const c_char| (!p.is_null()).then(|| unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned());
+        let text =
+            |p: *const c_char| (!p.is_null()).then(|| unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned());
         hook(&LogRecord {
             level: record.level,
             kind: record.kind,
@@ -858,7 +900,13 @@ impl List {
         self.start_once()?;
         // SAFETY: a live list, used by this thread.
         self.check(unsafe { sys::sheaf_list_start_pull(self.raw()) })?;
-        Ok(ItemIter { list: self, pending: Default::default(), ended: false, stop_reason: StopReason::None, resume_token: None })
+        Ok(ItemIter {
+            list: self,
+            pending: Default::default(),
+            ended: false,
+            stop_reason: StopReason::None,
+            resume_token: None,
+        })
     }
 }
 
@@ -1172,7 +1220,13 @@ impl Request {
                     return Err(error.clone());
                 }
             }
-            let text = |p: *const c_char| if p.is_null() { String::new() } else { CStr::from_ptr(p).to_string_lossy().into_owned() };
+            let text = |p: *const c_char| {
+                if p.is_null() {
+                    String::new()
+                } else {
+                    CStr::from_ptr(p).to_string_lossy().into_owned()
+                }
+            };
             let mut headers = Vec::new();
             for index in 0..sys::sheaf_request_header_count(self.raw()) {
                 let (mut name, mut value) = (ptr::null(), ptr::null());
@@ -1182,8 +1236,17 @@ impl Request {
             }
             let mut length = 0usize;
             let body = sys::sheaf_request_body(self.raw(), &mut length);
-            let body = if body.is_null() { Vec::new() } else { std::slice::from_raw_parts(body as *const u8, length).to_vec() };
-            let response = Response { status: sys::sheaf_request_status(self.raw()), url: text(sys::sheaf_request_url(self.raw())), headers, body };
+            let body = if body.is_null() {
+                Vec::new()
+            } else {
+                std::slice::from_raw_parts(body as *const u8, length).to_vec()
+            };
+            let response = Response {
+                status: sys::sheaf_request_status(self.raw()),
+                url: text(sys::sheaf_request_url(self.raw())),
+                headers,
+                body,
+            };
             Ok((outcome, response))
         }
     }
@@ -1203,7 +1266,10 @@ mod tests {
     #[test]
     fn splits_arrays() {
         assert_eq!(split_array("[]"), Vec::<String>::new());
-        assert_eq!(split_array("[1, \"a,]\\\"\" ,{\"x\":[1,2]},null,[3]]"), vec!["1", "\"a,]\\\"\"", "{\"x\":[1,2]}", "null", "[3]"]);
+        assert_eq!(
+            split_array("[1, \"a,]\\\"\" ,{\"x\":[1,2]},null,[3]]"),
+            vec!["1", "\"a,]\\\"\"", "{\"x\":[1,2]}", "null", "[3]"]
+        );
         assert_eq!(split_array("[\n  {\"id\": 0},\n  {\"id\": 1}\n]\n"), vec!["{\"id\": 0}", "{\"id\": 1}"]);
     }
 

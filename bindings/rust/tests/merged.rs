@@ -28,11 +28,8 @@ fn get(address: &str, target: &str) -> (String, String) {
 #[test]
 fn merged_serves_the_whole_upstream_list() {
     let path = "anchor?n=437&per_page=30";
-    let mut child = Command::new(example())
-        .args([server().url().as_str(), path])
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child =
+        Command::new(example()).args([server().url().as_str(), path]).stdout(Stdio::piped()).spawn().unwrap();
     let mut line = String::new();
     BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
     let address = line.trim().strip_prefix("LISTENING http://").and_then(|a| a.strip_suffix('/')).map(str::to_string);

@@ -64,7 +64,11 @@ pub fn ids(items: &[String]) -> Vec<i64> {
         .iter()
         .map(|item| {
             let start = item.find("\"id\"").unwrap_or_else(|| panic!("no id in {item}")) + 4;
-            let digits: String = item[start..].chars().skip_while(|c| *c == ':' || c.is_whitespace()).take_while(|c| c.is_ascii_digit()).collect();
+            let digits: String = item[start..]
+                .chars()
+                .skip_while(|c| *c == ':' || c.is_whitespace())
+                .take_while(|c| c.is_ascii_digit())
+                .collect();
             digits.parse().unwrap()
         })
         .collect()
