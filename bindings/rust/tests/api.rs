@@ -242,3 +242,35 @@ fn a_bad_argument_is_an_error_not_a_panic() {
     assert_eq!(sheaf::version(), sheaf::sys::SHEAF_VERSION_STRING);
     let _ = server();
 }
+
+#[test]
+fn a_failure_mid_list_ends_the_iterator_after_the_items_before_it() {
+    let mut c = client();
+    c.set_window(1, false).unwrap();
+    let mut list = c.list("anchor?n=100&per_page=10&garbage=4").unwrap();
+    list.paging(&sheaf::Paging::Next).unwrap();
+    let mut iter = list.items().unwrap();
+    let results: Vec<_> = iter.by_ref().collect();
+    let (last, items) = results.split_last().unwrap();
+    let items: Vec<String> = items.iter().map(|item| item.clone().unwrap()).collect();
+    assert_eq!(items, expected_items(30), "the three pages before the garbage one");
+    let error = last.as_ref().unwrap_err();
+    assert_eq!(error.code, sheaf::sys::SHEAF_E_BAD_PAGE, "{error:?}");
+    assert!(error.resume_token.is_some());
+    assert_eq!(iter.stop_reason(), StopReason::Failed);
+}
+
+#[test]
+fn a_canceller_outlives_its_list_and_a_dropped_iterator_stops_the_list() {
+    let list = client().list("anchor?n=5000&per_page=10&latency_ms=50").unwrap();
+    let mut iter = list.items().unwrap();
+    let canceller = iter.canceller();
+    assert!(iter.next().unwrap().is_ok());
+    let started = Instant::now();
+    drop(iter); // cancels the list; the canceller keeps its memory
+    canceller.cancel();
+    let again = canceller.clone();
+    std::thread::spawn(move || again.cancel()).join().unwrap();
+    drop(canceller); // the C list is freed here
+    assert!(started.elapsed() < Duration::from_secs(10));
+}
