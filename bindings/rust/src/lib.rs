@@ -433,6 +433,21 @@ impl Client {
         Ok(self)
     }
 
+    /// Sets a TLS file (`sys::SHEAF_TLS_CA_FILE`, `_CA_DIRECTORY`, `_CERT`, `_KEY`); None
+    /// restores the default.
+    pub fn set_tls_file(&mut self, which: i32, path: Option<&Path>) -> Result<&mut Self> {
+        use std::os::unix::ffi::OsStrExt;
+        let path = path
+            .map(|p| CString::new(p.as_os_str().as_bytes()))
+            .transpose()
+            .map_err(|_| Error::usage(sys::SHEAF_E_INVALID_ARGUMENT, "the path holds a NUL byte"))?;
+        // SAFETY: a live client; the path is copied.
+        check(unsafe {
+            sys::sheaf_client_set_tls_file(self.raw.as_ptr(), which, path.as_ref().map_or(ptr::null(), |p| p.as_ptr()))
+        })?;
+        Ok(self)
+    }
+
     /// Sets an integer option (see [`ClientOption`] and sheaf.h's `sheaf_option`).
     pub fn set_option(&mut self, option: ClientOption, value: i64) -> Result<&mut Self> {
         // SAFETY: a live client.

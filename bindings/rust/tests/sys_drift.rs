@@ -15,7 +15,8 @@
 //!   against the header (`offsetof`, `sizeof`, `_Alignof`) and compared with what Rust computes
 //!   (`offset_of!`, `size_of`, `align_of`); the size of every C enum type is `c_int`'s;
 //! * integer `#define`s (`SHEAF_*_VERSION`, the version numbers) and `SHEAF_VERSION_STRING`;
-//! * the header installed through pkg-config (what the build linked against) is the source's.
+//! * the header installed through pkg-config (what the build linked against) is the source's,
+//!   and the crate's version (Cargo.toml) is the header's.
 
 use sheaf::sys;
 use std::collections::{BTreeMap, BTreeSet};
@@ -368,6 +369,8 @@ fn the_installed_header_and_library_are_this_version() {
         "{} is not include/sheaf.h",
         installed.display()
     );
+    // The crate's version is the header's (Cargo.toml mirrors CMakeLists.txt's project version).
+    assert_eq!(env!("CARGO_PKG_VERSION"), sys::SHEAF_VERSION_STRING, "bindings/rust/Cargo.toml's version");
     // Same major, at least this minor: what the ABI promises.
     let loaded = unsafe { sys::sheaf_version_number() };
     assert_eq!(loaded / 10000, sys::SHEAF_VERSION_MAJOR);
