@@ -1,0 +1,1300 @@
+//! Rust bindings of Sheaf (`libsheaf.so.1`): a paginated REST list endpoint as one call
+//! ([`List::fetch_all`]) or as an iterator of its items in order ([`List::items`]), and single
+//! HTTP requests and downloads ([`Request`]).
+//!
+//! ```no_run
+//! let client = sheaf::Client::new("https://api.example.com/")?;
+//! let items = client.list("items")?.fetch_all()?;
+//! for item in &items.items { println!("{item}"); }
+//! println!("{} items, {:?}", items.len(), items.stop_reason);
+//! # Ok::<(), sheaf::Error>(())
+//! ```
+//!
+//! Items are handed over as the raw JSON text the server sent (one `String` per item, in order,
+//! de-duplicated); parse them with the JSON library of your choice. [`sys`] is the raw C
+//! interface, checked against `include/sheaf.h` by `tests/sys_drift.rs`.
+//!
+//! Threads (from the header's "Thread safety"): a [`Client`] is `Send + Sync`; a [`List`] and a
+//! [`Request`] are `Send` but not `Sync` (one thread at a time); a [`Canceller`] is
+//! `Send + Sync` (sheaf_list_cancel may be called from any thread).
+
+#![warn(missing_docs)]
+
+pub mod sys;
+
+use std::ffi::{CStr, CString};
+use std::fmt;
+use std::marker::PhantomData;
+use std::os::raw::{c_char, c_int, c_void};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::path::Path;
+use std::ptr::{self, NonNull};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// A result of this crate.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+// ---- errors ---------------------------------------------------------------------------------
+
+/// A failure: the fields of the library's `sheaf_error` ([`ErrorDetail`], read through `Deref`:
+/// `error.code`, `error.http_status`, `error.message`, ...), boxed so that a `Result` stays
+/// small. Implements `std::error::Error` and `Display` (the message).
+#[derive(Clone, PartialEq, Eq)]
+pub struct Error(Box<ErrorDetail>);
+
+impl std::ops::Deref for Error {
+    type Target = ErrorDetail;
+
+    fn deref(&self) -> &ErrorDetail {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for Error {
+    fn deref_mut(&mut self) -> &mut ErrorDetail {
+        &mut self.0
+    }
+}
+
+impl fmt::Debug for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+/// The fields of a failure, as the library's `sheaf_error` has them (every string "" when
+/// absent). The library keeps credentials out of every one of them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ErrorDetail {
+    /// The `sheaf_result` code (`sys::SHEAF_E_*`).
+    pub code: i32,
+    /// A sentence for people: what failed, where, and what to do.
+    pub message: String,
+    /// The URL concerned (secrets redacted), or "".
+    pub url: String,
+    /// The HTTP status for `SHEAF_E_HTTP`, else 0.
+    pub http_status: i32,
+    /// For `SHEAF_E_HTTP`: the start of the response body (at most 1 KiB).
+    pub body: String,
+    /// The server's own error text from its error fields, or "".
+    pub server_message: String,
+    /// For `SHEAF_E_BAD_PAGE`: the JSON pointer concerned, or "".
+    pub json_pointer: String,
+    /// For `SHEAF_E_BAD_PAGE`: the byte offset where reading failed, or -1.
+    pub json_offset: i64,
+    /// For `SHEAF_E_NOT_FOLLOWED`: the signal seen, or "".
+    pub signal: String,
+    /// The option or preset that would help, or "".
+    pub hint: String,
+    /// For a list that failed, stopped or was cancelled: the token that goes on from the items
+    /// delivered (see [`List::resume`]).
+    pub resume_token: Option<String>,
+}
+
+impl Error {
+    /// The static text of the code (`sheaf_result_str`).
+    pub fn code_text(&self) -> &'static str {
+        result_text(self.code)
+    }
+
+    /// Whether the list or request was cancelled.
+    pub fn is_cancelled(&self) -> bool {
+        self.code == sys::SHEAF_E_CANCELLED
+    }
+
+    /// An error of this binding's own (no `sheaf_error` behind it).
+    fn usage(code: i32, message: impl Into<String>) -> Error {
+        Error::from(ErrorDetail {
+            code,
+            message: message.into(),
+            url: String::new(),
+            http_status: 0,
+            body: String::new(),
+            server_message: String::new(),
+            json_pointer: String::new(),
+            json_offset: -1,
+            signal: String::new(),
+            hint: String::new(),
+            resume_token: None,
+        })
+    }
+
+    /// Takes a `sheaf_error` the library returned (and frees it); `code` when it is NULL.
+    ///
+    /// # Safety
+    /// `raw` is NULL or an error the library returned, not freed yet.
+    unsafe fn take(raw: *mut sys::sheaf_error, code: i32) -> Error {
+        let Some(error) = raw.as_ref() else {
+            return Error::usage(code, result_text(code));
+        };
+        let text = |p: *const c_char| {
+            if p.is_null() {
+                String::new()
+            } else {
+                CStr::from_ptr(p).to_string_lossy().into_owned()
+            }
+        };
+        let taken = Error::from(ErrorDetail {
+            code: error.code,
+            message: text(error.message),
+            url: text(error.url),
+            http_status: error.http_status,
+            body: text(error.body),
+            server_message: text(error.server_message),
+            json_pointer: text(error.json_pointer),
+            json_offset: error.json_offset,
+            signal: text(error.signal),
+            hint: text(error.hint),
+            resume_token: None,
+        });
+        sys::sheaf_error_free(raw);
+        taken
+    }
+
+    /// The error of the last failed call on this thread (`sheaf_last_error`).
+    fn last(code: i32) -> Error {
+        // SAFETY: sheaf_last_error returns NULL or a new copy, which take frees.
+        unsafe { Error::take(sys::sheaf_last_error(), code) }
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.message.is_empty() {
+            f.write_str(self.code_text())?;
+        } else {
+            f.write_str(&self.message)?;
+        }
+        if self.http_status != 0 && !self.message.contains(&self.http_status.to_string()) {
+            write!(f, " (HTTP {})", self.http_status)?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for Error {}
+
+impl From<ErrorDetail> for Error {
+    fn from(detail: ErrorDetail) -> Error {
+        Error(Box::new(detail))
+    }
+}
+
+fn result_text(code: i32) -> &'static str {
+    // SAFETY: never NULL, static storage.
+    unsafe { CStr::from_ptr(sys::sheaf_result_str(code)) }.to_str().unwrap_or("unknown result")
+}
+
+/// `Ok` for SHEAF_OK, else the thread's last error.
+fn check(code: sys::sheaf_result) -> Result<()> {
+    if code == sys::SHEAF_OK {
+        Ok(())
+    } else {
+        Err(Error::last(code))
+    }
+}
+
+fn c_string(text: &str, what: &str) -> Result<CString> {
+    CString::new(text).map_err(|_| Error::usage(sys::SHEAF_E_INVALID_ARGUMENT, format!("{what} holds a NUL byte")))
+}
+
+/// Takes a string the library allocated (freed with sheaf_free).
+///
+/// # Safety
+/// `pointer` is NULL or a library allocation of `length` bytes (or NUL-terminated when
+/// `length` is None), not freed yet.
+unsafe fn take_bytes(pointer: *mut c_char, length: Option<usize>) -> Option<Vec<u8>> {
+    if pointer.is_null() {
+        return None;
+    }
+    let bytes = match length {
+        Some(length) => std::slice::from_raw_parts(pointer as *const u8, length).to_vec(),
+        None => CStr::from_ptr(pointer).to_bytes().to_vec(),
+    };
+    sys::sheaf_free(pointer as *mut c_void);
+    Some(bytes)
+}
+
+fn into_string(bytes: Vec<u8>) -> String {
+    String::from_utf8(bytes).unwrap_or_else(|error| String::from_utf8_lossy(error.as_bytes()).into_owned())
+}
+
+/// The version of the library loaded, e.g. "1.0.0".
+pub fn version() -> &'static str {
+    // SAFETY: static storage, never NULL.
+    unsafe { CStr::from_ptr(sys::sheaf_version_string()) }.to_str().unwrap_or("")
+}
+
+/// The names of the presets the library knows ("github", "stripe", ...).
+pub fn presets() -> Vec<String> {
+    // SAFETY: plain calls; the names are static.
+    unsafe {
+        (0..sys::sheaf_preset_count())
+            .filter_map(|i| {
+                let name = sys::sheaf_preset_name(i);
+                (!name.is_null()).then(|| CStr::from_ptr(name).to_string_lossy().into_owned())
+            })
+            .collect()
+    }
+}
+
+// ---- client ---------------------------------------------------------------------------------
+
+/// How a client authenticates (`sheaf_client_set_auth` / `sheaf_client_set_credential`).
+/// Credentials go only to the base URL's origin and never appear in messages.
+#[derive(Clone, PartialEq, Eq)]
+pub enum Auth {
+    /// No credentials.
+    None,
+    /// "Authorization: Bearer <token>".
+    Bearer(String),
+    /// HTTP Basic.
+    Basic {
+        /// The user (no ':').
+        user: String,
+        /// The password.
+        password: String,
+    },
+    /// An API key in a request header.
+    ApiKeyHeader {
+        /// The header's name.
+        name: String,
+        /// The key.
+        value: String,
+    },
+    /// An API key in a query parameter.
+    ApiKeyQuery {
+        /// The parameter's name.
+        name: String,
+        /// The key.
+        value: String,
+    },
+}
+
+impl fmt::Debug for Auth {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // Never the secret.
+        match self {
+            Auth::None => f.write_str("Auth::None"),
+            Auth::Bearer(_) => f.write_str("Auth::Bearer(<redacted>)"),
+            Auth::Basic { user, .. } => write!(f, "Auth::Basic {{ user: {user:?}, password: <redacted> }}"),
+            Auth::ApiKeyHeader { name, .. } => write!(f, "Auth::ApiKeyHeader {{ name: {name:?}, value: <redacted> }}"),
+            Auth::ApiKeyQuery { name, .. } => write!(f, "Auth::ApiKeyQuery {{ name: {name:?}, value: <redacted> }}"),
+        }
+    }
+}
+
+/// An integer option of a client (`sheaf_option`); see sheaf.h for ranges and defaults.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ClientOption {
+    /// Pages in flight at once, 1..64 (where an adaptive window starts).
+    Window,
+    /// Page cap per list.
+    MaxPages,
+    /// Body cap per response.
+    MaxBodyBytes,
+    /// Attempts per request including the first, 1..100.
+    MaxAttempts,
+    /// Backoff base in ms.
+    RetryBaseMs,
+    /// Backoff and Retry-After cap in ms.
+    RetryMaxMs,
+    /// Whole-request timeout in ms, 0 = none.
+    TimeoutMs,
+    /// Connect timeout in ms, 0 = the transport's default.
+    ConnectTimeoutMs,
+    /// Redirects followed per request, 0..50.
+    MaxRedirects,
+    /// 1 = follow other origins without credentials.
+    CrossOrigin,
+    /// 1 = do not verify TLS certificates (tests only).
+    TlsInsecure,
+    /// 1 = the window adapts to the server (the default).
+    AdaptiveWindow,
+    /// The most pages an adaptive window lets in flight, 1..64.
+    MaxWindow,
+    /// A `sys::SHEAF_HTTP_*` value.
+    HttpVersion,
+}
+
+impl ClientOption {
+    fn raw(self) -> sys::sheaf_option {
+        match self {
+            ClientOption::Window => sys::SHEAF_OPT_WINDOW,
+            ClientOption::MaxPages => sys::SHEAF_OPT_MAX_PAGES,
+            ClientOption::MaxBodyBytes => sys::SHEAF_OPT_MAX_BODY_BYTES,
+            ClientOption::MaxAttempts => sys::SHEAF_OPT_MAX_ATTEMPTS,
+            ClientOption::RetryBaseMs => sys::SHEAF_OPT_RETRY_BASE_MS,
+            ClientOption::RetryMaxMs => sys::SHEAF_OPT_RETRY_MAX_MS,
+            ClientOption::TimeoutMs => sys::SHEAF_OPT_TIMEOUT_MS,
+            ClientOption::ConnectTimeoutMs => sys::SHEAF_OPT_CONNECT_TIMEOUT_MS,
+            ClientOption::MaxRedirects => sys::SHEAF_OPT_MAX_REDIRECTS,
+            ClientOption::CrossOrigin => sys::SHEAF_OPT_CROSS_ORIGIN,
+            ClientOption::TlsInsecure => sys::SHEAF_OPT_TLS_INSECURE,
+            ClientOption::AdaptiveWindow => sys::SHEAF_OPT_ADAPTIVE_WINDOW,
+            ClientOption::MaxWindow => sys::SHEAF_OPT_MAX_WINDOW,
+            ClientOption::HttpVersion => sys::SHEAF_OPT_HTTP_VERSION,
+        }
+    }
+}
+
+/// One log record, copied out of the library's `sheaf_log_record`.
+#[derive(Debug, Clone)]
+pub struct LogRecord {
+    /// `sys::SHEAF_LOG_ERROR` .. `sys::SHEAF_LOG_DEBUG`.
+    pub level: i32,
+    /// `sys::SHEAF_LOG_REQUEST`, `_RETRY`, `_REDIRECT`, `_PLAN`, `_WINDOW`.
+    pub kind: i32,
+    /// The whole record as one line of English (redacted).
+    pub message: String,
+    /// The request's method, if any.
+    pub method: Option<String>,
+    /// The URL the record is about, if any (redacted).
+    pub url: Option<String>,
+    /// The answer's status; 0 when there was none.
+    pub http_status: i32,
+}
+
+type LogHook = Box<dyn Fn(&LogRecord) + Send + Sync>;
+
+/// A client of one REST API: base URL, credentials, headers and policies.
+///
+/// `Send + Sync`: "A sheaf_client may be shared by any number of threads and may run many lists
+/// at once" (sheaf.h, Thread safety). Configuration takes `&mut self`, so it happens before the
+/// client is shared. Lists and requests keep what they need alive, so they may outlive it.
+pub struct Client {
+    raw: NonNull<sys::sheaf_client>,
+}
+
+// SAFETY: see the type's comment: the header allows any number of threads on one client.
+unsafe impl Send for Client {}
+// SAFETY: as above.
+unsafe impl Sync for Client {}
+
+impl fmt::Debug for Client {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Client").finish_non_exhaustive() // never a credential
+    }
+}
+
+impl Client {
+    /// A client of `base_url` (an absolute http or https URL, a prefix of every path).
+    pub fn new(base_url: &str) -> Result<Client> {
+        let url = c_string(base_url, "the base URL")?;
+        let mut raw = ptr::null_mut();
+        // SAFETY: out-pointer and a NUL-terminated string, copied by the library.
+        check(unsafe { sys::sheaf_client_new(&mut raw, url.as_ptr()) })?;
+        let raw = NonNull::new(raw).ok_or_else(|| Error::usage(sys::SHEAF_E_INTERNAL, "sheaf_client_new gave NULL"))?;
+        Ok(Client { raw })
+    }
+
+    /// Sets the credentials (replacing any earlier ones).
+    pub fn set_auth(&mut self, auth: &Auth) -> Result<&mut Self> {
+        let (kind, name, value) = match auth {
+            Auth::None => (sys::SHEAF_AUTH_NONE, None, None),
+            Auth::Bearer(token) => (sys::SHEAF_AUTH_BEARER, None, Some(token)),
+            Auth::Basic { user, password } => (sys::SHEAF_AUTH_BASIC, Some(user), Some(password)),
+            Auth::ApiKeyHeader { name, value } => (sys::SHEAF_AUTH_API_KEY_HEADER, Some(name), Some(value)),
+            Auth::ApiKeyQuery { name, value } => (sys::SHEAF_AUTH_API_KEY_QUERY, Some(name), Some(value)),
+        };
+        let name = name.map(|n| c_string(n, "the credential's name")).transpose()?;
+        let value = value.map(|v| c_string(v, "the credential")).transpose()?;
+        let value_ptr = value.as_ref().map_or(ptr::null(), |v| v.as_ptr());
+        // SAFETY: a live client and strings copied by the library.
+        check(unsafe {
+            match &name {
+                None => sys::sheaf_client_set_auth(self.raw.as_ptr(), kind, value_ptr),
+                Some(name) => sys::sheaf_client_set_credential(self.raw.as_ptr(), kind, name.as_ptr(), value_ptr),
+            }
+        })?;
+        Ok(self)
+    }
+
+    /// A bearer token: `set_auth(&Auth::Bearer(token))`.
+    pub fn set_bearer(&mut self, token: &str) -> Result<&mut Self> {
+        self.set_auth(&Auth::Bearer(token.to_string()))
+    }
+
+    /// Adds a header sent with every list page and request.
+    pub fn add_header(&mut self, name: &str, value: &str) -> Result<&mut Self> {
+        let (name, value) = (c_string(name, "a header name")?, c_string(value, "a header value")?);
+        // SAFETY: a live client; copied strings.
+        check(unsafe { sys::sheaf_client_add_header(self.raw.as_ptr(), name.as_ptr(), value.as_ptr()) })?;
+        Ok(self)
+    }
+
+    /// Names a query parameter whose values messages hide.
+    pub fn add_secret_param(&mut self, name: &str) -> Result<&mut Self> {
+        let name = c_string(name, "a parameter name")?;
+        // SAFETY: a live client; a copied string.
+        check(unsafe { sys::sheaf_client_add_secret_param(self.raw.as_ptr(), name.as_ptr()) })?;
+        Ok(self)
+    }
+
+    /// Sets a TLS file (`sys::SHEAF_TLS_CA_FILE`, `_CA_DIRECTORY`, `_CERT`, `_KEY`); None
+    /// restores the default.
+    pub fn set_tls_file(&mut self, which: i32, path: Option<&Path>) -> Result<&mut Self> {
+        use std::os::unix::ffi::OsStrExt;
+        let path = path
+            .map(|p| CString::new(p.as_os_str().as_bytes()))
+            .transpose()
+            .map_err(|_| Error::usage(sys::SHEAF_E_INVALID_ARGUMENT, "the path holds a NUL byte"))?;
+        // SAFETY: a live client; the path is copied.
+        check(unsafe {
+            sys::sheaf_client_set_tls_file(self.raw.as_ptr(), which, path.as_ref().map_or(ptr::null(), |p| p.as_ptr()))
+        })?;
+        Ok(self)
+    }
+
+    /// Sets an integer option (see [`ClientOption`] and sheaf.h's `sheaf_option`).
+    pub fn set_option(&mut self, option: ClientOption, value: i64) -> Result<&mut Self> {
+        // SAFETY: a live client.
+        check(unsafe { sys::sheaf_client_set_option(self.raw.as_ptr(), option.raw(), value) })?;
+        Ok(self)
+    }
+
+    /// Pages in flight at once (1..64), and whether the window adapts to the server from there.
+    pub fn set_window(&mut self, window: i64, adaptive: bool) -> Result<&mut Self> {
+        self.set_option(ClientOption::Window, window)?.set_option(ClientOption::AdaptiveWindow, adaptive as i64)
+    }
+
+    /// The whole-request and connect timeouts (None: none / the transport's default).
+    pub fn set_timeouts(&mut self, request: Option<Duration>, connect: Option<Duration>) -> Result<&mut Self> {
+        let ms = |d: Option<Duration>| d.map_or(0, |d| d.as_millis().clamp(1, i64::MAX as u128) as i64);
+        self.set_option(ClientOption::TimeoutMs, ms(request))?.set_option(ClientOption::ConnectTimeoutMs, ms(connect))
+    }
+
+    /// Attempts per request including the first (1..100), and the backoff's base and cap.
+    pub fn set_retries(&mut self, max_attempts: i64, base: Duration, max: Duration) -> Result<&mut Self> {
+        self.set_option(ClientOption::MaxAttempts, max_attempts)?
+            .set_option(ClientOption::RetryBaseMs, base.as_millis() as i64)?
+            .set_option(ClientOption::RetryMaxMs, max.as_millis() as i64)
+    }
+
+    /// Sends the log records up to `level` (`sys::SHEAF_LOG_ERROR`..`SHEAF_LOG_DEBUG`) to
+    /// `hook`, called on a library thread, one record at a time, never after the client is
+    /// dropped. A panic in `hook` is caught (and the record dropped): none crosses into C.
+    pub fn set_log<F: Fn(&LogRecord) + Send + Sync + 'static>(&mut self, level: i32, hook: F) -> Result<&mut Self> {
+        let hook: Box<LogHook> = Box::new(Box::new(hook));
+        let user_data = Box::into_raw(hook) as *mut c_void;
+        // SAFETY: a live client; on success the library owns user_data until destroy_log_hook.
+        let result = unsafe {
+            sys::sheaf_client_set_log(self.raw.as_ptr(), level, Some(on_log), user_data, Some(destroy_log_hook))
+        };
+        if result != sys::SHEAF_OK {
+            // A refused call never calls destroy: user_data is still ours.
+            // SAFETY: made by Box::into_raw above, not handed over.
+            drop(unsafe { Box::from_raw(user_data as *mut LogHook) });
+        }
+        check(result)?;
+        Ok(self)
+    }
+
+    /// Waits until every log record made so far has been handed to the hook.
+    pub fn flush_hooks(&self) -> Result<()> {
+        // SAFETY: a live client.
+        check(unsafe { sys::sheaf_client_flush_hooks(self.raw.as_ptr()) })
+    }
+
+    /// A list at `path` (joined to the base URL; may carry a query), to describe and run.
+    pub fn list(&self, path: &str) -> Result<List> {
+        let path = c_string(path, "the path")?;
+        let mut raw = ptr::null_mut();
+        // SAFETY: a live client; the list keeps the client alive in the library.
+        check(unsafe { sys::sheaf_list_new(&mut raw, self.raw.as_ptr(), path.as_ptr()) })?;
+        let raw = NonNull::new(raw).ok_or_else(|| Error::usage(sys::SHEAF_E_INTERNAL, "sheaf_list_new gave NULL"))?;
+        Ok(List { inner: Arc::new(ListHandle { raw }), started: false, _not_sync: PhantomData })
+    }
+
+    /// A single request: `method` ("GET", "POST", ...) at `path`.
+    pub fn request(&self, method: &str, path: &str) -> Result<Request> {
+        let (method, path) = (c_string(method, "the method")?, c_string(path, "the path")?);
+        let mut raw = ptr::null_mut();
+        // SAFETY: a live client; copied strings.
+        check(unsafe { sys::sheaf_request_new(&mut raw, self.raw.as_ptr(), method.as_ptr(), path.as_ptr()) })?;
+        let raw =
+            NonNull::new(raw).ok_or_else(|| Error::usage(sys::SHEAF_E_INTERNAL, "sheaf_request_new gave NULL"))?;
+        Ok(Request { raw, _not_sync: PhantomData })
+    }
+
+    /// A GET request at `path`.
+    pub fn get(&self, path: &str) -> Result<Request> {
+        self.request("GET", path)
+    }
+}
+
+impl Drop for Client {
+    fn drop(&mut self) {
+        // SAFETY: owned; lists and requests still open keep what they need.
+        unsafe { sys::sheaf_client_free(self.raw.as_ptr()) }
+    }
+}
+
+unsafe extern "C" fn on_log(record: *const sys::sheaf_log_record, user_data: *mut c_void) {
+    let _ = catch_unwind(AssertUnwindSafe(|| {
+        // SAFETY: the record and its strings are borrowed for this call; user_data is the
+        // LogHook set_log handed over, alive until destroy_log_hook.
+        let (record, hook) = unsafe { (&*record, &*(user_data as *const LogHook)) };
+        let text =
+            |p: *const c_char| (!p.is_null()).then(|| unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned());
+        hook(&LogRecord {
+            level: record.level,
+            kind: record.kind,
+            message: text(record.message).unwrap_or_default(),
+            method: text(record.method),
+            url: text(record.url),
+            http_status: record.http_status,
+        });
+    }));
+}
+
+unsafe extern "C" fn destroy_log_hook(user_data: *mut c_void) {
+    let _ = catch_unwind(AssertUnwindSafe(|| {
+        // SAFETY: called once, when the library no longer needs the hook.
+        drop(unsafe { Box::from_raw(user_data as *mut LogHook) });
+    }));
+}
+
+// ---- lists ----------------------------------------------------------------------------------
+
+/// The C list, shared by a [`List`] and its [`Canceller`]s: freed when the last goes.
+struct ListHandle {
+    raw: NonNull<sys::sheaf_list>,
+}
+
+// SAFETY: the handle is only used by the one List that owns it (one thread at a time, List is
+// not Sync) and by Cancellers, which call nothing but sheaf_list_cancel: "sheaf_list_cancel is
+// the one exception: it may be called from any thread" (sheaf.h, Thread safety).
+unsafe impl Send for ListHandle {}
+// SAFETY: as above: the only call made through a shared reference from several threads is
+// sheaf_list_cancel.
+unsafe impl Sync for ListHandle {}
+
+impl Drop for ListHandle {
+    fn drop(&mut self) {
+        // SAFETY: the last owner; a running list is cancelled first by the library.
+        unsafe { sys::sheaf_list_free(self.raw.as_ptr()) }
+    }
+}
+
+/// Asks a running list to stop, from any thread (`sheaf_list_cancel`). Keeps the list's memory
+/// alive while it exists, so it never meets a freed list. `Send + Sync`.
+#[derive(Clone)]
+pub struct Canceller {
+    inner: Arc<ListHandle>,
+}
+
+impl fmt::Debug for Canceller {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Canceller")
+    }
+}
+
+impl Canceller {
+    /// Stops the list: in-flight requests are abandoned, the outcome becomes cancelled (the
+    /// iterator ends with an error whose [`Error::is_cancelled`]). A no-op when it does not run.
+    pub fn cancel(&self) {
+        // SAFETY: a live list (kept by the Arc); callable from any thread.
+        unsafe { sys::sheaf_list_cancel(self.inner.raw.as_ptr()) };
+    }
+}
+
+/// How the pages of a list are reached (`sheaf_paging`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Paging {
+    /// Detected from the first page (the default).
+    Detect,
+    /// One response.
+    Single,
+    /// Follow the next signal page by page.
+    Next,
+    /// Page k is ?param=first+k.
+    PageNumber {
+        /// The query parameter.
+        param: String,
+        /// The first page's number.
+        first: i64,
+    },
+    /// Page k is ?param=first+k*served.
+    Offset {
+        /// The query parameter.
+        param: String,
+        /// The first offset.
+        first: i64,
+    },
+    /// The next page is ?param=<cursor>.
+    Cursor {
+        /// The query parameter.
+        param: String,
+    },
+}
+
+/// A page or request budget (`sheaf_budget`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Budget {
+    /// Items delivered (as [`List::max_items`]).
+    Items,
+    /// Pages fetched.
+    Pages,
+    /// Requests sent, retries and redirects included.
+    Requests,
+    /// Milliseconds from the start; ends with `SHEAF_E_DEADLINE`.
+    DeadlineMs,
+}
+
+/// Why a list ended (`sheaf_stop_reason`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StopReason {
+    /// It has not ended.
+    None,
+    /// Every page arrived.
+    Complete,
+    /// The item limit was reached; the resume token goes on from there.
+    ItemLimit,
+    /// The page budget was reached.
+    PageBudget,
+    /// The request budget was reached.
+    RequestBudget,
+    /// It failed, was stopped or cancelled.
+    Failed,
+    /// A reason this binding does not know (a newer library).
+    Other(i32),
+}
+
+impl StopReason {
+    fn from_raw(raw: sys::sheaf_stop_reason) -> StopReason {
+        match raw {
+            sys::SHEAF_STOP_NONE => StopReason::None,
+            sys::SHEAF_STOP_COMPLETE => StopReason::Complete,
+            sys::SHEAF_STOP_ITEM_LIMIT => StopReason::ItemLimit,
+            sys::SHEAF_STOP_PAGE_BUDGET => StopReason::PageBudget,
+            sys::SHEAF_STOP_REQUEST_BUDGET => StopReason::RequestBudget,
+            sys::SHEAF_STOP_FAILED => StopReason::Failed,
+            other => StopReason::Other(other),
+        }
+    }
+}
+
+/// Where a list stands (`sheaf_list_status`, asked for with `SHEAF_LIST_STATUS_VERSION`).
+#[derive(Debug, Clone, Copy)]
+pub struct Status {
+    /// `sys::SHEAF_LIST_NEW`, `_LOADING`, `_IDLE`, `_ENDED`.
+    pub state: i32,
+    /// Items delivered so far.
+    pub items: i64,
+    /// Pages delivered so far.
+    pub pages: i64,
+    /// The server's total, if known.
+    pub expected_items: Option<i64>,
+    /// Requests sent so far.
+    pub requests_made: i64,
+    /// Why it ended (None while it runs).
+    pub stop_reason: StopReason,
+}
+
+/// Every item of a list that ended: the raw JSON array, each item's JSON text, why it stopped
+/// and the token that goes on from there (None once the list completed).
+#[derive(Debug, Clone)]
+pub struct Items {
+    /// The items as one JSON array, as the library returned it.
+    pub json: String,
+    /// Each item's JSON text, in order.
+    pub items: Vec<String>,
+    /// Why the list stopped (Complete, or a limit or budget).
+    pub stop_reason: StopReason,
+    /// Goes on where the list stopped; None when it completed.
+    pub resume_token: Option<String>,
+}
+
+impl Items {
+    /// How many items.
+    pub fn len(&self) -> usize {
+        self.items.len()
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.items.is_empty()
+    }
+}
+
+/// One paginated list of a client: describe it, then run it once ([`List::fetch_all`] or
+/// [`List::items`]).
+///
+/// `Send`, not `Sync`: "A sheaf_list is used by one thread at a time" (sheaf.h); to stop it
+/// from another thread take a [`Canceller`] first.
+pub struct List {
+    inner: Arc<ListHandle>,
+    started: bool,
+    _not_sync: PhantomData<std::cell::Cell<()>>,
+}
+
+impl fmt::Debug for List {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("List").field("started", &self.started).finish_non_exhaustive()
+    }
+}
+
+impl List {
+    fn raw(&self) -> *mut sys::sheaf_list {
+        self.inner.raw.as_ptr()
+    }
+
+    /// The list's last error, else the thread's.
+    fn error(&self, code: i32) -> Error {
+        // SAFETY: a live list; the copy is taken (and freed) by Error::take.
+        let mut error = unsafe { Error::take(sys::sheaf_list_error(self.raw()), code) };
+        if error.code == sys::SHEAF_OK {
+            error.code = code;
+        }
+        error
+    }
+
+    fn check(&self, code: sys::sheaf_result) -> Result<()> {
+        if code == sys::SHEAF_OK {
+            Ok(())
+        } else {
+            Err(Error::last(code))
+        }
+    }
+
+    /// Pins the shape of a known API ("github", "stripe", ...; see [`presets`]).
+    pub fn preset(&mut self, name: &str) -> Result<&mut Self> {
+        let name = c_string(name, "the preset")?;
+        // SAFETY: a live list, used by this thread.
+        self.check(unsafe { sys::sheaf_list_use_preset(self.raw(), name.as_ptr()) })?;
+        Ok(self)
+    }
+
+    /// Describes the list from the description's JSON form (see sheaf.h and
+    /// include/sheaf/description.schema.json).
+    pub fn set_description(&mut self, json: &str) -> Result<&mut Self> {
+        let json = c_string(json, "the description")?;
+        // SAFETY: as above.
+        self.check(unsafe { sys::sheaf_list_set_description(self.raw(), json.as_ptr()) })?;
+        Ok(self)
+    }
+
+    /// The list's description as JSON (after a run: what was detected).
+    pub fn description(&self) -> Result<String> {
+        let (mut json, mut length) = (ptr::null_mut(), 0usize);
+        // SAFETY: as above; the string is taken and freed.
+        self.check(unsafe { sys::sheaf_list_description(self.raw(), &mut json, &mut length) })?;
+        Ok(into_string(unsafe { take_bytes(json, Some(length)) }.unwrap_or_default()))
+    }
+
+    /// How pages are reached (`sheaf_list_set_paging`), without a page size parameter.
+    pub fn paging(&mut self, paging: &Paging) -> Result<&mut Self> {
+        let (kind, param, first) = match paging {
+            Paging::Detect => (sys::SHEAF_PAGING_DETECT, None, 0),
+            Paging::Single => (sys::SHEAF_PAGING_SINGLE, None, 0),
+            Paging::Next => (sys::SHEAF_PAGING_NEXT, None, 0),
+            Paging::PageNumber { param, first } => (sys::SHEAF_PAGING_PAGE_NUMBER, Some(param), *first),
+            Paging::Offset { param, first } => (sys::SHEAF_PAGING_OFFSET, Some(param), *first),
+            Paging::Cursor { param } => (sys::SHEAF_PAGING_CURSOR, Some(param), 0),
+        };
+        let param = param.map(|p| c_string(p, "the paging parameter")).transpose()?;
+        let param = param.as_ref().map_or(ptr::null(), |p| p.as_ptr());
+        // SAFETY: as above.
+        self.check(unsafe { sys::sheaf_list_set_paging(self.raw(), kind, param, first, ptr::null(), 0) })?;
+        Ok(self)
+    }
+
+    /// Adds a query parameter to every page request.
+    pub fn query(&mut self, name: &str, value: &str) -> Result<&mut Self> {
+        let (name, value) = (c_string(name, "a parameter name")?, c_string(value, "a parameter value")?);
+        // SAFETY: as above.
+        self.check(unsafe { sys::sheaf_list_add_query(self.raw(), name.as_ptr(), value.as_ptr()) })?;
+        Ok(self)
+    }
+
+    /// Adds a header to every page request.
+    pub fn header(&mut self, name: &str, value: &str) -> Result<&mut Self> {
+        let (name, value) = (c_string(name, "a header name")?, c_string(value, "a header value")?);
+        // SAFETY: as above.
+        self.check(unsafe { sys::sheaf_list_add_header(self.raw(), name.as_ptr(), value.as_ptr()) })?;
+        Ok(self)
+    }
+
+    /// Stops after `max_items` items (0: no limit), with [`StopReason::ItemLimit`].
+    pub fn max_items(&mut self, max_items: i64) -> Result<&mut Self> {
+        // SAFETY: as above.
+        self.check(unsafe { sys::sheaf_list_set_max_items(self.raw(), max_items) })?;
+        Ok(self)
+    }
+
+    /// Sets a budget (0: none).
+    pub fn budget(&mut self, budget: Budget, value: i64) -> Result<&mut Self> {
+        let raw = match budget {
+            Budget::Items => sys::SHEAF_BUDGET_ITEMS,
+            Budget::Pages => sys::SHEAF_BUDGET_PAGES,
+            Budget::Requests => sys::SHEAF_BUDGET_REQUESTS,
+            Budget::DeadlineMs => sys::SHEAF_BUDGET_DEADLINE_MS,
+        };
+        // SAFETY: as above.
+        self.check(unsafe { sys::sheaf_list_set_budget(self.raw(), raw, value) })?;
+        Ok(self)
+    }
+
+    /// Goes on where the run that made `token` stopped (the list described alike).
+    pub fn resume(&mut self, token: &str) -> Result<&mut Self> {
+        let token = c_string(token, "the resume token")?;
+        // SAFETY: as above.
+        self.check(unsafe { sys::sheaf_list_set_resume(self.raw(), token.as_ptr()) })?;
+        Ok(self)
+    }
+
+    /// A handle that cancels this list from any thread.
+    pub fn canceller(&self) -> Canceller {
+        Canceller { inner: Arc::clone(&self.inner) }
+    }
+
+    /// Where the list stands (`sheaf_list_get_status`).
+    pub fn status(&self) -> Status {
+        // SAFETY: all-zero is a valid sheaf_list_status; the version is set as the header asks.
+        let mut raw: sys::sheaf_list_status = unsafe { std::mem::zeroed() };
+        raw.version = sys::SHEAF_LIST_STATUS_VERSION;
+        // SAFETY: a live list and a struct of this header's version.
+        unsafe { sys::sheaf_list_get_status(self.raw(), &mut raw) };
+        Status {
+            state: raw.state,
+            items: raw.items,
+            pages: raw.pages,
+            expected_items: (raw.expected_items >= 0).then_some(raw.expected_items),
+            requests_made: raw.requests_made,
+            stop_reason: StopReason::from_raw(raw.stop_reason),
+        }
+    }
+
+    /// The token that goes on after the items delivered so far; None when nothing is left.
+    pub fn resume_token(&self) -> Option<String> {
+        let mut token = ptr::null_mut();
+        // SAFETY: a live list; the string is taken and freed.
+        if unsafe { sys::sheaf_list_resume_token(self.raw(), &mut token) } != sys::SHEAF_OK {
+            return None;
+        }
+        unsafe { take_bytes(token, None) }.map(into_string)
+    }
+
+    fn start_once(&mut self) -> Result<()> {
+        if self.started {
+            return Err(Error::usage(sys::SHEAF_E_STATE, "a list runs once"));
+        }
+        self.started = true;
+        Ok(())
+    }
+
+    /// Runs the list to its end and returns every item (blocks). On a failure, the error
+    /// carries the resume token after the items that arrived.
+    pub fn fetch_all(mut self) -> Result<Items> {
+        self.start_once()?;
+        let (mut json, mut length) = (ptr::null_mut(), 0usize);
+        // SAFETY: a live list; the array is taken and freed.
+        let result = unsafe { sys::sheaf_list_fetch_all(self.raw(), &mut json, &mut length) };
+        let bytes = unsafe { take_bytes(json, Some(length)) }.unwrap_or_else(|| b"[]".to_vec());
+        if result != sys::SHEAF_OK {
+            let mut error = self.error(result);
+            error.resume_token = self.resume_token();
+            return Err(error);
+        }
+        let json = into_string(bytes);
+        Ok(Items {
+            items: split_array(&json),
+            json,
+            stop_reason: self.status().stop_reason,
+            resume_token: self.resume_token(),
+        })
+    }
+
+    /// Starts the list in the background and iterates over its items in order as they arrive
+    /// (`sheaf_list_start_pull` + `sheaf_list_next`, on the caller's thread: no callback).
+    /// A failure is the iterator's last element; cancelling ends it with a cancelled error.
+    pub fn items(mut self) -> Result<ItemIter> {
+        self.start_once()?;
+        // SAFETY: a live list, used by this thread.
+        self.check(unsafe { sys::sheaf_list_start_pull(self.raw()) })?;
+        Ok(ItemIter {
+            list: self,
+            pending: Default::default(),
+            ended: false,
+            stop_reason: StopReason::None,
+            resume_token: None,
+        })
+    }
+}
+
+impl Drop for List {
+    fn drop(&mut self) {
+        // Cancellers may keep the handle alive: the list must not run on without its owner.
+        if self.started {
+            // SAFETY: a live list.
+            unsafe { sys::sheaf_list_cancel(self.raw()) };
+        }
+    }
+}
+
+/// The items of a running list, in order, as JSON texts ([`List::items`]). `Send`, not `Sync`.
+pub struct ItemIter {
+    list: List,
+    pending: std::collections::VecDeque<String>,
+    ended: bool,
+    stop_reason: StopReason,
+    resume_token: Option<String>,
+}
+
+impl fmt::Debug for ItemIter {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ItemIter").field("ended", &self.ended).finish_non_exhaustive()
+    }
+}
+
+impl ItemIter {
+    /// A handle that cancels the list from any thread.
+    pub fn canceller(&self) -> Canceller {
+        self.list.canceller()
+    }
+
+    /// Why the list stopped, once the iterator has ended (None before).
+    pub fn stop_reason(&self) -> StopReason {
+        self.stop_reason
+    }
+
+    /// Where the list stands.
+    pub fn status(&self) -> Status {
+        self.list.status()
+    }
+
+    /// Once ended: the token that goes on from the items delivered (None when it completed).
+    /// Before: the token after the snapshots taken so far.
+    pub fn resume_token(&self) -> Option<String> {
+        if self.ended {
+            self.resume_token.clone()
+        } else {
+            self.list.resume_token()
+        }
+    }
+
+    /// Takes the next snapshot's items into `pending`; Ok(false) at the end.
+    fn pull(&mut self) -> Result<bool> {
+        let mut snapshot: *const sys::sheaf_snapshot = ptr::null();
+        // SAFETY: a live list started for pulling, used by this thread; the snapshot stays
+        // valid until the next sheaf_list_next, and is copied out before that.
+        let result = unsafe { sys::sheaf_list_next(self.list.raw(), -1, &mut snapshot) };
+        if result != sys::SHEAF_OK {
+            return Err(self.list.error(result));
+        }
+        let Some(snapshot) = (unsafe { snapshot.as_ref() }) else {
+            return Ok(false);
+        };
+        if snapshot.version < 1 {
+            return Err(Error::usage(sys::SHEAF_E_INTERNAL, "a snapshot of version 0"));
+        }
+        if snapshot.delta_length > 0 && !snapshot.delta_json.is_null() {
+            // SAFETY: delta_length bytes at delta_json, borrowed until the next call.
+            let bytes = unsafe { std::slice::from_raw_parts(snapshot.delta_json as *const u8, snapshot.delta_length) };
+            self.pending.extend(split_array(&String::from_utf8_lossy(bytes)));
+        }
+        Ok(true)
+    }
+
+    /// The end: the outcome, the stop reason and the resume token.
+    fn finish(&mut self) -> Option<Error> {
+        self.ended = true;
+        // SAFETY: every snapshot was taken: sheaf_list_wait returns the outcome at once.
+        let outcome = unsafe { sys::sheaf_list_wait(self.list.raw()) };
+        self.stop_reason = self.list.status().stop_reason;
+        self.resume_token = self.list.resume_token();
+        (outcome != sys::SHEAF_OK).then(|| {
+            let mut error = self.list.error(outcome);
+            error.resume_token = self.resume_token.clone();
+            error
+        })
+    }
+}
+
+impl Iterator for ItemIter {
+    type Item = Result<String>;
+
+    fn next(&mut self) -> Option<Result<String>> {
+        loop {
+            if let Some(item) = self.pending.pop_front() {
+                return Some(Ok(item));
+            }
+            if self.ended {
+                return None;
+            }
+            match self.pull() {
+                Ok(true) => continue,
+                Ok(false) => return self.finish().map(Err),
+                Err(error) => {
+                    self.ended = true;
+                    return Some(Err(error));
+                }
+            }
+        }
+    }
+}
+
+/// Splits a JSON array (as the library hands it: valid JSON) into its elements' texts.
+fn split_array(json: &str) -> Vec<String> {
+    let bytes = json.as_bytes();
+    let mut items = Vec::new();
+    let (mut depth, mut in_string, mut escaped, mut start) = (0usize, false, false, None::<usize>);
+    for (i, &b) in bytes.iter().enumerate() {
+        if in_string {
+            match b {
+                _ if escaped => escaped = false,
+                b'\\' => escaped = true,
+                b'"' => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match b {
+            b'"' => {
+                in_string = true;
+                if depth == 1 && start.is_none() {
+                    start = Some(i);
+                }
+            }
+            b'[' | b'{' => {
+                depth += 1;
+                if depth == 2 && start.is_none() {
+                    start = Some(i);
+                }
+            }
+            b']' | b'}' if depth == 1 => {
+                if let Some(s) = start.take() {
+                    items.push(json[s..i].trim().to_string());
+                }
+                depth = 0;
+            }
+            b']' | b'}' => depth -= 1,
+            b',' if depth == 1 => {
+                if let Some(s) = start.take() {
+                    items.push(json[s..i].trim().to_string());
+                }
+            }
+            b' ' | b'\t' | b'\r' | b'\n' => {}
+            _ if depth == 1 && start.is_none() => start = Some(i),
+            _ => {}
+        }
+    }
+    items
+}
+
+// ---- single requests ------------------------------------------------------------------------
+
+/// One HTTP request of a client; [`Request::send`] sends it and returns its [`Response`].
+///
+/// `Send`, not `Sync`: "so is a sheaf_request" (used by one thread at a time, sheaf.h).
+pub struct Request {
+    raw: NonNull<sys::sheaf_request>,
+    _not_sync: PhantomData<std::cell::Cell<()>>,
+}
+
+// SAFETY: one thread at a time is all the header asks of a request; Request is not Sync and its
+// methods take &mut self or self.
+unsafe impl Send for Request {}
+
+impl fmt::Debug for Request {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Request")
+    }
+}
+
+/// A response, copied out of the request.
+#[derive(Debug, Clone)]
+pub struct Response {
+    /// The final HTTP status.
+    pub status: i32,
+    /// The URL that answered, after redirects (secret query values redacted).
+    pub url: String,
+    /// The headers, in the order received.
+    pub headers: Vec<(String, String)>,
+    /// The body (empty for a download: it is in the file).
+    pub body: Vec<u8>,
+}
+
+impl Response {
+    /// The first header named `name` (case-insensitive).
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.iter().find(|(n, _)| n.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
+    }
+
+    /// The body as text (lossy UTF-8).
+    pub fn text(&self) -> String {
+        String::from_utf8_lossy(&self.body).into_owned()
+    }
+}
+
+impl Request {
+    fn raw(&self) -> *mut sys::sheaf_request {
+        self.raw.as_ptr()
+    }
+
+    /// Appends one path segment, percent-encoded ("a/b c" is one segment).
+    pub fn segment(self, segment: &str) -> Result<Self> {
+        let segment = c_string(segment, "a path segment")?;
+        // SAFETY: a live request, used by this thread; copied string.
+        check(unsafe { sys::sheaf_request_add_segment(self.raw(), segment.as_ptr()) })?;
+        Ok(self)
+    }
+
+    /// Appends a query parameter.
+    pub fn query(self, name: &str, value: &str) -> Result<Self> {
+        let (name, value) = (c_string(name, "a parameter name")?, c_string(value, "a parameter value")?);
+        // SAFETY: as above.
+        check(unsafe { sys::sheaf_request_add_query(self.raw(), name.as_ptr(), value.as_ptr()) })?;
+        Ok(self)
+    }
+
+    /// Adds a request header.
+    pub fn header(self, name: &str, value: &str) -> Result<Self> {
+        let (name, value) = (c_string(name, "a header name")?, c_string(value, "a header value")?);
+        // SAFETY: as above.
+        check(unsafe { sys::sheaf_request_add_header(self.raw(), name.as_ptr(), value.as_ptr()) })?;
+        Ok(self)
+    }
+
+    /// Sets the body and its content type.
+    pub fn body(self, content_type: &str, data: &[u8]) -> Result<Self> {
+        let content_type = c_string(content_type, "the content type")?;
+        // SAFETY: as above; `data` is copied.
+        check(unsafe {
+            sys::sheaf_request_set_body(self.raw(), content_type.as_ptr(), data.as_ptr() as *const c_void, data.len())
+        })?;
+        Ok(self)
+    }
+
+    /// A JSON body (`application/json`), given as its text.
+    pub fn json(self, json: &str) -> Result<Self> {
+        self.body("application/json", json.as_bytes())
+    }
+
+    /// Appends a field of an application/x-www-form-urlencoded body.
+    pub fn form(self, name: &str, value: &str) -> Result<Self> {
+        let (name, value) = (c_string(name, "a field name")?, c_string(value, "a field value")?);
+        // SAFETY: as above.
+        check(unsafe { sys::sheaf_request_add_form(self.raw(), name.as_ptr(), value.as_ptr()) })?;
+        Ok(self)
+    }
+
+    /// Makes the request a download into the file `path` (written whole or not at all).
+    pub fn output_file(self, path: impl AsRef<Path>) -> Result<Self> {
+        use std::os::unix::ffi::OsStrExt;
+        let path = CString::new(path.as_ref().as_os_str().as_bytes())
+            .map_err(|_| Error::usage(sys::SHEAF_E_INVALID_ARGUMENT, "the path holds a NUL byte"))?;
+        // SAFETY: as above.
+        check(unsafe { sys::sheaf_request_set_output_file(self.raw(), path.as_ptr()) })?;
+        Ok(self)
+    }
+
+    /// Retries transient failures even for a method that is not idempotent.
+    pub fn retry(self, retry: bool) -> Result<Self> {
+        // SAFETY: as above.
+        check(unsafe { sys::sheaf_request_set_retry(self.raw(), retry as c_int) })?;
+        Ok(self)
+    }
+
+    /// Sends the request and waits for its response. A non-2xx status is an `Err` with
+    /// `code == SHEAF_E_HTTP`, `http_status`, the body's start and the server's message; see
+    /// [`Request::send_any_status`] to get such a response as a `Response`.
+    pub fn send(self) -> Result<Response> {
+        let (result, response) = self.exchange()?;
+        match result {
+            Ok(()) => Ok(response),
+            Err(error) => Err(error),
+        }
+    }
+
+    /// Sends the request; any HTTP status is a `Response` (only failures without a response,
+    /// such as a timeout or a refused connection, are errors).
+    pub fn send_any_status(self) -> Result<Response> {
+        let (result, response) = self.exchange()?;
+        match result {
+            Err(error) if error.code != sys::SHEAF_E_HTTP => Err(error),
+            _ => Ok(response),
+        }
+    }
+
+    fn exchange(self) -> Result<(Result<()>, Response)> {
+        // SAFETY: a live request, used by this thread; the response's borrowed pointers are
+        // copied out before the request is freed (on drop).
+        unsafe {
+            let code = sys::sheaf_request_send(self.raw());
+            let outcome = if code == sys::SHEAF_OK {
+                Ok(())
+            } else {
+                Err(Error::take(sys::sheaf_request_error(self.raw()), code))
+            };
+            if let Err(error) = &outcome {
+                if error.code != sys::SHEAF_E_HTTP {
+                    return Err(error.clone());
+                }
+            }
+            let text = |p: *const c_char| {
+                if p.is_null() {
+                    String::new()
+                } else {
+                    CStr::from_ptr(p).to_string_lossy().into_owned()
+                }
+            };
+            let mut headers = Vec::new();
+            for index in 0..sys::sheaf_request_header_count(self.raw()) {
+                let (mut name, mut value) = (ptr::null(), ptr::null());
+                if sys::sheaf_request_header(self.raw(), index, &mut name, &mut value) == sys::SHEAF_OK {
+                    headers.push((text(name), text(value)));
+                }
+            }
+            let mut length = 0usize;
+            let body = sys::sheaf_request_body(self.raw(), &mut length);
+            let body = if body.is_null() {
+                Vec::new()
+            } else {
+                std::slice::from_raw_parts(body as *const u8, length).to_vec()
+            };
+            let response = Response {
+                status: sys::sheaf_request_status(self.raw()),
+                url: text(sys::sheaf_request_url(self.raw())),
+                headers,
+                body,
+            };
+            Ok((outcome, response))
+        }
+    }
+}
+
+impl Drop for Request {
+    fn drop(&mut self) {
+        // SAFETY: owned; cancelled first by the library if in flight.
+        unsafe { sys::sheaf_request_free(self.raw()) }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::split_array;
+
+    #[test]
+    fn splits_arrays() {
+        assert_eq!(split_array("[]"), Vec::<String>::new());
+        assert_eq!(
+            split_array("[1, \"a,]\\\"\" ,{\"x\":[1,2]},null,[3]]"),
+            vec!["1", "\"a,]\\\"\"", "{\"x\":[1,2]}", "null", "[3]"]
+        );
+        assert_eq!(split_array("[\n  {\"id\": 0},\n  {\"id\": 1}\n]\n"), vec!["{\"id\": 0}", "{\"id\": 1}"]);
+    }
+
+    fn _assert_threads() {
+        fn send_sync<T: Send + Sync>() {}
+        fn send<T: Send>() {}
+        send_sync::<super::Client>();
+        send_sync::<super::Canceller>();
+        send::<super::List>();
+        send::<super::Request>();
+        send::<super::ItemIter>();
+    }
+}

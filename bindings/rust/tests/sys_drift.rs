@@ -1,0 +1,378 @@
+//! The hand-written `sheaf::sys` against `include/sheaf.h`, so that neither drifts from the other.
+//!
+//! What is checked, both ways (nothing in the header missing here, nothing here that the header
+//! lacks):
+//! * functions (`SHEAF_API` declarations): the same names, and for each the same return type
+//!   and the same parameters in order (names and types; a C type is mapped to the Rust text it
+//!   must be declared with by a small table: `const char *` is `*const c_char`, `char **` is
+//!   `*mut *mut c_char`, `int64_t` is `i64`, an enum its own `c_int` alias, ...). Every function's
+//!   address is taken, so the test binary links every symbol of the library too;
+//! * callback typedefs (`typedef R (*name)(...)`): return and parameter types likewise;
+//! * opaque handles (`typedef struct x x;`);
+//! * enums: every constant and its value, read from the header's text and from a C program;
+//! * structs: field names, order and types (by the table), and the layout: each field's offset
+//!   and size, the struct's size and alignment, printed by a C program compiled with `cc`
+//!   against the header (`offsetof`, `sizeof`, `_Alignof`) and compared with what Rust computes
+//!   (`offset_of!`, `size_of`, `align_of`); the size of every C enum type is `c_int`'s;
+//! * integer `#define`s (`SHEAF_*_VERSION`, the version numbers) and `SHEAF_VERSION_STRING`;
+//! * the header installed through pkg-config (what the build linked against) is the source's,
+//!   and the crate's version (Cargo.toml) is the header's.
+
+use sheaf::sys;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn header_path() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../include/sheaf.h")
+}
+
+/// The header without its comments.
+fn header_text() -> String {
+    let text = std::fs::read_to_string(header_path()).expect("read include/sheaf.h");
+    let mut out = String::new();
+    let mut rest = text.as_str();
+    while let Some(start) = rest.find("/*") {
+        out.push_str(&rest[..start]);
+        let end = rest[start + 2..].find("*/").expect("an unterminated comment") + start + 4;
+        out.push(' ');
+        rest = &rest[end..];
+    }
+    out.push_str(rest);
+    out
+}
+
+fn squash(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// The Rust text a C type is declared with here (whitespace removed).
+fn rust_type(c: &str) -> String {
+    let stars = c.matches('*').count();
+    let mut base = c.replace('*', " ");
+    let constant = base.split_whitespace().next() == Some("const");
+    base = squash(&base.replace("const ", " "));
+    let mapped = match base.as_str() {
+        "char" => "c_char".to_string(),
+        "int" => "c_int".to_string(),
+        "unsigned int" => "c_uint".to_string(),
+        "int64_t" => "i64".to_string(),
+        "size_t" => "usize".to_string(),
+        "void" => "c_void".to_string(),
+        // A handle, struct, callback or enum keeps its name (an enum is `pub type sheaf_x = c_int`,
+        // whose size the layout test checks).
+        other if other.starts_with("sheaf_") => other.to_string(),
+        other => panic!("no Rust type known for the C type {other:?}: add it to the table"),
+    };
+    if stars == 0 {
+        return mapped;
+    }
+    let mut out = format!("{}{}", if constant { "*const" } else { "*mut" }, mapped);
+    for _ in 1..stars {
+        out = format!("*mut{out}");
+    }
+    out
+}
+
+fn normal(rust: &str) -> String {
+    rust.split_whitespace().collect::<String>()
+}
+
+/// "int64_t first" -> ("first", "int64_t"); "void" -> None.
+fn c_param(param: &str) -> Option<(String, String)> {
+    let param = param.trim();
+    if param == "void" || param.is_empty() {
+        return None;
+    }
+    let split = param.rfind(|c: char| !(c.is_alphanumeric() || c == '_')).expect("a named parameter") + 1;
+    Some((param[split..].to_string(), param[..split].trim().to_string()))
+}
+
+#[derive(Debug, PartialEq)]
+struct Signature {
+    ret: String,
+    params: Vec<(String, String)>,
+}
+
+fn c_signature(ret: &str, params: &str) -> Signature {
+    let ret = rust_type(ret);
+    Signature {
+        ret: if ret == "c_void" { String::new() } else { ret },
+        params: params.split(',').filter_map(c_param).map(|(n, t)| (n, rust_type(&t))).collect(),
+    }
+}
+
+fn rust_signature(ret: &str, params: &[(&str, &str)]) -> Signature {
+    Signature {
+        ret: normal(ret),
+        params: params.iter().map(|(n, t)| (n.trim_start_matches("r#").to_string(), normal(t))).collect(),
+    }
+}
+
+struct Header {
+    functions: BTreeMap<String, (String, String)>,
+    callbacks: BTreeMap<String, (String, String)>,
+    enums: BTreeMap<String, Vec<(String, i64)>>,
+    structs: BTreeMap<String, Vec<(String, String)>>,
+    opaque: BTreeSet<String>,
+    defines: Vec<String>,
+}
+
+fn between<'a>(text: &'a str, open: &str, close: &str) -> (&'a str, &'a str) {
+    let start = text.find(open).unwrap() + open.len();
+    let end = text[start..].find(close).unwrap() + start;
+    (&text[start..end], &text[end + close.len()..])
+}
+
+fn parse_header() -> Header {
+    let text = header_text();
+    let mut header = Header {
+        functions: BTreeMap::new(),
+        callbacks: BTreeMap::new(),
+        enums: BTreeMap::new(),
+        structs: BTreeMap::new(),
+        opaque: BTreeSet::new(),
+        defines: Vec::new(),
+    };
+    for line in text.lines() {
+        let line = line.trim();
+        if let Some(rest) = line.strip_prefix("#define SHEAF_") {
+            let name = format!("SHEAF_{}", rest.split(|c: char| c.is_whitespace() || c == '(').next().unwrap());
+            let after = &rest[name.len() - 6..];
+            let function_like = after.starts_with('(');
+            let value = after.trim();
+            if !function_like && !value.is_empty() && !value.starts_with('"') && !value.starts_with("__attribute__") {
+                header.defines.push(name);
+            }
+        }
+    }
+    // Declarations end with ';' (the preprocessor lines hold none outside comments).
+    let code: String = text.lines().filter(|l| !l.trim_start().starts_with('#')).collect::<Vec<_>>().join("\n");
+    let mut rest = code.as_str();
+    while let Some(at) = rest.find("typedef enum ") {
+        let (body, after) = between(&rest[at..], "{", "}");
+        let name = after[..after.find(';').unwrap()].trim().to_string();
+        let constants = body
+            .split(',')
+            .filter(|c| !c.trim().is_empty())
+            .map(|c| {
+                let (n, v) = c.split_once('=').expect("every enum constant has an explicit value");
+                (n.trim().to_string(), v.trim().parse::<i64>().expect("an integer value"))
+            })
+            .collect();
+        header.enums.insert(name, constants);
+        rest = after;
+    }
+    for statement in code.split(';') {
+        let s = squash(statement);
+        if let Some(decl) = s.strip_prefix("typedef struct ") {
+            // Only the opaque handles here (a struct with a body is split by its ';'s: read below).
+            if !decl.contains('{') {
+                let mut words = decl.split_whitespace();
+                let (tag, name) = (words.next().unwrap(), words.next().unwrap());
+                assert_eq!(tag, name);
+                header.opaque.insert(name.to_string());
+            }
+        } else if let Some(decl) = s.strip_prefix("typedef ") {
+            if let Some(open) = decl.find("(*") {
+                let close = decl[open..].find(')').unwrap() + open;
+                let name = decl[open + 2..close].trim().to_string();
+                let params = decl[close + 1..].trim().trim_start_matches('(').trim_end_matches(')').to_string();
+                header.callbacks.insert(name, (decl[..open].trim().to_string(), params));
+            }
+        } else if let Some(at) = s.find("SHEAF_API ") {
+            let decl = &s[at + "SHEAF_API ".len()..];
+            let open = decl.find('(').unwrap();
+            let head = &decl[..open];
+            let split = head.rfind(|c: char| !(c.is_alphanumeric() || c == '_')).unwrap() + 1;
+            let params = decl[open + 1..decl.rfind(')').unwrap()].to_string();
+            header.functions.insert(head[split..].to_string(), (head[..split].trim().to_string(), params));
+        }
+    }
+    // Struct fields, in order.
+    let mut rest = code.as_str();
+    while let Some(at) = rest.find("typedef struct ") {
+        let after_kw = &rest[at..];
+        let semicolon = after_kw.find(';').unwrap();
+        let brace = after_kw.find('{');
+        match brace {
+            Some(brace) if brace < semicolon => {
+                let (body, after) = between(after_kw, "{", "}");
+                let name = after[..after.find(';').unwrap()].trim().to_string();
+                let fields = body.split(';').filter_map(c_param).collect();
+                header.structs.insert(name, fields);
+                rest = after;
+            }
+            _ => rest = &after_kw[semicolon..],
+        }
+    }
+    header
+}
+
+fn names<T>(map: &BTreeMap<String, T>) -> BTreeSet<String> {
+    map.keys().cloned().collect()
+}
+
+fn assert_same_names(what: &str, header: BTreeSet<String>, rust: BTreeSet<String>) {
+    let missing: Vec<_> = header.difference(&rust).collect();
+    let extra: Vec<_> = rust.difference(&header).collect();
+    assert!(missing.is_empty() && extra.is_empty(), "{what}: missing in sys.rs {missing:?}; not in sheaf.h {extra:?}");
+}
+
+#[test]
+fn functions_match_the_header() {
+    let header = parse_header();
+    let rust = sys::functions();
+    assert_eq!(header.functions.len(), 89, "sheaf.h 1.0.0 declares 89 functions");
+    assert_same_names("functions", names(&header.functions), rust.iter().map(|f| f.name.to_string()).collect());
+    for function in &rust {
+        let (ret, params) = &header.functions[function.name];
+        assert_eq!(
+            rust_signature(function.ret, function.params),
+            c_signature(ret, params),
+            "{}: sys.rs (left) differs from sheaf.h (right)",
+            function.name
+        );
+        assert_ne!(function.address, 0, "{} did not link", function.name);
+    }
+}
+
+#[test]
+fn callbacks_and_handles_match_the_header() {
+    let header = parse_header();
+    let rust = sys::callbacks();
+    assert_same_names("callbacks", names(&header.callbacks), rust.iter().map(|c| c.name.to_string()).collect());
+    for callback in &rust {
+        let (ret, params) = &header.callbacks[callback.name];
+        assert_eq!(
+            rust_signature(callback.ret, callback.params),
+            c_signature(ret, params),
+            "{}: sys.rs (left) differs from sheaf.h (right)",
+            callback.name
+        );
+    }
+    assert_same_names("opaque handles", header.opaque.clone(), sys::OPAQUE.iter().map(|s| s.to_string()).collect());
+}
+
+#[test]
+fn enum_constants_and_struct_fields_match_the_header_text() {
+    let header = parse_header();
+    let enums: BTreeSet<String> = names(&header.enums);
+    assert_same_names("enums", enums.clone(), sys::ENUMS.iter().map(|(n, _)| n.to_string()).collect());
+    for (name, constants) in sys::ENUMS {
+        let rust: Vec<(String, i64)> = constants.iter().map(|(n, v)| (n.to_string(), *v)).collect();
+        assert_eq!(rust, header.enums[*name], "enum {name}: sys.rs (left) differs from sheaf.h (right)");
+    }
+    let rust = sys::structs();
+    assert_same_names("structs", names(&header.structs), rust.iter().map(|s| s.name.to_string()).collect());
+    for decl in &rust {
+        let fields: Vec<(String, String)> = decl.fields.iter().map(|f| (f.name.to_string(), normal(f.ty))).collect();
+        let expected: Vec<(String, String)> =
+            header.structs[decl.name].iter().map(|(n, t)| (n.clone(), rust_type(t))).collect();
+        assert_eq!(fields, expected, "struct {}: sys.rs (left) differs from sheaf.h (right)", decl.name);
+    }
+    let defines: BTreeSet<String> = header.defines.iter().cloned().collect();
+    assert_same_names("integer #defines", defines, sys::DEFINES.iter().map(|(n, _)| n.to_string()).collect());
+}
+
+/// Compiles and runs a C program printing the layout and constant values the C compiler sees.
+fn c_facts(header: &Header) -> BTreeMap<String, String> {
+    let include = header_path().parent().unwrap().to_path_buf();
+    let mut program = String::from("#include <stddef.h>\n#include <stdio.h>\n#include <sheaf.h>\nint main(void) {\n");
+    for (name, fields) in &header.structs {
+        program += &format!("printf(\"struct {name} %zu %zu\\n\", sizeof({name}), (size_t)_Alignof({name}));\n");
+        for (field, _) in fields {
+            program += &format!(
+                "printf(\"field {name}.{field} %zu %zu\\n\", offsetof({name}, {field}), sizeof((({name} *)0)->{field}));\n"
+            );
+        }
+    }
+    for (name, constants) in &header.enums {
+        program += &format!("printf(\"enum {name} %zu\\n\", sizeof({name}));\n");
+        for (constant, _) in constants {
+            program += &format!("printf(\"const {constant} %lld\\n\", (long long){constant});\n");
+        }
+    }
+    for define in &header.defines {
+        program += &format!("printf(\"const {define} %lld\\n\", (long long)({define}));\n");
+    }
+    program += "printf(\"string SHEAF_VERSION_STRING %s\\n\", SHEAF_VERSION_STRING);\nreturn 0;\n}\n";
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("sys_drift");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("layout.c"), program).unwrap();
+    let cc = std::env::var("CC").unwrap_or_else(|_| "cc".to_string());
+    let status = Command::new(&cc)
+        .args(["-std=c11", "-Wall", "-Werror", "-I"])
+        .arg(&include)
+        .arg(dir.join("layout.c"))
+        .arg("-o")
+        .arg(dir.join("layout"))
+        .status()
+        .unwrap_or_else(|error| panic!("cannot run the C compiler {cc}: {error}"));
+    assert!(status.success(), "the layout program did not compile");
+    let output = Command::new(dir.join("layout")).output().unwrap();
+    assert!(output.status.success());
+    String::from_utf8(output.stdout)
+        .unwrap()
+        .lines()
+        .map(|line| {
+            let mut parts = line.splitn(3, ' ');
+            let key = format!("{} {}", parts.next().unwrap(), parts.next().unwrap());
+            (key, parts.next().unwrap().to_string())
+        })
+        .collect()
+}
+
+#[test]
+fn layouts_and_values_match_what_the_c_compiler_sees() {
+    let header = parse_header();
+    let facts = c_facts(&header);
+    let mut checked = 0;
+    for decl in sys::structs() {
+        assert_eq!(
+            facts[&format!("struct {}", decl.name)],
+            format!("{} {}", decl.size, decl.align),
+            "struct {} size, align",
+            decl.name
+        );
+        for field in &decl.fields {
+            assert_eq!(
+                facts[&format!("field {}.{}", decl.name, field.name)],
+                format!("{} {}", field.offset, field.size),
+                "{}.{}: offset and size in C (left) and Rust (right)",
+                decl.name,
+                field.name
+            );
+            checked += 1;
+        }
+    }
+    for (name, constants) in sys::ENUMS {
+        assert_eq!(facts[&format!("enum {name}")], std::mem::size_of::<sys::c_int>().to_string(), "sizeof({name})");
+        for (constant, value) in *constants {
+            assert_eq!(facts[&format!("const {constant}")], value.to_string(), "{constant}");
+            checked += 1;
+        }
+    }
+    for (define, value) in sys::DEFINES {
+        assert_eq!(facts[&format!("const {define}")], value.to_string(), "{define}");
+    }
+    assert_eq!(facts["string SHEAF_VERSION_STRING"], sys::SHEAF_VERSION_STRING);
+    assert!(checked > 100, "only {checked} facts checked");
+}
+
+#[test]
+fn the_installed_header_and_library_are_this_version() {
+    let installed = Path::new(env!("SHEAF_INSTALLED_INCLUDEDIR")).join("sheaf.h");
+    assert_eq!(
+        std::fs::read(&installed).expect("the installed sheaf.h"),
+        std::fs::read(header_path()).unwrap(),
+        "{} is not include/sheaf.h",
+        installed.display()
+    );
+    // The crate's version is the header's (Cargo.toml mirrors CMakeLists.txt's project version).
+    assert_eq!(env!("CARGO_PKG_VERSION"), sys::SHEAF_VERSION_STRING, "bindings/rust/Cargo.toml's version");
+    // Same major, at least this minor: what the ABI promises.
+    let loaded = unsafe { sys::sheaf_version_number() };
+    assert_eq!(loaded / 10000, sys::SHEAF_VERSION_MAJOR);
+    assert!(loaded >= sys::SHEAF_VERSION_NUMBER);
+}
