@@ -1,0 +1,193 @@
+import AsyncHTTPClient
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+import NIOSSL
+import Sheaf
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// An `AsyncTransport` over AsyncHTTPClient's `HTTPClient`, so that a server shares its HTTP
+/// client — connection pool, event loops, TLS configuration, proxy — with Sheaf:
+///
+/// ```swift
+/// let transport = AsyncTransportAdapter(AsyncHTTPClientTransport(client: httpClient))
+/// let client = try SheafClient(baseURL: base, transport: transport)
+/// ```
+///
+/// Each request's whole timeout and body cap are honoured: the timeout covers the answer's head
+/// (AsyncHTTPClient's deadline) and its body (bounded here), and a body over
+/// `HTTPRequest.maxBodyBytes` fails as `TransportError.Kind.tooLarge` as soon as it is known to
+/// be (from Content-Length, or as the bytes arrive). Cancelling the exchange (the core does, for
+/// a cancelled list or a page past the end) cancels AsyncHTTPClient's request. Failures are
+/// thrown as `TransportError`s of the kinds libcurl's would be (`mapError(_:)`), so retries
+/// behave the same.
+///
+/// What the `HTTPClient`'s configuration decides, not the request: TLS (a request's
+/// `TLSSettings` are ignored), the connect timeout, the HTTP version, redirects, connections per
+/// host and whether a failed connection is tried again. `configuration(for:_:)` sets what Sheaf
+/// needs on a configuration of the server's: with a client that follows redirects, Sheaf sees
+/// only where one led (AsyncHTTPClient drops `Authorization` and cookies across origins, but not
+/// an API-key header); with one that retries connections, a refused connection costs the whole
+/// request timeout before Sheaf hears of it. A download's
+/// body is delivered whole and written by the core (no streaming to the request's sink), and its
+/// stall timeout is not enforced: the client's own read timeout applies.
+public struct AsyncHTTPClientTransport: AsyncTransport {
+    /// The client every exchange goes through. The caller owns it (and shuts it down).
+    public let client: HTTPClient
+
+    public init(client: HTTPClient = .shared) {
+        self.client = client
+    }
+
+    public func send(_ request: Sheaf.HTTPRequest) async throws -> Sheaf.HTTPResponse {
+        do {
+            return try await exchange(request)
+        } catch {
+            throw Self.mapError(error)
+        }
+    }
+
+    private func exchange(_ request: Sheaf.HTTPRequest) async throws -> Sheaf.HTTPResponse {
+        var outgoing = HTTPClientRequest(url: request.url)
+        outgoing.method = HTTPMethod(rawValue: request.method)
+        for header in request.headers {
+            outgoing.headers.add(name: header.name, value: header.value)
+        }
+        if !request.body.isEmpty {
+            outgoing.body = .bytes(ByteBuffer(bytes: request.body))
+        }
+        let timeout = request.timeoutMilliseconds > 0 ? Duration.milliseconds(request.timeoutMilliseconds) : nil
+        let deadline = timeout.map { ContinuousClock.now + $0 }
+        let nioDeadline: NIODeadline = request.timeoutMilliseconds > 0
+            ? .now() + .milliseconds(Int64(request.timeoutMilliseconds)) : .distantFuture
+        let response = try await client.execute(outgoing, deadline: nioDeadline)
+
+        let limit = request.maxBodyBytes
+        if let length = response.headers.first(name: "Content-Length").flatMap({ Int($0) }), length > limit {
+            throw TransportError(.tooLarge, "response body of \(length) bytes exceeds \(limit) bytes")
+        }
+        let body = try await Self.collect(response.body, limit: limit, deadline: deadline,
+                                          timeoutMilliseconds: request.timeoutMilliseconds)
+        var headers: [HTTPHeader] = []
+        headers.reserveCapacity(response.headers.count)
+        for (name, value) in response.headers {
+            headers.append(HTTPHeader(name: name, value: value))
+        }
+        return Sheaf.HTTPResponse(status: Int(response.status.code), headers: headers, body: body)
+    }
+
+    /// The body's bytes, at most `limit` of them, before `deadline`.
+    private static func collect(_ body: HTTPClientResponse.Body, limit: Int, deadline: ContinuousClock.Instant?,
+                                timeoutMilliseconds: Int) async throws -> [UInt8] {
+        guard let deadline else { return try await read(body, limit: limit) }
+        return try await withThrowingTaskGroup(of: [UInt8]?.self) { group in
+            group.addTask { try await read(body, limit: limit) }
+            group.addTask {
+                try await Task.sleep(until: deadline, clock: .continuous)
+                return nil
+            }
+            defer { group.cancelAll() }
+            guard let first = try await group.next(), let bytes = first else {
+                throw TransportError(.timeout, "no whole answer within \(timeoutMilliseconds) ms")
+            }
+            return bytes
+        }
+    }
+
+    private static func read(_ body: HTTPClientResponse.Body, limit: Int) async throws -> [UInt8] {
+        var bytes: [UInt8] = []
+        for try await chunk in body {
+            guard chunk.readableBytes <= limit - bytes.count else {
+                // Leaving the loop cancels the rest of the request.
+                throw TransportError(.tooLarge, "response body exceeds \(limit) bytes")
+            }
+            bytes.append(contentsOf: chunk.readableBytesView)
+        }
+        return bytes
+    }
+
+    /// `base` with what Sheaf needs of a client it shares: redirects left to Sheaf (it follows
+    /// them itself, with its rules for where a credential may go), a refused or failed connection
+    /// reported at once (Sheaf retries it with its own backoff and counts the attempt, where
+    /// AsyncHTTPClient would try again silently until the request's deadline), connections per
+    /// host for the largest window (`maxWindow`; AsyncHTTPClient's default of 8 would queue the
+    /// rest of a window in its pool), and `configuration`'s connect timeout. Everything else of
+    /// `base` (TLS, proxy, idle timeout, HTTP version...) is kept.
+    public static func configuration(for configuration: ClientConfiguration = ClientConfiguration(),
+                                     _ base: HTTPClient.Configuration = HTTPClient.Configuration()) -> HTTPClient.Configuration {
+        var made = base
+        made.redirectConfiguration = .disallow
+        made.connectionPool.retryConnectionEstablishment = false
+        made.connectionPool.concurrentHTTP1ConnectionsPerHostSoftLimit = max(
+            made.connectionPool.concurrentHTTP1ConnectionsPerHostSoftLimit, configuration.maxWindow)
+        if configuration.connectTimeoutMilliseconds > 0 {
+            made.timeout.connect = .milliseconds(Int64(configuration.connectTimeoutMilliseconds))
+        }
+        return made
+    }
+
+    /// A failure as the `TransportError` libcurl's transport would give for it:
+    ///
+    /// - `.timeout`: AsyncHTTPClient's deadline, connect, read, write and TLS handshake
+    ///   timeouts, no connection from the pool in time, NIO's connect timeout, `ETIMEDOUT`.
+    /// - `.connect`: a connection refused, reset or closed before the answer was whole (as
+    ///   libcurl's "couldn't connect", "recv failure" and "got nothing"), a host unreachable.
+    /// - `.dns`: a name that did not resolve.
+    /// - `.tls`: a handshake or certificate failure (NIOSSL's errors).
+    /// - `.other`: the rest (cancellation among them), with the error's description.
+    ///
+    /// A `TransportError` is kept as it is.
+    public static func mapError(_ error: any Error) -> TransportError {
+        if let error = error as? TransportError { return error }
+        return TransportError(kind(of: error), String(describing: error))
+    }
+
+    static func kind(of error: any Error) -> TransportError.Kind {
+        switch error {
+        case let error as HTTPClientError:
+            switch error {
+            case .deadlineExceeded, .connectTimeout, .readTimeout, .writeTimeout, .tlsHandshakeTimeout,
+                 .getConnectionFromPoolTimeout, .socksHandshakeTimeout, .httpProxyHandshakeTimeout:
+                return .timeout
+            case .remoteConnectionClosed:
+                return .connect
+            default:
+                return .other
+            }
+        case let error as NIOConnectionError:
+            if error.connectionErrors.isEmpty, error.dnsAError != nil || error.dnsAAAAError != nil {
+                return .dns
+            }
+            if let first = error.connectionErrors.first {
+                let kind = kind(of: first.error)
+                return kind == .other ? .connect : kind
+            }
+            return .connect
+        case is SocketAddressError, is SocketAddressError.UnknownHost:
+            return .dns
+        case let error as ChannelError:
+            switch error {
+            case .connectTimeout: return .timeout
+            case .ioOnClosedChannel, .alreadyClosed, .eof, .outputClosed, .inputClosed: return .connect
+            default: return .other
+            }
+        case let error as IOError:
+            switch error.errnoCode {
+            case ETIMEDOUT: return .timeout
+            case ECONNREFUSED, ECONNRESET, ECONNABORTED, EPIPE, ENETUNREACH, EHOSTUNREACH, ENETDOWN: return .connect
+            default: return .other
+            }
+        case is NIOSSLError, is BoringSSLError, is NIOSSLExtraError:
+            return .tls
+        default:
+            return .other
+        }
+    }
+}
