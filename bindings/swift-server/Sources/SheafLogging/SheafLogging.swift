@@ -63,11 +63,11 @@ public struct LoggerHook: Sendable {
         var metadata: Logger.Metadata = ["sheaf.kind": .string(record.kind.rawValue)]
         if let method = record.method { metadata["sheaf.method"] = .string(method) }
         if let url = record.url { metadata["sheaf.url"] = .string(url) }
-        if record.status > 0 { metadata["sheaf.status"] = .stringConvertible(record.status) }
-        if record.attempt > 0 { metadata["sheaf.attempt"] = .stringConvertible(record.attempt) }
-        if record.durationMilliseconds >= 0 { metadata["sheaf.duration_ms"] = .stringConvertible(record.durationMilliseconds) }
-        if record.bytes >= 0 { metadata["sheaf.bytes"] = .stringConvertible(record.bytes) }
-        if record.delayMilliseconds >= 0 { metadata["sheaf.delay_ms"] = .stringConvertible(record.delayMilliseconds) }
+        if record.status > 0 { metadata["sheaf.status"] = .string("\(record.status)") }
+        if record.attempt > 0 { metadata["sheaf.attempt"] = .string("\(record.attempt)") }
+        if record.durationMilliseconds >= 0 { metadata["sheaf.duration_ms"] = .string("\(record.durationMilliseconds)") }
+        if record.bytes >= 0 { metadata["sheaf.bytes"] = .string("\(record.bytes)") }
+        if record.delayMilliseconds >= 0 { metadata["sheaf.delay_ms"] = .string("\(record.delayMilliseconds)") }
         return metadata
     }
 
@@ -80,11 +80,11 @@ public struct LoggerHook: Sendable {
             "sheaf.event": .string(name(event.kind)),
             "sheaf.method": .string(event.method),
             "sheaf.url": .string(event.url),
-            "sheaf.attempt": .stringConvertible(event.attempt),
+            "sheaf.attempt": .string("\(event.attempt)"),
         ]
-        if event.status > 0 { metadata["sheaf.status"] = .stringConvertible(event.status) }
+        if event.status > 0 { metadata["sheaf.status"] = .string("\(event.status)") }
         if let error = event.transportError { metadata["sheaf.transport_error"] = .string(error.description) }
-        if event.waitMilliseconds >= 0 { metadata["sheaf.wait_ms"] = .stringConvertible(event.waitMilliseconds) }
+        if event.waitMilliseconds >= 0 { metadata["sheaf.wait_ms"] = .string("\(event.waitMilliseconds)") }
         return metadata
     }
 
