@@ -210,3 +210,27 @@ final class MetricsTests: XCTestCase {
         XCTAssertEqual(MetricsHook.statusClass(404), "4xx")
     }
 }
+
+final class CombinedHooksTests: XCTestCase {
+    /// One `Hooks` feeding both, as docs/guides/swift.md shows.
+    func testOneHooksForLoggerAndMetrics() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let store = CapturingLogHandler.Store()
+        let logger = Logger(label: "sheaf.test") { _ in CapturingLogHandler(store: store) }
+        let testMetrics = TestMetrics()
+
+        let log = LoggerHook(logger: logger)
+        let metrics = MetricsHook(dimensions: [("client", "upstream")], factory: testMetrics)
+        let hooks = Hooks(logLevel: .debug,
+                          onLog: { log.log($0); metrics.record($0) },
+                          onEvent: { log.log($0); metrics.record($0) })
+
+        let client = try makeClient(server, hooks: hooks)
+        _ = try await client.fetchAll(Item.self, path: "/anchor?n=50&per_page=10")
+        hooks.flush()
+        hooks.close()
+        XCTAssertEqual(store.all.filter { $0.metadata["sheaf.kind"] == "request" }.count, 5)
+        XCTAssertEqual(testMetrics.counterTotal(label: "sheaf_pages_total"), 5)
+    }
+}
