@@ -43,6 +43,13 @@ let package = Package(
             .product(name: "NIOPosix", package: "swift-nio"),
             .product(name: "NIOSSL", package: "swift-nio-ssl"),
         ]),
+        // bench/swift_server.py's driver: P1 through fetchAll over AsyncHTTPClient against
+        // AsyncHTTPClient alone with a task group.
+        .executableTarget(name: "sheaf-server-bench", dependencies: [
+            "SheafAsyncHTTPClient",
+            .product(name: "Sheaf", package: "sheaf"),
+            .product(name: "AsyncHTTPClient", package: "async-http-client"),
+        ], path: "bench"),
         .testTarget(name: "SheafServerTests", dependencies: [
             "SheafLogging", "SheafMetrics", "SheafAsyncHTTPClient",
             .product(name: "Sheaf", package: "sheaf"),
