@@ -25,6 +25,7 @@ let package = Package(
         // AsyncHTTPClient's own dependencies, named for the errors the transport maps.
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
         .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
+        .package(url: "https://github.com/apple/swift-nio-extras", from: "1.35.2"),
     ],
     targets: [
         .target(name: "SheafLogging", dependencies: [
@@ -42,6 +43,7 @@ let package = Package(
             .product(name: "NIOHTTP1", package: "swift-nio"),
             .product(name: "NIOPosix", package: "swift-nio"),
             .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            .product(name: "NIOHTTPCompression", package: "swift-nio-extras"),
         ]),
         // bench/swift_server.py's driver: P1 through fetchAll over AsyncHTTPClient against
         // AsyncHTTPClient alone with a task group.

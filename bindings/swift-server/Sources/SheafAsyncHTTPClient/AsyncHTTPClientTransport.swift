@@ -1,6 +1,7 @@
 import AsyncHTTPClient
 import NIOCore
 import NIOHTTP1
+import NIOHTTPCompression
 import NIOPosix
 import NIOSSL
 import Sheaf
@@ -41,9 +42,19 @@ import Darwin
 public struct AsyncHTTPClientTransport: AsyncTransport {
     /// The client every exchange goes through. The caller owns it (and shuts it down).
     public let client: HTTPClient
+    /// Whether requests ask for compressed answers (`Accept-Encoding: gzip, deflate`, unless a
+    /// request names its own), as libcurl's transport does.
+    public let requestsCompression: Bool
 
-    public init(client: HTTPClient = .shared) {
+    /// - Parameters:
+    ///   - client: the server's client; `configuration(for:_:)` says what Sheaf needs of it.
+    ///   - requestsCompression: true only for a client that decompresses answers (its
+    ///     configuration's `decompression` enabled, as `configuration(for:_:)` makes it):
+    ///     AsyncHTTPClient does not ask for compression itself, nor decode what it did not ask
+    ///     for, so a client without it would hand Sheaf compressed bytes.
+    public init(client: HTTPClient = .shared, requestsCompression: Bool = false) {
         self.client = client
+        self.requestsCompression = requestsCompression
     }
 
     public func send(_ request: Sheaf.HTTPRequest) async throws -> Sheaf.HTTPResponse {
@@ -60,6 +71,9 @@ public struct AsyncHTTPClientTransport: AsyncTransport {
         for header in request.headers {
             outgoing.headers.add(name: header.name, value: header.value)
         }
+        if requestsCompression, !outgoing.headers.contains(name: "Accept-Encoding") {
+            outgoing.headers.add(name: "Accept-Encoding", value: "gzip, deflate")
+        }
         if !request.body.isEmpty {
             outgoing.body = .bytes(ByteBuffer(bytes: request.body))
         }
@@ -70,7 +84,10 @@ public struct AsyncHTTPClientTransport: AsyncTransport {
         let response = try await client.execute(outgoing, deadline: nioDeadline)
 
         let limit = request.maxBodyBytes
-        if let length = response.headers.first(name: "Content-Length").flatMap({ Int($0) }), length > limit {
+        // A HEAD answer's Content-Length is the body it did not send; a compressed one's says
+        // nothing of the decoded size, which the cap is about.
+        if request.method != "HEAD", !response.headers.contains(name: "Content-Encoding"),
+           let length = response.headers.first(name: "Content-Length").flatMap({ Int($0) }), length > limit {
             throw TransportError(.tooLarge, "response body of \(length) bytes exceeds \(limit) bytes")
         }
         let body = try await Self.collect(response.body, limit: limit, deadline: deadline,
@@ -113,7 +130,9 @@ public struct AsyncHTTPClientTransport: AsyncTransport {
         return bytes
     }
 
-    /// `base` with what Sheaf needs of a client it shares: redirects left to Sheaf (it follows
+    /// `base` with what Sheaf needs of a client it shares: answers decompressed (up to
+    /// `maxBodyBytes` decoded; pass `requestsCompression: true` to the transport to ask for
+    /// them), redirects left to Sheaf (it follows
     /// them itself, with its rules for where a credential may go), a refused or failed connection
     /// reported at once (Sheaf retries it with its own backoff and counts the attempt, where
     /// AsyncHTTPClient would try again silently until the request's deadline), connections per
@@ -124,6 +143,7 @@ public struct AsyncHTTPClientTransport: AsyncTransport {
                                      _ base: HTTPClient.Configuration = HTTPClient.Configuration()) -> HTTPClient.Configuration {
         var made = base
         made.redirectConfiguration = .disallow
+        made.decompression = .enabled(limit: .size(configuration.maxBodyBytes))
         made.connectionPool.retryConnectionEstablishment = false
         made.connectionPool.concurrentHTTP1ConnectionsPerHostSoftLimit = max(
             made.connectionPool.concurrentHTTP1ConnectionsPerHostSoftLimit, configuration.maxWindow)
@@ -141,6 +161,7 @@ public struct AsyncHTTPClientTransport: AsyncTransport {
     ///   libcurl's "couldn't connect", "recv failure" and "got nothing"), a host unreachable.
     /// - `.dns`: a name that did not resolve.
     /// - `.tls`: a handshake or certificate failure (NIOSSL's errors).
+    /// - `.tooLarge`: more decompressed bytes than the client's decompression limit.
     /// - `.other`: the rest (cancellation among them), with the error's description.
     ///
     /// A `TransportError` is kept as it is.
@@ -186,6 +207,9 @@ public struct AsyncHTTPClientTransport: AsyncTransport {
             }
         case is NIOSSLError, is BoringSSLError, is NIOSSLExtraError:
             return .tls
+        case let error as NIOHTTPDecompression.DecompressionError where error == .limit:
+            // More decoded bytes than the client's decompression limit allows.
+            return .tooLarge
         default:
             return .other
         }

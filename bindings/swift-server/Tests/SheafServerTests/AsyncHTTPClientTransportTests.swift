@@ -168,3 +168,34 @@ final class TLSMappingTests: XCTestCase {
         XCTAssertLessThan(ContinuousClock.now - started, .seconds(3))
     }
 }
+
+final class CompressionTests: XCTestCase {
+    /// A compressed answer is decoded, and the cap is on the decoded bytes: a gzip bomb is
+    /// refused as too large without being inflated whole.
+    func testCompressedAnswersDecodedAndCapped() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let transport = AsyncHTTPClientTransport(client: sharedHTTPClient, requestsCompression: true)
+        let small = try await transport.send(HTTPRequest(url: server.baseURL + "/req/gzip-bomb?size=5000",
+                                                         timeoutMilliseconds: 10_000, maxBodyBytes: 1 << 20))
+        XCTAssertEqual(small.status, 200)
+        XCTAssertEqual(small.body, [UInt8](repeating: 0, count: 5000))
+
+        // 200 MB of zeros (about 200 kB on the wire) against the request's cap of 1 MiB...
+        do {
+            let response = try await transport.send(HTTPRequest(url: server.baseURL + "/req/gzip-bomb?size=200000000",
+                                                                 timeoutMilliseconds: 10_000, maxBodyBytes: 1 << 20))
+            XCTFail("answered \(response.status) with \(response.body.count) bytes")
+        } catch let error as TransportError {
+            XCTAssertEqual(error.kind, .tooLarge, "\(error)")
+        }
+        // ...and against the client's decompression limit (its maxBodyBytes, 64 MiB).
+        do {
+            let response = try await transport.send(HTTPRequest(url: server.baseURL + "/req/gzip-bomb?size=200000000",
+                                                                 timeoutMilliseconds: 10_000, maxBodyBytes: 1 << 30))
+            XCTFail("answered \(response.status) with \(response.body.count) bytes")
+        } catch let error as TransportError {
+            XCTAssertEqual(error.kind, .tooLarge, "\(error)")
+        }
+    }
+}
