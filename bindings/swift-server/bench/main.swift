@@ -3,6 +3,8 @@
 //   sheaf-server-bench sheaf --base URL --path PATH --expect N --page-size S [--window W]
 //       SheafClient.fetchAll(Thing.self, ...) over AsyncHTTPClientTransport; without --window,
 //       the client's default window (8, adapting up to 64), with it a fixed window of W.
+//   sheaf-server-bench curl --base URL --path PATH --expect N --page-size S [--window W]
+//       the same over Sheaf's libcurl transport (CurlTransport), for comparison.
 //   sheaf-server-bench ahc --base URL --path PATH --expect N --page-size S --window W
 //       AsyncHTTPClient alone, as a skilled Swift user writes it: page one, its total read, then
 //       the other pages in a task group with W in flight, each decoded with JSONDecoder, the
@@ -15,6 +17,7 @@ import AsyncHTTPClient
 import Foundation
 import Sheaf
 import SheafAsyncHTTPClient
+import SheafCurl
 
 struct Thing: Decodable, Sendable {
     let id: Int
@@ -69,7 +72,7 @@ func page(_ number: Int) async throws -> AnchorPage {
 
 var things: [Thing] = []
 switch mode {
-case "sheaf":
+case "sheaf", "curl":
     var description = ListDescription(path: path)
     description.signals[.items] = .body(JSONPointer("/items")!)
     description.signals[.next] = .body(JSONPointer("/next_page")!)
@@ -83,8 +86,8 @@ case "sheaf":
         configuration.maxWindow = max(configuration.maxWindow, window)
         configuration.adaptsWindow = false
     }
-    let client = try SheafClient(baseURL: base, transport: AsyncTransportAdapter(AsyncHTTPClientTransport(client: http)),
-                                 configuration: configuration)
+    let transport: any Transport = mode == "curl" ? CurlTransport() : AsyncTransportAdapter(AsyncHTTPClientTransport(client: http))
+    let client = try SheafClient(baseURL: base, transport: transport, configuration: configuration)
     let took = try await clock.measure {
         things = try await client.fetchAll(Thing.self, description).items
     }
@@ -118,6 +121,6 @@ case "ahc":
     check(things, expected)
     print(#"{"seconds": \#(seconds(took)), "items": \#(things.count)}"#)
 default:
-    fail("usage: sheaf-server-bench sheaf|ahc --base URL --path PATH --expect N --page-size S [--window W]")
+    fail("usage: sheaf-server-bench sheaf|curl|ahc --base URL --path PATH --expect N --page-size S [--window W]")
 }
 try await http.shutdown().get()
