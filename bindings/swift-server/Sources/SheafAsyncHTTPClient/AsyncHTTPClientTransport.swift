@@ -5,6 +5,7 @@ import NIOHTTPCompression
 import NIOPosix
 import NIOSSL
 import Sheaf
+import Synchronization
 
 #if canImport(Glibc)
 import Glibc
@@ -37,8 +38,8 @@ import Darwin
 /// only where one led (AsyncHTTPClient drops `Authorization` and cookies across origins, but not
 /// an API-key header); with one that retries connections, a refused connection costs the whole
 /// request timeout before Sheaf hears of it. A download's
-/// body is delivered whole and written by the core (no streaming to the request's sink), and its
-/// stall timeout is not enforced: the client's own read timeout applies.
+/// body is delivered whole and written by the core (no streaming to the request's sink); its
+/// stall timeout is enforced (no byte for that long, head or body, fails as `.timeout`).
 public struct AsyncHTTPClientTransport: AsyncTransport {
     /// The client every exchange goes through. The caller owns it (and shuts it down).
     public let client: HTTPClient
@@ -78,9 +79,12 @@ public struct AsyncHTTPClientTransport: AsyncTransport {
             outgoing.body = .bytes(ByteBuffer(bytes: request.body))
         }
         let timeout = request.timeoutMilliseconds > 0 ? Duration.milliseconds(request.timeoutMilliseconds) : nil
+        let stall = request.stallTimeoutMilliseconds > 0 ? Duration.milliseconds(request.stallTimeoutMilliseconds) : nil
         let deadline = timeout.map { ContinuousClock.now + $0 }
-        let nioDeadline: NIODeadline = request.timeoutMilliseconds > 0
-            ? .now() + .milliseconds(Int64(request.timeoutMilliseconds)) : .distantFuture
+        // AsyncHTTPClient's deadline covers the wait for the head: the whole timeout, or with
+        // none (a download) the stall timeout, no byte having come before the head.
+        let headMilliseconds = request.timeoutMilliseconds > 0 ? request.timeoutMilliseconds : request.stallTimeoutMilliseconds
+        let nioDeadline: NIODeadline = headMilliseconds > 0 ? .now() + .milliseconds(Int64(headMilliseconds)) : .distantFuture
         let response = try await client.execute(outgoing, deadline: nioDeadline)
 
         let limit = request.maxBodyBytes
@@ -90,8 +94,9 @@ public struct AsyncHTTPClientTransport: AsyncTransport {
            let length = response.headers.first(name: "Content-Length").flatMap({ Int($0) }), length > limit {
             throw TransportError(.tooLarge, "response body of \(length) bytes exceeds \(limit) bytes")
         }
-        let body = try await Self.collect(response.body, limit: limit, deadline: deadline,
-                                          timeoutMilliseconds: request.timeoutMilliseconds)
+        let body = try await Self.collect(response.body, limit: limit, deadline: deadline, stall: stall,
+                                          timeoutMilliseconds: request.timeoutMilliseconds,
+                                          stallMilliseconds: request.stallTimeoutMilliseconds)
         var headers: [HTTPHeader] = []
         headers.reserveCapacity(response.headers.count)
         for (name, value) in response.headers {
@@ -100,27 +105,50 @@ public struct AsyncHTTPClientTransport: AsyncTransport {
         return Sheaf.HTTPResponse(status: Int(response.status.code), headers: headers, body: body)
     }
 
-    /// The body's bytes, at most `limit` of them, before `deadline`.
+    /// The body's bytes, at most `limit` of them, before `deadline` and with no pause longer
+    /// than `stall` between two chunks.
     private static func collect(_ body: HTTPClientResponse.Body, limit: Int, deadline: ContinuousClock.Instant?,
-                                timeoutMilliseconds: Int) async throws -> [UInt8] {
-        guard let deadline else { return try await read(body, limit: limit) }
+                                stall: Duration?, timeoutMilliseconds: Int, stallMilliseconds: Int) async throws -> [UInt8] {
+        guard deadline != nil || stall != nil else { return try await read(body, limit: limit, progress: nil) }
+        let progress = Progress()
         return try await withThrowingTaskGroup(of: [UInt8]?.self) { group in
-            group.addTask { try await read(body, limit: limit) }
+            group.addTask { try await read(body, limit: limit, progress: progress) }
+            // The watchdog: returns (nil) when the deadline passes or the body stalls.
             group.addTask {
-                try await Task.sleep(until: deadline, clock: .continuous)
-                return nil
+                while true {
+                    let now = ContinuousClock.now
+                    var wake = deadline ?? now + .seconds(3600)
+                    if let deadline, deadline <= now { return nil }
+                    if let stall {
+                        let stalledAt = progress.last + stall
+                        if stalledAt <= now { return nil }
+                        wake = min(wake, stalledAt)
+                    }
+                    try await Task.sleep(until: wake, clock: .continuous)
+                }
             }
             defer { group.cancelAll() }
             guard let first = try await group.next(), let bytes = first else {
-                throw TransportError(.timeout, "no whole answer within \(timeoutMilliseconds) ms")
+                if let deadline, deadline <= ContinuousClock.now {
+                    throw TransportError(.timeout, "no whole answer within \(timeoutMilliseconds) ms")
+                }
+                throw TransportError(.timeout, "no byte of the answer for \(stallMilliseconds) ms")
             }
             return bytes
         }
     }
 
-    private static func read(_ body: HTTPClientResponse.Body, limit: Int) async throws -> [UInt8] {
+    /// When the last chunk of a body arrived.
+    private final class Progress: Sendable {
+        private let instant = Mutex(ContinuousClock.now)
+        var last: ContinuousClock.Instant { instant.withLock { $0 } }
+        func note() { instant.withLock { $0 = .now } }
+    }
+
+    private static func read(_ body: HTTPClientResponse.Body, limit: Int, progress: Progress?) async throws -> [UInt8] {
         var bytes: [UInt8] = []
         for try await chunk in body {
+            progress?.note()
             guard chunk.readableBytes <= limit - bytes.count else {
                 // Leaving the loop cancels the rest of the request.
                 throw TransportError(.tooLarge, "response body exceeds \(limit) bytes")
@@ -158,7 +186,8 @@ public struct AsyncHTTPClientTransport: AsyncTransport {
     /// - `.timeout`: AsyncHTTPClient's deadline, connect, read, write and TLS handshake
     ///   timeouts, no connection from the pool in time, NIO's connect timeout, `ETIMEDOUT`.
     /// - `.connect`: a connection refused, reset or closed before the answer was whole (as
-    ///   libcurl's "couldn't connect", "recv failure" and "got nothing"), a host unreachable.
+    ///   libcurl's "couldn't connect", "recv failure", "got nothing" and "partial file"), a host
+    ///   unreachable.
     /// - `.dns`: a name that did not resolve.
     /// - `.tls`: a handshake or certificate failure (NIOSSL's errors).
     /// - `.tooLarge`: more decompressed bytes than the client's decompression limit.
@@ -205,6 +234,9 @@ public struct AsyncHTTPClientTransport: AsyncTransport {
             case ECONNREFUSED, ECONNRESET, ECONNABORTED, EPIPE, ENETUNREACH, EHOSTUNREACH, ENETDOWN: return .connect
             default: return .other
             }
+        case HTTPParserError.invalidEOFState:
+            // The connection closed before the answer was whole (libcurl's partial file).
+            return .connect
         case is NIOSSLError, is BoringSSLError, is NIOSSLExtraError:
             return .tls
         case let error as NIOHTTPDecompression.DecompressionError where error == .limit:

@@ -199,3 +199,39 @@ final class CompressionTests: XCTestCase {
         }
     }
 }
+
+final class StallAndCutTests: XCTestCase {
+    /// A download's body that stops coming fails after the stall timeout, not never.
+    func testStalledBodyTimesOut() async throws {
+        let server = try StallingServer()
+        defer { server.stop() }
+        let transport = AsyncHTTPClientTransport(client: sharedHTTPClient)
+        var request = HTTPRequest(url: "http://127.0.0.1:\(server.port)/download")
+        request.stallTimeoutMilliseconds = 400
+        let started = ContinuousClock.now
+        do {
+            let response = try await transport.send(request)
+            XCTFail("answered \(response.status) with \(response.body.count) bytes")
+        } catch let error as TransportError {
+            XCTAssertEqual(error.kind, .timeout, "\(error)")
+        }
+        let took = ContinuousClock.now - started
+        XCTAssertGreaterThanOrEqual(took, .milliseconds(400))
+        XCTAssertLessThan(took, .seconds(3))
+    }
+
+    /// A connection closed in the middle of the body is a connection failure (libcurl's partial
+    /// file), worth another attempt.
+    func testBodyCutShortIsAConnectFailure() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let transport = AsyncHTTPClientTransport(client: sharedHTTPClient)
+        do {
+            let response = try await transport.send(HTTPRequest(url: server.baseURL + "/req/download?size=100000&key=cut&cut=1000",
+                                                                 timeoutMilliseconds: 5_000))
+            XCTFail("answered \(response.status) with \(response.body.count) bytes")
+        } catch let error as TransportError {
+            XCTAssertEqual(error.kind, .connect, "\(error)")
+        }
+    }
+}
