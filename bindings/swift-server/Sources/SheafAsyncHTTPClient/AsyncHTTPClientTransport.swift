@@ -37,9 +37,11 @@ import Darwin
 /// needs on a configuration of the server's: with a client that follows redirects, Sheaf sees
 /// only where one led (AsyncHTTPClient drops `Authorization` and cookies across origins, but not
 /// an API-key header); with one that retries connections, a refused connection costs the whole
-/// request timeout before Sheaf hears of it. A download's
-/// body is delivered whole and written by the core (no streaming to the request's sink); its
-/// stall timeout is enforced (no byte for that long, head or body, fails as `.timeout`).
+/// request timeout before Sheaf hears of it.
+///
+/// A download's body is delivered whole and written by the core (no streaming to the request's
+/// sink); its stall timeout is enforced (no byte for that long, head or body, fails as
+/// `.timeout`). Compressed answers: see `requestsCompression`.
 public struct AsyncHTTPClientTransport: AsyncTransport {
     /// The client every exchange goes through. The caller owns it (and shuts it down).
     public let client: HTTPClient
