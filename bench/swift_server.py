@@ -18,7 +18,6 @@ Starts its own server (bench/run.py's: Tests/server/api_server.py with --cache-p
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import subprocess
 import sys
@@ -27,13 +26,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
 from run import Server  # noqa: E402  (the same loopback server the other benchmarks use)
-
-
-def run(argv: list) -> dict:
-    done = subprocess.run(argv, capture_output=True, text=True, timeout=300)
-    if done.returncode != 0:
-        raise SystemExit(f"{' '.join(argv)} failed ({done.returncode}): {done.stderr.strip()}")
-    return json.loads(done.stdout.strip().splitlines()[-1])
+from swift import run  # noqa: E402  (one measured run in a child process, as bench/swift.py runs it)
 
 
 def main() -> int:
