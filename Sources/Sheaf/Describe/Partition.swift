@@ -53,7 +53,7 @@ public struct Partition: Sendable, Equatable, CustomStringConvertible {
     }
 
     /// The description the range is read with: `paging`, `signals` and `preset` on `path`.
-    func description(path: String) -> ListDescription {
+    package func description(path: String) -> ListDescription {
         var description = ListDescription(path: path)
         description.paging = paging
         description.signals = signals
