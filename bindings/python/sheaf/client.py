@@ -380,20 +380,17 @@ class Client(Closing):
                 system's reason. Ctrl-C stops the list: the ``KeyboardInterrupt`` then carries
                 ``resume_token``, which goes on after the items written.
         """
-        formats = {"json": _ffi.SHEAF_FORMAT_JSON, "jsonl": _ffi.SHEAF_FORMAT_JSON_LINES}
-        if format not in formats:
-            raise UsageError(Result.INVALID_ARGUMENT, f"format must be one of {', '.join(formats)}, not {format!r}")
-        if isinstance(out, int):
-            descriptor = out
-        else:
-            out.flush()
-            descriptor = out.fileno()
+        descriptor, code = _output(out, format)
         run = self._new_run(path, description, parts, query, headers, max_items=max_items, max_pages=max_pages,
                             max_requests=max_requests, deadline=deadline, resume=resume)
+        return self._write(run, descriptor, code, progress)
+
+    def _write(self, run: ListRun, descriptor: int, format: int, progress: Optional[Callable[[Progress], None]]) -> Written:
+        """Runs `run` writing its items to `descriptor` (fetch_to's loop)."""
         wakeups = Wakeups()   # written by the library after each snapshot and at the end
         try:
             try:
-                run.start(output=(descriptor, formats[format]), notify_fd=wakeups.write_fd)
+                run.start(output=(descriptor, format), notify_fd=wakeups.write_fd)
                 while True:
                     status = run.wait_output(wakeups)
                     if status.state == _ffi.SHEAF_LIST_ENDED:
@@ -567,6 +564,15 @@ class Client(Closing):
         return SnapshotStream(self._partition_run(partition, headers, query, max_items, max_pages, max_requests,
                                                   deadline, resume, decode))
 
+    def _fetch_partition_to(self, partition: Union[Partition, str], out: Union[int, Any], *, format: str = "json",
+                            progress: Optional[Callable[[Progress], None]] = None, **options: Any) -> Written:
+        """As :meth:`fetch_to`, for a partition (`options`: those of :meth:`fetch_partition`);
+        for the command line's ``sheaf get --partition``."""
+        descriptor, code = _output(out, format)
+        options = {name: options.get(name) for name in ("headers", "query", "max_items", "max_pages", "max_requests",
+                                                        "deadline", "resume")}
+        return self._write(self._partition_run(partition, decode=None, **options), descriptor, code, progress)
+
     def _partition_run(self, partition: Union[Partition, str], headers: Optional[Headers], query: Optional[Query],
                        max_items: Optional[int], max_pages: Optional[int], max_requests: Optional[int],
                        deadline: Optional[float], resume: Optional[str], decode: Any) -> ListRun:
@@ -651,6 +657,17 @@ class Client(Closing):
 
 
 # ---- credentials and TLS -----------------------------------------------------------------------
+
+def _output(out: Union[int, Any], format: str) -> Tuple[int, int]:
+    """fetch_to's `out` and `format`: the file descriptor (a file flushed first) and the format's code."""
+    formats = {"json": _ffi.SHEAF_FORMAT_JSON, "jsonl": _ffi.SHEAF_FORMAT_JSON_LINES}
+    if format not in formats:
+        raise UsageError(Result.INVALID_ARGUMENT, f"format must be one of {', '.join(formats)}, not {format!r}")
+    if isinstance(out, int):
+        return out, formats[format]
+    out.flush()
+    return out.fileno(), formats[format]
+
 
 def _set_auth(handle: _ffi.ClientHandle, auth: Any) -> None:
     """Sets the client's credential from ``token``/``auth`` (None: none)."""
