@@ -23,6 +23,9 @@ public struct Partition: Sendable, Equatable, CustomStringConvertible {
     var paging: Paging
     var signals: [Signal: SignalSource]
     var preset: String?
+    /// The description's JSON as the planning run printed it (detected parts marked, the plan
+    /// named), or as the partition's text held it; nil: printed from `paging` and `signals`.
+    var descriptionText: [UInt8]?
     /// The first page of the range, counted from the list's page one (0).
     public var firstPage: Int
     /// The pages of the range as planned (the last partition may take more: see `openEnded`).
@@ -87,7 +90,7 @@ public struct Partition: Sendable, Equatable, CustomStringConvertible {
         var out = "{\"sheaf_partition\":\(Self.version),\"index\":\(index),\"count\":\(count),\"url\":\(JSONText.quote(url))"
         out += ",\"first_page\":\(firstPage),\"pages\":\(pages),\"open_ended\":\(openEnded),\"page_size\":\(pageSize)"
         out += ",\"items_expected\":\(itemsExpected.map(String.init) ?? "null"),\"why\":\(JSONText.quote(why)),\"description\":"
-        return Array(out.utf8) + description(path: "").json(resolution: nil, plan: nil) + Array("}".utf8)
+        return Array(out.utf8) + (descriptionText ?? description(path: "").json(resolution: nil, plan: nil)) + Array("}".utf8)
     }
 
     // MARK: Planning
@@ -97,12 +100,14 @@ public struct Partition: Sendable, Equatable, CustomStringConvertible {
     /// size as can be (the first ones a page longer), never more partitions than pages, the last
     /// one open-ended; otherwise one partition covering the list, saying `why`.
     static func plan(count: Int, url: String, paging: Paging, signals: [Signal: SignalSource], preset: String?,
-                     pageCount: Int?, pageSize: Int, total: Int?, why: String?) -> [Partition] {
+                     descriptionText: [UInt8]? = nil, pageCount: Int?, pageSize: Int, total: Int?, why: String?) -> [Partition] {
         guard why == nil, let pageCount, pageCount > 1, paging.isNumbered, pageSize > 0 else {
             let reason = why ?? pageCount.map { $0 == 0 ? "the list is empty" : $0 == 1 ? "the list has one page" : nil } ?? nil
-            return [Partition(index: 0, count: 1, url: url, paging: paging, signals: signals, preset: preset, firstPage: 0,
-                              pages: pageCount ?? 1, openEnded: true, pageSize: pageSize, itemsExpected: total,
-                              why: reason ?? "no page count is known from page one")]
+            var one = Partition(index: 0, count: 1, url: url, paging: paging, signals: signals, preset: preset, firstPage: 0,
+                                pages: pageCount ?? 1, openEnded: true, pageSize: pageSize, itemsExpected: total,
+                                why: reason ?? "no page count is known from page one")
+            one.descriptionText = descriptionText
+            return [one]
         }
         let parts = min(count, pageCount)
         let base = pageCount / parts, longer = pageCount % parts
@@ -118,9 +123,11 @@ public struct Partition: Sendable, Equatable, CustomStringConvertible {
             } else if !isLast {
                 expected = pages * pageSize
             }
-            partitions.append(Partition(index: index, count: parts, url: url, paging: paging, signals: signals, preset: preset,
-                                        firstPage: first, pages: pages, openEnded: isLast, pageSize: pageSize,
-                                        itemsExpected: expected, why: nil))
+            var partition = Partition(index: index, count: parts, url: url, paging: paging, signals: signals, preset: preset,
+                                      firstPage: first, pages: pages, openEnded: isLast, pageSize: pageSize,
+                                      itemsExpected: expected, why: nil)
+            partition.descriptionText = descriptionText
+            partitions.append(partition)
             first += pages
         }
         return partitions
@@ -207,6 +214,7 @@ public struct Partition: Sendable, Equatable, CustomStringConvertible {
         paging = read.paging
         signals = read.signals
         preset = read.preset
+        descriptionText = Self.text(of: described)
         if paging == .detect || Signal.allCases.contains(where: { read.source(of: $0) == .detect }) {
             throw refuse("/description", "must be resolved (as a plan prints it): nothing is detected again in a partition")
         }
@@ -218,6 +226,21 @@ public struct Partition: Sendable, Equatable, CustomStringConvertible {
             guard position(ofPage: firstPage + pages) != nil, firstPage + pages <= ResumeToken.largestNumber else {
                 throw refuse("/pages", "the range is out of range")
             }
+        }
+    }
+
+    /// `value` as compact JSON text (numbers as they were written).
+    static func text(of value: JSONValue) -> [UInt8] {
+        switch value {
+        case .null: return Array("null".utf8)
+        case .bool(let flag): return Array((flag ? "true" : "false").utf8)
+        case .number(let text): return Array(text.utf8)
+        case .string(let text): return Array(JSONText.quote(text).utf8)
+        case .array(let elements):
+            return Array("[".utf8) + Array(elements.map(text(of:)).joined(separator: Array(",".utf8))) + Array("]".utf8)
+        case .object(let members):
+            let parts = members.map { Array(JSONText.quote($0.name).utf8) + Array(":".utf8) + text(of: $0.value) }
+            return Array("{".utf8) + Array(parts.joined(separator: Array(",".utf8))) + Array("}".utf8)
         }
     }
 
@@ -285,7 +308,7 @@ extension SheafClient {
         default: nil
         }
         return Partition.plan(count: count, url: url, paging: read.paging, signals: read.signals, preset: read.preset,
-                              pageCount: pageCount, pageSize: facts.servedPageSize, total: facts.expectedTotal,
+                              descriptionText: run.descriptionJSON(), pageCount: pageCount, pageSize: facts.servedPageSize, total: facts.expectedTotal,
                               why: Partition.whyNotSplit(read.paging, mode: facts.mode))
     }
 }
