@@ -813,6 +813,9 @@ def test_a_partition_flag_refuses_what_it_holds_itself(api, tmp_path):
                          (["--partitions", "3"], "not with --partitions")):
         result = run_cli("--partition", line, *extra)
         assert result.returncode == 2 and words in result.stderr.decode(), result.stderr
+    written = run_cli(f"{api}/anchor?n=100&per_page=10", "--partitions", "2", "-o", str(tmp_path / "written"))
+    assert written.returncode == 0 and written.stdout == b"", written.stderr
+    assert (tmp_path / "written").read_text().splitlines()[1] == line
     (tmp_path / "plan").write_text(line + "\n" + line + "\n")
     result = run_cli("--partition", str(tmp_path / "plan"))
     assert result.returncode == 2 and "holds 2 partitions" in result.stderr.decode(), result.stderr

@@ -101,17 +101,31 @@ def _partition_text(parser: argparse.ArgumentParser, value: str) -> str:
     return text
 
 
-def _plan(api, base: str, path: str, token: Optional[str], count: int, list_options: dict, client_options: dict) -> int:
-    """--partitions N: the plan, one partition per line."""
+def _plan(api, args: argparse.Namespace, base: str, path: str, token: Optional[str], list_options: dict,
+          client_options: dict) -> int:
+    """--partitions N: the plan, one partition per line (to stdout, or to the file of -o)."""
     list_options = {name: value for name, value in list_options.items() if name not in RUN_OPTIONS}
     try:
         with open_client(api, base, client_options) as client:
-            partitions = client.partitions(path, count, **list_options)
+            partitions = client.partitions(path, args.partitions, **list_options)
     except api.Error as e:
         report(error_message(api, e, token))
         return exit_status(api, e)
-    sys.stdout.write("".join(partition.json + "\n" for partition in partitions))
-    sys.stdout.flush()
+    text = "".join(partition.json + "\n" for partition in partitions).encode("utf-8")
+    if args.output and args.output != "-":
+        target = None
+        try:
+            target = AtomicFile(args.output)
+            target.file.write(text)
+            target.commit()
+        except OSError as e:
+            if target is not None:
+                target.discard()
+            report(f"cannot write {args.output}: {e.strerror or e}")
+            return EXIT_FAILURE
+    else:
+        sys.stdout.buffer.write(text)
+        sys.stdout.flush()
     return EXIT_OK
 
 
@@ -144,7 +158,7 @@ def run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     if args.partitions is not None:
         if args.explain:
             parser.error("--partitions prints the plan: not with --explain")
-        return _plan(api, base, path, token, args.partitions, list_options, client_options)
+        return _plan(api, args, base, path, token, list_options, client_options)
     if args.explain:
         return _explain(api, args, base, path, token, list_options, client_options)
 
