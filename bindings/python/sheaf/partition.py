@@ -108,7 +108,7 @@ class Partition:
         return isinstance(other, Partition) and other._fields == self._fields
 
     def __hash__(self) -> int:
-        return hash(self._json)
+        return hash(json.dumps(self._fields, sort_keys=True))
 
     def __reduce__(self) -> Any:
         return (Partition, (self._json,))

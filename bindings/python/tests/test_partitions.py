@@ -89,6 +89,18 @@ def test_a_partition_is_a_read_only_value_and_runs_the_same_twice(api) -> None:
         assert [s.item_count for s in client.stream_partition(partition)][-1] == 30
 
 
+def test_a_partitions_resume_token_goes_on_inside_its_range(api) -> None:
+    with sheaf.Client(api.base_url) as client:
+        partitions = client.partitions("/anchor?n=100&per_page=10", 3)   # pages 1-4, 5-7, 8-10
+        first = client.fetch_partition(partitions[1], max_pages=1)
+        assert first.stop_reason == StopReason.PAGE_BUDGET and first == expected_items(50, 40)
+        rest = client.fetch_partition(partitions[1], resume=first.resume_token)
+        assert rest.stop_reason == StopReason.COMPLETE and rest == expected_items(70, 50) and rest.resume_token is None
+        with pytest.raises(UsageError, match="outside the partition"):
+            client.fetch_partition(partitions[0], resume=first.resume_token)
+    assert len({partitions[1], Partition(json.loads(partitions[1].json))}) == 1
+
+
 @pytest.mark.parametrize("field, value, named", [("first_page", "x", "/first_page"),
                                                  ("sheaf_partition", 2, "/sheaf_partition"),
                                                  ("url", "ftp://h/x", "/url"),
