@@ -226,6 +226,10 @@ public struct Partition: Sendable, Equatable, CustomStringConvertible {
             guard position(ofPage: firstPage + pages) != nil, firstPage + pages <= ResumeToken.largestNumber else {
                 throw refuse("/pages", "the range is out of range")
             }
+            let (itemsBefore, overflow) = firstPage.multipliedReportingOverflow(by: pageSize)
+            guard !overflow, itemsBefore <= ResumeToken.largestNumber else {
+                throw refuse("/first_page", "out of range: the items before the range (first_page × page_size) are at most 2^53")
+            }
         }
     }
 

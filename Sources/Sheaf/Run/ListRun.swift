@@ -229,7 +229,7 @@ public final class ListRun: Sendable {
             start = ResumePoint(url: firstURL, skip: token.point.skip, itemsBefore: token.point.itemsBefore)
         }
         var partitionEnd: Int?
-        /// For a partition, the pages its plan gave the run: no more are asked for ahead of page one.
+        // For a partition, the pages its plan gave the run: no more are asked for ahead of page one.
         var plannedPages: Int?
         if let partition, let step = partition.step, let first = partition.paging.first, let parameter = description.paging.parameter {
             // The run starts at the range's first page (or a resume token's page inside it) as a
@@ -247,13 +247,18 @@ public final class ListRun: Sendable {
                 startPage = distance / step
             } else {
                 startPage = partition.firstPage
+                let (itemsBefore, overflow) = startPage.multipliedReportingOverflow(by: partition.pageSize)
+                guard !overflow, itemsBefore <= ResumeToken.largestNumber else {
+                    throw SheafError(.invalidArgument, "the partition's range is out of range (first page \(startPage), "
+                                     + "\(partition.pageSize) items a page); it was not made by Sheaf")
+                }
                 if startPage > 0, let position = partition.position(ofPage: startPage),
                    let url = URLText.settingQuery(firstURL, parameter, to: String(position)) {
                     origin = first
                     resumedPageSize = partition.pageSize
                     description.paging = description.paging.starting(at: position)
                     firstURL = url
-                    start = ResumePoint(url: firstURL, itemsBefore: startPage * partition.pageSize)
+                    start = ResumePoint(url: firstURL, itemsBefore: itemsBefore)
                 }
             }
             plannedPages = max(1, partition.firstPage + partition.pages - startPage)

@@ -65,6 +65,20 @@ final class PartitionTests: XCTestCase {
                 XCTAssertTrue(error.message.contains(named), error.message)
             }
         }
+        // Numbers a forger may pick: refused, never a trap.
+        let huge = partition.description.replacingOccurrences(of: "\"first_page\":4", with: "\"first_page\":9007199254740000")
+            .replacingOccurrences(of: "\"page_size\":10", with: "\"page_size\":9007199254740000")
+        XCTAssertThrowsError(try Partition(huge)) { XCTAssertEqual(($0 as! SheafError).code, .invalidArgument) }
+        var forged = partition
+        forged.firstPage = 1 << 52
+        forged.pageSize = 1 << 52
+        var forgedList = ListDescription(path: "/v1/things")
+        forgedList.partition = forged
+        forged.url = scriptedList
+        forgedList.partition = forged
+        XCTAssertThrowsError(try scriptedClient(ScriptedTransport()).makeList(forgedList)) {
+            XCTAssertEqual(($0 as! SheafError).code, .invalidArgument)
+        }
         XCTAssertThrowsError(try Partition(partition.description.replacingOccurrences(of: "\"kind\":\"page_number\"", with: "\"kind\":\"pages\""))) {
             XCTAssertTrue(($0 as! SheafError).message.contains("/description/paging/kind"), "\($0)")
         }
