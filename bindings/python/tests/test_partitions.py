@@ -124,3 +124,17 @@ def test_a_partition_off_the_clients_origin_is_refused(api, other_api) -> None:
     with sheaf.Client(api.base_url, TOKEN) as client:
         with pytest.raises(UsageError, match="origin"):
             client.fetch_partition(partition)
+
+
+def test_the_async_client_plans_and_runs_partitions(api) -> None:
+    import asyncio
+
+    async def main() -> list:
+        async with sheaf.AsyncClient(api.base_url) as client:
+            partitions = await client.partitions("/anchor?n=100&per_page=10", 3)
+            parts = await asyncio.gather(*(client.fetch_partition(p) for p in partitions))
+            streamed = [s.item_count async for s in client.stream_partition(partitions[2])]
+            assert streamed[-1] == 30
+            return [item for part in parts for item in part]
+
+    assert asyncio.run(main()) == expected_items(100)
