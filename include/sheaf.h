@@ -23,7 +23,7 @@
  *   Handles, Client      sheaf_client_new, credentials, headers, TLS files, options
  *   Watching a client    log records and events
  *   Describing a list    sheaf_list_new, paging and signals, presets, the description JSON,
- *                        budgets, resume tokens
+ *                        budgets, resume tokens, partitions
  *   Running a list       fetch_all, snapshots (callback or pulled), writing, status
  *   Loading more         a list page by page, as its caller asks
  *   Single requests      any method, bodies, downloads
@@ -682,6 +682,64 @@ SHEAF_API sheaf_result sheaf_list_set_resume(sheaf_list *list, const char *token
  * stopped, cancelled, failed, past its deadline) leaves one.
  */
 SHEAF_API sheaf_result sheaf_list_resume_token(sheaf_list *list, char **out_token);
+
+/**
+ * Splits the list into up to `n` partitions, for several processes (or machines) to read it: on
+ * a list not started, reads its page one (blocking, as a fetch of one page: the list's client,
+ * transport, headers and deadline; page one is read here once and its items are not carried,
+ * partition 0 fetches it again) and sets *out_json to a JSON array of partitions, one line, a
+ * new string freed with sheaf_free (*out_length, may be NULL, its length). The list itself stays
+ * unstarted: it may be run afterwards, or set to one of its partitions.
+ *
+ * Each partition is a self-contained JSON object that any process runs on a client of its own
+ * (sheaf_list_set_partition), getting exactly that range's items in order; together the
+ * partitions cover the list exactly once. Fields: "sheaf_partition" (the version, 1), "index"
+ * (from 0) and "count" (the partitions of the plan), "url" (the list's first URL, without any
+ * credential and without the values of secret query parameters: the API key's, the client's
+ * secret ones and the usual names, as a resume token leaves them out), "first_page" (the range's
+ * first page, counted from 0) and "pages" (its pages as planned), "open_ended" (true for the
+ * last partition alone: it goes on to the list's end whatever that is then, so pages added
+ * since the plan are read too), "page_size" (the size page one was served), "items_expected"
+ * (the range's items from the server's total, or null when unknown), "why" (null, or why the
+ * list was not split) and "description" (the description as sheaf_list_description prints it,
+ * detected parts resolved: nothing is detected again).
+ *
+ * A list splits when its pages are addressed (page numbers or offsets) and page one tells how
+ * many there are (a total, a page count, or a Link rel="last"): into min(n, pages) contiguous
+ * ranges as even as can be. Any other list (next links or cursors, where a page cannot be
+ * reached without the one before it; no count known; one page) is ONE partition covering it
+ * all, with "why" saying so.
+ *
+ * SHEAF_E_INVALID_ARGUMENT for `n` < 1, a NULL out_json, or a list with a resume token or a
+ * partition set; SHEAF_E_STATE once the list has started; SHEAF_E_REENTRANT from inside a Sheaf
+ * callback; page one's failure as a fetch would report it (detail: sheaf_list_error). Used by one
+ * thread at a time, as any call on a list.
+ */
+SHEAF_API sheaf_result sheaf_list_partitions(sheaf_list *list, int64_t n, char **out_json, size_t *out_length);
+
+/**
+ * Before the list starts, sets it to run exactly the partition `json` (one element of what
+ * sheaf_list_partitions printed, copied): the partition's URL and description replace the list's
+ * path, query, paging and signals. Any way of running it (sheaf_list_fetch_all, sheaf_list_start,
+ * _start_pull, _start_write, _start_write_fd) then delivers that range's items in order and ends
+ * SHEAF_OK with SHEAF_STOP_COMPLETE when the range is done (the last, open-ended partition: when
+ * the list ends, its items checked against the server's total). The list's own client supplies
+ * the credential and the secret query values (those of the list's path and query, and of the
+ * base URL); the partition never carries them. Budgets set on the list still apply (a page budget
+ * smaller than the range stops it with SHEAF_STOP_PAGE_BUDGET).
+ *
+ * A partition's resume token (sheaf_list_resume_token) goes on inside its range: set it with
+ * sheaf_list_set_resume on a list set to the same partition; a token whose page lies outside the
+ * range is refused by start and fetch-all with SHEAF_E_INVALID_ARGUMENT.
+ *
+ * SHEAF_E_INVALID_ARGUMENT for text that is not a partition of this version (the message names
+ * the field as a JSON pointer: "the partition's /first_page: must be a whole number ..."; another
+ * "sheaf_partition" version is refused at that field), and, at start or fetch-all, for a
+ * partition whose URL is not on the client's base URL origin (as a resume token's page is
+ * refused); SHEAF_E_STATE once the list has started. Not thread-safe for one list (see "Thread
+ * safety").
+ */
+SHEAF_API sheaf_result sheaf_list_set_partition(sheaf_list *list, const char *json);
 
 /**
  * Whether the list keeps every delivered item (non-zero, the default) so that sheaf_list_prefix

@@ -121,6 +121,26 @@ final class ListHandle: Sendable, ErrorRecording {
         return run
     }
 
+    /// Splits the list into up to `count` partitions from its page one (sheaf_list_partitions):
+    /// a run of its own, on the client the list would run with; the list itself stays unstarted.
+    func partitions(count: Int) throws(SheafError) -> [Partition] {
+        let (client, description) = try state.withLock { (state) throws(SheafError) -> (SheafClient, ListDescription) in
+            (try clientForTheRun(state), state.description)
+        }
+        return try client.partitions(of: description, count: count)
+    }
+
+    /// Sets the list to run exactly `partition` (sheaf_list_set_partition).
+    func setPartition(_ partition: Partition) throws(SheafError) {
+        try describe { description in
+            description.partition = partition
+            let read = partition.description(path: description.path)
+            description.paging = read.paging
+            description.signals = read.signals
+            description.preset = read.preset
+        }
+    }
+
     /// Starts the list in load-more mode: nothing is fetched until the pager is asked.
     func startLoadMore(lookAhead: Int) throws(SheafError) {
         try state.withLock { (state) throws(SheafError) in
@@ -473,6 +493,35 @@ public func sheaf_list_resume_token(_ list: OpaquePointer?, _ outToken: UnsafeMu
     outToken.pointee = nil
     return withList(list) { handle in
         outToken.pointee = handle.resumeToken().flatMap { CString.mallocCopy($0.description) }
+    }
+}
+
+@c @implementation
+public func sheaf_list_partitions(_ list: OpaquePointer?, _ n: Int64, _ outJSON: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?,
+                                  _ outLength: UnsafeMutablePointer<Int>?) -> sheaf_result {
+    outJSON?.pointee = nil
+    outLength?.pointee = 0
+    return withList(list) { (handle) throws(SheafError) in
+        guard let outJSON else { throw SheafError(.invalidArgument, "out_json must not be NULL") }
+        guard n >= 1, let count = Int(exactly: n) else {
+            throw SheafError(.invalidArgument, "the number of partitions must be 1 or more, not \(n)")
+        }
+        let partitions = try handle.partitions(count: count)
+        var json: [UInt8] = [UInt8(ascii: "[")]
+        for (index, partition) in partitions.enumerated() {
+            if index > 0 { json.append(UInt8(ascii: ",")) }
+            json += partition.json
+        }
+        json.append(UInt8(ascii: "]"))
+        handOver(json, outJSON, outLength)
+    }
+}
+
+@c @implementation
+public func sheaf_list_set_partition(_ list: OpaquePointer?, _ json: UnsafePointer<CChar>?) -> sheaf_result {
+    withList(list) { (handle) throws(SheafError) in
+        let text = try CString.required(json, "the partition")
+        try handle.setPartition(try Partition(text))
     }
 }
 

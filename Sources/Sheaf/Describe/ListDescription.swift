@@ -22,6 +22,10 @@ public struct ListDescription: Sendable {
     public var deadlineMilliseconds: Int? = nil
     /// Go on where the run that made this token stopped (its description must be this one).
     public var resume: ResumeToken? = nil
+    /// Run exactly this partition of the list (`SheafClient.partitions`): its URL, description
+    /// and range replace the path, query, paging and signals; with a resume token, the run goes
+    /// on from the token's page, still within the range.
+    public var partition: Partition? = nil
     /// The preset the description started from, for display.
     public var preset: String? = nil
 

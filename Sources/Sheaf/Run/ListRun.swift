@@ -145,6 +145,9 @@ public final class ListRun: Sendable {
     /// Where this run starts (the first page number or offset of the list's first run, and the
     /// page size it was served, are the planner's).
     private let startPoint: ResumePoint
+    /// For a partition that is not open-ended, the page (of this run, from 0) where its range
+    /// ends: the page budget stopping there is the range's completion.
+    private let partitionEnd: Int?
     private let state: Locked<State>
     private let delivery = DispatchQueue(label: "sheaf.list.snapshots")
     /// The caller's callback or channel feed, dropped at the end. Boxed in a class: a closure
@@ -168,19 +171,45 @@ public final class ListRun: Sendable {
     ///   `raisePageGate`; each of them is a snapshot of its own.
     init(client: SheafClient, description: ListDescription, keepsItems: Bool, pageGate: Int? = nil,
          consumer: SnapshotConsumer) throws(SheafError) {
+        let originalDescription = description
         let onSnapshot: (@Sendable (Snapshot) -> Bool)?
         switch consumer {
         case .nobody: (onSnapshot, takesLater) = (nil, false)
         case .callback(let callback): (onSnapshot, takesLater) = (callback, false)
         case .channel(let feed): (onSnapshot, takesLater) = (feed, true)
         }
+        var description = description
+        let partition = description.partition
+        if let partition {
+            // The partition's URL, description and range replace the list's own; its origin must
+            // be the client's, for the client's credential and secrets to go to it.
+            guard Origin(partition.url) == client.origin else {
+                throw SheafError(.invalidArgument, "the partition's URL is not on the client's origin \(client.origin); "
+                                 + "a partition runs only where its client may send its credential (was it edited?)",
+                                 url: client.redactor.redact(partition.url))
+            }
+            var read = partition.description(path: partition.url)
+            read.maxItems = description.maxItems
+            read.maxPages = description.maxPages
+            read.maxRequests = description.maxRequests
+            read.deadlineMilliseconds = description.deadlineMilliseconds
+            read.resume = description.resume
+            read.partition = partition
+            description = read
+        }
         try description.check()
         var firstURL = try client.firstURL(of: description)
+        if partition != nil {
+            // The secret query values the partition left out: the list's own and the base URL's.
+            for source in [try? client.firstURL(of: originalDescription), client.baseURL].compactMap({ $0 }) {
+                firstURL = client.redactor.restoringSecretParameters(of: source, in: firstURL, keeping: description.paging.parameter)
+            }
+        }
         fingerprint = ResumeToken.fingerprint(description, firstURL: firstURL, redactor: client.redactor)
-        var description = description
         var start = ResumePoint(url: firstURL)
         var origin: Int?
         var resumedPageSize: Int?
+        var pageBudget = description.maxPages
         if let token = description.resume {
             // The run goes on with what the first run read, from where it stopped.
             guard token.fingerprint == fingerprint else {
@@ -199,6 +228,47 @@ public final class ListRun: Sendable {
             description.signals = token.signals
             start = ResumePoint(url: firstURL, skip: token.point.skip, itemsBefore: token.point.itemsBefore)
         }
+        var partitionEnd: Int?
+        // For a partition, the pages its plan gave the run: no more are asked for ahead of page one.
+        var plannedPages: Int?
+        if let partition, let step = partition.step, let first = partition.paging.first, let parameter = description.paging.parameter {
+            // The run starts at the range's first page (or a resume token's page inside it) as a
+            // resumed run does, and ends complete after the range's last page.
+            let startPage: Int
+            if description.resume != nil {
+                let position = description.paging.first ?? first
+                let distance = position - first
+                guard distance >= 0, distance % step == 0, distance / step >= partition.firstPage,
+                      partition.openEnded || distance / step < partition.firstPage + partition.pages else {
+                    throw SheafError(.invalidArgument, "the resume token's page is outside the partition's range "
+                                     + "(pages \(partition.firstPage + 1) to \(partition.firstPage + partition.pages)): a token goes on "
+                                     + "only inside the partition that made it")
+                }
+                startPage = distance / step
+            } else {
+                startPage = partition.firstPage
+                let (itemsBefore, overflow) = startPage.multipliedReportingOverflow(by: partition.pageSize)
+                guard !overflow, itemsBefore <= ResumeToken.largestNumber else {
+                    throw SheafError(.invalidArgument, "the partition's range is out of range (first page \(startPage), "
+                                     + "\(partition.pageSize) items a page); it was not made by Sheaf")
+                }
+                if startPage > 0, let position = partition.position(ofPage: startPage),
+                   let url = URLText.settingQuery(firstURL, parameter, to: String(position)) {
+                    origin = first
+                    resumedPageSize = partition.pageSize
+                    description.paging = description.paging.starting(at: position)
+                    firstURL = url
+                    start = ResumePoint(url: firstURL, itemsBefore: itemsBefore)
+                }
+            }
+            plannedPages = max(1, partition.firstPage + partition.pages - startPage)
+            if !partition.openEnded {
+                let pagesLeft = partition.firstPage + partition.pages - startPage
+                partitionEnd = pagesLeft
+                pageBudget = min(pageBudget ?? .max, pagesLeft)
+            }
+        }
+        self.partitionEnd = partitionEnd
         let configuration = client.configuration
         let needsDetection = description.paging == .detect || Signal.allCases.contains { description.source(of: $0) == .detect }
         let resolution = needsDetection ? nil : Detector.Resolution(description: description, detected: [], pagingDetected: false)
@@ -207,9 +277,9 @@ public final class ListRun: Sendable {
         let planner = PagePlanner(firstURL: firstURL, paging: description.paging == .detect ? .next : description.paging,
                                   pagesSignalTheEnd: PageReader(description).pagesSignalTheEnd,
                                   window: window, maxPages: configuration.maxPages,
-                                  pageBudget: description.maxPages, pageGate: pageGate, origin: origin,
-                                  resumedPageSize: resumedPageSize, pagesAhead: Self.pagesAhead(description, window: window,
-                                                                        asksAhead: client.asksAhead(of: firstURL)))
+                                  pageBudget: pageBudget, pageGate: pageGate, origin: origin,
+                                  resumedPageSize: resumedPageSize, pagesAhead: min(plannedPages ?? .max,
+                                      Self.pagesAhead(description, window: window, asksAhead: client.asksAhead(of: firstURL))))
         let assembler = Assembler(keepsItems: keepsItems, maxItems: description.maxItems,
                                   deduplicates: description.source(of: .identity) != .none, skipsOnFirstPage: start.skip,
                                   deltaPerPage: pageGate != nil, deltasCarryItems: onSnapshot != nil)
@@ -574,6 +644,15 @@ public final class ListRun: Sendable {
         }
     }
 
+    /// What page one decided, for a plan of partitions: the description read, the walk chosen,
+    /// the page size served and the server's total.
+    func planFacts() -> (description: ListDescription, mode: PagePlanner.Mode, servedPageSize: Int, expectedTotal: Int?) {
+        state.withLock { state in
+            (state.resolution?.description ?? description, state.planner.mode, state.planner.servedPageSize,
+             state.planner.expectedTotal)
+        }
+    }
+
     /// The description as the run uses it (detected parts resolved once the first page is in),
     /// with the plan chosen, as a JSON object.
     public func descriptionJSON() -> [UInt8] {
@@ -702,7 +781,8 @@ public final class ListRun: Sendable {
         let assembler = state.assembler
         let itemCount = state.assembledResume.itemsBefore // every run's items, for the totals
         switch ending {
-        case .stopped(_, let reason):
+        case .stopped(let index, let reason):
+            if reason == .pageBudget, index == partitionEnd { return .complete }
             return .finished(reason)
         case .failed(_, let error):
             return .failed(error)

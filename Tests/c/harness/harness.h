@@ -149,6 +149,11 @@ void each_budget_ends_ok_with_its_own_stop_reason_and_a_token_that_goes_on(void)
 void a_deadline_ends_the_list_in_time_and_its_token_goes_on(void);
 void a_resume_token_of_another_list_or_no_token_is_refused(void);
 
+/* partitions.c */
+void the_partitions_of_a_list_together_give_its_items_once_in_order(void);
+void a_list_that_cannot_be_split_is_one_partition_saying_why(void);
+void a_malformed_or_foreign_partition_is_refused_naming_its_field(void);
+
 /* load_more.c */
 void load_more_fetches_a_page_per_call_and_joins_calls_in_flight(void);
 void load_more_looks_ahead_keeps_budgets_and_refuses_misuse(void);

@@ -220,6 +220,9 @@ static void call_blocking_functions(recorder *r, sheaf_list *list) {
     if (r->other_list != NULL) {
         CHECK_RESULT(sheaf_list_fetch_all(r->other_list, &json, NULL), SHEAF_E_REENTRANT);
         sheaf_free(json);
+        json = NULL;
+        CHECK_RESULT(sheaf_list_partitions(r->other_list, 2, &json, NULL), SHEAF_E_REENTRANT);   /* reads page one */
+        CHECK(json == NULL);
     }
     if (r->pulled_list != NULL) {
         const sheaf_snapshot *snapshot = NULL;

@@ -44,6 +44,7 @@ from .errors import (
 from .hooks import Event
 from .request import ApiKey, Response
 from .pager import Pager
+from .partition import Partition
 from .snapshot import Items, Progress, Snapshot, StopReason, Written
 from .stream import SnapshotStream
 from .transport import Transport
@@ -70,6 +71,7 @@ __all__ = [
     "Snapshot",
     "SnapshotStream",
     "Pager",
+    "Partition",
     "Transport",
     "Query",
     "Description",

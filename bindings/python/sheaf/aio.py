@@ -18,6 +18,7 @@ the loop (``call_soon_threadsafe``) by the library's own thread. Cancelling the 
 from __future__ import annotations
 
 import asyncio
+import functools
 import os
 from typing import Any, AsyncIterator, List, Optional, Sequence, Union
 
@@ -27,6 +28,7 @@ from ._run import PENDING, ListRun, Wakeups
 from .client import Client, Query, _query_pairs
 from .description import Description
 from .errors import ItemDecodeError, Result, UsageError
+from .partition import Partition
 from .request import Headers, Response, outcome, prepare
 from .snapshot import Items, Snapshot, StopReason
 
@@ -171,8 +173,11 @@ class AsyncClient:
     async def fetch_all(self, path: str, description: Optional[Description] = None, *, decode: Any = None,
                         **options: Any) -> Items:
         """:meth:`sheaf.Client.fetch_all`, awaited: every item, decoded as the pages arrive."""
+        return await self._fetch(self._new_run(path, description, decode, options))
+
+    async def _fetch(self, run: ListRun) -> Items:
+        """Runs `run` to its end, taking its items (fetch_all's loop)."""
         loop = asyncio.get_running_loop()
-        run = self._new_run(path, description, decode, options)
         wakeups = _Wakeups(loop)
         delivered: List[Any] = []
         try:
@@ -193,6 +198,28 @@ class AsyncClient:
         list's failure is raised. Leaving ``async for`` (a ``break``, even with the stream still
         referenced), ``aclose()``, or cancelling the task stops the list."""
         return AsyncSnapshotStream(self._new_run(path, description, decode, options))
+
+    async def partitions(self, path: str, n: int, description: Optional[Description] = None,
+                         **options: Any) -> List[Partition]:
+        """:meth:`sheaf.Client.partitions`, awaited (page one is read on a worker thread)."""
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(None, functools.partial(self.sync.partitions, path, n, description, **options))
+
+    async def fetch_partition(self, partition: Union[Partition, str], *, decode: Any = None, **options: Any) -> Items:
+        """:meth:`sheaf.Client.fetch_partition`, awaited."""
+        return await self._fetch(self._partition_run(partition, decode, options))
+
+    def stream_partition(self, partition: Union[Partition, str], *, decode: Any = None,
+                         **options: Any) -> "AsyncSnapshotStream":
+        """:meth:`sheaf.Client.stream_partition` as an async iterator of :class:`Snapshot`."""
+        return AsyncSnapshotStream(self._partition_run(partition, decode, options))
+
+    def _partition_run(self, partition: Union[Partition, str], decode: Any, options: dict) -> ListRun:
+        names = ("headers", "query", "max_items", "max_pages", "max_requests", "deadline", "resume")
+        unknown = sorted(set(options) - set(names))
+        if unknown:
+            raise UsageError(Result.INVALID_ARGUMENT, f"fetch_partition takes no {', '.join(unknown)}")
+        return self.sync._partition_run(partition, decode=decode, **{name: options.get(name) for name in names})
 
     def _new_run(self, path: str, description: Optional[Description], decode: Any, options: dict) -> ListRun:
         run_options = {name: options.pop(name) for name in ("query", "headers", "max_items", "max_pages",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ctypes
+import json
 import math
 import os
 import threading
@@ -17,6 +18,7 @@ from ._ffi import lib
 from ._run import _END, ListRun, Wakeups, decoder_for
 from .description import Description
 from .pager import Pager
+from .partition import Partition
 from .errors import Error, ItemDecodeError, Result, UsageError, encode
 from .request import ApiKey, Headers, Response, header_pairs, named_pairs, send
 from .snapshot import Items, Progress, Snapshot, StopReason, Written
@@ -315,6 +317,10 @@ class Client(Closing):
         """
         run = self._new_run(path, description, parts, query, headers, max_items=max_items, max_pages=max_pages,
                             max_requests=max_requests, deadline=deadline, resume=resume, decode=decode)
+        return self._fetch(run)
+
+    def _fetch(self, run: ListRun) -> Items:
+        """Runs `run` to its end, taking its items (fetch_all's loop)."""
         delivered: List[Any] = []
         try:
             run.start()
@@ -374,20 +380,17 @@ class Client(Closing):
                 system's reason. Ctrl-C stops the list: the ``KeyboardInterrupt`` then carries
                 ``resume_token``, which goes on after the items written.
         """
-        formats = {"json": _ffi.SHEAF_FORMAT_JSON, "jsonl": _ffi.SHEAF_FORMAT_JSON_LINES}
-        if format not in formats:
-            raise UsageError(Result.INVALID_ARGUMENT, f"format must be one of {', '.join(formats)}, not {format!r}")
-        if isinstance(out, int):
-            descriptor = out
-        else:
-            out.flush()
-            descriptor = out.fileno()
+        descriptor, code = _output(out, format)
         run = self._new_run(path, description, parts, query, headers, max_items=max_items, max_pages=max_pages,
                             max_requests=max_requests, deadline=deadline, resume=resume)
+        return self._write(run, descriptor, code, progress)
+
+    def _write(self, run: ListRun, descriptor: int, format: int, progress: Optional[Callable[[Progress], None]]) -> Written:
+        """Runs `run` writing its items to `descriptor` (fetch_to's loop)."""
         wakeups = Wakeups()   # written by the library after each snapshot and at the end
         try:
             try:
-                run.start(output=(descriptor, formats[format]), notify_fd=wakeups.write_fd)
+                run.start(output=(descriptor, format), notify_fd=wakeups.write_fd)
                 while True:
                     status = run.wait_output(wakeups)
                     if status.state == _ffi.SHEAF_LIST_ENDED:
@@ -503,6 +506,87 @@ class Client(Closing):
             run.close()
             raise
 
+    # ---- partitions -------------------------------------------------------------------------
+
+    def partitions(self, path: str, n: int, description: Optional[Description] = None, *,
+                   query: Optional[Query] = None, headers: Optional[Headers] = None, **parts: Any) -> List[Partition]:
+        """Splits the list at `path` into up to `n` partitions, for several processes or machines
+        to read it: reads its first page (once; partition 0 fetches it again) and plans contiguous
+        ranges of pages, the last one open-ended (it reads on to the list's end, pages added
+        meanwhile included). A list whose pages are not addressed (next links, cursors) or whose
+        page count page one does not tell is one partition, its ``why`` saying so.
+
+        Takes the description arguments of :meth:`fetch_all` (`description`, `query`, `headers`
+        and the parts such as ``preset=`` or ``items=``); budgets belong to a run, not to a plan:
+        give them to :meth:`fetch_partition`.
+
+        Returns:
+            The :class:`Partition` list: picklable, no credential in it.
+
+        Raises:
+            UsageError: `n` below 1; Error: as :meth:`fetch_all`, when the first page fails.
+        """
+        count = _whole(n, "n")
+        if count < 1:
+            raise UsageError(Result.INVALID_ARGUMENT, f"n must be 1 or more, not {n!r}")
+        run = self._new_run(path, description, parts, query, headers)
+        try:
+            pointer, length = ctypes.c_void_p(), ctypes.c_size_t()
+            lib.sheaf_list_partitions(run.handle, count, byref(pointer), byref(length))
+            planned = json.loads(_ffi.take_string(pointer, length.value))
+        finally:
+            run.close()
+        return [Partition(fields) for fields in planned]
+
+    def fetch_partition(self, partition: Union[Partition, str], *, headers: Optional[Headers] = None,
+                        query: Optional[Query] = None, max_items: Optional[int] = None,
+                        max_pages: Optional[int] = None, max_requests: Optional[int] = None,
+                        deadline: Optional[float] = None, resume: Optional[str] = None, decode: Any = None) -> Items:
+        """Fetches exactly the items of `partition` (a :class:`Partition` or its JSON text), in
+        order, on this client: its token and secret query values (`query` may give the list's
+        own, such as an API key in the query) are sent, the partition carries none. Ends with
+        ``stop_reason`` COMPLETE when the range is done; a failure's ``resume_token``, given back
+        as `resume` with the same partition, goes on inside the range.
+
+        Raises:
+            UsageError: a malformed partition (the message names the field), or one whose URL is
+                not on this client's origin; Error: as :meth:`fetch_all`.
+        """
+        return self._fetch(self._partition_run(partition, headers, query, max_items, max_pages, max_requests,
+                                               deadline, resume, decode))
+
+    def stream_partition(self, partition: Union[Partition, str], *, headers: Optional[Headers] = None,
+                         query: Optional[Query] = None, max_items: Optional[int] = None,
+                         max_pages: Optional[int] = None, max_requests: Optional[int] = None,
+                         deadline: Optional[float] = None, resume: Optional[str] = None,
+                         decode: Any = None) -> SnapshotStream[Snapshot]:
+        """As :meth:`fetch_partition`, as a :class:`SnapshotStream` (see :meth:`stream`)."""
+        return SnapshotStream(self._partition_run(partition, headers, query, max_items, max_pages, max_requests,
+                                                  deadline, resume, decode))
+
+    def _fetch_partition_to(self, partition: Union[Partition, str], out: Union[int, Any], *, format: str = "json",
+                            progress: Optional[Callable[[Progress], None]] = None, **options: Any) -> Written:
+        """As :meth:`fetch_to`, for a partition (`options`: those of :meth:`fetch_partition`);
+        for the command line's ``sheaf get --partition``."""
+        descriptor, code = _output(out, format)
+        options = {name: options.get(name) for name in ("headers", "query", "max_items", "max_pages", "max_requests",
+                                                        "deadline", "resume")}
+        return self._write(self._partition_run(partition, decode=None, **options), descriptor, code, progress)
+
+    def _partition_run(self, partition: Union[Partition, str], headers: Optional[Headers], query: Optional[Query],
+                       max_items: Optional[int], max_pages: Optional[int], max_requests: Optional[int],
+                       deadline: Optional[float], resume: Optional[str], decode: Any) -> ListRun:
+        if not isinstance(partition, Partition):
+            partition = Partition(partition)
+        run = self._new_run(partition.url, None, {}, query, headers, max_items=max_items, max_pages=max_pages,
+                            max_requests=max_requests, deadline=deadline, resume=resume, decode=decode)
+        try:
+            lib.sheaf_list_set_partition(run.handle, encode(partition.json))
+        except BaseException:
+            run.close()
+            raise
+        return run
+
     def explain(self, path: str, description: Optional[Description] = None, *, query: Optional[Query] = None,
                 **parts: Any) -> Description:
         """What the library makes of the list at `path` from its first page: every part, detected
@@ -573,6 +657,17 @@ class Client(Closing):
 
 
 # ---- credentials and TLS -----------------------------------------------------------------------
+
+def _output(out: Union[int, Any], format: str) -> Tuple[int, int]:
+    """fetch_to's `out` and `format`: the file descriptor (a file flushed first) and the format's code."""
+    formats = {"json": _ffi.SHEAF_FORMAT_JSON, "jsonl": _ffi.SHEAF_FORMAT_JSON_LINES}
+    if format not in formats:
+        raise UsageError(Result.INVALID_ARGUMENT, f"format must be one of {', '.join(formats)}, not {format!r}")
+    if isinstance(out, int):
+        return out, formats[format]
+    out.flush()
+    return out.fileno(), formats[format]
+
 
 def _set_auth(handle: _ffi.ClientHandle, auth: Any) -> None:
     """Sets the client's credential from ``token``/``auth`` (None: none)."""

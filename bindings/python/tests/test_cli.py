@@ -779,3 +779,48 @@ def test_an_output_file_keeps_the_mode_of_the_file_it_replaces(api, tmp_path):
                        timeout=60, env=cli_env(), cwd=tmp_path, stdin=subprocess.DEVNULL, preexec_fn=lambda: os.umask(0o027))
     assert r.returncode == 0 and lines(fresh.read_bytes()) == expected(3)
     assert oct(fresh.stat().st_mode & 0o7777) == oct(0o640)
+
+
+# ---- partitions ---------------------------------------------------------------------------------
+
+def test_partitions_print_the_plan_and_each_partition_runs_alone(api, tmp_path):
+    url = f"{api}/conv/github?n=237&per_page=20"
+    key = "key-Partition-CLI-99"
+    plan = run_cli(url, "--partitions", "4", "--token", TOKEN, "--query", f"api_key={key}")
+    assert plan.returncode == 0, plan.stderr
+    partitions = plan.stdout.decode().splitlines()
+    assert len(partitions) == 4 and all(json.loads(line)["sheaf_partition"] == 1 for line in partitions)
+    assert TOKEN.encode() not in plan.stdout and key.encode() not in plan.stdout
+    items = []
+    for index, line in enumerate(partitions):
+        if index == 0:   # from a file
+            (tmp_path / "p0.json").write_text(line + "\n")
+            result = run_cli("--partition", str(tmp_path / "p0.json"), "--token", TOKEN, "--query", f"api_key={key}")
+        elif index == 1:   # from stdin
+            result = subprocess.run(command("--partition", "-", "--format", "json"), input=line.encode(),
+                                    capture_output=True, timeout=60, env=cli_env(), cwd=REPO)
+        else:   # inline
+            result = run_cli("--partition", line, "--fields", "/id,/name")
+        assert result.returncode == 0, result.stderr
+        items += json.loads(result.stdout) if index == 1 else lines(result.stdout)
+    assert items == expected(237)
+
+
+def test_a_partition_flag_refuses_what_it_holds_itself(api, tmp_path):
+    line = run_cli(f"{api}/anchor?n=100&per_page=10", "--partitions", "2").stdout.decode().splitlines()[1]
+    for extra, words in ((["--preset", "github"], "--partition holds the list's description"),
+                         ([f"{api}/anchor"], "give no URL"),
+                         (["--partitions", "3"], "not with --partitions")):
+        result = run_cli("--partition", line, *extra)
+        assert result.returncode == 2 and words in result.stderr.decode(), result.stderr
+    written = run_cli(f"{api}/anchor?n=100&per_page=10", "--partitions", "2", "-o", str(tmp_path / "written"))
+    assert written.returncode == 0 and written.stdout == b"", written.stderr
+    assert (tmp_path / "written").read_text().splitlines()[1] == line
+    (tmp_path / "plan").write_text(line + "\n" + line + "\n")
+    result = run_cli("--partition", str(tmp_path / "plan"))
+    assert result.returncode == 2 and "holds 2 partitions" in result.stderr.decode(), result.stderr
+    broken = json.loads(line)
+    broken["first_page"] = -1
+    result = run_cli("--partition", json.dumps(broken))
+    assert result.returncode != 0 and "/first_page" in error_line(result), result.stderr
+    assert run_cli().returncode == 2

@@ -9,7 +9,7 @@
 //! (names, parameter and field types as text, offsets and sizes, constant values, and the address
 //! of every function). `tests/sys_drift.rs` compares that record with the header itself (parsed,
 //! and compiled by `cc` into a program that prints `sizeof`/`offsetof` and every constant), so
-//! this file cannot drift from `sheaf.h` unnoticed. All 89 functions of 1.0.0 are here.
+//! this file cannot drift from `sheaf.h` unnoticed. All 91 functions are here (1.0.0's 89 and the partitions' two).
 //!
 //! C enums are `c_int` type aliases with one constant per value (a C enum is an `int` on every
 //! platform Sheaf supports; the drift test checks the size), so a value a newer library appends
@@ -447,6 +447,8 @@ functions! {
     fn sheaf_list_set_budget(list: *mut sheaf_list, budget: sheaf_budget, value: i64) -> sheaf_result;
     fn sheaf_list_set_resume(list: *mut sheaf_list, token: *const c_char) -> sheaf_result;
     fn sheaf_list_resume_token(list: *mut sheaf_list, out_token: *mut *mut c_char) -> sheaf_result;
+    fn sheaf_list_partitions(list: *mut sheaf_list, n: i64, out_json: *mut *mut c_char, out_length: *mut usize) -> sheaf_result;
+    fn sheaf_list_set_partition(list: *mut sheaf_list, json: *const c_char) -> sheaf_result;
     fn sheaf_list_set_keep_items(list: *mut sheaf_list, keep: c_int) -> sheaf_result;
     fn sheaf_list_start(list: *mut sheaf_list, on_snapshot: sheaf_snapshot_fn, user_data: *mut c_void, destroy: sheaf_destroy_fn) -> sheaf_result;
     fn sheaf_list_start_pull(list: *mut sheaf_list) -> sheaf_result;

@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import argparse
 import errno
+import json
 import os
 import sys
 from typing import Optional
 
-from .connection import connect, open_client
+from .connection import connect, open_client, split_pair
 from .exits import EXIT_FAILURE, EXIT_INTERRUPTED, EXIT_OK, Interrupt, error_message, exit_status, report
 from .output import AtomicFile, FieldWriter, isatty, silence
 from .progress import Progress
@@ -74,14 +75,90 @@ def _explain(api, args: argparse.Namespace, base: str, path: str, token: Optiona
     return EXIT_OK
 
 
+def _partition_text(parser: argparse.ArgumentParser, value: str) -> str:
+    """--partition: inline JSON when it starts with "{", else the contents of that file (- for
+    stdin), which must hold one partition (one line of what --partitions prints)."""
+    text = value
+    if not value.lstrip().startswith("{"):
+        try:
+            if value == "-":
+                text = sys.stdin.buffer.read().decode("utf-8")
+            else:
+                with open(value, "rb") as file:
+                    text = file.read().decode("utf-8")
+        except (OSError, UnicodeDecodeError) as e:
+            parser.error(f"--partition: cannot read {value}: {getattr(e, 'strerror', None) or e}")
+    lines = [line for line in text.splitlines() if line.strip()]
+    if len(lines) > 1 and all(line.lstrip().startswith("{") and line.rstrip().endswith("}") for line in lines):
+        parser.error(f"--partition: {value} holds {len(lines)} partitions; give one (a line of what --partitions printed)")
+    try:
+        url = json.loads(text).get("url")
+    except (ValueError, AttributeError):
+        url = None
+    if not isinstance(url, str):
+        parser.error(f"--partition: {value if value != text else 'the text'} is not a partition "
+                     "(one line of what sheaf get URL --partitions N prints)")
+    return text
+
+
+def _plan(api, args: argparse.Namespace, base: str, path: str, token: Optional[str], list_options: dict,
+          client_options: dict) -> int:
+    """--partitions N: the plan, one partition per line (to stdout, or to the file of -o)."""
+    list_options = {name: value for name, value in list_options.items() if name not in RUN_OPTIONS}
+    try:
+        with open_client(api, base, client_options) as client:
+            partitions = client.partitions(path, args.partitions, **list_options)
+    except api.Error as e:
+        report(error_message(api, e, token))
+        return exit_status(api, e)
+    text = "".join(partition.json + "\n" for partition in partitions).encode("utf-8")
+    if args.output and args.output != "-":
+        target = None
+        try:
+            target = AtomicFile(args.output)
+            target.file.write(text)
+            target.commit()
+        except OSError as e:
+            if target is not None:
+                target.discard()
+            report(f"cannot write {args.output}: {e.strerror or e}")
+            return EXIT_FAILURE
+    else:
+        sys.stdout.buffer.write(text)
+        sys.stdout.flush()
+    return EXIT_OK
+
+
 def run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     if args.format == "csv" and not args.fields:
         parser.error("--format csv needs --fields, the JSON pointers of its columns (e.g. --fields /id,/user/login)")
+    partition = None
+    if args.partition is not None:
+        if args.url is not None:
+            parser.error("--partition holds the list's URL: give no URL with it")
+        if args.partitions is not None or args.explain:
+            parser.error("--partition runs a partition: not with --partitions or --explain")
+        partition = _partition_text(parser, args.partition)
+        args.url = json.loads(partition)["url"]
+    elif args.url is None:
+        parser.error("the following arguments are required: URL (or --partition)")
     connection = connect(parser, args)
     if connection is None:
         return EXIT_FAILURE
     api, base, path, client_options, token = connection
     list_options = _list_options(parser, args)
+    if partition is not None:
+        described = sorted(name for name in list_options if name not in RUN_OPTIONS)
+        if described:
+            parser.error("--partition holds the list's description: not with "
+                         + ", ".join("--" + name.replace("_", "-") for name in described))
+        # The query given with --query (an API key, say) goes with every page; the partition's
+        # own query is in its URL.
+        list_options["query"] = [split_pair(parser, pair, "=", "--query") for pair in args.query]
+    if args.partitions is not None:
+        if args.explain:
+            parser.error("--partitions prints the plan: not with --explain")
+        return _plan(api, args, base, path, token, list_options, client_options)
     if args.explain:
         return _explain(api, args, base, path, token, list_options, client_options)
 
@@ -111,7 +188,15 @@ def run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
                 progress.start_waiting()
                 if args.fields:
                     writer = FieldWriter(out, args.format, args.fields, header=args.resume is None)
-                    resume, stop_reason = _write_decoded(client, path, writer, progress, list_options)
+                    if partition is not None:
+                        stream = client.stream_partition(partition, **list_options)
+                    else:
+                        stream = client.stream(path, **list_options)
+                    resume, stop_reason = _write_decoded(stream, writer, progress)
+                elif partition is not None:
+                    written = client._fetch_partition_to(partition, out, format=args.format, progress=progress.update,
+                                                         **list_options)
+                    resume, stop_reason = written.resume_token, written.stop_reason
                 else:
                     written = client.fetch_to(path, out, format=args.format, progress=progress.update, **list_options)
                     resume, stop_reason = written.resume_token, written.stop_reason
@@ -155,10 +240,11 @@ def run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     return status
 
 
-def _write_decoded(client, path: str, writer: FieldWriter, progress: Progress, list_options: dict):
-    """What fetch_to does, through Client.stream and `writer`: returns the token that goes on
-    after the items written (None when the list is complete) and why the list stopped."""
-    with client.stream(path, **list_options) as stream:
+def _write_decoded(stream, writer: FieldWriter, progress: Progress):
+    """What fetch_to does, through a stream (Client.stream or stream_partition) and `writer`:
+    returns the token that goes on after the items written (None when the list is complete) and
+    why the list stopped."""
+    with stream:
         written_through = stream.resume_token
         writer.start()
         try:

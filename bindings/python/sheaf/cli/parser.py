@@ -293,9 +293,10 @@ def build_parser() -> argparse.ArgumentParser:
         description="Fetch every item of the paginated list at URL and write them in order, as\n"
                     "they arrive: to stdout, or to FILE with -o.",
         epilog=GET_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
-    get.add_argument("url", metavar="URL",
+    get.add_argument("url", metavar="URL", nargs="?",
                      help="the list's full URL, query included: "
-                          "'https://api.example.com/v1/things?state=open'")
+                          "'https://api.example.com/v1/things?state=open' (not with --partition: "
+                          "the partition holds it)")
 
     _add_connection_options(get)
 
@@ -344,6 +345,12 @@ def build_parser() -> argparse.ArgumentParser:
                         help="end the list after S seconds, whatever is in flight (exit status 6)")
     limits.add_argument("--resume", metavar="TOKEN",
                         help="go on where an earlier run of this same command stopped (its stderr gave TOKEN)")
+    limits.add_argument("--partitions", metavar="N", type=_positive,
+                        help="read the first page only and print the list split into up to N partitions, "
+                             "one JSON per line, for several processes to run with --partition; then exit")
+    limits.add_argument("--partition", metavar="FILE|JSON",
+                        help="run one partition printed by --partitions (from FILE, - for stdin, or inline "
+                             "starting with '{'): its items, written as for a list; no URL or description flags")
     _add_retry_options(limits)
 
     output = get.add_argument_group("output")
