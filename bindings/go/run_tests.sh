@@ -25,8 +25,11 @@ fi
 export PATH="$(dirname "$go"):$PATH"
 echo "== $(go version)"
 
-prefix=$(mktemp -d "${TMPDIR:-/tmp}/sheaf-go-prefix.XXXXXX")
-trap 'rm -rf "$prefix"' EXIT
+# A prefix at a path of its own in the build tree, the same every run: Go's build cache keeps the
+# -L path that pkg-config gave when a package was built, so a prefix at a new temporary path each
+# run made the second run link against the first one's (deleted) prefix.
+prefix="$build_dir/go/prefix"
+rm -rf "$prefix"
 "$cmake" --install "$build_dir" --prefix "$prefix" >/dev/null
 pc=$(find "$prefix" -name sheaf.pc -print -quit)
 [[ -n $pc ]] || { echo "go_tests: the install put no sheaf.pc under $prefix" >&2; exit 1; }
@@ -35,10 +38,9 @@ libdir=$(cd "$(dirname "$pc")/.." && pwd)
 export LD_LIBRARY_PATH="$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 echo "== libsheaf $(pkg-config --modversion sheaf) from $libdir"
 
-# Without a HOME (a bare CI environment) Go has no default cache: keep one in the build tree.
-if [[ -z ${HOME:-} && -z ${GOCACHE:-} ]]; then
-    export GOCACHE="$build_dir/go/cache" GOPATH="$build_dir/go/path"
-fi
+# Go's cache lives in the build tree too (unless the caller names one), so it never outlives the
+# prefix its packages were linked against; without a HOME Go would have no default cache anyway.
+export GOCACHE="${GOCACHE:-$build_dir/go/cache}" GOPATH="${GOPATH:-$build_dir/go/path}"
 # Standard library only: no module download, no toolchain download.
 export GOFLAGS=-mod=mod GOPROXY=off GOTOOLCHAIN=local CGO_ENABLED=1
 cd "$here"
