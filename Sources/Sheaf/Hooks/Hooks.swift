@@ -55,6 +55,18 @@ public struct ClientEvent: Sendable, Equatable {
         case rateLimited = 4
         /// A transient failure is tried again after `waitMilliseconds`.
         case retrying = 5
+
+        /// The kind's name in logs and metrics: "authentication_refused", "offline",
+        /// "server_unavailable", "rate_limited" or "retrying".
+        public var name: String {
+            switch self {
+            case .authenticationRefused: "authentication_refused"
+            case .offline: "offline"
+            case .serverUnavailable: "server_unavailable"
+            case .rateLimited: "rate_limited"
+            case .retrying: "retrying"
+            }
+        }
     }
 
     public var kind: Kind

@@ -77,7 +77,7 @@ public struct LoggerHook: Sendable {
     /// `sheaf.attempt`, `sheaf.wait_ms` (when a wait was chosen).
     public static func metadata(_ event: ClientEvent) -> Logger.Metadata {
         var metadata: Logger.Metadata = [
-            "sheaf.event": .string(name(event.kind)),
+            "sheaf.event": .string(event.kind.name),
             "sheaf.method": .string(event.method),
             "sheaf.url": .string(event.url),
             "sheaf.attempt": .string("\(event.attempt)"),
@@ -86,17 +86,6 @@ public struct LoggerHook: Sendable {
         if let error = event.transportError { metadata["sheaf.transport_error"] = .string(error.description) }
         if event.waitMilliseconds >= 0 { metadata["sheaf.wait_ms"] = .string("\(event.waitMilliseconds)") }
         return metadata
-    }
-
-    /// An event kind's name in metadata and metrics.
-    public static func name(_ kind: ClientEvent.Kind) -> String {
-        switch kind {
-        case .authenticationRefused: "authentication_refused"
-        case .offline: "offline"
-        case .serverUnavailable: "server_unavailable"
-        case .rateLimited: "rate_limited"
-        case .retrying: "retrying"
-        }
     }
 
     /// Logs one record.

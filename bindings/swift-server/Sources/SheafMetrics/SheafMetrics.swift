@@ -81,7 +81,7 @@ public final class MetricsHook: Sendable {
 
     /// Counts one event.
     public func record(_ event: ClientEvent) {
-        var dims = [("origin", Self.origin(event.url)), ("event", Self.name(event.kind))]
+        var dims = [("origin", Self.origin(event.url)), ("event", event.kind.name)]
         if let error = event.transportError { dims.append(("transport_error", Self.name(error))) }
         counter("sheaf_events_total", dims).increment()
     }
@@ -99,16 +99,6 @@ public final class MetricsHook: Sendable {
 
     static func statusClass(_ status: Int) -> String {
         (100...599).contains(status) ? "\(status / 100)xx" : "error"
-    }
-
-    static func name(_ kind: ClientEvent.Kind) -> String {
-        switch kind {
-        case .authenticationRefused: "authentication_refused"
-        case .offline: "offline"
-        case .serverUnavailable: "server_unavailable"
-        case .rateLimited: "rate_limited"
-        case .retrying: "retrying"
-        }
     }
 
     static func name(_ kind: TransportError.Kind) -> String {
