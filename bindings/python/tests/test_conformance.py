@@ -1,5 +1,6 @@
 """The same behaviours, whichever way Python runs a list: fetch_all, stream, fetch_to, pager,
-fetch_arrow, stream_batches (when pyarrow is installed), and AsyncClient's fetch_all and stream. (Tests/c/conformance.c holds the C modes to the same.)
+fetch_arrow, stream_batches (when pyarrow is installed), fetch_partition (the list as one partition), and
+AsyncClient's fetch_all and stream. (Tests/c/conformance.c holds the C modes to the same.)
 
 - every item arrives, in order, once, and the list ends COMPLETE;
 - a consumer that stops at its first delivery (a break, a pager no longer asked) stops the list,
@@ -42,6 +43,14 @@ class Run:
 def _fetch_all(client: sheaf.Client, path: str, run: Run, stop_at_first: bool, **options: Any) -> None:
     run.started.set()
     items = client.fetch_all(path, **ANCHOR, **options)
+    run.items, run.stop_reason, run.token = list(items), items.stop_reason, items.resume_token
+
+
+def _fetch_partition(client: sheaf.Client, path: str, run: Run, stop_at_first: bool, **options: Any) -> None:
+    """The list planned as one partition (the whole of it), then that partition fetched."""
+    (partition,) = client.partitions(path, 1, **ANCHOR)
+    run.started.set()
+    items = client.fetch_partition(partition, **options)
     run.items, run.stop_reason, run.token = list(items), items.stop_reason, items.resume_token
 
 
@@ -136,7 +145,7 @@ def _aio_stream(client: sheaf.Client, path: str, run: Run, stop_at_first: bool, 
 
 
 MODES: Dict[str, Callable[..., None]] = {
-    "fetch_all": _fetch_all, "stream": _stream, "fetch_to": _fetch_to, "pager": _pager,
+    "fetch_all": _fetch_all, "fetch_partition": _fetch_partition, "stream": _stream, "fetch_to": _fetch_to, "pager": _pager,
     "aio.fetch_all": _aio_fetch_all, "aio.stream": _aio_stream,
 }
 try:
@@ -159,7 +168,7 @@ def run_mode(mode: str, client: sheaf.Client, path: str, tmp_path: Any, stop_at_
     except sheaf.Error as error:
         run.error = error
         run.token = error.resume_token
-        if mode in ("fetch_all", "aio.fetch_all"):   # the others received their items already
+        if mode in ("fetch_all", "fetch_partition", "aio.fetch_all"):   # the others received their items already
             run.items = list(error.items)
         elif mode == "fetch_arrow":
             run.items = error.items.to_pylist()
