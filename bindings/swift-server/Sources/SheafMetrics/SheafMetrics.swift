@@ -142,32 +142,26 @@ public final class MetricsHook: Sendable {
     }
 
     private func counter(_ label: String, _ dims: [(String, String)]) -> Counter {
-        let dims = dims + dimensions, key = key(label, dims)
-        return counters.withLock { made in
-            if let counter = made[key] { return counter }
-            let counter = Counter(label: label, dimensions: dims, factory: factory)
-            made[key] = counter
-            return counter
-        }
+        made(counters, label, dims) { Counter(label: label, dimensions: $0, factory: factory) }
     }
 
     private func timer(_ label: String, _ dims: [(String, String)]) -> CoreMetrics.Timer {
-        let dims = dims + dimensions, key = key(label, dims)
-        return timers.withLock { made in
-            if let timer = made[key] { return timer }
-            let timer = CoreMetrics.Timer(label: label, dimensions: dims, factory: factory)
-            made[key] = timer
-            return timer
-        }
+        made(timers, label, dims) { CoreMetrics.Timer(label: label, dimensions: $0, factory: factory) }
     }
 
     private func gauge(_ label: String, _ dims: [(String, String)]) -> Gauge {
+        made(gauges, label, dims) { Gauge(label: label, dimensions: $0, factory: factory) }
+    }
+
+    /// The metric of `label` with `dims` and the hook's own dimensions: made once, then reused.
+    private func made<Metric>(_ cache: borrowing Mutex<[String: Metric]>, _ label: String, _ dims: [(String, String)],
+                              _ make: ([(String, String)]) -> Metric) -> Metric {
         let dims = dims + dimensions, key = key(label, dims)
-        return gauges.withLock { made in
-            if let gauge = made[key] { return gauge }
-            let gauge = Gauge(label: label, dimensions: dims, factory: factory)
-            made[key] = gauge
-            return gauge
+        return cache.withLock { made in
+            if let metric = made[key] { return metric }
+            let metric = make(dims)
+            made[key] = metric
+            return metric
         }
     }
 }
