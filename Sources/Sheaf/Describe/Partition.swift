@@ -64,6 +64,19 @@ public struct Partition: Sendable, Equatable, CustomStringConvertible {
         return description
     }
 
+    /// What a run of this partition reads for `list` (the list set to it): the partition's URL and
+    /// description, with the list's own budgets, deadline and resume token.
+    func description(runFor list: ListDescription) -> ListDescription {
+        var read = description(path: url)
+        read.maxItems = list.maxItems
+        read.maxPages = list.maxPages
+        read.maxRequests = list.maxRequests
+        read.deadlineMilliseconds = list.deadlineMilliseconds
+        read.resume = list.resume
+        read.partition = self
+        return read
+    }
+
     /// The step between the addressing values of two pages: 1 for page numbers, the page size
     /// for offsets; nil when pages are not addressed.
     var step: Int? {

@@ -188,14 +188,7 @@ public final class ListRun: Sendable {
                                  + "a partition runs only where its client may send its credential (was it edited?)",
                                  url: client.redactor.redact(partition.url))
             }
-            var read = partition.description(path: partition.url)
-            read.maxItems = description.maxItems
-            read.maxPages = description.maxPages
-            read.maxRequests = description.maxRequests
-            read.deadlineMilliseconds = description.deadlineMilliseconds
-            read.resume = description.resume
-            read.partition = partition
-            description = read
+            description = partition.description(runFor: description)
         }
         try description.check()
         var firstURL = try client.firstURL(of: description)
