@@ -342,7 +342,7 @@ SHEAF_API sheaf_result sheaf_client_set_tls_file(sheaf_client *client, sheaf_tls
 
 /** Integer options of a client. Append-only. Set before starting lists; running lists keep theirs. */
 typedef enum sheaf_option {
-    SHEAF_OPT_WINDOW = 1,             /**< Pages in flight at once, 1..64; default 8. With SHEAF_OPT_ADAPTIVE_WINDOW (the default), the window a list starts with. */
+    SHEAF_OPT_WINDOW = 1,             /**< Requests in flight at once to one origin, 1..64; default 8: every list the client runs there shares this one window. With SHEAF_OPT_ADAPTIVE_WINDOW (the default), where the window starts, and the most pages a list asks for before its page one answers. */
     SHEAF_OPT_MAX_PAGES = 2,          /**< Page cap per list, >= 1; default 10000. */
     SHEAF_OPT_MAX_BODY_BYTES = 3,     /**< Body cap per response, 1..2^40 (1 TiB); default 64 MiB. */
     SHEAF_OPT_MAX_ATTEMPTS = 4,       /**< Attempts per request including the first, 1..100; default 4. */
@@ -353,8 +353,8 @@ typedef enum sheaf_option {
     SHEAF_OPT_MAX_REDIRECTS = 9,      /**< Redirects followed per request, 0..50; default 10. */
     SHEAF_OPT_CROSS_ORIGIN = 10,      /**< A next link, redirect or absolute path at another origin: 0 = refused with SHEAF_E_CROSS_ORIGIN (default), 1 = followed without credentials and without the API key's or sheaf_client_add_secret_param's query parameters (never https to http). */
     SHEAF_OPT_TLS_INSECURE = 11,      /**< 1 = do not verify the server's certificate or host name (for tests against self-signed servers; never in production); default 0. */
-    SHEAF_OPT_ADAPTIVE_WINDOW = 12,   /**< 1 = a list's window adapts to the server (default): it grows while latency holds, up to SHEAF_OPT_MAX_WINDOW; shrinks when latency rises (not below where it started) and on 429, 503, 504 or a timeout (down to 1). 0 = it stays at SHEAF_OPT_WINDOW. Either way Retry-After and rate-limit headers (RateLimit, X-RateLimit-Remaining/-Reset) hold new requests back. */
-    SHEAF_OPT_MAX_WINDOW = 13,        /**< The most pages an adaptive window lets in flight, 1..64; default 64 (a lower value caps the starting window too). */
+    SHEAF_OPT_ADAPTIVE_WINDOW = 12,   /**< 1 = the window adapts to the server (default), and what it learns is kept for the client's next lists to that origin: it grows while latency holds, up to SHEAF_OPT_MAX_WINDOW; shrinks when latency rises (not below where it started) and on 429, 503, 504 or a timeout (down to 1). 0 = it stays at SHEAF_OPT_WINDOW. Either way Retry-After and rate-limit headers (RateLimit, X-RateLimit-Remaining/-Reset) hold new requests back. */
+    SHEAF_OPT_MAX_WINDOW = 13,        /**< The most requests an adaptive window lets in flight to one origin, 1..64; default 64 (a lower value caps the starting window too). */
     SHEAF_OPT_HTTP_VERSION = 14       /**< Which HTTP the libcurl transport speaks, a sheaf_http_version; default SHEAF_HTTP_AUTO. Custom transports choose their own. */
 } sheaf_option;
 

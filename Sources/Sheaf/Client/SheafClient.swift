@@ -13,9 +13,8 @@ public final class SheafClient: Sendable {
     private let headers: [HTTPHeader]
     /// Where log records and events go; nil when no one listens.
     let hooks: Hooks?
-    /// The origins that have answered a list's page one with success on this client (see
-    /// `asksAhead(of:)`).
-    private let acceptingOrigins = Locked<Set<Origin>>([])
+    /// The window of each origin the client's lists have sent to (see `pace(for:)`).
+    private let paces = Locked<[Origin: OriginPace]>([:])
 
     /// - Parameters:
     ///   - baseURL: an absolute http or https URL, without user:password.
@@ -57,8 +56,20 @@ public final class SheafClient: Sendable {
 
     /// Notes that `url`'s origin answered a list's page one with success.
     func noteAccepted(_ url: String) {
-        guard let origin = Origin(url) else { return }
-        acceptingOrigins.withLock { _ = $0.insert(origin) }
+        pace(for: url).noteAnsweredPageOne()
+    }
+
+    /// The window of `url`'s origin, shared by every list the client runs there: made with the
+    /// client's configuration when the first one starts, and kept with what it learns for the
+    /// next (a URL with no origin gets a window of its own).
+    func pace(for url: String) -> OriginPace {
+        guard let origin = Origin(url) else { return OriginPace(configuration, hooks: hooks) }
+        return paces.withLock { paces in
+            if let pace = paces[origin] { return pace }
+            let pace = OriginPace(configuration, hooks: hooks)
+            paces[origin] = pace
+            return pace
+        }
     }
 
     /// Whether a list at `url` may ask for a window of pages before its page one answers (see
@@ -70,7 +81,7 @@ public final class SheafClient: Sendable {
         guard let target = Origin(url) else { return false }
         let sendsCredential = credential != nil || credentialProvider != nil
             || headers.contains { HeaderRules.credentialHeaders.contains($0.name.lowercased()) }
-        return (sendsCredential && target == origin) || acceptingOrigins.withLock { $0.contains(target) }
+        return (sendsCredential && target == origin) || paces.withLock { $0[target] }?.hasAnsweredPageOne == true
     }
 
     /// Checks a base URL and credential as `init` does, without a transport.

@@ -64,8 +64,11 @@ final class Fetch: Sendable {
         var isDone = false
         /// Whether an attempt is at the transport, counted in `requests.inFlight`.
         var isOutstanding = false
+        /// Whether the attempt holds a place in its origin's window (`OriginPace.admit`), from
+        /// its admission until its answer or the fetch's end.
+        var holdsPlace = false
         /// When the attempt at the transport was sent (for the log and the window), and the
-        /// list's requests at the transport then, itself included.
+        /// requests to the origin in flight then (the list's, without a pace), itself included.
         var sentAt: UInt64 = 0
         var inFlightAtSend = 0
         /// The list's requests sent before it (for a rate limit's count).
@@ -87,12 +90,13 @@ final class Fetch: Sendable {
     private let state: Locked<State>
     private let completion: Completion
     private let requests: RequestCounters
-    /// A list's window: told of every answer, and obeyed when it says to wait before sending.
-    private let pace: PaceControl?
+    /// The origin's window: every attempt is admitted through it, it is told of every answer,
+    /// and obeyed when it says to wait before sending.
+    private let pace: OriginPace?
 
     /// - Parameter reserved: the first request was counted already (`RequestCounters.reserve`).
     init(client: SheafClient, url: String, template: FetchTemplate = FetchTemplate(), requests: RequestCounters,
-         pace: PaceControl? = nil, reserved: Bool = false, completion: @escaping Completion) {
+         pace: OriginPace? = nil, reserved: Bool = false, completion: @escaping Completion) {
         self.client = client
         self.requests = requests
         self.pace = pace
@@ -118,30 +122,36 @@ final class Fetch: Sendable {
             state.isDone = true
             stopPause(&state)
             settleOutstanding(&state)
+            givePlaceBack(&state)
             giveBackReservation(&state)
             defer { state.task = nil }
             return state.task
         }
     }
 
-    /// Sends the next attempt, or arranges it (after a pause, or once the window has room);
-    /// false when the fetch is over and nothing was done.
+    /// Sends the next attempt, or arranges it (after a pause, or once the origin's window has
+    /// room); false when the fetch is over and nothing was done.
+    /// - Parameter admitted: the origin's window took a place for it already (its turn came).
     @discardableResult
-    private func attempt() -> Bool {
+    private func attempt(admitted: Bool = false) -> Bool {
         // The attempt to send, or how long to wait first (a pause the server asked for).
         let step = state.withLock { state -> (next: (url: String, template: FetchTemplate, serial: Int)?, wait: Int)? in
             guard !state.isDone else { return nil }
             if let pace {
-                // The server asked the list to hold back (Retry-After, a spent rate limit).
+                // The server asked the client to hold back (Retry-After, a spent rate limit).
                 let wait = pace.pause
-                if wait > 0 { return (nil, wait) }
-                // A retry waits for room in the window. Weakly: the run holds its fetches while
-                // they are in flight, and a waiting retry must not keep a cancelled one (and
-                // through its completion, the run) alive. One that is over when its turn comes
-                // says so, and the room goes to the next.
-                if state.attempt > 0, !pace.roomForRetry(requests, otherwise: { [weak self] in self?.attempt() ?? false }) {
+                if wait > 0 {
+                    if admitted { pace.release() }
+                    return (nil, wait)
+                }
+                // Every attempt waits for room in the origin's window. Weakly: the run holds its
+                // fetches while they are in flight, and a waiting attempt must not keep a
+                // cancelled one (and through its completion, the run) alive. One that is over
+                // when its turn comes says so, and the place goes to the next.
+                if !admitted, !pace.admit(otherwise: { [weak self] in self?.attempt(admitted: true) ?? false }) {
                     return (nil, 0)
                 }
+                state.holdsPlace = true
             }
             state.attempt += 1
             state.serial += 1
@@ -210,7 +220,7 @@ final class Fetch: Sendable {
             }
             state.isOutstanding = true
             state.sentAt = DispatchTime.now().uptimeNanoseconds
-            state.inFlightAtSend = requests.inFlight
+            state.inFlightAtSend = pace?.inFlight ?? requests.inFlight
             state.sentBefore = pace?.sent() ?? 0
             return .sent
         }
@@ -261,14 +271,15 @@ final class Fetch: Sendable {
 
     private func handle(_ result: Result<HTTPResponse, TransportError>, url: String, serial: Int) {
         // Requests sent together reach the server in any order: what it saw is the most of the
-        // list's requests in flight at the send and at the answer (this one still counted).
-        let inFlightAtAnswer = requests.inFlight
+        // requests in flight at the send and at the answer (this one still counted).
+        let inFlightAtAnswer = pace?.inFlight ?? requests.inFlight
         let current = state.withLock { state -> (attempt: Int, redirects: Int, template: FetchTemplate, sentAt: UInt64,
                                                  sentBefore: Int, inFlight: Int, refreshes: Bool)? in
             // An answer after the deadline, or for an attempt already replaced, is ignored.
             guard state.serial == serial, state.isOutstanding else { return nil }
             state.task = nil
             settleOutstanding(&state)
+            givePlaceBack(&state)
             return state.isDone ? nil : (state.attempt, state.redirects, state.template, state.sentAt, state.sentBefore,
                                          state.inFlightAtSend,
                                          state.credentialGeneration > 0 && state.refusedGeneration == 0)
@@ -321,10 +332,7 @@ final class Fetch: Sendable {
     /// The attempt at the transport is over (answered or abandoned): count it once, and stop its
     /// deadline.
     private func settleOutstanding(_ state: inout State) {
-        if state.isOutstanding {
-            requests.finished()
-            pace?.requestFinished(requests)
-        }
+        if state.isOutstanding { requests.finished() }
         state.isOutstanding = false
         state.deadline?.cancel()
         state.deadline = nil
@@ -350,6 +358,13 @@ final class Fetch: Sendable {
     }
 
 
+    /// The attempt is over, or was never sent: its place in the origin's window goes to the next.
+    private func givePlaceBack(_ state: inout State) {
+        guard state.holdsPlace else { return }
+        state.holdsPlace = false
+        pace?.release()
+    }
+
     /// Gives the budget back the first request it charged for this fetch, when it was never sent.
     private func giveBackReservation(_ state: inout State) {
         guard state.holdsReservation else { return }
@@ -361,6 +376,7 @@ final class Fetch: Sendable {
         let first = state.withLock { state -> Bool in
             defer { state.isDone = true }
             stopPause(&state)
+            givePlaceBack(&state)         // when it ended before its attempt went out
             giveBackReservation(&state)   // when it ended before its first request went out
             return !state.isDone
         }

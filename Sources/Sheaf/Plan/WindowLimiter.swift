@@ -5,17 +5,20 @@ import FoundationEssentials
 import Foundation
 #endif
 
-/// How many pages of one list are in flight: a window that finds what the server can take.
+/// How many requests to one origin are in flight: a window that finds what the server can take
+/// (`OriginPace` holds one per origin a client sends to).
 /// Pure: answers and the clock come in as values, decisions come out, so every rule is tested
 /// without a server.
 ///
-/// - **Growth.** It starts at the configured window and grows while latency holds: by one per
-///   answer at first (doubling each round trip, as TCP's slow start), then by one per window of
-///   answers, never above the maximum.
-/// - **Latency.** The queue the list builds at the server is estimated as TCP Vegas does:
+/// - **Growth.** It starts at the configured window and grows while latency holds: by three per
+///   answer at first (four times the window each round trip: a slow start twice as steep as
+///   TCP's, which reaches 64 from 8 in a round trip and a half rather than three), then by one
+///   per window of answers, never above the maximum.
+/// - **Latency.** The queue the client builds at the server is estimated as TCP Vegas does:
 ///   `window × (1 − best latency / recent latency)`. Past a few requests of queue the window
-///   shrinks in proportion, at most once per round trip, and never below where it started:
-///   latency alone only undoes growth.
+///   shrinks to what the slow answer says the server serves at once (the requests in flight
+///   with it × best latency / its latency), at most once per round trip, and never below where
+///   it started: latency alone only undoes growth.
 /// - **Refusals.** A 429, 503 or 504, or a timeout, to a request sent while `n` requests were
 ///   in flight says the server takes fewer than `n`: the window drops to `n − 1` (down to 1).
 ///   Reaching `n` again waits for a number of good answers (4 windows' worth at first) that
@@ -40,13 +43,13 @@ struct WindowLimiter {
         /// When the attempt was sent, and how long until its answer (nanoseconds of one clock).
         var sentAt: UInt64
         var latency: UInt64
-        /// The list's requests at the transport while it was, itself included (the most of
+        /// The requests to the origin in flight while it was, itself included (the most of
         /// those at its send and at its answer).
         var inFlight: Int
         /// A refusal's Retry-After, in milliseconds (within the retry cap).
         var retryAfterMilliseconds: Int? = nil
         var rateLimit: RateLimitHeaders? = nil
-        /// The list's requests sent before this one (`WindowLimiter.sent` counts them).
+        /// The origin's requests sent before this one (`WindowLimiter.sent` counts them).
         var sentBefore = 0
     }
 
@@ -59,6 +62,13 @@ struct WindowLimiter {
 
     /// The most good answers a try past a refused level waits for.
     static let longestProbeWait = 256
+    /// What one good answer adds to the window in the slow start. Doubling each round trip
+    /// (TCP's 1) takes three round trips from 8 to 64, and a list of a few hundred pages is only
+    /// six or seven round trips long: the ramp was a third of its time. A steeper start
+    /// overshoots a server that queues by at most four times its capacity for one round trip
+    /// (its latency then cuts the window back), and one that refuses answers the first excess
+    /// request at once.
+    static let slowStartGain = 3
 
     let adaptive: Bool
     /// Where it starts; latency never takes it below.
@@ -82,7 +92,7 @@ struct WindowLimiter {
     private var refusedAt: Int?
     private var probeAfter = 0
     private var sinceProbe = 0
-    /// Requests of the list sent so far.
+    /// Requests to the origin sent so far.
     private(set) var sends = 0
     /// Requests left until `until`: the fewest the server's rate-limit headers said in this
     /// window of the server's, less the requests sent since (answers in flight carry counts
@@ -98,7 +108,7 @@ struct WindowLimiter {
         window = self.start
     }
 
-    /// The pages the list may have in flight at `now`, with `inFlight` requests at the
+    /// The requests the origin may have in flight at `now`, with `inFlight` requests at the
     /// transport: the window, within the requests the server's rate limit leaves (never 0 with
     /// nothing in flight: the server's answer then says what to do).
     func current(at now: UInt64, inFlight: Int = 0) -> Int {
@@ -111,7 +121,7 @@ struct WindowLimiter {
         inFlight < current(at: now, inFlight: inFlight)
     }
 
-    /// A request of the list was sent at `now`: one less left of a rate limit. Returns the
+    /// A request to the origin was sent at `now`: one less left of a rate limit. Returns the
     /// requests sent before it (the answer's `sentBefore`).
     @discardableResult
     mutating func sent(at now: UInt64) -> Int {
@@ -170,7 +180,7 @@ struct WindowLimiter {
         self.best = best
         // A window's worth of answers moves the average most of the way.
         average = average == 0 ? Double(latency) : average + (Double(latency) - average) * 2 / Double(window + 1)
-        // One slow answer ends the doubling (the average lags a window behind): growth goes on
+        // One slow answer ends the slow start (the average lags a window behind): growth goes on
         // by one a round trip.
         if slowStart, Double(latency) > 1.5 * Double(best) + 1_000_000 { slowStart = false }
         // A millisecond added to both: at loopback latencies (well under one) the ratio would be
@@ -180,12 +190,23 @@ struct WindowLimiter {
         let tolerated = Double(max(2, window / 8))
         if queue > 2 * tolerated {
             slowStart = false
-            guard answer.sentAt >= lastCut, window > start else { return nil }
-            window = max(start, Int(Double(window) * ratio))
+            // The average says the server queues; how many it serves at once is the answer's own
+            // story: the requests in flight with it, times the best latency over its own (exact
+            // for a server that queues in order or shares itself among them). The average lags a
+            // window behind: it would cut too little while a queue builds fast (a slow start's
+            // overshoot) and too much once it has drained.
+            let served = Int((Double(answer.inFlight) * (Double(best) + 1e6) / (Double(latency) + 1e6)).rounded())
+            guard answer.sentAt >= lastCut, window > start, served < window else { return nil }
+            window = max(start, served)
             lastCut = now
             return .latencyRose
         }
-        guard queue <= tolerated, window < maximum else { return nil }
+        // An answer vouches for as many requests at once as were in flight with it, and the
+        // window grows at most a slow start's step past that: a list that does not fill its
+        // window (a serial walk, a list's last pages, page one and the page after it) does not
+        // grow it on the strength of answers to fewer requests (TCP's window validation).
+        let vouched = (Self.slowStartGain + 1) * max(1, answer.inFlight)
+        guard queue <= tolerated, window < min(maximum, vouched) else { return nil }
         if let refusedAt, window + 1 >= refusedAt {
             // The step would reach what the server refused: taken only after enough good answers.
             sinceProbe += 1
@@ -194,7 +215,7 @@ struct WindowLimiter {
             window += 1
             self.refusedAt = window + 1
         } else if slowStart {
-            window += 1
+            window = min(maximum, vouched, window + Self.slowStartGain)
         } else {
             growth += 1 / Double(window)
             guard growth >= 1 else { return nil }
@@ -219,105 +240,5 @@ struct WindowLimiter {
         guard taken < window else { return nil }
         window = taken
         return .refused(inFlight: answer.inFlight)
-    }
-}
-
-/// One list's window, shared by its fetches (which report every attempt and wait out a pause
-/// before sending) and its run (which plans within it). Logs each change of the window.
-final class PaceControl: Sendable {
-    private struct State {
-        var limiter: WindowLimiter
-        /// Attempts after the first (retries) waiting for the list's requests at the transport to
-        /// fall below the window: a window that shrank must not be overrun by retries.
-        /// Each says whether it took its turn (false: its fetch is over).
-        var waiting: [@Sendable () -> Bool] = []
-    }
-
-    private let state: Locked<State>
-    private let hooks: Hooks?
-
-    init(_ configuration: ClientConfiguration, hooks: Hooks?) {
-        state = Locked(State(limiter: WindowLimiter(adaptive: configuration.adaptsWindow, start: configuration.window,
-                                                    maximum: configuration.maxWindow,
-                                                    longestPauseMilliseconds: configuration.retry.maxDelayMilliseconds)))
-        self.hooks = hooks
-    }
-
-    static var now: UInt64 { DispatchTime.now().uptimeNanoseconds }
-
-    /// "0.4 ms", "51.0 ms".
-    private static func milliseconds(_ nanoseconds: UInt64) -> String {
-        let tenths = nanoseconds / 100_000
-        return "\(tenths / 10).\(tenths % 10) ms"
-    }
-
-    /// The pages the list may have in flight now, with `inFlight` requests at the transport.
-    func window(inFlight: Int) -> Int { state.withLock { $0.limiter.current(at: Self.now, inFlight: inFlight) } }
-
-    /// A request of the list goes to the transport; returns the requests sent before it.
-    func sent() -> Int {
-        state.withLock { $0.limiter.sent(at: Self.now) }
-    }
-
-    /// Milliseconds a request about to be sent waits first (0: none).
-    var pause: Int { state.withLock { $0.limiter.pause(at: Self.now) } }
-
-    /// Whether a retry may go to the transport now; if not, `retry` runs once a request of the
-    /// list has finished and the window has room, and says whether it took its turn.
-    func roomForRetry(_ requests: RequestCounters, otherwise retry: @escaping @Sendable () -> Bool) -> Bool {
-        state.withLock { state in
-            if state.limiter.hasRoom(at: Self.now, inFlight: requests.inFlight) { return true }
-            state.waiting.append(retry)
-            return false
-        }
-    }
-
-    /// A request of the list left the transport (`requests` counts it out already): if the window
-    /// has room, the first waiting retry goes. One woken when its fetch is already over (its page
-    /// abandoned meanwhile) passes the turn on: else the others would wait for an answer that
-    /// never comes, with nothing in flight.
-    func requestFinished(_ requests: RequestCounters) {
-        let next = state.withLock { state -> (@Sendable () -> Bool)? in
-            guard !state.waiting.isEmpty, state.limiter.hasRoom(at: Self.now, inFlight: requests.inFlight) else { return nil }
-            return state.waiting.removeFirst()
-        }
-        guard let next else { return }
-        DispatchQueue.global().async { [self] in
-            if !next() { requestFinished(requests) }
-        }
-    }
-
-    /// Takes in the answer to an attempt sent at `sentAt` with `inFlight` requests of the list at
-    /// the transport (itself included).
-    func record(_ result: Result<HTTPResponse, TransportError>, sentAt: UInt64, sentBefore: Int, inFlight: Int) {
-        let now = Self.now
-        var answer = WindowLimiter.Answer(kind: .other, sentAt: sentAt, latency: now &- sentAt, inFlight: inFlight,
-                                          sentBefore: sentBefore)
-        switch result {
-        case .success(let response):
-            answer.rateLimit = RateLimitHeaders.parse(response.headers)
-            switch response.status {
-            case 200...299:
-                answer.kind = .ok
-            case 429, 503, 504:
-                answer.kind = .refused
-                answer.retryAfterMilliseconds = response.headers.first(named: "Retry-After")
-                    .flatMap { RetryPolicy.parseRetryAfter($0, now: Date()) }.map { $0 * 1000 }
-            default:
-                break
-            }
-        case .failure(let error):
-            if error.kind == .timeout { answer.kind = .refused }
-        }
-        guard let change = state.withLock({ $0.limiter.record(answer, at: now) }), let hooks else { return }
-        let level: LogRecord.Level = if case .refused = change.reason { .info } else { .debug }
-        hooks.log(level) {
-            let why = switch change.reason {
-            case .latencyHolds: "answers come as fast as the best (\(Self.milliseconds(answer.latency)))"
-            case .latencyRose: "answers slowed to \(Self.milliseconds(answer.latency)): the server queues them"
-            case .refused(let inFlight): "the server refused a request with \(inFlight) in flight"
-            }
-            return LogRecord(level: level, kind: .window, message: "window \(change.from) → \(change.to): \(why)")
-        }
     }
 }

@@ -9,12 +9,14 @@ public enum CrossOriginPolicy: Sendable, Equatable {
 
 /// Limits and policies of a client, applied to every list it runs.
 public struct ClientConfiguration: Sendable, Equatable {
-    /// Pages in flight at once (1...64): the window a list starts with.
+    /// Requests in flight at once to one origin (1...64), every list the client runs there
+    /// together (`OriginPace`): where an adapting window starts, and the most pages a list asks
+    /// for before its page one answers.
     public var window = 8
     /// Whether the window adapts to the server (grows while latency holds, shrinks on refusals
     /// and rising latency; see `WindowLimiter`) or stays at `window`.
     public var adaptsWindow = true
-    /// The most pages an adapting window lets in flight (1...64).
+    /// The most requests an adapting window lets in flight to one origin (1...64).
     public var maxWindow = 64
     /// The most pages one list may fetch.
     public var maxPages = 10_000

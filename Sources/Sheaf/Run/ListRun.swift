@@ -156,7 +156,8 @@ public final class ListRun: Sendable {
     /// finally overflowed the stack.
     private let onSnapshot: Locked<SnapshotCallbackBox?>
     private let requests: RequestCounters
-    private let pace: PaceControl
+    /// The window of the list's origin, shared with the client's other lists there.
+    private let pace: OriginPace
     /// Whether a delivered snapshot stays pending until `snapshotTaken` (a channel's consumer).
     private let takesLater: Bool
 
@@ -164,8 +165,9 @@ public final class ListRun: Sendable {
     public var requestsMade: Int { requests.requestsMade }
     /// Requests waiting for an answer now.
     public var requestsInFlight: Int { requests.inFlight }
-    /// Pages the run lets in flight now (see `ClientConfiguration.adaptsWindow`).
-    public var window: Int { pace.window(inFlight: requests.inFlight) }
+    /// Requests the list's origin may have in flight now, this list's and the client's other
+    /// lists' there together (see `ClientConfiguration.adaptsWindow`).
+    public var window: Int { pace.window }
 
     /// - Parameter pageGate: for a load-more list (`ListPager`), the pages it may fetch before
     ///   `raisePageGate`; each of them is a snapshot of its own.
@@ -265,14 +267,15 @@ public final class ListRun: Sendable {
         let configuration = client.configuration
         let needsDetection = description.paging == .detect || Signal.allCases.contains { description.source(of: $0) == .detect }
         let resolution = needsDetection ? nil : Detector.Resolution(description: description, detected: [], pagingDetected: false)
-        let pace = PaceControl(configuration, hooks: client.hooks)
-        let window = pace.window(inFlight: 0)
+        let pace = client.pace(for: firstURL)
+        let window = pace.window
         let planner = PagePlanner(firstURL: firstURL, paging: description.paging == .detect ? .next : description.paging,
                                   pagesSignalTheEnd: PageReader(description).pagesSignalTheEnd,
                                   window: window, maxPages: configuration.maxPages,
                                   pageBudget: pageBudget, pageGate: pageGate, origin: origin,
                                   resumedPageSize: resumedPageSize, pagesAhead: min(plannedPages ?? .max,
-                                      Self.pagesAhead(description, window: window, asksAhead: client.asksAhead(of: firstURL))))
+                                      Self.pagesAhead(description, window: min(window, configuration.window),
+                                                      asksAhead: client.asksAhead(of: firstURL))))
         let assembler = Assembler(keepsItems: keepsItems, maxItems: description.maxItems,
                                   deduplicates: description.source(of: .identity) != .none, skipsOnFirstPage: start.skip,
                                   deltaPerPage: pageGate != nil, deltasCarryItems: onSnapshot != nil)
@@ -400,7 +403,8 @@ public final class ListRun: Sendable {
                            pageSize: pageSize, point: resumed)
     }
 
-    /// Pages asked for before page one answers (when they can be addressed): a window, within
+    /// Pages asked for before page one answers (when they can be addressed): a window (the one a
+    /// list starts with, not what the origin's has grown to: these pages may not exist), within
     /// the request budget, and no more than the item limit needs at the size asked for (none
     /// ahead when that size is unknown). Without a credential, on an origin that has not yet
     /// answered a page one on this client (`SheafClient.asksAhead(of:)`), page one and page two
@@ -681,7 +685,7 @@ public final class ListRun: Sendable {
                 guard state.fetches[page.index]?.serial == page.serial else { return } // abandoned
                 state.fetches[page.index] = nil
             }
-            state.planner.window = min(pace.window(inFlight: requests.inFlight), state.windowForPageBytes)
+            state.planner.window = min(pace.window, state.windowForPageBytes)
             var actions = decide(&state)[...]
             while let action = actions.popFirst() {
                 switch action {

@@ -59,16 +59,30 @@ private struct Drive {
 }
 
 final class WindowLimiterTests: XCTestCase {
-    func testTheWindowDoublesEachRoundTripWhileLatencyHoldsUpToItsMaximum() {
+    func testTheWindowQuadruplesEachRoundTripWhileLatencyHoldsUpToItsMaximum() {
         var drive = Drive(maximum: 40)
         XCTAssertEqual(drive.limiter.window, 8)
-        drive.round()
-        XCTAssertEqual(drive.limiter.window, 16)
         drive.round()
         XCTAssertEqual(drive.limiter.window, 32)
         drive.round()
         XCTAssertEqual(drive.limiter.window, 40)
         XCTAssertNil(drive.answer(), "at the maximum nothing changes")
+    }
+
+    func testAnswersToFewerRequestsThanTheWindowDoNotGrowIt() {
+        // Page one and the page after it, then a serial walk: two, then one, in flight. They
+        // vouch for 8 and 4 at once: the window stays where it started.
+        var drive = Drive()
+        drive.answer(inFlight: 2)
+        drive.answer(inFlight: 2)
+        for _ in 0..<50 { drive.answer(inFlight: 1) }
+        XCTAssertEqual(drive.limiter.window, 8)
+        // Three in flight vouch for 12: the window grows that far and no further.
+        for _ in 0..<50 { drive.answer(inFlight: 3) }
+        XCTAssertEqual(drive.limiter.window, 12)
+        // A full window grows it again.
+        drive.round()
+        XCTAssertGreaterThan(drive.limiter.window, 12)
     }
 
     func testAMaximumBelowTheStartCapsTheStart() {
@@ -77,7 +91,6 @@ final class WindowLimiterTests: XCTestCase {
 
     func testRisingLatencyShrinksTheWindowButNeverBelowWhereItStarted() {
         var drive = Drive()
-        drive.round()
         drive.round()
         XCTAssertEqual(drive.limiter.window, 32)
         // The server queues: answers take twice as long. The window shrinks, once per round
@@ -93,7 +106,21 @@ final class WindowLimiterTests: XCTestCase {
         XCTAssertEqual(drive.answer(latency: 200)?.to, nil, "latency alone never goes below the start")
     }
 
-    func testOneSlowAnswerEndsTheDoubling() {
+    func testAQueueIsCutToWhatTheSlowAnswerSaysTheServerServesAtOnce() {
+        // A server serving 8 at once, behind a window that overshot to 56 in its slow start: an
+        // answer to a request sent with 48 in flight waits 6 turns (300 ms at 50 ms a turn).
+        var drive = Drive()
+        drive.round()
+        XCTAssertEqual(drive.limiter.window, 32)
+        for _ in 0..<8 { drive.answer(latency: 50, inFlight: 32) }
+        XCTAssertEqual(drive.limiter.window, 56)
+        var cut: (from: Int, to: Int, reason: WindowLimiter.Reason)?
+        for _ in 0..<40 where cut == nil { cut = drive.answer(latency: 300, inFlight: 48) }
+        XCTAssertEqual(cut?.reason, .latencyRose)
+        XCTAssertEqual(cut?.to, 8, "48 × 50 / 300: the server's 8, in one cut, not a fraction of the window")
+    }
+
+    func testOneSlowAnswerEndsTheSlowStart() {
         var drive = Drive()
         drive.answer(latency: 50)
         drive.answer(latency: 120) // the server is queueing
@@ -226,29 +253,67 @@ final class RateLimitHeadersTests: XCTestCase {
     }
 }
 
-final class PaceControlTests: XCTestCase {
+final class OriginPaceTests: XCTestCase {
+    private func pace(window: Int) -> OriginPace {
+        var configuration = ClientConfiguration()
+        configuration.window = window
+        configuration.adaptsWindow = false
+        return OriginPace(configuration, hooks: nil)
+    }
+
     /// The stress test hung once on this: two retries waited for room, the one woken had nothing
     /// left to send (its page abandoned), and the other waited for ever with nothing in flight.
-    func testAWokenRetryWhoseFetchIsOverPassesItsTurnOn() {
-        var configuration = ClientConfiguration()
-        configuration.window = 2
-        configuration.adaptsWindow = false
-        let pace = PaceControl(configuration, hooks: nil)
-        let requests = RequestCounters()
-        XCTAssertTrue(requests.started())
-        XCTAssertTrue(requests.started())
+    func testAWokenAttemptWhoseFetchIsOverPassesItsTurnOn() {
+        let pace = pace(window: 2)
+        XCTAssertTrue(pace.admit { XCTFail("admitted at once"); return true })
+        XCTAssertTrue(pace.admit { XCTFail("admitted at once"); return true })
         let turns = Locked<[String]>([])
         let second = DispatchGroup()
         second.enter()
-        XCTAssertFalse(pace.roomForRetry(requests) { turns.withLock { $0.append("over") }; return false }, "the window is full")
-        XCTAssertFalse(pace.roomForRetry(requests) { turns.withLock { $0.append("sent") }; second.leave(); return true })
-        XCTAssertFalse(pace.roomForRetry(requests) { turns.withLock { $0.append("third") }; return true })
-        requests.finished()
-        pace.requestFinished(requests)
+        XCTAssertFalse(pace.admit { turns.withLock { $0.append("over") }; return false }, "the window is full")
+        XCTAssertFalse(pace.admit { turns.withLock { $0.append("sent") }; second.leave(); return true })
+        XCTAssertFalse(pace.admit { turns.withLock { $0.append("third") }; return true })
+        pace.release()
         XCTAssertEqual(second.wait(timeout: .now() + 10), .success, "the turn was not passed on")
         Thread.sleep(forTimeInterval: 0.2)
         // One request finished, one turn taken: the third waits for the next to finish.
         XCTAssertEqual(turns.withLock { $0 }, ["over", "sent"])
-        XCTAssertTrue(pace.roomForRetry(requests) { XCTFail("not to wait: there is room"); return true })
+        XCTAssertEqual(pace.inFlight, 2)
+        XCTAssertFalse(pace.admit { turns.withLock { $0.append("fourth") }; return true }, "behind the third, not before it")
+        pace.release()
+        pace.release()
+        Thread.sleep(forTimeInterval: 0.2)
+        XCTAssertEqual(turns.withLock { $0 }, ["over", "sent", "third", "fourth"], "first come, first served")
+        XCTAssertEqual(pace.inFlight, 2)
+    }
+
+    /// Many attempts from many threads against a window of 3: never more than 3 admitted at once,
+    /// and every one admitted in the end (no lost turn).
+    func testAdmissionsFromManyThreadsNeverExceedTheWindowAndNoneIsLost() {
+        let pace = pace(window: 3)
+        let admitted = Locked((now: 0, most: 0, total: 0))
+        let done = DispatchGroup()
+        @Sendable func run() {
+            let most = admitted.withLock { counts -> Int in
+                counts.now += 1
+                counts.total += 1
+                counts.most = max(counts.most, counts.now)
+                return counts.most
+            }
+            XCTAssertLessThanOrEqual(most, 3)
+            DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(1)) {
+                admitted.withLock { $0.now -= 1 }
+                pace.release()
+                done.leave()
+            }
+        }
+        for _ in 0..<400 { done.enter() }
+        DispatchQueue.concurrentPerform(iterations: 400) { _ in
+            if pace.admit(otherwise: { run(); return true }) { run() }
+        }
+        XCTAssertEqual(done.wait(timeout: .now() + 30), .success, "a turn was lost")
+        XCTAssertEqual(admitted.withLock { $0.total }, 400)
+        XCTAssertEqual(admitted.withLock { $0.most }, 3)
+        XCTAssertEqual(pace.inFlight, 0)
     }
 }

@@ -50,13 +50,15 @@ class Client(Closing):
             without credentials (never https to http), instead of failing with PolicyError.
         secret_params: query parameters whose values messages hide, besides the built-in
             ``api_key``, ``access_token``, ``token``, ``key``, ``signature``, ``sig``...
-        concurrency: pages in flight at once, 1..64 (the window): where an adaptive window
-            starts, or the window when ``adaptive_window`` is False.
-        adaptive_window: let each list's window find what the server takes: it grows while
+        concurrency: requests in flight at once to one origin, 1..64 (the window), shared by
+            every list the client runs there: where an adaptive window starts, or the window
+            when ``adaptive_window`` is False.
+        adaptive_window: let the window find what the server takes, and keep it for the
+            client's next lists to that origin: it grows while
             latency holds, up to ``max_concurrency``, and shrinks when latency rises (not below
             ``concurrency``) or on 429, 503, 504 and timeouts. Either way, ``Retry-After`` and
             rate-limit headers hold requests back.
-        max_concurrency: the most pages an adaptive window lets in flight, 1..64.
+        max_concurrency: the most requests an adaptive window lets in flight to one origin, 1..64.
         max_pages: page cap per list; a longer walk fails with PolicyError.
         max_body_bytes: body cap per response; a larger body fails with DecodingError.
         max_attempts: attempts per request including the first, 1..100.

@@ -68,3 +68,33 @@ def test_rate_limit_headers_hold_requests_back_until_the_reset(api):
     assert items == expected_items(1500)
     seen_by_server = stats(api)
     assert seen_by_server["refused"] <= 2, seen_by_server
+
+
+def test_lists_on_one_client_share_their_origins_window(api):
+    # Four lists started together on one client: the server never sees more than the client's
+    # one window (16), where four windows of their own would put up to 64 on it.
+    import threading
+    results = {}
+    with sheaf.Client(api.base_url, max_concurrency=16) as client:
+        def fetch(k):
+            results[k] = client.fetch_all(f"/anchor?n=3000&latency_ms=30&list={k}", **PAGES)
+        threads = [threading.Thread(target=fetch, args=(k,)) for k in range(4)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    assert all(results[k] == expected_items(3000) for k in range(4))
+    seen_by_server = stats(api)
+    assert 8 < seen_by_server["max_in_flight"] <= 16, seen_by_server
+
+
+def test_a_list_starts_with_the_window_the_origin_learnt(api):
+    # The first list grows the origin's window; the next list on the client starts where it got
+    # to, not at 8 again (and a list on a new client starts at 8).
+    with sheaf.Client(api.base_url, max_concurrency=40) as client:
+        first = windows_seen(client, "/anchor?n=4000&latency_ms=30")
+        second = windows_seen(client, "/anchor?n=500&latency_ms=30")
+    assert max(first) > 8, first
+    assert second[0] == first[-1] > 8, (first, second)
+    with sheaf.Client(api.base_url, max_concurrency=40) as client:
+        assert windows_seen(client, "/anchor?n=500&latency_ms=30")[0] == 8

@@ -1,0 +1,162 @@
+import Dispatch
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
+/// The window of one origin on one client (`SheafClient.pace(for:)`): every attempt of every list
+/// the client runs there is admitted through it, so that lists started together share what the
+/// server takes rather than each bringing a window of its own, and a list started later begins
+/// with what the earlier ones learnt (the window, the best latency, a refused level, a rate
+/// limit). Logs each change of the window.
+///
+/// Admission is first come, first served: an attempt that finds no room waits in line, and a
+/// request that leaves the transport hands its place straight to the first in line (counted in
+/// flight for it), so no turn is lost between a check and a send. One handed a turn after its
+/// fetch is over hands it on.
+final class OriginPace: Sendable {
+    private struct State {
+        var limiter: WindowLimiter
+        /// Attempts admitted and not yet answered (or abandoned): at the transport, or about to be.
+        var inFlight = 0
+        /// Attempts waiting for room, oldest first from `head` (the array is compacted as it is
+        /// read: a long line is not shifted on every turn).
+        var waiting: [@Sendable () -> Bool] = []
+        var head = 0
+        /// Whether the origin has answered a list's page one with success (see
+        /// `SheafClient.asksAhead(of:)`).
+        var answeredPageOne = false
+
+        mutating func nextInLine(at now: UInt64) -> (@Sendable () -> Bool)? {
+            guard head < waiting.count, limiter.hasRoom(at: now, inFlight: inFlight) else { return nil }
+            let next = waiting[head]
+            head += 1
+            if head == waiting.count {
+                waiting.removeAll(keepingCapacity: true)
+                head = 0
+            } else if head >= 64, head * 2 >= waiting.count {
+                waiting.removeFirst(head)
+                head = 0
+            }
+            inFlight += 1
+            return next
+        }
+    }
+
+    private let state: Locked<State>
+    private let hooks: Hooks?
+
+    init(_ configuration: ClientConfiguration, hooks: Hooks?) {
+        state = Locked(State(limiter: WindowLimiter(adaptive: configuration.adaptsWindow, start: configuration.window,
+                                                    maximum: configuration.maxWindow,
+                                                    longestPauseMilliseconds: configuration.retry.maxDelayMilliseconds)))
+        self.hooks = hooks
+    }
+
+    static var now: UInt64 { DispatchTime.now().uptimeNanoseconds }
+
+    /// "0.4 ms", "51.0 ms".
+    private static func milliseconds(_ nanoseconds: UInt64) -> String {
+        let tenths = nanoseconds / 100_000
+        return "\(tenths / 10).\(tenths % 10) ms"
+    }
+
+    /// The requests the origin may have in flight now.
+    var window: Int { state.withLock { $0.limiter.current(at: Self.now, inFlight: $0.inFlight) } }
+
+    /// Attempts admitted and not yet answered.
+    var inFlight: Int { state.withLock { $0.inFlight } }
+
+    var hasAnsweredPageOne: Bool { state.withLock { $0.answeredPageOne } }
+
+    func noteAnsweredPageOne() { state.withLock { $0.answeredPageOne = true } }
+
+    /// Takes a place in flight for an attempt (true), or puts `turn` in line (false): it runs once
+    /// there is room, on a global queue, with the place already taken for it, and says whether it
+    /// used it (false: its fetch is over; the place goes to the next in line). The place is given
+    /// back with `release`.
+    func admit(otherwise turn: @escaping @Sendable () -> Bool) -> Bool {
+        state.withLock { state in
+            if state.head == state.waiting.count, state.limiter.hasRoom(at: Self.now, inFlight: state.inFlight) {
+                state.inFlight += 1
+                return true
+            }
+            state.waiting.append(turn)
+            return false
+        }
+    }
+
+    /// An admitted attempt is over (answered, abandoned, or never sent): its place goes to the
+    /// first in line when the window has room.
+    func release() {
+        let turns = state.withLock { state in
+            state.inFlight = max(0, state.inFlight - 1)
+            return Self.turns(&state)
+        }
+        hand(turns)
+    }
+
+    /// Every waiting attempt the window has room for, each counted in flight.
+    private static func turns(_ state: inout State) -> [@Sendable () -> Bool] {
+        var turns: [@Sendable () -> Bool] = []
+        let now = Self.now
+        while let next = state.nextInLine(at: now) { turns.append(next) }
+        return turns
+    }
+
+    private func hand(_ turns: [@Sendable () -> Bool]) {
+        for turn in turns {
+            DispatchQueue.global().async { [self] in
+                if !turn() { release() }
+            }
+        }
+    }
+
+    /// A request to the origin goes to the transport; returns the requests sent before it.
+    func sent() -> Int {
+        state.withLock { $0.limiter.sent(at: Self.now) }
+    }
+
+    /// Milliseconds a request about to be sent waits first (0: none).
+    var pause: Int { state.withLock { $0.limiter.pause(at: Self.now) } }
+
+    /// Takes in the answer to an attempt sent at `sentAt` with `inFlight` requests to the origin
+    /// in flight (itself included). A window that grew lets in whoever waits.
+    func record(_ result: Result<HTTPResponse, TransportError>, sentAt: UInt64, sentBefore: Int, inFlight: Int) {
+        let now = Self.now
+        var answer = WindowLimiter.Answer(kind: .other, sentAt: sentAt, latency: now &- sentAt, inFlight: inFlight,
+                                          sentBefore: sentBefore)
+        switch result {
+        case .success(let response):
+            answer.rateLimit = RateLimitHeaders.parse(response.headers)
+            switch response.status {
+            case 200...299:
+                answer.kind = .ok
+            case 429, 503, 504:
+                answer.kind = .refused
+                answer.retryAfterMilliseconds = response.headers.first(named: "Retry-After")
+                    .flatMap { RetryPolicy.parseRetryAfter($0, now: Date()) }.map { $0 * 1000 }
+            default:
+                break
+            }
+        case .failure(let error):
+            if error.kind == .timeout { answer.kind = .refused }
+        }
+        let (change, turns) = state.withLock { state in
+            let change = state.limiter.record(answer, at: now)
+            return (change, change.map { $0.to > $0.from } == true ? Self.turns(&state) : [])
+        }
+        hand(turns)
+        guard let change, let hooks else { return }
+        let level: LogRecord.Level = if case .refused = change.reason { .info } else { .debug }
+        hooks.log(level) {
+            let why = switch change.reason {
+            case .latencyHolds: "answers come as fast as the best (\(Self.milliseconds(answer.latency)))"
+            case .latencyRose: "answers slowed to \(Self.milliseconds(answer.latency)): the server queues them"
+            case .refused(let inFlight): "the server refused a request with \(inFlight) in flight"
+            }
+            return LogRecord(level: level, kind: .window, message: "window \(change.from) → \(change.to): \(why)")
+        }
+    }
+}
