@@ -700,8 +700,10 @@ SHEAF_API sheaf_result sheaf_list_resume_token(sheaf_list *list, char **out_toke
  * first page, counted from 0) and "pages" (its pages as planned), "open_ended" (true for the
  * last partition alone: it goes on to the list's end whatever that is then, so pages added
  * since the plan are read too), "page_size" (the size page one was served), "items_expected"
- * (the range's items from the server's total, or null when unknown), "why" (null, or why the
- * list was not split) and "description" (the description as sheaf_list_description prints it,
+ * (the range's items from the server's total, or null when unknown), "window" (the most
+ * requests its run has in flight: the planning client's SHEAF_OPT_MAX_WINDOW shared out evenly,
+ * at least 1, so that all the partitions together never send more at once than one process
+ * would), "why" (null, or why the list was not split) and "description" (the description as sheaf_list_description prints it,
  * detected parts resolved: nothing is detected again).
  *
  * A list splits when its pages are addressed (page numbers or offsets) and page one tells how

@@ -9,8 +9,10 @@
 /// parts resolved: nothing is detected again), the range (`first_page`, counted from 0, and
 /// `pages`; the last partition is `open_ended`: it goes on to the list's end, taking the pages
 /// added since the plan was made), the page size page one was served (`page_size`), the items the
-/// range expects (`items_expected`, null when unknown) and, for a list that could not be split,
-/// `why` (null otherwise).
+/// range expects (`items_expected`, null when unknown), the most requests it has in flight
+/// (`window`: the planning client's maximum window shared out between the partitions, so that
+/// all of them together never send more at once than one process would) and, for a list that
+/// could not be split, `why` (null otherwise).
 public struct Partition: Sendable, Equatable, CustomStringConvertible {
     /// The version of the JSON form this library writes and reads.
     public static let version = 1
@@ -38,6 +40,9 @@ public struct Partition: Sendable, Equatable, CustomStringConvertible {
     public var itemsExpected: Int?
     /// Why the list was not split (it is then one partition covering all of it); nil when it was.
     public var why: String?
+    /// The most requests the partition's run has in flight (its share of the plan's window);
+    /// nil: the running client's window alone.
+    public var window: Int?
 
     init(index: Int, count: Int, url: String, paging: Paging, signals: [Signal: SignalSource], preset: String?,
          firstPage: Int, pages: Int, openEnded: Bool, pageSize: Int, itemsExpected: Int?, why: String?) {
@@ -102,7 +107,8 @@ public struct Partition: Sendable, Equatable, CustomStringConvertible {
     public var json: [UInt8] {
         var out = "{\"sheaf_partition\":\(Self.version),\"index\":\(index),\"count\":\(count),\"url\":\(JSONText.quote(url))"
         out += ",\"first_page\":\(firstPage),\"pages\":\(pages),\"open_ended\":\(openEnded),\"page_size\":\(pageSize)"
-        out += ",\"items_expected\":\(itemsExpected.map(String.init) ?? "null"),\"why\":\(JSONText.quote(why)),\"description\":"
+        out += ",\"items_expected\":\(itemsExpected.map(String.init) ?? "null"),\"window\":\(window.map(String.init) ?? "null")"
+        out += ",\"why\":\(JSONText.quote(why)),\"description\":"
         return Array(out.utf8) + (descriptionText ?? description(path: "").json(resolution: nil, plan: nil)) + Array("}".utf8)
     }
 
@@ -111,15 +117,18 @@ public struct Partition: Sendable, Equatable, CustomStringConvertible {
     /// The plan of up to `count` partitions of a list whose page one decided `paging` and
     /// `signals`: with `pageCount` known (and pages addressed), contiguous ranges of as even a
     /// size as can be (the first ones a page longer), never more partitions than pages, the last
-    /// one open-ended; otherwise one partition covering the list, saying `why`.
+    /// one open-ended; otherwise one partition covering the list, saying `why`. Each gets an
+    /// even share of `window` (at least 1).
     static func plan(count: Int, url: String, paging: Paging, signals: [Signal: SignalSource], preset: String?,
-                     descriptionText: [UInt8]? = nil, pageCount: Int?, pageSize: Int, total: Int?, why: String?) -> [Partition] {
+                     descriptionText: [UInt8]? = nil, pageCount: Int?, pageSize: Int, total: Int?, why: String?,
+                     window: Int) -> [Partition] {
         guard why == nil, let pageCount, pageCount > 1, paging.isNumbered, pageSize > 0 else {
             let reason = why ?? pageCount.map { $0 == 0 ? "the list is empty" : $0 == 1 ? "the list has one page" : nil } ?? nil
             var one = Partition(index: 0, count: 1, url: url, paging: paging, signals: signals, preset: preset, firstPage: 0,
                                 pages: pageCount ?? 1, openEnded: true, pageSize: pageSize, itemsExpected: total,
                                 why: reason ?? "no page count is known from page one")
             one.descriptionText = descriptionText
+            one.window = window
             return [one]
         }
         let parts = min(count, pageCount)
@@ -140,6 +149,7 @@ public struct Partition: Sendable, Equatable, CustomStringConvertible {
                                       firstPage: first, pages: pages, openEnded: isLast, pageSize: pageSize,
                                       itemsExpected: expected, why: nil)
             partition.descriptionText = descriptionText
+            partition.window = max(1, window / parts)
             partitions.append(partition)
             first += pages
         }
@@ -149,7 +159,7 @@ public struct Partition: Sendable, Equatable, CustomStringConvertible {
     // MARK: Reading
 
     static let fields = ["sheaf_partition", "index", "count", "url", "first_page", "pages", "open_ended", "page_size",
-                         "items_expected", "why", "description"]
+                         "items_expected", "window", "why", "description"]
 
     /// Reads a partition's JSON text.
     /// - Throws: `.invalidArgument` naming the field refused (as a JSON pointer) and what it allows;
@@ -211,6 +221,10 @@ public struct Partition: Sendable, Equatable, CustomStringConvertible {
         self.openEnded = openEnded
         pageSize = try whole("page_size")!
         itemsExpected = try whole("items_expected", nullable: true)
+        if table["window"] != nil {
+            window = try whole("window", nullable: true)
+            guard window.map({ (1...64).contains($0) }) != false else { throw refuse("/window", "must be from 1 to 64, or null") }
+        }
         switch table["why"] {
         case nil: throw refuse("/why", "missing")
         case .null?: why = nil
@@ -326,6 +340,6 @@ extension SheafClient {
         }
         return Partition.plan(count: count, url: url, paging: read.paging, signals: read.signals, preset: read.preset,
                               descriptionText: run.descriptionJSON(), pageCount: pageCount, pageSize: facts.servedPageSize, total: facts.expectedTotal,
-                              why: Partition.whyNotSplit(read.paging, mode: facts.mode))
+                              why: Partition.whyNotSplit(read.paging, mode: facts.mode), window: configuration.maxWindow)
     }
 }

@@ -158,6 +158,8 @@ public final class ListRun: Sendable {
     private let requests: RequestCounters
     /// The window of the list's origin, shared with the client's other lists there.
     private let pace: OriginPace
+    /// The most of it the list takes: a partition's share of its plan's window (`Int.max`: all).
+    private let windowShare: Int
     /// Whether a delivered snapshot stays pending until `snapshotTaken` (a channel's consumer).
     private let takesLater: Bool
 
@@ -268,7 +270,8 @@ public final class ListRun: Sendable {
         let needsDetection = description.paging == .detect || Signal.allCases.contains { description.source(of: $0) == .detect }
         let resolution = needsDetection ? nil : Detector.Resolution(description: description, detected: [], pagingDetected: false)
         let pace = client.pace(for: firstURL)
-        let window = pace.window
+        let windowShare = partition?.window ?? .max
+        let window = min(pace.window, windowShare)
         let planner = PagePlanner(firstURL: firstURL, paging: description.paging == .detect ? .next : description.paging,
                                   pagesSignalTheEnd: PageReader(description).pagesSignalTheEnd,
                                   window: window, maxPages: configuration.maxPages,
@@ -284,6 +287,7 @@ public final class ListRun: Sendable {
         self.startPoint = start
         requests = RequestCounters(budget: description.maxRequests)
         self.pace = pace
+        self.windowShare = windowShare
         var state = State(planner: planner, assembler: assembler, assembledResume: start)
         state.resolution = resolution
         self.state = Locked(state)
@@ -685,7 +689,7 @@ public final class ListRun: Sendable {
                 guard state.fetches[page.index]?.serial == page.serial else { return } // abandoned
                 state.fetches[page.index] = nil
             }
-            state.planner.window = min(pace.window, state.windowForPageBytes)
+            state.planner.window = min(pace.window, windowShare, state.windowForPageBytes)
             var actions = decide(&state)[...]
             while let action = actions.popFirst() {
                 switch action {

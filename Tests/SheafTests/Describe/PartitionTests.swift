@@ -6,11 +6,24 @@ private let numbered = Paging.pageNumber(.init(parameter: "page", first: 1, size
 
 private func plan(_ count: Int, pages: Int?, total: Int?, paging: Paging = numbered, why: String? = nil) -> [Partition] {
     Partition.plan(count: count, url: "https://h/x?per_page=10&page=1", paging: paging, signals: anchorList().signals, preset: nil,
-                   pageCount: pages, pageSize: 10, total: total, why: why)
+                   pageCount: pages, pageSize: 10, total: total, why: why, window: 64)
 }
 
 /// Partitions: the plan (pure), their JSON form, and runs of them against a scripted server.
 final class PartitionTests: XCTestCase {
+    func testEachPartitionGetsAnEvenShareOfThePlansWindowAndReadsItBack() throws {
+        XCTAssertEqual(plan(3, pages: 20, total: 200).map(\.window), [21, 21, 21], "64 / 3: together at most 63")
+        XCTAssertEqual(plan(100, pages: 100, total: 1000).map(\.window), Array(repeating: 1, count: 100),
+                       "at least 1 each")
+        XCTAssertEqual(plan(4, pages: nil, total: nil).map(\.window), [64], "one partition: the whole window")
+        let partition = plan(2, pages: 4, total: 40)[1]
+        XCTAssertEqual(try Partition(partition.description).window, 32)
+        var text = partition.description.replacingOccurrences(of: "\"window\":32", with: "\"window\":0")
+        XCTAssertThrowsError(try Partition(text)) { XCTAssertTrue("\($0)".contains("/window"), "\($0)") }
+        text = partition.description.replacingOccurrences(of: "\"window\":32,", with: "")
+        XCTAssertNil(try Partition(text).window, "a partition without a window: the running client's alone")
+    }
+
     func testAPlanCoversEveryPageOnceInContiguousRangesAndItsLastIsOpenEnded() {
         for pages in 2...13 {
             for count in 1...16 {

@@ -87,6 +87,14 @@ class Partition:
         return None if value is None else int(value)
 
     @property
+    def window(self) -> Optional[int]:
+        """The most requests its run has in flight: its share of the planning client's
+        ``max_concurrency``, so that all the partitions together never send more at once than one
+        process would. None: the running client's window alone."""
+        value = self._fields.get("window")
+        return None if value is None else int(value)
+
+    @property
     def why(self) -> Optional[str]:
         """Why the list was not split (it is then one partition covering all of it); None when it was."""
         return self._fields.get("why")

@@ -8,7 +8,7 @@ import json
 import pickle
 
 import pytest
-from conftest import expected_items
+from conftest import expected_items, stats
 from test_conventions import CONVENTIONS, N, path_of, plain
 
 import sheaf
@@ -138,3 +138,25 @@ def test_the_async_client_plans_and_runs_partitions(api) -> None:
             return [item for part in parts for item in part]
 
     assert asyncio.run(main()) == expected_items(100)
+
+
+def test_partitions_share_the_planning_clients_window_and_together_never_exceed_it(api):
+    # A window of 12 split 3 ways: each partition runs at most 4 in flight, on clients of their
+    # own (as three workers would), so the server sees at most 12 however the windows grow.
+    import threading
+    path = "/anchor?n=6000&latency_ms=20"
+    with sheaf.Client(api.base_url, max_concurrency=12) as planner:
+        partitions = planner.partitions(path, 3, paging="page:page", size_param="per_page", page_size=50)
+    assert [p.window for p in partitions] == [4, 4, 4]
+    results = {}
+
+    def run(partition):
+        with sheaf.Client(api.base_url) as worker:
+            results[partition.index] = worker.fetch_partition(partition)
+    threads = [threading.Thread(target=run, args=(p,)) for p in partitions]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert [item for k in range(3) for item in results[k]] == expected_items(6000)
+    assert stats(api)["max_in_flight"] <= 12
