@@ -52,6 +52,10 @@ Endpoints:
                                   content-range, jira, elastic (conventions.py documents each)
   ANY /req/...                    single requests: echo, flaky, redirect, error shapes
                                   (requests_api.py documents each)
+  GET /orgs/<org>/repos, /repos/<org>/<repo>/issues
+                                  an org of 300 repositories and their issues, 0 to 12 pages
+                                  each in mixed conventions, for fan-out (org_api.py documents
+                                  them and their /_orgs/ control endpoints)
   GET /redirect?to=URL[&code=302] redirect (no latency)
   GET /status?code=S[&retry_after=X]   {"error":"status","status":S}
   GET /_stats                     {"requests":..,"max_in_flight":..,"in_flight":..,"log":[..]}
@@ -407,22 +411,27 @@ class Handler(BaseHTTPRequestHandler):
             return
         self.discard_body()
         if path.startswith("/_"):
-            self.control(method, path)
+            self.control(method, path, split.query)
             return
+        route = ROUTES.get(path) or org_api.route(path)
         if method != "GET":
-            self.send_json(405 if path in ROUTES else 404,
-                           {"error": "method not allowed" if path in ROUTES else "not found"})
+            self.send_json(405 if route is not None else 404,
+                           {"error": "method not allowed" if route is not None else "not found"})
             return
         state = self.server.state
         state.begin(self.path, self.headers.get("Authorization"))
         self._in_flight = True
         try:
-            route = ROUTES.get(path)
             if route is None:
                 self.send_json(404, {"error": "not found"})
                 return
-            cache = self.server.page_cache
             q = Query(split.query)
+            org = org_api.org_of(path)
+            # An org's lists change when issues are added to it: never cached.
+            cache = self.server.page_cache if org is None else None
+            # An org's default options apply where the request sets none (its children's URLs
+            # come from a template, without them).
+            work_q = q if org is None else Query(self.server.orgs.with_options(org, split.query))
             if cache is not None and path != "/redirect" and "bearer=" not in self.path:
                 hit = cache.get(self.path)
                 if hit is not None:
@@ -431,9 +440,9 @@ class Handler(BaseHTTPRequestHandler):
                         self.send(status, body, content_type, headers)
                     return
             try:
-                if path != "/redirect" and not self.work(q, self.latency(q)):
+                if path != "/redirect" and not self.work(work_q, self.latency(work_q)):
                     return
-                if self.refuses_credential(q):
+                if self.refuses_credential(work_q):
                     return
                 if cache is not None and path != "/redirect" and not q.has("fail"):
                     self._capture = []
@@ -470,7 +479,9 @@ class Handler(BaseHTTPRequestHandler):
             return True
         return False
 
-    def control(self, method: str, path: str) -> None:
+    def control(self, method: str, path: str, query: str = "") -> None:
+        if org_api.control(self, method, path, query):
+            return
         if path == "/_stats" and method == "GET":
             self.send_json(200, self.server.state.snapshot())
         elif path == "/_timeline" and method == "GET":
@@ -647,6 +658,7 @@ ROUTES = {
 # The public APIs' conventions, at /conv/<name> (see conventions.py).
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import conventions  # noqa: E402
+import org_api  # noqa: E402
 import requests_api  # noqa: E402
 
 conventions.register(ROUTES)
@@ -688,6 +700,7 @@ class APIServer(ThreadingHTTPServer):
         self.quiet = quiet
         self.verbose = verbose
         self.state = ServerState()
+        self.orgs = org_api.Orgs()
         self._conns: set = set()
         self._conns_lock = threading.Lock()
         self._serving = False

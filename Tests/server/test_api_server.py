@@ -445,3 +445,223 @@ def test_the_timeline_orders_arrivals_and_injected_failures(server):
     assert failure["in_flight"] == 1          # the failing request itself
     get(server, "/_reset", method="POST", data=b"{}")
     assert get(server, "/_timeline").json() == {"arrivals": [], "failures": []}
+
+
+# ---- an org: /orgs/<org>/repos and /repos/<org>/<repo>/issues (org_api.py) -------------------
+
+import re  # noqa: E402
+from concurrent.futures import ThreadPoolExecutor  # noqa: E402
+
+import org_api  # noqa: E402
+
+LINK = re.compile(r'<([^>]*)>;\s*rel="([^"]*)"')
+
+
+def links(response) -> dict:
+    return {rel: url for url, rel in LINK.findall(response.headers.get("Link") or "")}
+
+
+def walk_repos(server, org, query=""):
+    """Every repository of the org's list, following rel="next"; (items, requests)."""
+    items, url, requests = [], f"{server.base_url}/orgs/{org}/repos{query}", 0
+    while url:
+        r = fetch(url)
+        assert r.status == 200, (url, r.status, r.body)
+        requests += 1
+        items += r.json()
+        url = links(r).get("next")
+    return items, requests
+
+
+def issues_page(r):
+    """(items, next URL or None, convention) of one issues page, read as its convention says."""
+    body = r.json()
+    if isinstance(body, list):
+        return body, links(r).get("next"), "link"
+    if "issues" in body:
+        assert set(body) == {"issues", "next"}
+        return body["issues"], body["next"], "body"
+    assert set(body) == {"data", "page", "per_page", "total", "total_pages"}
+    more = body["page"] < body["total_pages"]
+    nxt = None
+    if more:
+        base, _, query = r.url.partition("?")
+        params = [p for p in query.split("&") if p and not p.startswith("page=")]
+        nxt = f"{base}?{'&'.join([*params, 'page=%d' % (body['page'] + 1)])}"
+    return body["data"], nxt, "numbered"
+
+
+def walk_issues(server, org, repo, query=""):
+    """Every issue of one repository, page by page; (items, pages, the conventions seen)."""
+    items, pages, seen = [], 0, set()
+    url = f"{server.base_url}/repos/{org}/{repo}/issues{query}"
+    while url:
+        r = fetch(url)
+        assert r.status == 200, (url, r.status, r.body)
+        r.url = url
+        page_items, url, convention = issues_page(r)
+        items += page_items
+        pages += 1
+        seen.add(convention)
+        assert pages <= 200
+    return items, pages, seen
+
+
+def test_an_org_lists_its_300_repositories_github_style(server):
+    r = get(server, "/orgs/acme/repos")
+    assert r.status == 200 and len(r.json()) == 30
+    assert links(r)["last"] == f"{server.base_url}/orgs/acme/repos?page=10"
+    repos, requests = walk_repos(server, "acme", "?per_page=100")
+    assert requests == 3
+    assert repos == [{"id": i, "name": f"repo-{i:03d}", "full_name": f"acme/repo-{i:03d}", "owner": {"login": "acme"}}
+                     for i in range(300)]
+    assert [r["full_name"] for r in walk_repos(server, "tiny", "?repos=3")[0]] == ["tiny/repo-000", "tiny/repo-001", "tiny/repo-002"]
+    assert get(server, "/orgs/none/repos?repos=0").json() == []
+
+
+def test_an_orgs_repositories_can_repeat_or_miss_their_full_name(server):
+    repos, _ = walk_repos(server, "acme", "?repos=25&per_page=10&repeat=1")
+    assert [r["id"] for r in repos] == [*range(10), 9, *range(10, 20), 19, *range(20, 25)]
+    repos, _ = walk_repos(server, "acme", "?repos=10&missing=4")
+    assert [r["id"] for r in repos if "full_name" not in r] == [3, 7]
+
+
+def test_each_repository_has_its_planned_pages_in_its_convention_and_the_union_is_exact(server):
+    """Walks every child of the default org: page counts 0 to 12 (one request for an empty
+    list), every convention read as documented, ids unique across the org."""
+    repos, _ = walk_repos(server, "acme", "?per_page=100")
+    with ThreadPoolExecutor(8) as pool:
+        walked = list(pool.map(lambda repo: walk_issues(server, "acme", repo["name"]), repos))
+    union, by_convention = [], {}
+    for i, (items, pages, seen) in enumerate(walked):
+        count, planned, convention = org_api.repo_plan("acme", i)
+        assert len(items) == count and seen == {convention}, i
+        assert pages == max(planned, 1), i
+        assert [it["number"] for it in items] == list(range(count, 0, -1))      # newest first
+        assert all(it["repository"] == f"acme/repo-{i:03d}" for it in items)
+        by_convention.setdefault(convention, set()).add(planned)
+        union += items
+    ids = [it["id"] for it in union]
+    assert len(ids) == len(set(ids))                                            # unique across the org
+    assert sorted(union, key=lambda it: it["id"]) == org_api.expected_issues("acme")
+    assert get(server, "/_orgs/acme/issues").json() == {"count": len(union), "issues": org_api.expected_issues("acme")}
+    # Every convention, each with empty lists and with the full 12 pages.
+    assert set(by_convention) == {"link", "body", "numbered"}
+    for planned in by_convention.values():
+        assert {0, 12} <= planned and planned <= set(range(13))
+
+
+def test_an_empty_repository_answers_an_empty_list_in_its_convention(server):
+    empty = {}
+    for i in range(300):
+        count, pages, convention = org_api.repo_plan("acme", i)
+        if pages == 0:
+            empty.setdefault(convention, i)
+    assert set(empty) == {"link", "body", "numbered"}
+    assert get(server, f"/repos/acme/repo-{empty['link']:03d}/issues").json() == []
+    assert "Link" not in get(server, f"/repos/acme/repo-{empty['link']:03d}/issues").headers
+    assert get(server, f"/repos/acme/repo-{empty['body']:03d}/issues").json() == {"issues": [], "next": None}
+    assert get(server, f"/repos/acme/repo-{empty['numbered']:03d}/issues").json() == {
+        "data": [], "page": 1, "per_page": 10, "total": 0, "total_pages": 0}
+
+
+def test_issues_page_size_direction_and_pages_past_the_end(server):
+    i = next(i for i in range(300) if org_api.repo_plan("acme", i)[1] == 12)
+    repo = f"repo-{i:03d}"
+    count = org_api.repo_plan("acme", i)[0]
+    items, pages, _ = walk_issues(server, "acme", repo, "?per_page=100&direction=asc")
+    assert pages == 2 and [it["number"] for it in items] == list(range(1, count + 1))
+    assert [it["updated_at"] for it in items] == sorted(it["updated_at"] for it in items)
+    past = issues_page(get_with_url(server, f"/repos/acme/{repo}/issues?page=99"))[0]
+    assert past == []
+
+
+def get_with_url(server, path):
+    r = get(server, path)
+    r.url = server.base_url + path
+    return r
+
+
+def test_added_issues_come_first_and_since_returns_only_them(server):
+    get(server, "/_orgs/grow/reset", method="POST")
+    try:
+        before = org_api.expected_issues("grow")
+        newest = max(it["updated_at"] for it in before)
+        i = next(i for i in range(300) if org_api.repo_plan("grow", i)[1] == 3)
+        count = org_api.repo_plan("grow", i)[0]
+        r = get(server, f"/_orgs/grow/repos/repo-{i:03d}/issues?add=4", method="POST")
+        assert r.status == 200
+        added = r.json()["added"]
+        assert r.json()["count"] == count + 4
+        assert [it["number"] for it in added] == list(range(count + 1, count + 5))
+        assert all(it["updated_at"] > newest for it in added)
+        r = get(server, "/_orgs/grow/repos/repo-000/issues?add=1", method="POST")
+        last = r.json()["added"]
+        # The repository's list now starts with them, newest first, on the pages they take.
+        items, pages, _ = walk_issues(server, "grow", f"repo-{i:03d}")
+        assert items[:4] == added[::-1] and len(items) == count + 4 and pages == -(-(count + 4) // 10)
+        # since= (inclusive, as GitHub's) finds exactly what was added after the first run.
+        since = added[0]["updated_at"]
+        assert walk_issues(server, "grow", f"repo-{i:03d}", f"?since={since}")[0] == added[::-1]
+        assert walk_issues(server, "grow", "repo-001", f"?since={since}")[0] == []
+        assert walk_issues(server, "grow", "repo-000", f"?since={since}")[0] == last
+        # The expected issues count them, with or without since.
+        expected = get(server, "/_orgs/grow/issues").json()
+        assert expected["count"] == len(before) + 5
+        assert expected["issues"] == server.orgs.expected("grow")
+        assert get(server, f"/_orgs/grow/issues?since={since}").json()["issues"] == sorted(added + last, key=lambda it: it["id"])
+        assert org_api.expected_issues("grow", since=since) == []
+        # /_reset keeps them; /_orgs/<org>/reset forgets them.
+        get(server, "/_reset")
+        assert len(walk_issues(server, "grow", f"repo-{i:03d}")[0]) == count + 4
+        get(server, "/_orgs/grow/reset", method="POST")
+        assert get(server, "/_orgs/grow/issues").json()["count"] == len(before)
+    finally:
+        get(server, "/_orgs/grow/reset", method="POST")
+
+
+def test_an_orgs_options_apply_to_its_lists_unless_a_request_sets_its_own(server):
+    assert get(server, "/_orgs/slow/options?latency_ms=300&limit=2&limit_retry_after=5", method="POST").status == 200
+    try:
+        answers = concurrently(server, ["/repos/slow/repo-000/issues", "/repos/slow/repo-001/issues",
+                                        "/orgs/slow/repos"])
+        statuses = sorted(a.status for a in answers)
+        assert statuses == [200, 200, 429]
+        refused = next(a for a in answers if a.status == 429)
+        assert refused.headers["Retry-After"] == "5"
+        t0 = time.monotonic()
+        assert get(server, "/repos/slow/repo-000/issues").status == 200
+        assert time.monotonic() - t0 >= 0.3
+        t0 = time.monotonic()
+        assert get(server, "/repos/slow/repo-000/issues?latency_ms=0").status == 200   # its own wins
+        assert time.monotonic() - t0 < 0.25
+        t0 = time.monotonic()
+        get(server, "/repos/acme/repo-000/issues")                                     # another org: none
+        assert time.monotonic() - t0 < 0.25
+        # capacity= queues rather than refuses; bearer= asks every request for the token.
+        get(server, "/_orgs/slow/options?latency_ms=150&capacity=1&bearer=T", method="POST")
+        t0 = time.monotonic()
+        answers = concurrently(server, ["/repos/slow/repo-000/issues"] * 2)
+        assert [a.status for a in answers] == [401, 401] and time.monotonic() - t0 >= 0.3
+        ok = get(server, "/orgs/slow/repos", headers={"Authorization": "Bearer T"})
+        assert ok.status == 200
+        assert "bearer" not in (links(ok).get("next") or "")     # defaults stay out of next links
+    finally:
+        get(server, "/_orgs/slow/reset", method="POST")
+    assert get(server, "/_orgs/slow/options?per_page=5", method="POST").json() == {"error": "bad parameter", "param": "per_page"}
+
+
+def test_an_orgs_lists_take_fail_and_garbage_and_refuse_bad_requests(server):
+    assert get(server, "/repos/acme/repo-000/issues?fail=1:1:503").status == 503
+    assert get(server, "/repos/acme/repo-000/issues?fail=1:1:503").status == 200
+    assert get(server, "/orgs/acme/repos?page=2&garbage=2").body == api_server.GARBAGE_BODY
+    assert get(server, "/repos/acme/repo-7/issues").status == 404
+    assert get(server, "/repos/acme/widgets/issues").status == 404
+    assert get(server, "/repos/acme/repo-000/issues?since=yesterday").json() == {"error": "bad parameter", "param": "since"}
+    assert get(server, "/repos/acme/repo-000/issues?direction=up").status == 400
+    assert get(server, "/repos/acme/repo-000/issues?page=0").status == 400
+    assert get(server, "/orgs/acme/repos", method="POST", data=b"").status == 405
+    assert get(server, "/_orgs/acme/repos/repo-000/issues?add=1").status == 405     # adding is a POST
+    assert get(server, "/_orgs/acme/repos/nope/issues?add=1", method="POST").status == 404
+    assert get(server, "/_orgs/acme/repos/repo-000/issues?add=x", method="POST").status == 400
+    assert get(server, "/_stats").json()["requests"] == 8     # control requests are not counted

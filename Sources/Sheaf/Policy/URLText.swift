@@ -32,6 +32,19 @@ enum URLText {
                 start += 1
             }
         }
+        return escapingInvalid(url, from: start)
+    }
+
+    /// `part` (a piece of a URL after its authority: a path, a query, or a piece of either) with
+    /// every byte a URL may not hold there percent-encoded as `escapingInvalid(_:)` does, and
+    /// every existing %XX escape kept; no authority is looked for in it.
+    static func escapingInvalid(part: String) -> String {
+        escapingInvalid(part, from: 0)
+    }
+
+    /// `url` with the bytes from `start` on escaped (`escapingInvalid(_:)`).
+    private static func escapingInvalid(_ url: String, from start: Int) -> String {
+        let bytes = Array(url.utf8)
         /// Whether the byte at `i` stays as written: a `%` only when it starts an escape.
         func kept(_ i: Int) -> Bool {
             guard bytes[i] == UInt8(ascii: "%") else { return isAllowedInURL(bytes[i]) }
@@ -170,6 +183,33 @@ enum URLText {
             }
         }
         return String(decoding: out, as: UTF8.self)
+    }
+
+    /// Percent-encodes everything but RFC 3986 unreserved characters and "/", for a value that
+    /// fills part of a path (GitHub's "owner/repo" fills two segments). A value that makes a
+    /// whole segment "." or ".." is the caller's to escape further.
+    static func encodePathValue(_ text: String) -> String {
+        var encoded = ""
+        for byte in text.utf8 {
+            if byte == UInt8(ascii: "/") || isUnreserved(byte) {
+                encoded.unicodeScalars.append(Unicode.Scalar(byte))
+            } else {
+                encoded += String(decoding: percentEscape(byte), as: UTF8.self)
+            }
+        }
+        return encoded
+    }
+
+    /// Whether `byte` is an RFC 3986 unreserved character (ALPHA / DIGIT / "-" / "." / "_" / "~").
+    private static func isUnreserved(_ byte: UInt8) -> Bool {
+        switch byte {
+        case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
+             UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "."),
+             UInt8(ascii: "_"), UInt8(ascii: "~"):
+            true
+        default:
+            false
+        }
     }
 
     /// Percent-encodes everything but RFC 3986 unreserved characters.

@@ -170,4 +170,18 @@ final class URLTextTests: XCTestCase {
         XCTAssertEqual(URLText.escapingInvalid("HTTPS+x.1://h:1/a b"), "HTTPS+x.1://h:1/a%20b")
         XCTAssertEqual(URLText.escapingInvalid("1x://h/a b"), "1x://h/a%20b")
     }
+
+    // MARK: escapingInvalid(part:), encodePathValue
+
+    func testEscapingAPartLooksForNoAuthority() {
+        XCTAssertEqual(URLText.escapingInvalid(part: "http://h x/a b%41%"), "http://h%20x/a%20b%41%25")
+        XCTAssertEqual(URLText.escapingInvalid(part: "?q=a b&u=https://x/%7E"), "?q=a%20b&u=https://x/%7E")
+    }
+
+    func testAPathValueKeepsUnreservedCharactersAndSlashesOnly() {
+        XCTAssertEqual(URLText.encodePathValue("owner/repo-1.x_y~z"), "owner/repo-1.x_y~z")
+        XCTAssertEqual(URLText.encodePathValue("a b?c#d%e+f&g=h:i@j;k,l'm(n)o!p*q$r[s]"),
+                       "a%20b%3Fc%23d%25e%2Bf%26g%3Dh%3Ai%40j%3Bk%2Cl%27m%28n%29o%21p%2Aq%24r%5Bs%5D")
+        XCTAssertEqual(URLText.encodePathValue("é"), "%C3%A9")
+    }
 }
