@@ -24,7 +24,7 @@ ENABLED = os.environ.get("SHEAF_ENGINE_TESTS") == "1"
 if not ENABLED:
     collect_ignore_glob = ["test_*.py"]
 else:   # the Python suite's own environment is left alone
-    from engine_lists import OTHER_SECRET, SECRET
+    from .engine_lists import OTHER_SECRET, SECRET
 
     os.environ["SHEAF_TOKEN"] = SECRET
     os.environ["SHEAF_OTHER_TOKEN"] = OTHER_SECRET
@@ -34,7 +34,7 @@ else:   # the Python suite's own environment is left alone
     os.environ.setdefault("RAY_AUTH_MODE", "disabled")     # no token file written to ~/.ray
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
 
-from engine_lists import LISTS, N, SECRET, SLOTS  # noqa: E402
+from .engine_lists import LISTS, N, SECRET, SLOTS  # noqa: E402
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -9,7 +9,7 @@ import threading
 import time
 
 import pytest
-from engine_lists import (ADDRESSED, CLIENT_OPTIONS, LISTS, OTHER_SECRET, assert_read_within_budget, authorizations,
+from .engine_lists import (ADDRESSED, CLIENT_OPTIONS, LISTS, OTHER_SECRET, assert_read_within_budget, authorizations,
                           secret_free)
 
 

@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
-from engine_lists import (ADDRESSED, CLIENT_OPTIONS, LISTS, OTHER_SECRET, assert_read_within_budget, authorizations,
+from .engine_lists import (ADDRESSED, CLIENT_OPTIONS, LISTS, OTHER_SECRET, assert_read_within_budget, authorizations,
                           rows_json, secret_free)
 
 

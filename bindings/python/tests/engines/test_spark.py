@@ -6,7 +6,7 @@ import json
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
-from engine_lists import (ADDRESSED, CLIENT_OPTIONS, LISTS, OTHER_SECRET, SECRET, WINDOW, assert_read_within_budget,
+from .engine_lists import (ADDRESSED, CLIENT_OPTIONS, LISTS, OTHER_SECRET, SECRET, WINDOW, assert_read_within_budget,
                       authorizations, rows_json, secret_free)
 
 
