@@ -52,11 +52,28 @@ print(f"pyspark {pyspark.__version__}, ray {ray.__version__}, dask {dask.__versi
 
 export SHEAF_ENGINE_TESTS=1 PYSPARK_PYTHON="$venv/bin/python" PYSPARK_DRIVER_PYTHON="$venv/bin/python"
 export RAY_AUTH_MODE=disabled RAY_USAGE_STATS_ENABLED=0
-# Ray keeps its session files (sockets, logs) under a temporary folder of its own.
-export RAY_TMPDIR="${RAY_TMPDIR:-$build_dir/engines-ray}"
+# Ray keeps its session files (sockets, logs) in a folder of this run's, searched for tokens below.
+if [[ -z ${RAY_TMPDIR:-} ]]; then
+    export RAY_TMPDIR="$build_dir/engines-ray"
+    rm -rf "$RAY_TMPDIR"
+fi
 mkdir -p "$RAY_TMPDIR"
 cd "$package/../.."
+# Uncaptured (-s), so that whatever the engines and their workers print (Spark's JVM, Ray, Dask)
+# is in the log, which is then searched for the tokens: none may be there.
+log="$build_dir/engines-test.log"
 status=0
-"$venv/bin/python" -m pytest -q -p no:cacheprovider "$here" "$@" || status=$?
-echo "== engines: $((SECONDS - start)) s in all"
+"$venv/bin/python" -m pytest -q -s -rfE -p no:cacheprovider "$here" "$@" >"$log" 2>&1 || status=$?
+if [[ $status == 0 ]]; then tail -n 5 "$log"; else cat "$log"; fi
+secrets="$build_dir/engines-secrets"
+"$venv/bin/python" -c 'import sys; sys.path.insert(0, sys.argv[1]); import engine_lists as e; print(e.SECRET); print(e.OTHER_SECRET)' \
+    "$here" >"$secrets"
+# Files that hold a token (sockets and unreadable files skipped: not a match, not a failure).
+found=$(grep -rlsF -D skip -f "$secrets" "$log" "$RAY_TMPDIR" || true)
+if [[ -n $found ]]; then
+    echo "engines: a token is in the output or the logs: $found" >&2
+    status=1
+fi
+rm -f "$secrets"
+echo "== engines: $((SECONDS - start)) s in all (the whole output: $log)"
 exit $status
