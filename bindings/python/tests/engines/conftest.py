@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import os
 import sys
-from typing import Any, Dict, Iterator, List
+from typing import Any, Dict, Iterator
 
 import pytest
 

@@ -53,3 +53,14 @@ def secret_free(blob: bytes, what: str) -> None:
     assert SECRET.encode() not in blob and OTHER_SECRET.encode() not in blob, f"a token is in {what}"
 
 
+
+
+def asked_again(server: Any, parameter: str) -> List[int]:
+    """The values of `parameter` (a page number or an offset) that more than one request asked for,
+    beyond those of page one's window (asked when planning, and again by the first partition)."""
+    from urllib.parse import parse_qs, urlsplit
+
+    asked = [int(parse_qs(urlsplit(entry["path"]).query).get(parameter, ["0"])[0])
+             for entry in server.state.snapshot()["log"] if not entry["path"].startswith("/_")]
+    smallest = sorted(set(asked))[:WINDOW + 1]
+    return sorted({value for value in asked if asked.count(value) > 1 and value not in smallest})

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import json
-from urllib.parse import parse_qs, urlsplit
 
 import pytest
-from .engine_lists import (ADDRESSED, CLIENT_OPTIONS, LISTS, OTHER_SECRET, SECRET, WINDOW, assert_read_within_budget,
-                      authorizations, rows_json, secret_free)
+from .engine_lists import (ADDRESSED, CLIENT_OPTIONS, LISTS, OTHER_SECRET, SECRET, asked_again,
+                           assert_read_within_budget, authorizations, rows_json, secret_free)
 
 
 def _reader(spark, server, path: str, partitions: int = 8):
@@ -42,10 +41,7 @@ def test_a_failed_partition_is_run_again_alone(spark, api) -> None:
     path = "/anchor?n=2000&per_page=100&fail=12:1:500"
     frame = _reader(spark, api, path, partitions=4).option("max_attempts", 1).load()
     assert sorted(row.id for row in frame.collect()) == list(range(2000))   # (orderBy would read it twice)
-    pages = [int(parse_qs(urlsplit(entry["path"]).query).get("page", ["1"])[0])
-             for entry in api.state.snapshot()["log"] if entry["path"].startswith("/anchor?")]
-    # Page one and the window sent with it are read when planning too.
-    again = sorted({page for page in pages if pages.count(page) > 1 and page > 1 + WINDOW})
+    again = asked_again(api, "page")   # beyond page one's window, read when planning too
     assert 12 in again and all(11 <= page <= 15 for page in again), again
 
 
