@@ -11,7 +11,8 @@ one read of page one), ``parallelism`` of them unless ``partitions=`` says how m
 runs one on a client of its own and returns it as one Arrow table (a block). A task whose worker
 dies is run again whole by Ray (tasks' ``max_retries``, 3 by default); pass
 ``ray_remote_args={"retry_exceptions": True}`` to ``read_datasource`` to retry a partition that
-failed with an error too.
+failed with an error too (Ray 2.60 warns that ``ray_remote_args`` is deprecated, and names no
+other way to ask for that yet).
 
 The token is read by each task from its process's environment (``token_env``, ``SHEAF_TOKEN`` by
 default): the source, its tasks and their pickles hold none.
