@@ -64,7 +64,8 @@ def spark() -> Iterator[Any]:
     import sheaf.spark
 
     session = (SparkSession.builder.master(f"local[{SLOTS},2]").appName("sheaf-engines")
-               .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "2")
+               .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
+               .config("spark.sql.shuffle.partitions", "2")
                .config("spark.driver.bindAddress", "127.0.0.1").config("spark.driver.host", "127.0.0.1")
                .getOrCreate())
     try:

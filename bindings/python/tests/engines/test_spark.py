@@ -61,6 +61,11 @@ def test_a_refused_request_fails_the_read_without_showing_the_token(spark, api, 
     secret_free((str(failed.value) + out + err).encode(), "the error or the logs")
 
 
+def test_the_url_may_be_given_to_load(spark, api) -> None:
+    frame = spark.read.format("sheaf").option("partitions", 3).load(f"{api.base_url}/anchor?n=500&per_page=50")
+    assert frame.count() == 500 and frame.rdd.getNumPartitions() == 3
+
+
 def test_options_are_checked_on_the_driver(spark, api) -> None:
     with pytest.raises(Exception, match="unknown option.*parts"):
         spark.read.format("sheaf").option("url", f"{api.base_url}/anchor").option("parts", 2).load()
