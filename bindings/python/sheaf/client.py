@@ -439,8 +439,12 @@ class Client(Closing):
             Error: as :meth:`fetch_all`, its ``items`` a table of the rows before the failure.
         """
         batches_of = SnapshotBatches(schema)   # imports pyarrow: an ImportError before anything is made
-        run = self._new_run(path, description, parts, query, headers, max_items=max_items, max_pages=max_pages,
-                            max_requests=max_requests, deadline=deadline, resume=resume)
+        return self._fetch_arrow(self._new_run(path, description, parts, query, headers, max_items=max_items,
+                                               max_pages=max_pages, max_requests=max_requests, deadline=deadline,
+                                               resume=resume), batches_of)
+
+    def _fetch_arrow(self, run: ListRun, batches_of: SnapshotBatches) -> pyarrow.Table:
+        """Runs `run` to its end, its snapshots read as record batches (fetch_arrow's loop)."""
         batches: List[Any] = []
         resume_before: Optional[str] = None
         try:
@@ -565,6 +569,39 @@ class Client(Closing):
         """As :meth:`fetch_partition`, as a :class:`SnapshotStream` (see :meth:`stream`)."""
         return SnapshotStream(self._partition_run(partition, headers, query, max_items, max_pages, max_requests,
                                                   deadline, resume, decode))
+
+    def fetch_partition_arrow(self, partition: Union[Partition, str], *, schema: Optional[pyarrow.Schema] = None,
+                              headers: Optional[Headers] = None, query: Optional[Query] = None,
+                              max_items: Optional[int] = None, max_pages: Optional[int] = None,
+                              max_requests: Optional[int] = None, deadline: Optional[float] = None,
+                              resume: Optional[str] = None) -> pyarrow.Table:
+        """As :meth:`fetch_partition`, as a ``pyarrow.Table`` read the way :meth:`fetch_arrow`
+        reads a list (`schema` as there; its metadata says how the range ended). The tables of a
+        plan's partitions, concatenated, are the list's rows. Needs pyarrow
+        (``pip install sheaf[arrow]``).
+
+        Raises:
+            ImportError: pyarrow is not installed. SchemaError, UsageError, Error: as
+                :meth:`fetch_arrow` and :meth:`fetch_partition`.
+        """
+        batches_of = SnapshotBatches(schema)
+        return self._fetch_arrow(self._partition_run(partition, headers, query, max_items, max_pages, max_requests,
+                                                     deadline, resume, None), batches_of)
+
+    def stream_partition_batches(self, partition: Union[Partition, str], *, schema: Optional[pyarrow.Schema] = None,
+                                 headers: Optional[Headers] = None, query: Optional[Query] = None,
+                                 max_items: Optional[int] = None, max_pages: Optional[int] = None,
+                                 max_requests: Optional[int] = None, deadline: Optional[float] = None,
+                                 resume: Optional[str] = None) -> SnapshotStream[pyarrow.RecordBatch]:
+        """As :meth:`fetch_partition_arrow`, as ``pyarrow.RecordBatch`` es, one per snapshot, in
+        a :class:`SnapshotStream` (see :meth:`stream_batches`). Nothing is kept.
+
+        Raises:
+            ImportError: pyarrow is not installed (raised here, not at the first ``next()``).
+        """
+        batches_of = SnapshotBatches(schema)
+        return SnapshotStream(self._partition_run(partition, headers, query, max_items, max_pages, max_requests,
+                                                  deadline, resume, None), batches_of.batch_of)
 
     def _fetch_partition_to(self, partition: Union[Partition, str], out: Union[int, Any], *, format: str = "json",
                             progress: Optional[Callable[[Progress], None]] = None, **options: Any) -> Written:

@@ -160,3 +160,31 @@ def test_partitions_share_the_planning_clients_window_and_together_never_exceed_
         thread.join()
     assert [item for k in range(3) for item in results[k]] == expected_items(6000)
     assert stats(api)["max_in_flight"] <= 12
+
+
+@pytest.mark.parametrize("name", sorted(SPLIT) + ["drf-cursor"])
+def test_the_partitions_as_arrow_tables_together_are_the_lists_table(api, name: str) -> None:
+    pa = pytest.importorskip("pyarrow", reason="pyarrow is not installed (pip install sheaf[arrow])")
+    with sheaf.Client(api.base_url, TOKEN) as client:
+        whole = client.fetch_arrow(_path(name))
+        partitions = client.partitions(_path(name), 3)
+        tables = [client.fetch_partition_arrow(pickle.loads(pickle.dumps(p))) for p in partitions]
+        batches = [batch for p in partitions for batch in client.stream_partition_batches(p.json)]
+    assert all(t.schema.metadata[b"sheaf.stop_reason"] == b"COMPLETE" for t in tables)
+    joined = pa.concat_tables(tables, promote_options="default")
+    assert plain(joined.to_pylist()) == plain(whole.to_pylist()) == expected_items(N)
+    assert plain(pa.Table.from_batches(batches).to_pylist()) == expected_items(N)
+
+
+def test_a_partition_as_arrow_takes_a_schema_and_budgets(api) -> None:
+    pa = pytest.importorskip("pyarrow", reason="pyarrow is not installed (pip install sheaf[arrow])")
+    with sheaf.Client(api.base_url) as client:
+        partition = client.partitions("/anchor?n=100&per_page=10", 3)[1]   # pages 5-7
+        table = client.fetch_partition_arrow(partition, schema=pa.schema([("id", pa.float64())]), max_pages=1)
+        assert table.schema.field("id").type == pa.float64()
+        assert table.column("id").to_pylist() == [float(i) for i in range(40, 50)]
+        assert table.schema.metadata[b"sheaf.stop_reason"] == b"PAGE_BUDGET"
+        rest = client.fetch_partition_arrow(partition, resume=table.schema.metadata[b"sheaf.resume_token"].decode())
+        assert rest.to_pylist() == expected_items(70, 50)
+        with pytest.raises(UsageError, match="schema must be a pyarrow.Schema"):
+            client.stream_partition_batches(partition, schema={"id": "int"})

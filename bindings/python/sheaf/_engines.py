@@ -1,0 +1,196 @@
+"""What the engine modules (sheaf.spark, sheaf.ray, sheaf.dask) share: a list read as partitions by
+tasks that each run one on a client of their own.
+
+The driver plans the partitions (:meth:`ListRead.plan`, one read of page one); each task gets a
+:class:`ListRead` and one :class:`~sheaf.Partition`, both plain values, and reads the partition
+as Arrow. No credential is in either: a task reads its token from its own process's environment
+(``token_env``, ``SHEAF_TOKEN`` by default) when it makes its client, so a plan, a task's
+arguments, a pickle or an engine's log never hold one. A partition that fails is run again whole
+by the engine (its rows are discarded with the failed task), never resumed half-way.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Iterator, List, Mapping, Optional, Tuple, Union
+from urllib.parse import urlsplit
+
+from .arrow import require_pyarrow
+from .client import Client
+from .description import Description
+from .errors import CredentialError, Result, UsageError
+from .partition import Partition
+
+if TYPE_CHECKING:  # pragma: no cover - for type checkers only
+    import pyarrow
+
+#: The environment variable a task reads its bearer token from, unless told another.
+DEFAULT_TOKEN_ENV = "SHEAF_TOKEN"
+
+#: The sheaf.Client options a read may set for its tasks' clients: plain values, no credential.
+CLIENT_OPTIONS = frozenset({
+    "concurrency", "adaptive_window", "max_concurrency", "max_pages", "max_body_bytes", "max_attempts",
+    "retry_base", "retry_max", "timeout", "connect_timeout", "max_redirects", "verify", "cert", "http_version",
+})
+
+#: Headers that carry credentials: refused in a read's headers, which every task's arguments hold.
+CREDENTIAL_HEADERS = frozenset({"authorization", "proxy-authorization", "cookie"})
+
+
+def require(module: str, extra: str, engine: str) -> Any:
+    """`module` imported, or an ImportError naming the extra that installs it."""
+    import importlib
+
+    try:
+        return importlib.import_module(module)
+    except ImportError as error:
+        raise ImportError(f"sheaf.{extra} needs {engine} ({module} is not importable: {error}): "
+                          f"pip install 'sheaf[{extra}]'", name=module) from error
+
+
+def description_of(value: Union[None, str, Description, Mapping[str, Any]]) -> Optional[str]:
+    """A description given as a :class:`~sheaf.Description`, its JSON form (text or dict) or a
+    preset's name, as the library's JSON text (None: detected from page one)."""
+    import json
+
+    if value is None or value == "":
+        return None
+    if isinstance(value, Description):
+        return value.to_json()
+    if isinstance(value, Mapping):
+        return Description(json=json.dumps(dict(value))).to_json()
+    if isinstance(value, str):
+        text = value.strip()
+        return Description(json=text).to_json() if text.startswith("{") else Description(preset=text).to_json()
+    raise UsageError(Result.INVALID_ARGUMENT, "description must be a sheaf.Description, its JSON form or a preset's "
+                                              f"name, not {type(value).__name__}")
+
+
+def headers_of(value: Union[None, str, Mapping[str, str]]) -> Tuple[Tuple[str, str], ...]:
+    """Headers given as a mapping or a JSON object's text, as pairs; credentials refused (they
+    would travel in every task's arguments: the token comes from ``token_env``)."""
+    import json
+
+    if value is None or value == "":
+        return ()
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError as error:
+            raise UsageError(Result.INVALID_ARGUMENT, f"headers must be a JSON object: {error}") from None
+    if not isinstance(value, Mapping) or not all(isinstance(k, str) and isinstance(v, str) for k, v in value.items()):
+        raise UsageError(Result.INVALID_ARGUMENT, "headers must be a JSON object of strings")
+    for name in value:
+        if name.lower() in CREDENTIAL_HEADERS:
+            raise UsageError(Result.INVALID_ARGUMENT, f"headers may not carry a credential ({name}): every task's "
+                                                      "arguments hold them; each task reads its token from the "
+                                                      "environment variable named by token_env")
+    return tuple(sorted(value.items()))
+
+
+@dataclass(frozen=True)
+class ListRead:
+    """A list as the engines read it: where it is, how it paginates and how a task's client is
+    made. A plain value that pickles small and holds no credential."""
+
+    base_url: str
+    path: str
+    description: Optional[str] = None
+    headers: Tuple[Tuple[str, str], ...] = ()
+    token_env: str = DEFAULT_TOKEN_ENV
+    client_options: Tuple[Tuple[str, Any], ...] = ()
+
+    @classmethod
+    def of(cls, url: str, description: Union[None, str, Description, Mapping[str, Any]] = None,
+           headers: Union[None, str, Mapping[str, str]] = None, token_env: Optional[str] = None,
+           client_options: Optional[Mapping[str, Any]] = None) -> "ListRead":
+        """Checks and normalises what a user gives an engine (UsageError naming what is wrong)."""
+        if not isinstance(url, str) or not url:
+            raise UsageError(Result.INVALID_ARGUMENT, "url must be the list's URL (http:// or https://)")
+        parts = urlsplit(url)
+        if parts.scheme not in ("http", "https") or not parts.netloc:
+            raise UsageError(Result.INVALID_ARGUMENT, f"url must be an http:// or https:// URL, not {url!r}")
+        if "@" in parts.netloc:
+            raise UsageError(Result.INVALID_ARGUMENT, "url may not carry credentials (user:password@): each task "
+                                                      "reads its token from the environment variable named by token_env")
+        path = parts.path or "/"
+        if parts.query:
+            path += f"?{parts.query}"
+        options = dict(client_options or {})
+        unknown = sorted(set(options) - CLIENT_OPTIONS)
+        if unknown:
+            raise UsageError(Result.INVALID_ARGUMENT, f"client option(s) not allowed here: {', '.join(unknown)} "
+                                                      f"(allowed: {', '.join(sorted(CLIENT_OPTIONS))}; the token comes "
+                                                      "from token_env)")
+        token_env = token_env or DEFAULT_TOKEN_ENV
+        if not isinstance(token_env, str) or not token_env.replace("_", "").isalnum():
+            raise UsageError(Result.INVALID_ARGUMENT, f"token_env must name an environment variable, not {token_env!r}")
+        return cls(f"{parts.scheme}://{parts.netloc}", path, description_of(description), headers_of(headers),
+                   token_env, tuple(sorted(options.items())))
+
+    def client(self) -> Client:
+        """A client of this process, its token read from this process's environment now."""
+        token = os.environ.get(self.token_env)
+        if token is None and self.token_env != DEFAULT_TOKEN_ENV:
+            raise CredentialError(Result.CREDENTIAL,
+                                  f"the environment variable {self.token_env} (token_env) is not set in this "
+                                  f"process (pid {os.getpid()}): each worker reads its token from its own environment")
+        return Client(self.base_url, token or None, **dict(self.client_options))
+
+    def _description(self) -> Optional[Description]:
+        return None if self.description is None else Description(json=self.description)
+
+    def plan(self, n: int) -> List[Partition]:
+        """Up to `n` partitions of the list (reads its first page)."""
+        with self.client() as client:
+            return client.partitions(self.path, n, self._description(), headers=dict(self.headers) or None)
+
+    def first_page_schema(self) -> "pyarrow.Schema":
+        """The schema of the list's first page as Arrow (what an engine declares when told none)."""
+        with self.client() as client:
+            table = client.fetch_arrow(self.path, self._description(), headers=dict(self.headers) or None, max_pages=1)
+        return table.schema.remove_metadata()
+
+    def batches(self, partition: Partition, schema: Optional["pyarrow.Schema"] = None) -> Iterator["pyarrow.RecordBatch"]:
+        """The partition's rows as record batches, a snapshot each, as they arrive; under `schema`
+        exactly when one is given (see :func:`conformed`)."""
+        with self.client() as client:
+            with client.stream_partition_batches(partition, schema=_readable(schema),
+                                                 headers=dict(self.headers) or None) as batches:
+                for batch in batches:
+                    yield batch if schema is None else conformed(batch, schema)
+
+    def table(self, partition: Partition, schema: Optional["pyarrow.Schema"] = None) -> "pyarrow.Table":
+        """The partition's rows as one table; under `schema` exactly when one is given."""
+        with self.client() as client:
+            table = client.fetch_partition_arrow(partition, schema=_readable(schema),
+                                                 headers=dict(self.headers) or None)
+        return table if schema is None else conformed(table, schema)
+
+
+def _readable(schema: Optional["pyarrow.Schema"]) -> Optional["pyarrow.Schema"]:
+    """`schema` as the JSON reader takes it: every field nullable (a page may lack a field)."""
+    if schema is None:
+        return None
+    pa, _ = require_pyarrow()
+    return pa.schema([field.with_nullable(True) for field in schema])
+
+
+def conformed(data: Any, schema: "pyarrow.Schema") -> Any:
+    """`data` (a RecordBatch or Table) with exactly `schema`'s columns, in its order and types:
+    a field no item of it held is all null, a field `schema` does not name is left out."""
+    pa, _ = require_pyarrow()
+    columns = []
+    for field in schema:
+        index = data.schema.get_field_index(field.name)
+        column = data.column(index) if index >= 0 else pa.nulls(data.num_rows, field.type)
+        if column.type != field.type:
+            column = column.cast(field.type)
+        columns.append(column)
+    if isinstance(data, pa.RecordBatch):
+        return pa.RecordBatch.from_arrays(columns, schema=schema)
+    return pa.Table.from_arrays(columns, schema=schema)
+
+
+__all__: List[str] = []

@@ -1,0 +1,114 @@
+"""A list as a Ray Dataset: :class:`ListSource`, a ``ray.data.Datasource`` whose read tasks are the
+list's partitions.
+
+    import ray
+    import sheaf.ray
+
+    things = ray.data.read_datasource(sheaf.ray.ListSource("https://api.example.com/v1/things"))
+
+``get_read_tasks(parallelism)`` plans the partitions on the driver (:meth:`sheaf.Client.partitions`:
+one read of page one), ``parallelism`` of them unless ``partitions=`` says how many; each read task
+runs one on a client of its own and returns it as one Arrow table (a block). A task whose worker
+dies is run again whole by Ray (tasks' ``max_retries``, 3 by default); pass
+``ray_remote_args={"retry_exceptions": True}`` to ``read_datasource`` to retry a partition that
+failed with an error too (Ray 2.60 warns that ``ray_remote_args`` is deprecated, and names no
+other way to ask for that yet).
+
+The token is read by each task from its process's environment (``token_env``, ``SHEAF_TOKEN`` by
+default): the source, its tasks and their pickles hold none.
+
+Needs ray[data] and pyarrow: ``pip install 'sheaf[ray]'``.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import TYPE_CHECKING, Any, Iterable, List, Mapping, Optional, Union
+
+from ._engines import ListRead, require
+from .description import Description
+from .errors import Result, UsageError
+from .partition import Partition
+
+if TYPE_CHECKING:  # pragma: no cover - for type checkers only
+    import pyarrow
+
+try:   # ListSource derives from Ray's Datasource when Ray is there; without it, it says how to install it
+    from ray.data.datasource import Datasource as _Datasource
+except ImportError:  # pragma: no cover - depends on the environment
+    _Datasource = object   # type: ignore[assignment,misc]
+
+
+def _require() -> Any:
+    require("pyarrow", "ray", "pyarrow")
+    return require("ray.data", "ray", "ray[data]")
+
+
+def _read_partition(read: ListRead, partition: Partition, schema: Optional["pyarrow.Schema"]) -> Iterable[Any]:
+    """A read task's work: the partition as one block."""
+    return [read.table(partition, schema).replace_schema_metadata(None)]
+
+
+class ListSource(_Datasource):  # type: ignore[misc,valid-type]
+    """A paginated list as a Ray datasource, a read task per partition.
+
+    Args:
+        url: the list's URL, query included.
+        description: how the list paginates: a :class:`sheaf.Description`, its JSON form (text
+            or dict) or a preset's name; detected from page one when None.
+        headers: extra headers for every page request (no credential: ``Authorization`` is refused).
+        partitions: how many partitions to plan; None: the ``parallelism`` Ray asks for.
+        schema: a ``pyarrow.Schema``: every block has exactly these columns, converted to these
+            types (missing fields null); None: each block's columns as its items show them.
+        token_env: the environment variable each task reads its bearer token from.
+        client_options: :class:`sheaf.Client` options for every task's client, such as
+            ``{"max_concurrency": 8}`` (each partition's window); no credential.
+
+    Raises:
+        ImportError: Ray or pyarrow is not installed (``pip install 'sheaf[ray]'``).
+        UsageError: a malformed URL, description, header or option.
+    """
+
+    def __init__(self, url: str, *, description: Union[None, str, Description, Mapping[str, Any]] = None,
+                 headers: Optional[Mapping[str, str]] = None, partitions: Optional[int] = None,
+                 schema: Optional["pyarrow.Schema"] = None, token_env: Optional[str] = None,
+                 client_options: Optional[Mapping[str, Any]] = None) -> None:
+        _require()
+        super().__init__()
+        if partitions is not None and (not isinstance(partitions, int) or partitions < 1):
+            raise UsageError(Result.INVALID_ARGUMENT, f"partitions must be 1 or more, not {partitions!r}")
+        self._read = ListRead.of(url, description, headers, token_env, client_options)
+        self._partitions = partitions
+        self._schema = schema
+
+    def get_name(self) -> str:
+        """The name Ray gives the read tasks."""
+        return "SheafList"
+
+    def estimate_inmemory_data_size(self) -> Optional[int]:
+        """Unknown before page one is read: None."""
+        return None
+
+    def get_read_tasks(self, parallelism: int, per_task_row_limit: Optional[int] = None,
+                       data_context: Any = None) -> List[Any]:
+        """The list's partitions (planned now, reading page one), a ``ReadTask`` each."""
+        from ray.data.block import BlockMetadata
+        from ray.data.datasource import ReadTask
+
+        count = self._partitions or max(1, int(parallelism))
+        tasks = []
+        for partition in self._read.plan(count):
+            metadata = BlockMetadata(num_rows=partition.items_expected, size_bytes=None, exec_stats=None,
+                                     input_files=None)
+            read = functools.partial(_read_partition, self._read, partition, self._schema)
+            try:
+                tasks.append(ReadTask(read, metadata, schema=self._schema, per_task_row_limit=per_task_row_limit))
+            except TypeError:   # pragma: no cover - a Ray without those parameters
+                tasks.append(ReadTask(read, metadata))
+        return tasks
+
+    def __repr__(self) -> str:
+        return f"<sheaf.ray.ListSource {self._read.base_url}{self._read.path}>"
+
+
+__all__ = ["ListSource"]

@@ -1,0 +1,75 @@
+"""The engine modules (sheaf.spark, sheaf.ray, sheaf.dask) without their engines: importing them
+needs none, using one without its engine says which extra installs it, and what a read sends to
+its tasks holds no credential. The engines themselves run in tests/engines (run.sh)."""
+
+from __future__ import annotations
+
+import importlib
+import pickle
+import sys
+
+import pytest
+
+import sheaf
+from sheaf._engines import ListRead
+
+TOKEN = "tok-ENGINES-s3cret"
+
+#: module -> (the engine's module that it needs, the extra, how it is used)
+ENGINES = {
+    "sheaf.spark": ("pyspark.sql.datasource", "spark", lambda module: module.register(object())),
+    "sheaf.ray": ("ray.data", "ray", lambda module: module.ListSource("http://127.0.0.1:1/list")),
+    "sheaf.dask": ("dask.dataframe", "dask", lambda module: module.read_list("http://127.0.0.1:1/list")),
+}
+
+
+@pytest.mark.parametrize("name", sorted(ENGINES))
+def test_an_engine_module_without_its_engine_names_the_extra_that_installs_it(monkeypatch, name: str) -> None:
+    needed, extra, use = ENGINES[name]
+    module = importlib.import_module(name)   # importing needs no engine
+    monkeypatch.setitem(sys.modules, needed, None)   # as if it were not installed
+    with pytest.raises(ImportError, match=rf"pip install 'sheaf\[{extra}\]'") as missing:
+        use(module)
+    assert missing.value.name == needed
+
+
+def test_a_list_read_holds_no_credential_and_takes_the_token_from_the_environment(api, monkeypatch) -> None:
+    read = ListRead.of(f"{api.base_url}/anchor?n=250&per_page=100", "anchor", '{"X-Trace": "t"}',
+                       token_env="SHEAF_ENGINES_TEST_TOKEN", client_options={"max_concurrency": 4, "concurrency": 4})
+    assert (read.base_url, read.path) == (api.base_url, "/anchor?n=250&per_page=100")
+    monkeypatch.setenv("SHEAF_ENGINES_TEST_TOKEN", TOKEN)
+    partitions = read.plan(3)
+    assert TOKEN.encode() not in pickle.dumps((read, partitions))
+    monkeypatch.delenv("SHEAF_ENGINES_TEST_TOKEN")
+    with pytest.raises(sheaf.CredentialError, match="SHEAF_ENGINES_TEST_TOKEN .token_env. is not set"):
+        read.table(partitions[0])
+    monkeypatch.setenv("SHEAF_ENGINES_TEST_TOKEN", TOKEN)
+    pytest.importorskip("pyarrow", reason="pyarrow is not installed (pip install sheaf[arrow])")
+    ids = [row["id"] for p in partitions for row in read.table(p).to_pylist()]
+    assert ids == list(range(250))
+    assert {entry["authorization"] for entry in api.state.snapshot()["log"]} == {f"Bearer {TOKEN}"}
+
+
+@pytest.mark.parametrize("given, refused", [
+    (dict(headers={"Authorization": "Bearer x"}), "may not carry a credential"),
+    (dict(headers='{"cookie": "a=b"}'), "may not carry a credential"),
+    (dict(client_options={"token": "x"}), "not allowed here: token"),
+    (dict(client_options={"auth": "x"}), "not allowed here: auth"),
+    (dict(token_env="NOT A NAME"), "token_env must name an environment variable"),
+    (dict(description=3), "description must be"),
+])
+def test_a_list_read_refuses_credentials_where_tasks_would_carry_them(given, refused) -> None:
+    with pytest.raises(sheaf.UsageError, match=refused):
+        ListRead.of("http://127.0.0.1:1/list", **given)
+    with pytest.raises(sheaf.UsageError, match="may not carry credentials"):
+        ListRead.of("http://user:password@127.0.0.1:1/list")
+
+
+def test_a_description_is_a_preset_its_json_or_a_description() -> None:
+    assert ListRead.of("http://h/l", "github").description == sheaf.Description(preset="github").to_json()
+    text = '{"paging": {"kind": "page", "param": "p"}}'
+    assert ListRead.of("http://h/l", text).description == sheaf.Description(json=text).to_json()
+    assert ListRead.of("http://h/l", {"preset": "anchor"}).description == '{"preset": "anchor"}'
+    assert ListRead.of("http://h/l", sheaf.Description(items="/data")).description == \
+        sheaf.Description(items="/data").to_json()
+    assert ListRead.of("http://h/l").description is None
