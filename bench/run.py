@@ -670,6 +670,7 @@ class Scenarios:
         limited = ListDef(self.p1.path + "&limit=4", N_PAGES, PER_PAGE)
         self.c_p1()
         b.measure(b.c_spec("C fetch P1 adaptive", "fetch", self.p1, self.runs, adaptive=True, warmup=1),
+                  b.c_spec("C fetch P1 adaptive learnt", "fetch", self.p1, self.runs, adaptive=True, extra=["--warm", "1"]),
                   b.c_spec("C fetch P1 capacity 32", "fetch", capacity, self.runs, adaptive=True),
                   b.c_spec("C fetch P1 capacity 32 W=8", "fetch", capacity, self.runs),
                   b.py_spec("threadpool P1 capacity 32 W=8", "threadpool", capacity, self.runs),
@@ -703,6 +704,15 @@ class Scenarios:
             ratio = m.median() / tuned.median()
             rows.append(fill_counts(Row("P1a", label, sheaf=secs(m.median()), floor=f"{secs(tuned.median())} (aiohttp W=64)",
                                         ratio=f"{ratio:.2f}x", target="<= 1.05x", met=yes(ratio <= 1.05)), m))
+            learnt = b.results["C fetch P1 adaptive learnt"]
+            label = "  the same list again on the same client (the origin's window learnt by the first; counts of both)"
+            if learnt.error or not learnt.runs:
+                rows.append(failed_row("P1a", label, learnt, "<= 1.05x"))
+            else:
+                ratio = learnt.median() / tuned.median()
+                rows.append(fill_counts(Row("P1a", label, sheaf=secs(learnt.median()),
+                                            floor=f"{secs(tuned.median())} (aiohttp W=64)", ratio=f"{ratio:.2f}x",
+                                            target="<= 1.05x", met=yes(ratio <= 1.05)), learnt))
         floor32 = self.floor_ahead(32, capacity)
         for key, label, limit in (("C fetch P1 capacity 32", "server capacity 32 (more requests wait their turn), adaptive window, C", 1.25),
                                   ("C fetch P1 capacity 32 W=8", "  the same, fixed W=8, C", None),

@@ -9,6 +9,8 @@ Rows (medians of --runs, each run a fresh process, the two sides alternating):
              against AsyncHTTPClient alone with a task-group window of 64 (page one, its total, then
              the other pages 64 in flight, each decoded with JSONDecoder); target <= 1.05.
   P1-ahc-64  the same with Sheaf's window fixed at 64, as the task group's.
+  P1-ahc-learnt  the default window on a client in use: the same list once first, untimed, so the
+             timed one starts with the window its origin learnt (a service's long-lived client).
   P1-curl, P1-curl-64  the same two through Sheaf's libcurl transport, for comparison (no target).
 
 Builds bindings/swift-server's sheaf-server-bench (release) into BUILD_DIR/swift-server-bench.
@@ -50,9 +52,10 @@ def main() -> int:
             return run([driver, mode, "--base", server.base, "--path", path, "--expect", str(n),
                         "--page-size", str(size), *extra])["seconds"]
 
-        sheaf, sheaf64, ahc, curl, curl64 = [], [], [], [], []
+        sheaf, sheaf64, learnt, ahc, curl, curl64 = [], [], [], [], [], []
         for _ in range(args.runs):
             sheaf.append(once("sheaf"))
+            learnt.append(once("sheaf", "--learnt"))
             ahc.append(once("ahc", "--window", "64"))
             sheaf64.append(once("sheaf", "--window", "64"))
             curl.append(once("curl"))
@@ -61,22 +64,25 @@ def main() -> int:
         server.stop()
 
     s, s64, a = statistics.median(sheaf), statistics.median(sheaf64), statistics.median(ahc)
+    learned = statistics.median(learnt)
     c, c64 = statistics.median(curl), statistics.median(curl64)
     rows = [
         ("P1-ahc", "fetchAll over AsyncHTTPClient (default window) / AHC + task group W=64, 200 x 50, 50 ms",
          s, a, 1.05),
         ("P1-ahc-64", "fetchAll over AsyncHTTPClient (fixed window 64) / AHC + task group W=64", s64, a, 1.05),
+        ("P1-ahc-learnt", "fetchAll over AsyncHTTPClient (default window, learnt by a list before) / AHC + task group W=64",
+         learned, a, 1.05),
         ("P1-curl", "fetchAll over libcurl (default window) / AHC + task group W=64", c, a, None),
         ("P1-curl-64", "fetchAll over libcurl (fixed window 64) / AHC + task group W=64", c64, a, None),
     ]
-    print(f"{'id':10} {'scenario':90} {'sheaf':>8} {'against':>8} {'ratio':>6} {'target':>7} met")
+    print(f"{'id':13} {'scenario':100} {'sheaf':>8} {'against':>8} {'ratio':>6} {'target':>7} met")
     for id_, scenario, mine, theirs, target in rows:
         ratio = mine / theirs
         met = "-" if target is None else ("yes" if ratio <= target else "NO")
         shown = "-" if target is None else f"<= {target}"
-        print(f"{id_:10} {scenario:90} {mine:7.3f}s {theirs:7.3f}s {ratio:6.2f} {shown:>7} {met}")
+        print(f"{id_:13} {scenario:100} {mine:7.3f}s {theirs:7.3f}s {ratio:6.2f} {shown:>7} {met}")
     print(f"(medians of {args.runs} runs, each in a fresh process; all runs, s: sheaf {sorted(round(x, 3) for x in sheaf)}, "
-          f"sheaf W=64 {sorted(round(x, 3) for x in sheaf64)}, ahc {sorted(round(x, 3) for x in ahc)}, "
+          f"sheaf W=64 {sorted(round(x, 3) for x in sheaf64)}, sheaf learnt {sorted(round(x, 3) for x in learnt)}, ahc {sorted(round(x, 3) for x in ahc)}, "
           f"curl {sorted(round(x, 3) for x in curl)}, curl W=64 {sorted(round(x, 3) for x in curl64)})")
     return 0
 

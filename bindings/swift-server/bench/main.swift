@@ -2,7 +2,9 @@
 //
 //   sheaf-server-bench sheaf --base URL --path PATH --expect N --page-size S [--window W]
 //       SheafClient.fetchAll(Thing.self, ...) over AsyncHTTPClientTransport; without --window,
-//       the client's default window (8, adapting up to 64), with it a fixed window of W.
+//       the client's default window (8, adapting up to 64), with it a fixed window of W. With
+//       --learnt, the list runs once untimed first on the same client, as in a service whose
+//       client has been in use: the timed list starts with the window the origin learnt.
 //   sheaf-server-bench curl --base URL --path PATH --expect N --page-size S [--window W]
 //       the same over Sheaf's libcurl transport (CurlTransport), for comparison.
 //   sheaf-server-bench ahc --base URL --path PATH --expect N --page-size S --window W
@@ -88,6 +90,9 @@ case "sheaf", "curl":
     }
     let transport: any Transport = mode == "curl" ? CurlTransport() : AsyncTransportAdapter(AsyncHTTPClientTransport(client: http))
     let client = try SheafClient(baseURL: base, transport: transport, configuration: configuration)
+    if CommandLine.arguments.contains("--learnt") {
+        check(try await client.fetchAll(Thing.self, description).items, expected)
+    }
     let took = try await clock.measure {
         things = try await client.fetchAll(Thing.self, description).items
     }
