@@ -101,6 +101,43 @@ public struct Partition: Sendable, Equatable, CustomStringConvertible {
         return overflow1 || overflow2 ? nil : value
     }
 
+    /// Where a run of the partition starts (`range(resumedAt:)`).
+    struct RunRange {
+        /// The page number or offset the run addresses its first page by; nil: the list's own
+        /// first URL (the range starts at page one, or the run resumes from a token's URL).
+        var firstPosition: Int?
+        /// The items of the list before that page (with `firstPosition`).
+        var itemsBefore: Int
+        /// The range's pages from there: no more are asked for ahead of the first; for a range
+        /// that is not open-ended, where the run ends complete.
+        var pages: Int
+    }
+
+    /// Where a run of the partition starts: at its range's first page, or at `resumedAt` (a
+    /// resume token's page number or offset) inside the range. Nil when its pages are not
+    /// addressed (a partition that is the whole list).
+    /// - Throws: `.invalidArgument` for a token's page outside the range, or a range whose items
+    ///   before it are out of range.
+    func range(resumedAt position: Int?) throws(SheafError) -> RunRange? {
+        guard let step, let first = paging.first else { return nil }
+        guard let position else {
+            let (itemsBefore, overflow) = firstPage.multipliedReportingOverflow(by: pageSize)
+            guard !overflow, itemsBefore <= ResumeToken.largestNumber else {
+                throw SheafError(.invalidArgument, "the partition's range is out of range (first page \(firstPage), "
+                                 + "\(pageSize) items a page); it was not made by Sheaf")
+            }
+            return RunRange(firstPosition: firstPage > 0 ? self.position(ofPage: firstPage) : nil, itemsBefore: itemsBefore,
+                            pages: pages)
+        }
+        let distance = position - first
+        guard distance >= 0, distance % step == 0, distance / step >= firstPage,
+              openEnded || distance / step < firstPage + pages else {
+            throw SheafError(.invalidArgument, "the resume token's page is outside the partition's range "
+                             + "(pages \(firstPage + 1) to \(firstPage + pages)): a token goes on only inside the partition that made it")
+        }
+        return RunRange(firstPosition: nil, itemsBefore: 0, pages: firstPage + pages - distance / step)
+    }
+
     /// The partition's JSON text (one line).
     public var description: String { String(decoding: json, as: UTF8.self) }
 

@@ -228,41 +228,21 @@ public final class ListRun: Sendable {
         var partitionEnd: Int?
         // For a partition, the pages its plan gave the run: no more are asked for ahead of page one.
         var plannedPages: Int?
-        if let partition, let step = partition.step, let first = partition.paging.first, let parameter = description.paging.parameter {
+        if let partition, let parameter = description.paging.parameter,
+           let range = try partition.range(resumedAt: description.resume == nil ? nil : description.paging.first ?? partition.paging.first) {
             // The run starts at the range's first page (or a resume token's page inside it) as a
             // resumed run does, and ends complete after the range's last page.
-            let startPage: Int
-            if description.resume != nil {
-                let position = description.paging.first ?? first
-                let distance = position - first
-                guard distance >= 0, distance % step == 0, distance / step >= partition.firstPage,
-                      partition.openEnded || distance / step < partition.firstPage + partition.pages else {
-                    throw SheafError(.invalidArgument, "the resume token's page is outside the partition's range "
-                                     + "(pages \(partition.firstPage + 1) to \(partition.firstPage + partition.pages)): a token goes on "
-                                     + "only inside the partition that made it")
-                }
-                startPage = distance / step
-            } else {
-                startPage = partition.firstPage
-                let (itemsBefore, overflow) = startPage.multipliedReportingOverflow(by: partition.pageSize)
-                guard !overflow, itemsBefore <= ResumeToken.largestNumber else {
-                    throw SheafError(.invalidArgument, "the partition's range is out of range (first page \(startPage), "
-                                     + "\(partition.pageSize) items a page); it was not made by Sheaf")
-                }
-                if startPage > 0, let position = partition.position(ofPage: startPage),
-                   let url = URLText.settingQuery(firstURL, parameter, to: String(position)) {
-                    origin = first
-                    resumedPageSize = partition.pageSize
-                    description.paging = description.paging.starting(at: position)
-                    firstURL = url
-                    start = ResumePoint(url: firstURL, itemsBefore: itemsBefore)
-                }
+            if let position = range.firstPosition, let url = URLText.settingQuery(firstURL, parameter, to: String(position)) {
+                origin = partition.paging.first
+                resumedPageSize = partition.pageSize
+                description.paging = description.paging.starting(at: position)
+                firstURL = url
+                start = ResumePoint(url: firstURL, itemsBefore: range.itemsBefore)
             }
-            plannedPages = max(1, partition.firstPage + partition.pages - startPage)
+            plannedPages = max(1, range.pages)
             if !partition.openEnded {
-                let pagesLeft = partition.firstPage + partition.pages - startPage
-                partitionEnd = pagesLeft
-                pageBudget = min(pageBudget ?? .max, pagesLeft)
+                partitionEnd = range.pages
+                pageBudget = min(pageBudget ?? .max, range.pages)
             }
         }
         self.partitionEnd = partitionEnd
