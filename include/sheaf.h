@@ -342,7 +342,7 @@ SHEAF_API sheaf_result sheaf_client_set_tls_file(sheaf_client *client, sheaf_tls
 
 /** Integer options of a client. Append-only. Set before starting lists; running lists keep theirs. */
 typedef enum sheaf_option {
-    SHEAF_OPT_WINDOW = 1,             /**< Requests in flight at once to one origin, 1..64; default 8: every list the client runs there shares this one window. With SHEAF_OPT_ADAPTIVE_WINDOW (the default), where the window starts, and the most pages a list asks for before its page one answers. */
+    SHEAF_OPT_WINDOW = 1,             /**< Requests in flight at once to one origin, 1..64; default 8: every list, request and download the client runs there shares this one window. With SHEAF_OPT_ADAPTIVE_WINDOW (the default), where the window starts, and the most pages a list asks for before its page one answers. */
     SHEAF_OPT_MAX_PAGES = 2,          /**< Page cap per list, >= 1; default 10000. */
     SHEAF_OPT_MAX_BODY_BYTES = 3,     /**< Body cap per response, 1..2^40 (1 TiB); default 64 MiB. */
     SHEAF_OPT_MAX_ATTEMPTS = 4,       /**< Attempts per request including the first, 1..100; default 4. */

@@ -93,13 +93,20 @@ final class Fetch: Sendable {
     /// The origin's window: every attempt is admitted through it, it is told of every answer,
     /// and obeyed when it says to wait before sending.
     private let pace: OriginPace?
+    /// Whether its answers size the origin's window (their latency, their refusals): a list's
+    /// pages do, a request's do not (a slow upload is no sign of a queue, and one 429 from a
+    /// rate-limited endpoint is not the capacity of the origin). Everyone obeys a Retry-After
+    /// and rate-limit headers, whoever got them.
+    private let sizesWindow: Bool
 
     /// - Parameter reserved: the first request was counted already (`RequestCounters.reserve`).
     init(client: SheafClient, url: String, template: FetchTemplate = FetchTemplate(), requests: RequestCounters,
-         pace: OriginPace? = nil, reserved: Bool = false, completion: @escaping Completion) {
+         pace: OriginPace? = nil, sizesWindow: Bool = true, reserved: Bool = false,
+         completion: @escaping Completion) {
         self.client = client
         self.requests = requests
         self.pace = pace
+        self.sizesWindow = sizesWindow
         var state = State(url: url, template: template)
         state.holdsReservation = reserved
         self.state = Locked(state)
@@ -129,43 +136,23 @@ final class Fetch: Sendable {
         }
     }
 
-    /// Sends the next attempt, or arranges it (after a pause, or once the origin's window has
-    /// room); false when the fetch is over and nothing was done.
-    /// - Parameter admitted: the origin's window took a place for it already (its turn came).
-    @discardableResult
-    private func attempt(admitted: Bool = false) -> Bool {
+    /// Sends the next attempt, or arranges it (after a pause, after its credential, once the
+    /// origin's window has room).
+    private func attempt() {
         // The attempt to send, or how long to wait first (a pause the server asked for).
         let step = state.withLock { state -> (next: (url: String, template: FetchTemplate, serial: Int)?, wait: Int)? in
             guard !state.isDone else { return nil }
-            if let pace {
-                // The server asked the client to hold back (Retry-After, a spent rate limit).
-                let wait = pace.pause
-                if wait > 0 {
-                    if admitted { pace.release() }
-                    return (nil, wait)
-                }
-                // Every attempt waits for room in the origin's window. Weakly: the run holds its
-                // fetches while they are in flight, and a waiting attempt must not keep a
-                // cancelled one (and through its completion, the run) alive. One that is over
-                // when its turn comes says so, and the place goes to the next.
-                if !admitted, !pace.admit(otherwise: { [weak self] in self?.attempt(admitted: true) ?? false }) {
-                    return (nil, 0)
-                }
-                state.holdsPlace = true
-            }
+            // The server asked the client to hold back (Retry-After, a spent rate limit).
+            if let wait = pace?.pause, wait > 0 { return (nil, wait) }
             state.attempt += 1
             state.serial += 1
             return ((state.url, state.template, state.serial), 0)
         }
-        guard let step else { return false }
-        if step.wait > 0 {
-            schedule(after: step.wait)
-            return true
-        }
-        guard let (url, template, serial) = step.next else { return true }
+        guard let step else { return }
+        if step.wait > 0 { return schedule(after: step.wait) }
+        guard let (url, template, serial) = step.next else { return }
         guard let provider = client.credentialProvider, client.needsProvidedCredential(url) else {
-            send(url, template, serial: serial, credential: nil)
-            return true
+            return admit(url, template, serial: serial, credential: nil)
         }
         // The request's timeout covers the wait for its credential: a provider that has not
         // answered in time fails the request. Its answer, when it comes, is kept for the next
@@ -181,13 +168,43 @@ final class Fetch: Sendable {
             case .success(let issued):
                 state.withLock { $0.credentialGeneration = issued.generation }
                 let waited = Int((DispatchTime.now().uptimeNanoseconds &- askedAt) / 1_000_000)
-                send(url, template, serial: serial, credential: issued.credential, waited: waited)
+                admit(url, template, serial: serial, credential: issued.credential, waited: waited)
             case .failure(let error):
                 guard state.withLock({ $0.serial == serial }) else { return }
                 finish(.failed(client.redacting(error)))
             }
         }
-        return true
+    }
+
+    /// Sends the attempt `serial` once the origin's window has room for it. Its credential is
+    /// made first: an attempt waiting for one holds no place, so a provider's own request to the
+    /// origin is never stuck behind attempts waiting for that provider.
+    private func admit(_ url: String, _ template: FetchTemplate, serial: Int, credential: Credential?, waited: Int = 0) {
+        guard let pace else { return send(url, template, serial: serial, credential: credential, waited: waited) }
+        // Weakly: the run holds its fetches while they are in flight, and a waiting attempt must
+        // not keep a cancelled one (and through its completion, the run) alive. One that is over
+        // when its turn comes says so, and the place goes to the next.
+        let turn: @Sendable () -> Bool = { [weak self] in
+            self?.admitted(url, template, serial: serial, credential: credential, waited: waited) ?? false
+        }
+        let now = state.withLock { state -> Bool in
+            guard !state.isDone, state.serial == serial, pace.admit(otherwise: turn) else { return false }
+            state.holdsPlace = true
+            return true
+        }
+        if now { send(url, template, serial: serial, credential: credential, waited: waited) }
+    }
+
+    /// The attempt `serial`'s turn in the origin's window came (its place taken for it): sent,
+    /// or false when the fetch has moved on (the place then goes to the next in line).
+    private func admitted(_ url: String, _ template: FetchTemplate, serial: Int, credential: Credential?, waited: Int) -> Bool {
+        let current = state.withLock { state -> Bool in
+            guard !state.isDone, state.serial == serial else { return false }
+            state.holdsPlace = true
+            return true
+        }
+        if current { send(url, template, serial: serial, credential: credential, waited: waited) }
+        return current
     }
 
     /// The attempt `serial` is still waiting for its credential past the request's timeout.
@@ -298,7 +315,8 @@ final class Fetch: Sendable {
                                         milliseconds: milliseconds, result: result, decision: decision))
         }
         // After the attempt's own record: a change of the window it causes is logged after it.
-        pace?.record(result, sentAt: sentAt, sentBefore: sentBefore, inFlight: max(inFlight, inFlightAtAnswer))
+        pace?.record(result, sentAt: sentAt, sentBefore: sentBefore, inFlight: max(inFlight, inFlightAtAnswer),
+                     sizesWindow: sizesWindow)
         switch decision {
         case .deliver(let response):
             finish(.fetched(Fetched(url: url, response: response, attempts: attempt)))

@@ -122,8 +122,11 @@ final class OriginPace: Sendable {
     var pause: Int { state.withLock { $0.limiter.pause(at: Self.now) } }
 
     /// Takes in the answer to an attempt sent at `sentAt` with `inFlight` requests to the origin
-    /// in flight (itself included). A window that grew lets in whoever waits.
-    func record(_ result: Result<HTTPResponse, TransportError>, sentAt: UInt64, sentBefore: Int, inFlight: Int) {
+    /// in flight (itself included). Only when `sizesWindow` (a list's page) do its latency and a
+    /// refusal size the window; a Retry-After and rate-limit headers are obeyed whoever got them.
+    /// A window that grew lets in whoever waits.
+    func record(_ result: Result<HTTPResponse, TransportError>, sentAt: UInt64, sentBefore: Int, inFlight: Int,
+                sizesWindow: Bool = true) {
         let now = Self.now
         var answer = WindowLimiter.Answer(kind: .other, sentAt: sentAt, latency: now &- sentAt, inFlight: inFlight,
                                           sentBefore: sentBefore)
@@ -143,6 +146,7 @@ final class OriginPace: Sendable {
         case .failure(let error):
             if error.kind == .timeout { answer.kind = .refused }
         }
+        if !sizesWindow { answer.kind = .other }
         let (change, turns) = state.withLock { state in
             let change = state.limiter.record(answer, at: now)
             return (change, change.map { $0.to > $0.from } == true ? Self.turns(&state) : [])

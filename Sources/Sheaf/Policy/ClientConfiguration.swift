@@ -9,8 +9,8 @@ public enum CrossOriginPolicy: Sendable, Equatable {
 
 /// Limits and policies of a client, applied to every list it runs.
 public struct ClientConfiguration: Sendable, Equatable {
-    /// Requests in flight at once to one origin (1...64), every list the client runs there
-    /// together (`OriginPace`): where an adapting window starts, and the most pages a list asks
+    /// Requests in flight at once to one origin (1...64), every list, request and download the
+    /// client runs there together (`OriginPace`): where an adapting window starts, and the most pages a list asks
     /// for before its page one answers.
     public var window = 8
     /// Whether the window adapts to the server (grows while latency holds, shrinks on refusals

@@ -13,7 +13,9 @@ public struct Response: Sendable {
 
 /// One single request of a client: sent once started, through the same fetch as a list's pages
 /// (headers, credentials by origin, retries for idempotent methods, redirects, the library's
-/// deadline), and its outcome kept. A download streams its body to a file (`FileDownload`).
+/// deadline) and the same window of its origin (`OriginPace`: it waits its turn behind the
+/// client's lists there, and a Retry-After or rate-limit headers it gets hold them back too),
+/// and its outcome kept. A download streams its body to a file (`FileDownload`).
 public final class RequestRun: Sendable {
     private struct State {
         var fetch: Fetch?
@@ -59,7 +61,9 @@ public final class RequestRun: Sendable {
     /// Sends the request; `whenFinished` and `wait` tell when it has an outcome.
     /// - Throws: `.state` when started before.
     public func start() throws(SheafError) {
-        let fetch = Fetch(client: client, url: url, template: template, requests: requests) { [self] result in
+        // Through the origin's window, as the client's lists there: one budget for all of them.
+        let fetch = Fetch(client: client, url: url, template: template, requests: requests, pace: client.pace(for: url),
+                          sizesWindow: false) { [self] result in
             finish(result)
         }
         try state.withLock { (state) throws(SheafError) in

@@ -51,7 +51,7 @@ class Client(Closing):
         secret_params: query parameters whose values messages hide, besides the built-in
             ``api_key``, ``access_token``, ``token``, ``key``, ``signature``, ``sig``...
         concurrency: requests in flight at once to one origin, 1..64 (the window), shared by
-            every list the client runs there: where an adaptive window starts, or the window
+            every list, request and download the client runs there: where an adaptive window starts, or the window
             when ``adaptive_window`` is False.
         adaptive_window: let the window find what the server takes, and keep it for the
             client's next lists to that origin: it grows while

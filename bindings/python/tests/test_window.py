@@ -100,3 +100,24 @@ def test_a_list_starts_with_the_window_the_origin_learnt(api, caplog):
         windows_seen(client, "/anchor?n=4000&latency_ms=30")
     changes = [r.getMessage() for r in caplog.records if getattr(r, "sheaf_kind", None) == "window"]
     assert changes and changes[0].startswith("window 8 → "), changes
+
+
+def test_requests_wait_their_turn_in_the_origins_window(api):
+    # A fixed window of 2, kept full by a list's slow pages: requests sent meanwhile wait for a
+    # place, so the server never has more than 2 at once, and every one is answered.
+    import threading
+    import time
+    with sheaf.Client(api.base_url, concurrency=2, adaptive_window=False) as client:
+        listing = threading.Thread(target=lambda: client.fetch_all("/anchor?n=1500&latency_ms=60", **PAGES))
+        listing.start()
+        time.sleep(0.15)
+        answers = []
+        senders = [threading.Thread(target=lambda k=k: answers.append(client.get(f"/req/echo?k={k}").status))
+                   for k in range(6)]
+        for sender in senders:
+            sender.start()
+        for sender in senders:
+            sender.join()
+        listing.join()
+    assert answers == [200] * 6
+    assert stats(api)["max_in_flight"] == 2, stats(api)
