@@ -13,7 +13,7 @@ public final class SheafClient: Sendable {
     private let headers: [HTTPHeader]
     /// Where log records and events go; nil when no one listens.
     let hooks: Hooks?
-    /// The window of each origin the client's lists have sent to (see `pace(for:)`).
+    /// The window of each origin the client has sent to (see `pace(for:)`).
     private let paces = Locked<[Origin: OriginPace]>([:])
 
     /// - Parameters:
@@ -59,9 +59,9 @@ public final class SheafClient: Sendable {
         pace(for: url).noteAnsweredPageOne()
     }
 
-    /// The window of `url`'s origin, shared by every list the client runs there: made with the
-    /// client's configuration when the first one starts, and kept with what it learns for the
-    /// next (a URL with no origin gets a window of its own).
+    /// The window of `url`'s origin, shared by every list, request and download the client runs
+    /// there: made with the client's configuration when the first one starts, and kept with what
+    /// it learns for the next (a URL with no origin gets a window of its own).
     func pace(for url: String) -> OriginPace {
         guard let origin = Origin(url) else { return OriginPace(configuration, hooks: hooks) }
         return paces.withLock { paces in

@@ -5,9 +5,9 @@ import FoundationEssentials
 import Foundation
 #endif
 
-/// The window of one origin on one client (`SheafClient.pace(for:)`): every attempt of every list
-/// the client runs there is admitted through it, so that lists started together share what the
-/// server takes rather than each bringing a window of its own, and a list started later begins
+/// The window of one origin on one client (`SheafClient.pace(for:)`): every attempt of every list,
+/// request and download the client runs there is admitted through it, so that lists started
+/// together share what the server takes rather than each bringing a window of its own, and a list started later begins
 /// with what the earlier ones learnt (the window, the best latency, a refused level, a rate
 /// limit). Logs each change of the window.
 ///
