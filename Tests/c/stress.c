@@ -121,8 +121,12 @@ static void *answer_late(void *exchange) {
 /* The sheaf_transport_fn: a third of the exchanges is answered at once on the library's thread,
    the rest later from a responder thread. */
 static void transport(sheaf_exchange *exchange, void *user_data) {
+    static atomic_uint calls;
     server *s = user_data;
-    unsigned seed = (unsigned)(uintptr_t)exchange;
+    /* A seed of its own for each exchange. The exchange's address alone is no such thing: a retry's
+       exchange is often allocated where the one it retries was, and drew the same injected
+       failure every time, so a transient failure became a permanent one. */
+    unsigned seed = (unsigned)(uintptr_t)exchange ^ (atomic_fetch_add(&calls, 1u) * 2654435761u);
     pthread_t late;
     if (query_number(sheaf_exchange_url(exchange), "hang", 0) && pthread_create(&late, NULL, answer_late, exchange) == 0) {
         pthread_detach(late);
