@@ -68,7 +68,7 @@ final class Fetch: Sendable {
         /// its admission until its answer or the fetch's end.
         var holdsPlace = false
         /// When the attempt at the transport was sent (for the log and the window), and the
-        /// requests to the origin in flight then (the list's, without a pace), itself included.
+        /// requests to the origin in flight then, itself included.
         var sentAt: UInt64 = 0
         var inFlightAtSend = 0
         /// The list's requests sent before it (for a rate limit's count).
@@ -92,7 +92,7 @@ final class Fetch: Sendable {
     private let requests: RequestCounters
     /// The origin's window: every attempt is admitted through it, it is told of every answer,
     /// and obeyed when it says to wait before sending.
-    private let pace: OriginPace?
+    private let pace: OriginPace
     /// Whether its answers size the origin's window (their latency, their refusals): a list's
     /// pages do, a request's do not (a slow upload is no sign of a queue, and one 429 from a
     /// rate-limited endpoint is not the capacity of the origin). Everyone obeys a Retry-After
@@ -101,7 +101,7 @@ final class Fetch: Sendable {
 
     /// - Parameter reserved: the first request was counted already (`RequestCounters.reserve`).
     init(client: SheafClient, url: String, template: FetchTemplate = FetchTemplate(), requests: RequestCounters,
-         pace: OriginPace? = nil, sizesWindow: Bool = true, reserved: Bool = false,
+         pace: OriginPace, sizesWindow: Bool = true, reserved: Bool = false,
          completion: @escaping Completion) {
         self.client = client
         self.requests = requests
@@ -143,7 +143,8 @@ final class Fetch: Sendable {
         let step = state.withLock { state -> (next: (url: String, template: FetchTemplate, serial: Int)?, wait: Int)? in
             guard !state.isDone else { return nil }
             // The server asked the client to hold back (Retry-After, a spent rate limit).
-            if let wait = pace?.pause, wait > 0 { return (nil, wait) }
+            let wait = pace.pause
+            if wait > 0 { return (nil, wait) }
             state.attempt += 1
             state.serial += 1
             return ((state.url, state.template, state.serial), 0)
@@ -180,19 +181,13 @@ final class Fetch: Sendable {
     /// made first: an attempt waiting for one holds no place, so a provider's own request to the
     /// origin is never stuck behind attempts waiting for that provider.
     private func admit(_ url: String, _ template: FetchTemplate, serial: Int, credential: Credential?, waited: Int = 0) {
-        guard let pace else { return send(url, template, serial: serial, credential: credential, waited: waited) }
         // Weakly: the run holds its fetches while they are in flight, and a waiting attempt must
         // not keep a cancelled one (and through its completion, the run) alive. One that is over
         // when its turn comes says so, and the place goes to the next.
         let turn: @Sendable () -> Bool = { [weak self] in
             self?.admitted(url, template, serial: serial, credential: credential, waited: waited) ?? false
         }
-        let now = state.withLock { state -> Bool in
-            guard !state.isDone, state.serial == serial, pace.admit(otherwise: turn) else { return false }
-            state.holdsPlace = true
-            return true
-        }
-        if now { send(url, template, serial: serial, credential: credential, waited: waited) }
+        if pace.admit(otherwise: turn), !turn() { pace.release() }
     }
 
     /// The attempt `serial`'s turn in the origin's window came (its place taken for it): sent,
@@ -237,8 +232,8 @@ final class Fetch: Sendable {
             }
             state.isOutstanding = true
             state.sentAt = DispatchTime.now().uptimeNanoseconds
-            state.inFlightAtSend = pace?.inFlight ?? requests.inFlight
-            state.sentBefore = pace?.sent() ?? 0
+            state.inFlightAtSend = pace.inFlight
+            state.sentBefore = pace.sent()
             return .sent
         }
         switch admission {
@@ -289,7 +284,7 @@ final class Fetch: Sendable {
     private func handle(_ result: Result<HTTPResponse, TransportError>, url: String, serial: Int) {
         // Requests sent together reach the server in any order: what it saw is the most of the
         // requests in flight at the send and at the answer (this one still counted).
-        let inFlightAtAnswer = pace?.inFlight ?? requests.inFlight
+        let inFlightAtAnswer = pace.inFlight
         let current = state.withLock { state -> (attempt: Int, redirects: Int, template: FetchTemplate, sentAt: UInt64,
                                                  sentBefore: Int, inFlight: Int, refreshes: Bool)? in
             // An answer after the deadline, or for an attempt already replaced, is ignored.
@@ -315,7 +310,7 @@ final class Fetch: Sendable {
                                         milliseconds: milliseconds, result: result, decision: decision))
         }
         // After the attempt's own record: a change of the window it causes is logged after it.
-        pace?.record(result, sentAt: sentAt, sentBefore: sentBefore, inFlight: max(inFlight, inFlightAtAnswer),
+        pace.record(result, sentAt: sentAt, sentBefore: sentBefore, inFlight: max(inFlight, inFlightAtAnswer),
                      sizesWindow: sizesWindow)
         switch decision {
         case .deliver(let response):
@@ -380,7 +375,7 @@ final class Fetch: Sendable {
     private func givePlaceBack(_ state: inout State) {
         guard state.holdsPlace else { return }
         state.holdsPlace = false
-        pace?.release()
+        pace.release()
     }
 
     /// Gives the budget back the first request it charged for this fetch, when it was never sent.
