@@ -317,9 +317,15 @@ int main(int argc, char **argv) {
     server s = {.lock = PTHREAD_MUTEX_INITIALIZER, .ready = PTHREAD_COND_INITIALIZER};
     for (int k = 0; k < RESPONDERS; k++) pthread_create(&s.responders[k], NULL, respond_loop, &s);
 
-    sheaf_client *shared = new_client(&s), *hanging = new_client(&s);
-    EXPECT(sheaf_client_set_option(hanging, SHEAF_OPT_TIMEOUT_MS, 30) == SHEAF_OK, "timeout");
-    EXPECT(sheaf_client_set_option(hanging, SHEAF_OPT_MAX_ATTEMPTS, 1) == SHEAF_OK, "attempts");
+    sheaf_client *shared = new_client(&s), *hanging[THREADS];
+    /* A client of its own for each thread's hanging lists: a server that answers nothing in time
+       takes one request at a time from a client (every timeout is a refusal), so on one shared
+       client the threads' hanging lists would wait for each other's timeouts. */
+    for (int k = 0; k < THREADS; k++) {
+        hanging[k] = new_client(&s);
+        EXPECT(sheaf_client_set_option(hanging[k], SHEAF_OPT_TIMEOUT_MS, 30) == SHEAF_OK, "timeout");
+        EXPECT(sheaf_client_set_option(hanging[k], SHEAF_OPT_MAX_ATTEMPTS, 1) == SHEAF_OK, "attempts");
+    }
 
     /* Pulled lists nobody pulls from, each holding back once a window's worth of pages waits. */
     sheaf_list **stalled_lists = calloc((size_t)stalled, sizeof *stalled_lists);
@@ -333,7 +339,7 @@ int main(int argc, char **argv) {
     worker workers[THREADS];
     pthread_t threads[THREADS];
     for (int k = 0; k < THREADS; k++) {
-        workers[k] = (worker){.shared = shared, .hanging = hanging, .runs = runs, .seed = 7919u * (unsigned)(k + 1)};
+        workers[k] = (worker){.shared = shared, .hanging = hanging[k], .runs = runs, .seed = 7919u * (unsigned)(k + 1)};
         pthread_create(&threads[k], NULL, work, &workers[k]);
     }
     for (int k = 0; k < THREADS; k++) pthread_join(threads[k], NULL);
@@ -356,16 +362,16 @@ int main(int argc, char **argv) {
     free(stalled_lists);
 
     sheaf_client_free(shared);
-    sheaf_client_free(hanging);
+    for (int k = 0; k < THREADS; k++) sheaf_client_free(hanging[k]);
     /* Destroy functions run once nothing needs them: wait (bounded) for the last late answers. */
-    for (int k = 0; k < 1000 && (atomic_load(&s.destroyed) < 2 || atomic_load(&list_data_destroyed) < atomic_load(&list_data_made)); k++)
+    for (int k = 0; k < 1000 && (atomic_load(&s.destroyed) < 1 + THREADS || atomic_load(&list_data_destroyed) < atomic_load(&list_data_made)); k++)
         sleep_us(10 * 1000);
     pthread_mutex_lock(&s.lock);
     s.stopping = 1;
     pthread_cond_broadcast(&s.ready);
     pthread_mutex_unlock(&s.lock);
     for (int k = 0; k < RESPONDERS; k++) pthread_join(s.responders[k], NULL);
-    EXPECT(atomic_load(&s.destroyed) == 2, "transport destroyed %d times (2 clients)", atomic_load(&s.destroyed));
+    EXPECT(atomic_load(&s.destroyed) == 1 + THREADS, "transport destroyed %d times (%d clients)", atomic_load(&s.destroyed), 1 + THREADS);
     EXPECT(atomic_load(&list_data_destroyed) == atomic_load(&list_data_made), "list user data: %d made, %d destroyed",
            atomic_load(&list_data_made), atomic_load(&list_data_destroyed));
 

@@ -22,7 +22,8 @@ import Foundation
 /// - **Refusals.** A 429, 503 or 504, or a timeout, to a request sent while `n` requests were
 ///   in flight says the server takes fewer than `n`: the window drops to `n − 1` (down to 1).
 ///   Reaching `n` again waits for a number of good answers (4 windows' worth at first) that
-///   doubles with each refusal, up to 256, so refusals stay rare.
+///   doubles with each refusal, up to 256, so refusals stay rare, and halves with each step
+///   the server takes, so a stray refusal is forgotten.
 /// - **The server's word.** `Retry-After` on a refusal holds every new request back for that long;
 ///   rate-limit headers (`RateLimit`, `X-RateLimit-Remaining`/`-Reset`) bound the window by the
 ///   requests left, and hold requests back until the reset when none are (within the retry cap).
@@ -87,10 +88,12 @@ struct WindowLimiter {
     private var growth = 0.0
     /// The last time the window shrank: answers to requests sent before it say nothing new.
     private var lastCut: UInt64 = 0
-    /// After a refusal: the fewest requests in flight the server refused, the good answers
-    /// wanted before the window reaches it again, and the good answers since.
+    /// After a refusal: the fewest requests in flight the server refused, the good answers the
+    /// last refusal asked for before the window reaches it again (doubled by the next one), the
+    /// good answers the next step waits for (halved by each step taken), and the good answers since.
     private var refusedAt: Int?
     private var probeAfter = 0
+    private var stepAfter = 0
     private var sinceProbe = 0
     /// Requests to the origin sent so far.
     private(set) var sends = 0
@@ -210,10 +213,21 @@ struct WindowLimiter {
         if let refusedAt, window + 1 >= refusedAt {
             // The step would reach what the server refused: taken only after enough good answers.
             sinceProbe += 1
-            guard sinceProbe >= probeAfter else { return nil }
+            guard sinceProbe >= stepAfter else { return nil }
             sinceProbe = 0
             window += 1
-            self.refusedAt = window + 1
+            // The server took it: the next step waits half as long, and once that is less than a
+            // window of answers the refused level is forgotten (growth goes on by one a round
+            // trip). A refusal the server meant comes again at once; a stray one (a 503 from a
+            // busy moment, not from capacity) would otherwise hold a client's window down for
+            // as long as the client lives.
+            stepAfter /= 2
+            if stepAfter < window {
+                self.refusedAt = nil
+                probeAfter = 0
+            } else {
+                self.refusedAt = window + 1
+            }
         } else if slowStart {
             window = min(maximum, vouched, window + Self.slowStartGain)
         } else {
@@ -234,6 +248,7 @@ struct WindowLimiter {
         // server took waits twice as long. One sent before it only adds what its count says.
         if answer.sentAt >= lastCut {
             probeAfter = min(probeAfter == 0 ? 4 * window : 2 * probeAfter, Self.longestProbeWait)
+            stepAfter = probeAfter
             lastCut = now
         }
         let taken = max(1, answer.inFlight - 1)

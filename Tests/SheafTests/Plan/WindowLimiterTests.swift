@@ -159,6 +159,33 @@ final class WindowLimiterTests: XCTestCase {
         XCTAssertEqual(drive.answersUntilTheWindowMoves(), 256)
     }
 
+    func testAStrayRefusalIsForgottenAndTheWindowRegainsItsMaximum() {
+        // A 503 from a busy moment with 2 in flight, on a window of 64 (a long-lived client's
+        // origin): each step the server takes halves the wait for the next, and then the refused
+        // level is forgotten. Waiting 256 answers for every step would take 16,000 answers.
+        var drive = Drive()
+        while drive.limiter.window < 64 { drive.round(latency: 50) }
+        drive.refuse(inFlight: 2)
+        XCTAssertEqual(drive.limiter.window, 1)
+        var answers = 0
+        while drive.limiter.window < 64, answers < 20_000 {
+            drive.answer(inFlight: drive.limiter.window)
+            answers += 1
+        }
+        XCTAssertEqual(drive.limiter.window, 64)
+        XCTAssertLessThan(answers, 3_000)
+        // A refusal the server means (at 5, every time the window gets there) is not forgotten:
+        // the waits before each try keep doubling.
+        drive.refuse(inFlight: 5)
+        var waits: [Int] = []
+        for _ in 0..<3 {
+            while drive.limiter.window < 5 { waits.append(drive.answersUntilTheWindowMoves()) }
+            drive.refuse(inFlight: 5)
+        }
+        XCTAssertEqual(drive.limiter.window, 4)
+        XCTAssertEqual(Array(waits.suffix(2)), [waits[waits.count - 3] * 2, waits[waits.count - 3] * 4].map { min($0, 256) })
+    }
+
     func testRetryAfterHoldsEveryRequestBackWithinTheCap() {
         var drive = Drive()
         XCTAssertEqual(drive.limiter.pause(at: drive.now), 0)
