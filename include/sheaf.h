@@ -144,7 +144,8 @@ typedef enum sheaf_result {
     SHEAF_PAGE_BUDGET_REACHED = 22,    /**< Retired (0.4: the page budget was reached); never returned: the list ends SHEAF_OK with SHEAF_STOP_PAGE_BUDGET. */
     SHEAF_REQUEST_BUDGET_REACHED = 23, /**< Retired (0.4: the request budget was reached); never returned: the list ends SHEAF_OK with SHEAF_STOP_REQUEST_BUDGET. */
     SHEAF_E_DEADLINE = 24,         /**< The list did not end within the caller's deadline (SHEAF_BUDGET_DEADLINE_MS); what arrived before stays delivered. */
-    SHEAF_E_CREDENTIAL = 25        /**< The credential provider (sheaf_client_set_credential_provider) gave no credential. */
+    SHEAF_E_CREDENTIAL = 25,       /**< The credential provider (sheaf_client_set_credential_provider) gave no credential. */
+    SHEAF_E_PARTIAL = 26           /**< Some lists of a group failed; the others ended well (each list's own result and error say which and why). */
 } sheaf_result;
 
 /** Whether a result code is a success (SHEAF_OK: why a list stopped is its status's stop_reason). */
@@ -204,6 +205,8 @@ typedef struct sheaf_client sheaf_client;
 typedef struct sheaf_list sheaf_list;
 /** One single HTTP request of a client (any method, a body), then its response. */
 typedef struct sheaf_request sheaf_request;
+/** Many lists run as one job on one client: one stream of deltas tagged by list, one outcome. */
+typedef struct sheaf_group sheaf_group;
 
 /* ---- Client ----------------------------------------------------------------------------- */
 
@@ -1004,6 +1007,153 @@ SHEAF_API sheaf_result sheaf_list_more(sheaf_list *list, int64_t timeout_ms, cha
  * sheaf_list_start_load_more.
  */
 SHEAF_API sheaf_result sheaf_list_reset(sheaf_list *list);
+
+/* ---- Groups: many lists as one job ------------------------------------------------------ */
+
+/**
+ * Creates an empty group of lists run on `client`. The lists of a group share the client's window
+ * for each origin (SHEAF_OPT_WINDOW, SHEAF_OPT_MAX_WINDOW): 300 lists started together send what
+ * one list would, and a rate limit one of them meets slows all of them. Lists join with
+ * sheaf_group_add and sheaf_group_add_each before sheaf_group_start. *out_group is freed with
+ * sheaf_group_free; NULL on failure. The client must outlive the group.
+ */
+SHEAF_API sheaf_result sheaf_group_new(sheaf_group **out_group, sheaf_client *client);
+
+/**
+ * Cancels the group if it still runs, waits until no callback of it runs (unless called from
+ * one), and frees it with every list it took. NULL is a no-op.
+ */
+SHEAF_API void sheaf_group_free(sheaf_group *group);
+
+/**
+ * The group's error: its outcome's detail once it has failed (SHEAF_E_PARTIAL names how many
+ * lists failed and the first failure), or the last failed call's on it; NULL otherwise. The
+ * caller frees it with sheaf_error_free.
+ */
+SHEAF_API sheaf_error *sheaf_group_error(const sheaf_group *group);
+
+/** Options of a group (sheaf_group_set_option); each is 0 (off, the default) or 1. */
+typedef enum sheaf_group_option {
+    /** Deltas list after list, in the order the lists joined (a fan-out: the parent's item order);
+        a list waiting its turn fetches at most a window of pages (SHEAF_OPT_WINDOW) ahead.
+        Off: as they arrive, each list's own deltas still in order. */
+    SHEAF_GROUP_ORDERED = 1,
+    /** The first list that fails cancels the others; the group ends with its error. Off: a list
+        that fails does not stop the others, and the group ends SHEAF_E_PARTIAL. */
+    SHEAF_GROUP_FAIL_FAST = 2,
+    /** A parent item without a value its template needs (missing, null, an object, an empty
+        string in the path) fails the parent list. Off: the item is skipped with a warning log
+        record (sheaf_client_set_log). */
+    SHEAF_GROUP_MISSING_FAILS = 3
+} sheaf_group_option;
+
+/** Sets an option before the group starts: SHEAF_E_STATE after, SHEAF_E_INVALID_ARGUMENT for an
+    unknown option or a value other than 0 or 1. */
+SHEAF_API sheaf_result sheaf_group_set_option(sheaf_group *group, sheaf_group_option option, int64_t value);
+
+/**
+ * Adds `list` (configured, not started) to the group; the group takes it: on success do not free
+ * it (sheaf_group_free does), and reach it again with sheaf_group_list for its status, error,
+ * resume token and prefix (items are kept as sheaf_list_set_keep_items says: off saves memory,
+ * the deltas carry the items either way). `tag` (copied; NULL: the list's path) comes with each
+ * of its deltas. *out_index (may be NULL) is the list's place: 0, 1, ... in the order lists
+ * join. On failure the list stays the caller's. SHEAF_E_STATE once the group has started or for
+ * a list already started; SHEAF_E_INVALID_ARGUMENT for a list of another client.
+ */
+SHEAF_API sheaf_result sheaf_group_add(sheaf_group *group, sheaf_list *list, const char *tag, size_t *out_index);
+
+/**
+ * Adds a fan-out: `parent` (a list, taken as sheaf_group_add takes one) whose items name child
+ * lists. `templates[0]` makes a child's URL from one parent item: "/repos/{/full_name}/issues"
+ * fills each {JSON pointer} with the item's value there (a string as it is, a number or a boolean
+ * as its JSON text), percent-encoded for where it stands: in the path everything but unreserved
+ * characters and "/" is encoded ("/" is kept, so "owner/repo" fills two segments) and a "." or
+ * ".." segment a value makes has its dots encoded; after the "?", a value is encoded for a query
+ * value. A template starting with "/" is joined to the parent's origin; an absolute one must be
+ * http(s) with its host written out. With `levels` > 1, templates[1] makes a grandchild's URL
+ * from a child's item, and so on: the lists of every level but the last are parents in turn.
+ * Children join the group as the parent's pages bring them, once per URL (an item that repeats
+ * is fetched once), tagged with the value that filled the template (the URL when it takes
+ * several). Each list of the last level runs `child`'s description (a list whose path is
+ * replaced; NULL: detection), keeping items as `child` says; the group takes `child` too (it never
+ * runs itself). A parent's items are not delivered, only its last delta (its outcome).
+ * *out_index (may be NULL) is the parent's place. On failure parent and child stay the caller's.
+ * SHEAF_E_INVALID_ARGUMENT for no template or one that does not parse (unbalanced braces, an
+ * invalid pointer, no value, a value in the host); SHEAF_E_STATE as sheaf_group_add.
+ */
+SHEAF_API sheaf_result sheaf_group_add_each(sheaf_group *group, sheaf_list *parent, const char *const *templates,
+                                            size_t levels, sheaf_list *child, size_t *out_index);
+
+/** What one delta of a group says. Library-owned and read-only; check `version` before reading fields. */
+typedef struct sheaf_group_delta {
+    unsigned int version;       /**< SHEAF_GROUP_DELTA_VERSION of the library that filled it. */
+    size_t list;                /**< The list's place in the group (sheaf_group_list). */
+    const char *tag;            /**< The list's tag (borrowed). */
+    const char *delta_json;     /**< The items the list's prefix gained, as a JSON array (borrowed; "[]" on its last delta). */
+    size_t delta_length;        /**< Bytes in delta_json, not counting its terminating NUL. */
+    size_t delta_items;         /**< Items in delta_json. */
+    size_t items;               /**< Items in the list's prefix so far. */
+    int finished;               /**< 1 on the list's last delta, which adds no items; 0 before. */
+    sheaf_result result;        /**< On the last delta, the list's outcome (detail: sheaf_list_error of
+                                     sheaf_group_list); SHEAF_OK before. */
+} sheaf_group_delta;
+
+#define SHEAF_GROUP_DELTA_VERSION 1
+
+/**
+ * Called once per delta, never two at once for one group, on a library thread, never after the
+ * group has ended or was freed; everything `delta` points to is borrowed for the call. `group`
+ * may be passed to non-blocking calls (sheaf_group_list, sheaf_group_cancel). Return 0 to go on;
+ * non-zero stops the group: every list is cancelled, nothing more is delivered, and
+ * sheaf_group_wait returns SHEAF_E_STOPPED. A slow callback holds each list's fetching back as a
+ * list's snapshot callback does.
+ */
+typedef int (*sheaf_group_fn)(sheaf_group *group, const sheaf_group_delta *delta, void *user_data);
+
+/**
+ * Starts every list of the group; returns at once. `on_delta` may be NULL (then only
+ * sheaf_group_wait and the lists observe it). `destroy` (may be NULL) is called with `user_data`
+ * once, after the last callback; a refused start never calls it. A group runs once: SHEAF_E_STATE
+ * otherwise. A group of no lists ends at once, SHEAF_OK.
+ */
+SHEAF_API sheaf_result sheaf_group_start(sheaf_group *group, sheaf_group_fn on_delta, void *user_data,
+                                         sheaf_destroy_fn destroy);
+
+/** Starts every list of the group for pulling with sheaf_group_next (see sheaf_list_start_pull). */
+SHEAF_API sheaf_result sheaf_group_start_pull(sheaf_group *group);
+
+/**
+ * Takes the next delta of a group started with sheaf_group_start_pull, waiting at most
+ * `timeout_ms` (0: do not wait; negative: until one comes or the group ends). Returns SHEAF_OK
+ * with *out_delta set (valid until the next sheaf_group_next or sheaf_group_free), SHEAF_OK with
+ * *out_delta NULL once the group has ended and every delta was taken, SHEAF_PENDING when none
+ * came within the timeout, SHEAF_E_STATE for a group not started with sheaf_group_start_pull,
+ * SHEAF_E_REENTRANT with a timeout from inside a Sheaf callback. One thread takes a group's deltas.
+ */
+SHEAF_API sheaf_result sheaf_group_next(sheaf_group *group, int64_t timeout_ms, const sheaf_group_delta **out_delta);
+
+/**
+ * Blocks until every list has ended and (for a callback) its last delta was delivered; returns
+ * SHEAF_OK when every list ended SHEAF_OK, SHEAF_E_PARTIAL when some failed (the others are whole),
+ * SHEAF_E_STOPPED or SHEAF_E_CANCELLED for the group itself, or with SHEAF_GROUP_FAIL_FAST the
+ * first failure's code. Detail: sheaf_group_error. On a pulled group it stops the pulling first
+ * (deltas not taken are dropped: take until sheaf_group_next says the end to get them all).
+ * From inside a callback: SHEAF_E_REENTRANT.
+ */
+SHEAF_API sheaf_result sheaf_group_wait(sheaf_group *group);
+
+/** Cancels every list of a running group; nothing more is delivered. Non-blocking, any thread. */
+SHEAF_API sheaf_result sheaf_group_cancel(sheaf_group *group);
+
+/** The lists in the group so far (a fan-out's grow as the parents' pages come); 0 for NULL. */
+SHEAF_API size_t sheaf_group_count(const sheaf_group *group);
+
+/**
+ * The list at `index` (borrowed: the group owns it; valid until sheaf_group_free), for
+ * sheaf_list_error, sheaf_list_get_status, sheaf_list_resume_token, sheaf_list_prefix,
+ * sheaf_list_description and the other calls that read a list. NULL for an index past the count.
+ */
+SHEAF_API sheaf_list *sheaf_group_list(sheaf_group *group, size_t index);
 
 /* ---- Single requests -------------------------------------------------------------------- */
 

@@ -112,6 +112,11 @@ public final class SheafClient: Sendable {
         try ListRun(client: self, description: description, keepsItems: keepsItems, consumer: onSnapshot.map { .callback($0) } ?? .nobody)
     }
 
+    /// A group of lists run as one job (`ListGroup`): add lists (`add`, `addEach`), then start it.
+    public func makeGroup(_ options: ListGroup.Options = ListGroup.Options()) -> ListGroup {
+        ListGroup(client: self, options: options)
+    }
+
     /// A list loaded page by page as the caller asks (`ListPager`), `lookAhead` pages fetched
     /// ahead of the ones asked for. Nothing is fetched before the first `next`.
     public func makePager(_ description: ListDescription, keepsItems: Bool = true, lookAhead: Int = 0) throws(SheafError) -> ListPager {

@@ -6,7 +6,7 @@ public struct SheafError: Error, Sendable, Equatable, CustomStringConvertible {
             case invalidArgument, unsupported, state, reentrant, http, transport, badPage, incomplete,
                  loop, pageLimit, bodyTooLarge, crossOrigin, stopped, cancelled, `internal`,
                  notFollowed, undetected, repeatedPage, io, deadline, credential,
-                 decoding
+                 decoding, partial
         }
         let value: Value
         init(_ value: Value) { self.value = value }
@@ -41,6 +41,8 @@ public struct SheafError: Error, Sendable, Equatable, CustomStringConvertible {
         /// An item (or a response body) did not decode as the caller's `Decodable` type (the
         /// Swift API only; in C it would be a bad page).
         public static let decoding = Code(.decoding)
+        /// Some lists of a group failed (each list's own outcome says why); the others ended well.
+        public static let partial = Code(.partial)
     }
 
     public var code: Code

@@ -170,6 +170,7 @@ package struct ChildTemplate: Sendable, Hashable, CustomStringConvertible {
         var path: [UInt8] = []
         var fromValue: [Bool] = []
         var query = ""
+        var values: [String] = []
         for part in parts {
             switch part {
             case .literal(let text, inQuery: true):
@@ -183,6 +184,7 @@ package struct ChildTemplate: Sendable, Hashable, CustomStringConvertible {
                 case .text(let text): value = text
                 case .unusable(let found): return .failure(Failure(pointer: pointer, found: found, parentURL: parentURL))
                 }
+                values.append(value)
                 if inQuery {
                     query += URLText.encodeQueryComponent(value)
                 } else {
@@ -194,7 +196,7 @@ package struct ChildTemplate: Sendable, Hashable, CustomStringConvertible {
                 }
             }
         }
-        return .success(ChildURL(url: origin + Self.escapingDotSegments(path, fromValue: fromValue) + query))
+        return .success(ChildURL(url: origin + Self.escapingDotSegments(path, fromValue: fromValue) + query, values: values))
     }
 
     /// `path` with the dots of every "." or ".." segment a value wrote (wholly or in part) as
@@ -295,6 +297,8 @@ package struct ChildTemplate: Sendable, Hashable, CustomStringConvertible {
 package struct ChildURL: Sendable, Hashable, CustomStringConvertible {
     /// The absolute URL.
     package let url: String
+    /// The texts the item's values filled the template with, in order (not yet encoded).
+    package var values: [String] = []
 
     package var description: String { url }
 }

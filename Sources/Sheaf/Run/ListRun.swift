@@ -868,6 +868,12 @@ public final class ListRun: Sendable {
     }
 
     /// The caller of a pulled run stops taking snapshots: the run stops as when a callback asks to.
+    /// Ends the run with `error` (a group's fan-out that finds an item it cannot use): in-flight
+    /// requests are abandoned and no snapshot is delivered any more.
+    package func fail(_ error: SheafError) {
+        stop(error, byCallback: false)
+    }
+
     package func stopTaking() {
         stop(SheafError(.stopped, "the snapshot callback asked to stop"), byCallback: true)
     }
