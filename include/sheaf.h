@@ -1123,6 +1123,16 @@ SHEAF_API sheaf_result sheaf_group_start(sheaf_group *group, sheaf_group_fn on_d
 SHEAF_API sheaf_result sheaf_group_start_pull(sheaf_group *group);
 
 /**
+ * Before the group starts: an event loop watches `fd` instead of a thread waiting, as
+ * sheaf_list_set_notify_fd describes for a list: for a pulled group, each time sheaf_group_next
+ * has something new (a delta, or the end); for a group with a callback, after each delta
+ * delivered and once at the end. -1 (the default) turns it off. `fd` stays the caller's: keep it
+ * open until sheaf_group_free returns. SHEAF_E_STATE once started; SHEAF_E_INVALID_ARGUMENT for a
+ * negative fd other than -1.
+ */
+SHEAF_API sheaf_result sheaf_group_set_notify_fd(sheaf_group *group, int fd);
+
+/**
  * Takes the next delta of a group started with sheaf_group_start_pull, waiting at most
  * `timeout_ms` (0: do not wait; negative: until one comes or the group ends). Returns SHEAF_OK
  * with *out_delta set (valid until the next sheaf_group_next or sheaf_group_free), SHEAF_OK with

@@ -26,6 +26,9 @@ final class ListHandle: Sendable, ErrorRecording {
         var lastTaken: PulledSnapshot?
         /// The outcome's error, or the last failed call's (sheaf_list_error).
         var lastError: SheafError?
+        /// Whether a group runs the list: nobody waits on it, so its outcome's error is read
+        /// from the run.
+        var inGroup = false
 
         /// The run: the list's one run, or a load-more list's current one.
         var current: ListRun? { pager?.run ?? run }
@@ -121,6 +124,31 @@ final class ListHandle: Sendable, ErrorRecording {
         return run
     }
 
+    /// Joins a group (sheaf_group_add, _add_each): `join` makes the list's run in the group from
+    /// its client, description and whether it keeps items; the list then reads that run as its
+    /// own (status, error, resume token, prefix), and cannot be started itself.
+    func joinGroup(_ join: (SheafClient, ListDescription, Bool) throws(SheafError) -> ListRun) throws(SheafError) {
+        try state.withLock { (state) throws(SheafError) in
+            state.run = try join(try clientForTheRun(state), state.description, state.keepsItems)
+            state.inGroup = true
+        }
+    }
+
+    /// The description and client of a list that never runs itself (a fan-out's child prototype).
+    func prototype() throws(SheafError) -> (client: SheafClient, description: ListDescription, keepsItems: Bool) {
+        try state.withLock { (state) throws(SheafError) in (try clientForTheRun(state), state.description, state.keepsItems) }
+    }
+
+    /// A list of a group that the group made (a fan-out's child), reading `run` as its own.
+    init(client: ClientHandle, adopting run: ListRun, description: ListDescription, keepsItems: Bool) {
+        self.client = client
+        var state = State(description: description)
+        state.keepsItems = keepsItems
+        state.run = run
+        state.inGroup = true
+        self.state = Locked(state)
+    }
+
     /// Splits the list into up to `count` partitions from its page one (sheaf_list_partitions):
     /// a run of its own, on the client the list would run with; the list itself stays unstarted.
     func partitions(count: Int) throws(SheafError) -> [Partition] {
@@ -163,7 +191,7 @@ final class ListHandle: Sendable, ErrorRecording {
         state.withLock { $0.lastError = error }
     }
 
-    var lastError: SheafError? { state.withLock { $0.lastError } }
+    var lastError: SheafError? { state.withLock { $0.lastError ?? ($0.inGroup ? $0.run?.outcome?.error : nil) } }
 
     /// A call succeeded: the error of an earlier call goes, unless it is the run's outcome.
     func clearErrorBeforeTheOutcome() {

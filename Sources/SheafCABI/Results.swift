@@ -28,6 +28,7 @@ extension SheafError.Code {
         case .io: SHEAF_E_IO
         case .deadline: SHEAF_E_DEADLINE
         case .credential: SHEAF_E_CREDENTIAL
+        case .partial: SHEAF_E_PARTIAL
         default: SHEAF_E_INTERNAL
         }
     }
@@ -78,6 +79,7 @@ private let resultTexts: [OwnedCString] = [
     "the request budget was reached (retired: a list at its budget ends with success)",
     "the list's deadline passed",
     "the credential provider gave no credential",
+    "some lists of the group failed",
 ].map(OwnedCString.init)
 private let unknownResultText = OwnedCString("unknown result code")
 private let versionText = OwnedCString(SheafVersion.string)

@@ -77,6 +77,7 @@ public final class ListGroup: Sendable {
     }
 
     private struct State {
+        var options: Options
         var members: [Member] = []
         var consumer: Consumer?
         /// Deltas ready for the consumer, in the order it gets them, and whether a thread is
@@ -110,12 +111,21 @@ public final class ListGroup: Sendable {
     }
 
     public let client: SheafClient
-    public let options: Options
-    private let state = Locked(State())
+    private let state: Locked<State>
 
     init(client: SheafClient, options: Options) {
         self.client = client
-        self.options = options
+        state = Locked(State(options: options))
+    }
+
+    /// How the group runs; set before it starts (`.state` after).
+    public var options: Options { state.withLock { $0.options } }
+
+    public func setOptions(_ options: Options) throws(SheafError) {
+        try state.withLock { (state) throws(SheafError) in
+            guard state.consumer == nil else { throw SheafError(.state, "a group's options are set before it starts") }
+            state.options = options
+        }
     }
 
     /// Adds a list; returns its place. Before `start` only.
@@ -186,6 +196,15 @@ public final class ListGroup: Sendable {
         state.withLock { state in state.members.indices.contains(index) ? state.members[index].run : nil }
     }
 
+    /// The list at `index`: its run, the description it runs and whether it keeps its items.
+    package func member(at index: Int) -> (run: ListRun, description: ListDescription, keepsItems: Bool)? {
+        state.withLock { state in
+            guard state.members.indices.contains(index), let run = state.members[index].run else { return nil }
+            let member = state.members[index]
+            return (run, member.description, member.keepsItems)
+        }
+    }
+
     /// The tag of the list at `index`.
     public func tag(at index: Int) -> String? {
         state.withLock { state in state.members.indices.contains(index) ? state.members[index].tag : nil }
@@ -198,9 +217,11 @@ public final class ListGroup: Sendable {
         try begin(.callback(onDelta))
     }
 
-    /// Starts every list, its deltas queued for `next`.
-    package func startPulling() throws(SheafError) {
+    /// Starts every list, its deltas queued for `next`; `whenReady` is called (no lock held) each
+    /// time `next` has something new to hand out, a delta or the end.
+    package func startPulling(whenReady: (@Sendable () -> Void)? = nil) throws(SheafError) {
         let channel = SnapshotChannel<GroupDelta>()
+        if let whenReady { channel.whenReady(whenReady) }
         channel.whenTaken({}, closed: { [weak self] in
             self?.silence(SheafError(.stopped, "the group's consumer stopped taking its deltas"))
         })
@@ -256,6 +277,14 @@ public final class ListGroup: Sendable {
         silence(SheafError(.cancelled, "the group was cancelled"))
     }
 
+    /// Cancels, then waits until no delta is being handed out (unless called from the group's
+    /// callback). Afterwards the group calls nobody.
+    public func close() {
+        cancel()
+        guard !CallbackContext.isServing(self) else { return }
+        state.withLock(when: { !$0.handing }, timeoutMilliseconds: nil) { _, _ in }
+    }
+
     /// Blocks until every list has ended and its last delta was handed out; returns the group's
     /// outcome: `.complete` when every list ended without failing, else the failure (`.partial`
     /// for lists that failed, `.cancelled`, `.stopped`, a `failFast` group's first failure).
@@ -298,7 +327,7 @@ public final class ListGroup: Sendable {
         let (outcome, failed) = state.withLock { state -> (ListOutcome, [ListRun]) in
             let outcome = state.members[index].run?.outcome ?? .failed(SheafError(.internal, "a group's list ended without an outcome"))
             state.members[index].outcome = outcome
-            guard options.failFast, state.firstFailure == nil, state.silenced == nil, let error = outcome.error else {
+            guard state.options.failFast, state.firstFailure == nil, state.silenced == nil, let error = outcome.error else {
                 return (outcome, [])
             }
             state.firstFailure = error
@@ -313,7 +342,7 @@ public final class ListGroup: Sendable {
     private func post(_ delta: GroupDelta) {
         state.withLock { state in
             guard state.silenced == nil else { return }
-            if options.ordered, state.members[delta.list].fanOut == nil {
+            if state.options.ordered, state.members[delta.list].fanOut == nil {
                 state.members[delta.list].waiting.append(delta)
                 Self.advanceTurns(&state)
             } else {
@@ -357,8 +386,11 @@ public final class ListGroup: Sendable {
             case .channel(let channel):
                 if !channel.push(delta) { silence(SheafError(.stopped, "the group's consumer stopped taking its deltas")) }
             }
-            if delta.outcome != nil { state.withLock { $0.open -= 1 } }
-            state.withLock { $0.handing = false }
+            state.withLock { state in
+                if delta.outcome != nil { state.open -= 1 }
+                state.handing = false
+            }
+            state.changed() // `close` waits for the hand-out to end
         }
         finishIfDone()
     }
@@ -402,6 +434,8 @@ public final class ListGroup: Sendable {
                     url: failures[0].url))
             }
             state.outcome = outcome
+            // Nothing is delivered any more: the callback, and what it holds, goes now.
+            if case .callback = consumer { state.consumer = .callback { _ in false } }
             defer { state.finishHandlers = [] }
             return (outcome, consumer, state.finishHandlers)
         }
@@ -417,15 +451,17 @@ public final class ListGroup: Sendable {
     /// template cannot use fails the parent.
     private func spawnChildren(of delta: SnapshotDelta, fanOut: FanOut, parent: Int) -> Bool {
         guard let template = fanOut.templates.first else { return true }
+        let missingValueFails = options.missingValueFails
         var itemStart = 1
         var children: [Member] = []
         for end in delta.itemEnds {
             defer { itemStart = end + 1 }
             switch template.expand(item: itemStart..<end, of: delta.json, parentURL: fanOut.parentURL) {
             case .failure(let failure):
-                if options.missingValueFails {
+                if missingValueFails {
+                    // The run ends with this error (not as one its consumer stopped).
                     state.withLock { $0.members[parent].run }?.fail(failure.error)
-                    return false
+                    return true
                 }
                 client.hooks?.log(.warning) {
                     LogRecord(level: .warning, kind: .plan,

@@ -98,6 +98,15 @@ int send_simple(sheaf_client *client, const char *path);
 
 /* ---- the tests, by file -------------------------------------------------------------------- */
 
+/* groups.c */
+void a_fan_out_gives_every_childs_items_once_tagged_with_its_parent_value(void);
+void an_ordered_group_delivers_list_after_list_in_the_parents_order(void);
+void a_parent_item_that_repeats_is_fetched_once_and_one_without_the_value_is_skipped(void);
+void a_list_that_fails_leaves_the_others_whole_unless_fail_fast(void);
+void the_clients_window_holds_for_every_list_of_a_group(void);
+void a_pulled_group_gives_the_same_deltas_on_the_callers_thread(void);
+void a_group_stops_when_its_callback_asks_and_misuse_is_refused(void);
+
 /* contract.c */
 void versions_agree_and_every_result_has_a_text(void);
 void null_handles_and_bad_arguments_are_rejected(void);
