@@ -124,16 +124,22 @@ final class Fetch: Sendable {
 
     /// Abandons the fetch (counted out of the requests in flight at once) and returns the
     /// attempt at the transport, for the caller to cancel once it holds no lock of its own.
+    /// The attempt's place in the origin's window is given back by that cancel, after the
+    /// transport's: the next request is not sent while this one may still be at the server.
     func abandon() -> (any TransportTask)? {
-        state.withLock { state in
+        let (task, heldPlace) = state.withLock { state in
             state.isDone = true
             stopPause(&state)
             settleOutstanding(&state)
-            givePlaceBack(&state)
             giveBackReservation(&state)
-            defer { state.task = nil }
-            return state.task
+            defer {
+                state.task = nil
+                state.holdsPlace = false
+            }
+            return (state.task, state.holdsPlace)
         }
+        guard task != nil || heldPlace else { return nil }
+        return AbandonedAttempt(task: task, pace: heldPlace ? pace : nil)
     }
 
     /// Sends the next attempt, or arranges it (after a pause, after its credential, once the
@@ -412,4 +418,16 @@ final class Deadline: @unchecked Sendable {
     }
 
     func cancel() { timer.cancel() }
+}
+
+/// An abandoned fetch's attempt: cancelling it cancels it at the transport, then gives its place
+/// in the origin's window back.
+private struct AbandonedAttempt: TransportTask {
+    let task: (any TransportTask)?
+    let pace: OriginPace?
+
+    func cancel() {
+        task?.cancel()
+        pace?.release()
+    }
 }

@@ -94,6 +94,8 @@ public final class ListGroup: Sendable {
         /// Set by the first failure of a `failFast` group.
         var firstFailure: SheafError?
         var childURLs: Set<String> = []
+        /// Parents that met an item without the value their template needs (`missingValueFails`).
+        var parentFailures: [Int: SheafError] = [:]
         var outcome: ListOutcome?
         var finishHandlers: [@Sendable () -> Void] = []
 
@@ -181,11 +183,20 @@ public final class ListGroup: Sendable {
     /// The run of a member, its snapshots fed to the group as the member at `place` (known
     /// before the run starts).
     private func makeRun(_ member: Member, place: Locked<Int?>) throws(SheafError) -> ListRun {
-        try ListRun(client: member.client, description: member.description, keepsItems: member.keepsItems,
-                    consumer: .channel { [weak self] snapshot in
-                        guard let self, let index = place.withLock({ $0 }) else { return false }
-                        return self.arrived(snapshot, from: index)
-                    })
+        let run = try ListRun(client: member.client, description: member.description, keepsItems: member.keepsItems,
+                              consumer: .channel { [weak self] snapshot in
+                                  guard let self, let index = place.withLock({ $0 }) else { return false }
+                                  return self.arrived(snapshot, from: index)
+                              })
+        if member.fanOut != nil {
+            // A parent stopped by an item its template cannot use ends with that item's error.
+            run.finishing { [weak self] outcome in
+                guard let self, let index = place.withLock({ $0 }),
+                      let failure = self.state.withLock({ $0.parentFailures[index] }) else { return outcome }
+                return .failed(failure)
+            }
+        }
+        return run
     }
 
     /// The lists in the group so far.
@@ -459,9 +470,9 @@ public final class ListGroup: Sendable {
             switch template.expand(item: itemStart..<end, of: delta.json, parentURL: fanOut.parentURL) {
             case .failure(let failure):
                 if missingValueFails {
-                    // The run ends with this error (not as one its consumer stopped).
-                    state.withLock { $0.members[parent].run }?.fail(failure.error)
-                    return true
+                    // The parent stops here, and ends with this error (see `makeRun`).
+                    state.withLock { $0.parentFailures[parent] = failure.error }
+                    return false
                 }
                 client.hooks?.log(.warning) {
                     LogRecord(level: .warning, kind: .plan,
