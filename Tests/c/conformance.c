@@ -43,8 +43,11 @@
 
 #define WINDOW 4   /* a fixed window: the bounds below are stated in it */
 
-typedef enum mode { FETCH_ALL, CALLBACK, PULL, WRITE_FN, WRITE_FD, LOAD_MORE, MODES } mode;
-static const char *const mode_names[MODES] = {"fetch_all", "callback", "pull", "write_fn", "write_fd", "load_more"};
+/* GROUP and GROUP_PULL run the list as the one list of a group (sheaf_group_start, _start_pull): a
+   group's lists must behave as a list does on its own. */
+typedef enum mode { FETCH_ALL, CALLBACK, PULL, WRITE_FN, WRITE_FD, LOAD_MORE, GROUP, GROUP_PULL, MODES } mode;
+static const char *const mode_names[MODES] = {"fetch_all", "callback", "pull", "write_fn", "write_fd", "load_more",
+                                              "group", "group_pull"};
 
 static test_server g_server;
 
@@ -119,7 +122,9 @@ static int ids_are(const json_t *items, long first, long count, const char *what
 
 typedef struct consumer {
     mode mode;
-    sheaf_list *list;
+    sheaf_client *client;
+    sheaf_list *list;            /* in a group mode, the group's once started (still readable) */
+    sheaf_group *group;
     json_t *items;               /* what the consumer received, in order */
     int stop_at_first;           /* it stops at its first delivery */
     int hold;                    /* it takes nothing until `release` is posted */
@@ -136,14 +141,23 @@ typedef struct consumer {
     sheaf_result result;
 } consumer;
 
-static void consumer_init(consumer *c, mode m, sheaf_list *list) {
+static void consumer_init(consumer *c, mode m, sheaf_client *client, sheaf_list *list) {
     memset(c, 0, sizeof *c);
     c->mode = m;
+    c->client = client;
     c->list = list;
     c->items = json_array();
     c->pipe[0] = c->pipe[1] = -1;
     sem_init(&c->release, 0, 0);
     pthread_mutex_init(&c->lock, NULL);
+}
+
+/* Frees the list, or in a group mode the group that has it. */
+static void consumer_free(consumer *c) {
+    if (c->group != NULL) sheaf_group_free(c->group);
+    else sheaf_list_free(c->list);
+    c->group = NULL;
+    c->list = NULL;
 }
 
 static void consumer_destroy(consumer *c) {
@@ -194,6 +208,27 @@ static int write_fn(const char *bytes, size_t length, void *user_data) {
     return delivered(c);
 }
 
+static int on_group_delta(sheaf_group *group, const sheaf_group_delta *delta, void *user_data) {
+    (void)group;
+    consumer *c = user_data;
+    if (delta->finished) return 0;   /* the list's end, not a delivery of items */
+    append_items(c, delta->delta_json, delta->delta_length);
+    return delivered(c);
+}
+
+/* Puts the list into a new group of its client; the group has it from now on. */
+static sheaf_result join_group(consumer *c) {
+    sheaf_result result = sheaf_group_new(&c->group, c->client);
+    if (result == SHEAF_OK) result = sheaf_group_add(c->group, c->list, "the list", NULL);
+    return result;
+}
+
+/* A group's result as the list's own: a group of one list that failed ends SHEAF_E_PARTIAL, and
+   the list says how it failed. */
+static sheaf_result group_result(consumer *c, sheaf_result result) {
+    return result == SHEAF_E_PARTIAL ? sheaf_list_wait(c->list) : result;
+}
+
 static void *read_pipe(void *argument) {
     consumer *c = argument;
     if (c->hold) sem_wait(&c->release), sem_post(&c->release);
@@ -216,6 +251,14 @@ static sheaf_result start(consumer *c) {
         pthread_create(&c->reader, NULL, read_pipe, c);
         return sheaf_list_start_write_fd(c->list, c->pipe[1], SHEAF_FORMAT_JSON_LINES);
     case LOAD_MORE: return sheaf_list_start_load_more(c->list, 1);
+    case GROUP: {
+        sheaf_result result = join_group(c);
+        return result == SHEAF_OK ? sheaf_group_start(c->group, on_group_delta, c, NULL) : result;
+    }
+    case GROUP_PULL: {
+        sheaf_result result = join_group(c);
+        return result == SHEAF_OK ? sheaf_group_start_pull(c->group) : result;
+    }
     default: return SHEAF_E_STATE;
     }
 }
@@ -264,6 +307,22 @@ static void run(consumer *c) {
         }
         c->result = sheaf_list_wait(c->list);   /* stops the pulling when the consumer stopped */
         return;
+    case GROUP_PULL:
+        if (!c->started && (c->result = start(c)) != SHEAF_OK) return;
+        for (;;) {
+            const sheaf_group_delta *delta = NULL;
+            sheaf_result next = sheaf_group_next(c->group, -1, &delta);
+            if (next != SHEAF_OK || delta == NULL) break;
+            if (delta->finished) continue;
+            append_items(c, delta->delta_json, delta->delta_length);
+            if (delivered(c)) break;
+        }
+        c->result = group_result(c, sheaf_group_wait(c->group));   /* stops the pulling when the consumer stopped */
+        return;
+    case GROUP:
+        if (!c->started && (c->result = start(c)) != SHEAF_OK) return;
+        c->result = group_result(c, sheaf_group_wait(c->group));
+        return;
     case LOAD_MORE:
         if (!c->started && (c->result = start(c)) != SHEAF_OK) return;
         for (;;) {
@@ -301,12 +360,12 @@ static void every_mode_delivers_every_item_in_order_and_ends_complete(void) {
     for (mode m = 0; m < MODES; m++) {
         for (size_t p = 0; p < sizeof paths / sizeof paths[0]; p++) {
             consumer c;
-            consumer_init(&c, m, new_list(client, paths[p]));
+            consumer_init(&c, m, client, new_list(client, paths[p]));
             run(&c);
             if (!CHECK_LIST_RESULT(c.list, c.result, SHEAF_OK)) fprintf(stderr, "    mode %s, %s\n", mode_names[m], paths[p]);
             if (!ids_are(c.items, 0, counts[p], mode_names[m])) fprintf(stderr, "    mode %s, %s\n", mode_names[m], paths[p]);
             CHECK_INT(stop_reason(c.list), SHEAF_STOP_COMPLETE);
-            sheaf_list_free(c.list);
+            consumer_free(&c);
             consumer_destroy(&c);
         }
     }
@@ -325,24 +384,24 @@ static void check_nothing_more_is_requested(const char *what) {
 
 static void a_consumer_that_stops_at_its_first_delivery_stops_the_list(void) {
     sheaf_client *client = new_client(4);
-    const mode modes[] = {CALLBACK, PULL, WRITE_FN, LOAD_MORE};
+    const mode modes[] = {CALLBACK, PULL, WRITE_FN, LOAD_MORE, GROUP, GROUP_PULL};
     for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i++) {
         for (int freed = 0; freed <= 1; freed++) {
             test_server_reset(&g_server);
             consumer c;
-            consumer_init(&c, modes[i], new_list(client, "/anchor?n=10000&per_page=10&latency_ms=100"));
+            consumer_init(&c, modes[i], client, new_list(client, "/anchor?n=10000&per_page=10&latency_ms=100"));
             c.stop_at_first = 1;
             run(&c);
             if (modes[i] != LOAD_MORE) CHECK_LIST_RESULT(c.list, c.result, SHEAF_E_STOPPED);
             long delivered_items = (long)json_array_size(c.items);
             CHECK(delivered_items >= 10 && delivered_items % 10 == 0);
             if (freed) {
-                sheaf_list_free(c.list);
+                consumer_free(&c);
                 atomic_store(&c.freed, 1);
             }
             check_nothing_more_is_requested(mode_names[modes[i]]);
             CHECK_INT(atomic_load(&c.deliveries), 1);
-            if (!freed) sheaf_list_free(c.list);
+            if (!freed) consumer_free(&c);
             consumer_destroy(&c);
         }
     }
@@ -354,7 +413,7 @@ static void a_cancel_with_the_window_full_ends_cancelled_keeping_a_prefix(void) 
     for (mode m = 0; m < MODES; m++) {
         test_server_reset(&g_server);
         consumer c;
-        consumer_init(&c, m, new_list(client, "/anchor?n=10000&per_page=10&latency_ms=300"));
+        consumer_init(&c, m, client, new_list(client, "/anchor?n=10000&per_page=10&latency_ms=300"));
         pthread_t thread;
         pthread_create(&thread, NULL, run_thread, &c);
         if (m == LOAD_MORE) {
@@ -372,7 +431,7 @@ static void a_cancel_with_the_window_full_ends_cancelled_keeping_a_prefix(void) 
         CHECK_INT(stop_reason(c.list), SHEAF_STOP_FAILED);
         ids_are(c.items, 0, (long)json_array_size(c.items), mode_names[m]);   /* a prefix, in order */
         check_nothing_more_is_requested(mode_names[m]);
-        sheaf_list_free(c.list);
+        consumer_free(&c);
         consumer_destroy(&c);
     }
     sheaf_client_free(client);
@@ -383,7 +442,7 @@ static void a_free_while_running_returns_promptly_and_nothing_is_delivered_after
     for (mode m = CALLBACK; m < MODES; m++) {
         test_server_reset(&g_server);
         consumer c;
-        consumer_init(&c, m, new_list(client, "/anchor?n=10000&per_page=10&latency_ms=100"));
+        consumer_init(&c, m, client, new_list(client, "/anchor?n=10000&per_page=10&latency_ms=100"));
         CHECK_LIST_RESULT(c.list, start(&c), SHEAF_OK);
         if (m == LOAD_MORE) {
             char *json = NULL;
@@ -392,7 +451,7 @@ static void a_free_while_running_returns_promptly_and_nothing_is_delivered_after
         for (long long until = now_ms() + 5000; server_requests() < 2 && now_ms() < until;) sleep_ms(5);
         sleep_ms(150);   /* some pages have arrived, others are in flight */
         long long freeing_at = now_ms();
-        sheaf_list_free(c.list);
+        consumer_free(&c);
         atomic_store(&c.freed, 1);
         if (!CHECK(now_ms() - freeing_at < 250)) fprintf(stderr, "    %s: the free took %lld ms\n", mode_names[m], now_ms() - freeing_at);
         check_nothing_more_is_requested(mode_names[m]);
@@ -415,7 +474,7 @@ static void a_cancel_racing_the_end_may_win_but_an_ok_list_is_whole(void) {
             char path[96];
             snprintf(path, sizeof path, "/anchor?n=%ld&per_page=10", n);
             consumer c;
-            consumer_init(&c, m, new_list(client, path));
+            consumer_init(&c, m, client, new_list(client, path));
             pthread_t thread;
             pthread_create(&thread, NULL, run_thread, &c);
             struct timespec pause = {0, (long)(rand_r(&seed) % 3000) * 1000L};
@@ -430,7 +489,7 @@ static void a_cancel_racing_the_end_may_win_but_an_ok_list_is_whole(void) {
                 if (!CHECK_INT(c.result, SHEAF_E_CANCELLED)) fprintf(stderr, "    mode %s\n", mode_names[m]);
                 ids_are(c.items, 0, (long)json_array_size(c.items), mode_names[m]);
             }
-            sheaf_list_free(c.list);
+            consumer_free(&c);
             consumer_destroy(&c);
         }
         printf("    %s: %d ended OK (whole), %d cancelled\n", mode_names[m], ok, cancelled);
@@ -441,13 +500,13 @@ static void a_cancel_racing_the_end_may_win_but_an_ok_list_is_whole(void) {
 /* Runs the list described by `path` from `token` to its end in mode `m`; checks items first..n-1. */
 static void resume_to_the_end(sheaf_client *client, mode m, const char *path, const char *token, long first, long n) {
     consumer c;
-    consumer_init(&c, m, new_list(client, path));
+    consumer_init(&c, m, client, new_list(client, path));
     if (CHECK(token != NULL) && CHECK_LIST_RESULT(c.list, sheaf_list_set_resume(c.list, token), SHEAF_OK)) {
         run(&c);
         CHECK_LIST_RESULT(c.list, c.result, SHEAF_OK);
         if (!ids_are(c.items, first, n - first, mode_names[m])) fprintf(stderr, "    resumed in mode %s\n", mode_names[m]);
     }
-    sheaf_list_free(c.list);
+    consumer_free(&c);
     consumer_destroy(&c);
 }
 
@@ -463,7 +522,7 @@ static void a_failure_mid_list_keeps_the_items_before_it_and_its_token_completes
     for (mode m = 0; m < MODES; m++) {
         test_server_reset(&g_server);
         consumer c;
-        consumer_init(&c, m, new_list(client, path));
+        consumer_init(&c, m, client, new_list(client, path));
         run(&c);
         if (!CHECK_LIST_RESULT(c.list, c.result, SHEAF_E_HTTP)) fprintf(stderr, "    mode %s\n", mode_names[m]);
         CHECK_INT(stop_reason(c.list), SHEAF_STOP_FAILED);
@@ -471,7 +530,7 @@ static void a_failure_mid_list_keeps_the_items_before_it_and_its_token_completes
         char *token = token_of(c.list);
         resume_to_the_end(client, m, path, token, 40, 300);   /* page 5 answers now */
         sheaf_free(token);
-        sheaf_list_free(c.list);
+        consumer_free(&c);
         consumer_destroy(&c);
     }
     sheaf_client_free(client);
@@ -488,7 +547,7 @@ static void each_budget_ends_ok_with_its_stop_reason_and_its_token_completes_the
     for (mode m = 0; m < MODES; m++) {
         for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
             consumer c;
-            consumer_init(&c, m, new_list(client, path));
+            consumer_init(&c, m, client, new_list(client, path));
             CHECK_LIST_RESULT(c.list, sheaf_list_set_budget(c.list, cases[i].budget, cases[i].value), SHEAF_OK);
             run(&c);
             if (!CHECK_LIST_RESULT(c.list, c.result, SHEAF_OK)) fprintf(stderr, "    mode %s, budget %d\n", mode_names[m], cases[i].budget);
@@ -497,7 +556,7 @@ static void each_budget_ends_ok_with_its_stop_reason_and_its_token_completes_the
             char *token = token_of(c.list);
             resume_to_the_end(client, m, path, token, cases[i].items, 200);
             sheaf_free(token);
-            sheaf_list_free(c.list);
+            consumer_free(&c);
             consumer_destroy(&c);
         }
     }
@@ -508,11 +567,11 @@ static void each_budget_ends_ok_with_its_stop_reason_and_its_token_completes_the
  * in flight, and those that came ahead of a slow one (twice the window): 4 windows, and page one. */
 static void a_consumer_that_takes_nothing_holds_the_fetching_back_within_the_bound(void) {
     sheaf_client *client = new_client(4);
-    const mode modes[] = {CALLBACK, PULL, WRITE_FN, WRITE_FD, LOAD_MORE};
+    const mode modes[] = {CALLBACK, PULL, WRITE_FN, WRITE_FD, LOAD_MORE, GROUP, GROUP_PULL};
     for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i++) {
         mode m = modes[i];
         consumer c;
-        consumer_init(&c, m, new_list(client, "/anchor?n=5000&per_page=10&pad=200"));
+        consumer_init(&c, m, client, new_list(client, "/anchor?n=5000&per_page=10&pad=200"));
         c.hold = 1;
         CHECK_LIST_RESULT(c.list, start(&c), SHEAF_OK);
         sleep_ms(500);   /* a server answering at once: without a hold, the whole list by now */
@@ -526,7 +585,7 @@ static void a_consumer_that_takes_nothing_holds_the_fetching_back_within_the_bou
         run(&c);   /* takes everything now, from the started list */
         CHECK_LIST_RESULT(c.list, c.result, SHEAF_OK);
         ids_are(c.items, 0, 5000, mode_names[m]);
-        sheaf_list_free(c.list);
+        consumer_free(&c);
         consumer_destroy(&c);
     }
     sheaf_client_free(client);
