@@ -5,6 +5,7 @@
  *   sheaf_bench fetch  --base URL --path PATH --expect N [list options] [--transport curl|blocking]
  *   sheaf_bench stream --base URL --path PATH --expect N [list options] [--keep 0|1]
  *   sheaf_bench floor  --base URL --path PATH --pages P [--reps R] [--window W]
+ *   sheaf_bench each   --base URL --path PARENT --template T --expect N [--adaptive 0|1] [--window W]
  *
  * List options (the test API's /anchor by default):
  *   --window W (8; fixed unless --adaptive 1, then where it starts, up to --max-window, 64)
@@ -25,6 +26,11 @@
  *         json_loadb over all the bodies (parse only; each tree is freed outside the clock),
  *         --reps times; also times fetching the bodies alone over W keep-alive connections, the
  *         server-and-loopback part of a run (no parsing).
+ *
+ * each    a fan-out (sheaf_group_add_each): the parent list at PATH (detected), a child list per
+ *         parent item at TEMPLATE (detected, items not kept), every delta's items counted in the
+ *         group's callback; timed from sheaf_group_new to sheaf_group_wait's return. N is the
+ *         items of all the children together; "lists" the group's lists, parent included.
  *
  * Every mode checks what it got: the list must be complete (SHEAF_OK, exactly N items) and in
  * order (item i has "id": i). The item check runs after the clock stops (fetch: a full jansson
@@ -142,6 +148,7 @@ typedef struct options {
     int http_version;         /* --http: a sheaf_http_version */
     int warm;                 /* --warm 1: a one-page list (stream) or the whole list (fetch) on the same client first, not timed */
     const char *ca_file;      /* --ca PEM: SHEAF_TLS_CA_FILE */
+    const char *child_template; /* --template T (each) */
 } options;
 
 static void usage(void) {
@@ -151,7 +158,8 @@ static void usage(void) {
             "       [--items PTR] [--next PTR] [--total PTR] [--page-param NAME] [--first-page K]\n"
             "       [--size-param NAME] [--page-size S] [--max-pages M] [--identity PTR] [--preset NAME] [--detect 0|1]\n"
             "       [--transport curl|blocking] [--keep 0|1] [--pages P] [--reps R] [--check 0|1]\n"
-            "       [--http auto|1.1|2] [--ca PEM] [--warm 0|1]\n");
+            "       [--http auto|1.1|2] [--ca PEM] [--warm 0|1]\n"
+            "       sheaf_bench each --base URL --path PARENT --template T --expect N [--adaptive 0|1] [--window W]\n");
     exit(EXIT_USAGE);
 }
 
@@ -199,6 +207,7 @@ static options parse_options(int argc, char **argv) {
         else if (strcmp(name, "--check") == 0) o.check = (int)number(value, name, 0, 1);
         else if (strcmp(name, "--ca") == 0) o.ca_file = value;
         else if (strcmp(name, "--warm") == 0) o.warm = (int)number(value, name, 0, 1);
+        else if (strcmp(name, "--template") == 0) o.child_template = value;
         else if (strcmp(name, "--http") == 0) {
             if (strcmp(value, "auto") == 0) o.http_version = SHEAF_HTTP_AUTO;
             else if (strcmp(value, "1.1") == 0) o.http_version = SHEAF_HTTP_1_1;
@@ -213,6 +222,8 @@ static options parse_options(int argc, char **argv) {
         if (o.pages <= 0) usage();
     } else if (strcmp(o.mode, "fetch") == 0 || strcmp(o.mode, "stream") == 0) {
         if (o.expect < 0) usage();
+    } else if (strcmp(o.mode, "each") == 0) {
+        if (o.expect < 0 || o.child_template == NULL) usage();
     } else {
         usage();
     }
@@ -412,6 +423,58 @@ static int run_fetch(const options *o) {
     printf(",\"json_bytes\":%zu,\"checked\":%s}\n", length, o->check ? "true" : "false");
     sheaf_free(json);
     sheaf_list_free(list);
+    sheaf_client_free(client);
+    return 0;
+}
+
+/* ---- each --------------------------------------------------------------------------------- */
+
+typedef struct each_count {
+    long long items;
+    int failed;      /* lists that ended with a failure */
+} each_count;
+
+static int on_each_delta(sheaf_group *group, const sheaf_group_delta *delta, void *user_data) {
+    (void)group;
+    each_count *count = user_data;   /* one delta at a time: no lock needed */
+    count->items += (long long)delta->delta_items;
+    if (delta->finished && delta->result != SHEAF_OK) count->failed++;
+    return 0;
+}
+
+static int run_each(const options *o) {
+    blocking_transport transport = {0};
+    sheaf_client *client = make_client(o, &transport);
+    each_count count = {0};
+    double start = now_s(), cpu_start = cpu_s();
+    sheaf_group *group = NULL;
+    sheaf_list *parent = NULL, *child = NULL;
+    if (sheaf_group_new(&group, client) != SHEAF_OK || sheaf_list_new(&parent, client, o->path) != SHEAF_OK
+        || sheaf_list_new(&child, client, "/") != SHEAF_OK || sheaf_list_set_keep_items(child, 0) != SHEAF_OK)
+        die(EXIT_SETUP, "the group: %s", last_message());
+    const char *templates[] = {o->child_template};
+    if (sheaf_group_add_each(group, parent, templates, 1, child, NULL) != SHEAF_OK
+        || sheaf_group_start(group, on_each_delta, &count, NULL) != SHEAF_OK)
+        die(EXIT_SETUP, "the fan-out: %s", last_message());
+    sheaf_result result = sheaf_group_wait(group);
+    double seconds = now_s() - start, cpu_seconds = cpu_s() - cpu_start;
+    long rss = peak_rss_kb();
+    if (result != SHEAF_OK) {
+        sheaf_error *error = sheaf_group_error(group);
+        fprintf(stderr, "sheaf_bench: each: %s: %s\n", sheaf_result_str(result), error ? error->message : "(no detail)");
+        sheaf_error_free(error);
+        exit(EXIT_WRONG);
+    }
+    if (count.items != o->expect) {
+        fprintf(stderr, "sheaf_bench: each: %lld items, expected %lld\n", count.items, (long long)o->expect);
+        exit(EXIT_WRONG);
+    }
+    int64_t requests = 0;
+    size_t lists = sheaf_group_count(group);
+    for (size_t k = 0; k < lists; k++) requests += sheaf_list_requests_made(sheaf_group_list(group, k));
+    print_common("each", o, seconds, cpu_seconds, requests, rss, &transport);
+    printf(",\"lists\":%zu}\n", lists);
+    sheaf_group_free(group);
     sheaf_client_free(client);
     return 0;
 }
@@ -713,6 +776,7 @@ int main(int argc, char **argv) {
     if (strcmp(o.mode, "floor") != 0 && sheaf_version_number() != SHEAF_VERSION_NUMBER)
         die(EXIT_SETUP, "header and library versions differ (library %s)", sheaf_version_string());
     if (strcmp(o.mode, "fetch") == 0) return run_fetch(&o);
+    if (strcmp(o.mode, "each") == 0) return run_each(&o);
     if (strcmp(o.mode, "stream") == 0) return run_stream(&o);
     return run_floor(&o);
 }

@@ -135,6 +135,13 @@ struct PagePlanner {
         }
     }
 
+    /// Whether every page the plan asks for is known to exist (a total, or a last page's number):
+    /// nothing it sends is a guess.
+    var asksOnlyForKnownPages: Bool {
+        if case .parallel = mode { return pendingNextLink == nil }
+        return false
+    }
+
     /// The number of pages the plan expects, once known.
     var expectedPages: Int? {
         switch mode {

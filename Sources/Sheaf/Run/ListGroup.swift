@@ -114,6 +114,7 @@ public final class ListGroup: Sendable {
 
     public let client: SheafClient
     private let state: Locked<State>
+    private let shares = Shares()
 
     init(client: SheafClient, options: Options) {
         self.client = client
@@ -183,11 +184,14 @@ public final class ListGroup: Sendable {
     /// The run of a member, its snapshots fed to the group as the member at `place` (known
     /// before the run starts).
     private func makeRun(_ member: Member, place: Locked<Int?>) throws(SheafError) -> ListRun {
+        let origin = Locked<ObjectIdentifier?>(nil)
         let run = try ListRun(client: member.client, description: member.description, keepsItems: member.keepsItems,
                               consumer: .channel { [weak self] snapshot in
                                   guard let self, let index = place.withLock({ $0 }) else { return false }
                                   return self.arrived(snapshot, from: index)
-                              })
+                              },
+                              groupShare: { [shares] window in shares.share(of: origin.withLock { $0 }, window: window) })
+        origin.withLock { $0 = ObjectIdentifier(run.originPace) }
         if member.fanOut != nil {
             // A parent stopped by an item its template cannot use ends with that item's error.
             run.finishing { [weak self] outcome in
@@ -249,12 +253,32 @@ public final class ListGroup: Sendable {
         handOut() // a group of no lists ends here
     }
 
+    /// Starts the list at `index` once its origin has room: a group runs at most as many lists
+    /// at an origin as that origin's window has places (each list asking for one page at least),
+    /// the others waiting in the order they joined. Lists started all at once would each send
+    /// page one and then take turns for every later page behind 300 first pages: a list walked
+    /// one page after another (a next link) would wait a whole line per page.
     private func start(_ run: ListRun, _ index: Int) {
-        do {
-            try run.start()
-            run.whenFinished { [weak self] in self?.ended(index) }
-        } catch {
-            endUnstarted(index, error)
+        shares.enqueue(run, index)
+        startWhatFits()
+    }
+
+    /// Starts the waiting lists their origins have room for.
+    private func startWhatFits() {
+        for (run, index) in shares.startable() {
+            let origin = ObjectIdentifier(run.originPace)
+            do {
+                try run.start()
+                run.whenFinished { [weak self] in
+                    guard let self else { return }
+                    self.shares.ended(origin)
+                    self.ended(index)
+                    self.startWhatFits()
+                }
+            } catch {
+                shares.ended(origin)
+                endUnstarted(index, error)
+            }
         }
     }
 
@@ -510,5 +534,66 @@ public final class ListGroup: Sendable {
             start(child.run!, index)
         }
         return true
+    }
+}
+
+/// The lists of a group running at each origin (by its window, `OriginPace`), which divide that
+/// window between them, and the lists waiting to start there. With 64 lists on a window of 64,
+/// each asks for one page at a time beyond what its plan knows to exist, so no list speculates
+/// pages past its end while others wait for pages they need; as lists end, waiting ones start.
+/// A lock of its own, taken inside a run's and around nothing.
+private final class Shares: Sendable {
+    private struct Origin {
+        var pace: OriginPace
+        var running = 0
+        /// Lists waiting to start, oldest first from `head`.
+        var waiting: [(run: ListRun, index: Int)] = []
+        var head = 0
+    }
+
+    private let origins = Locked<[ObjectIdentifier: Origin]>([:])
+
+    /// A list's share of `window` at `origin` (rounded up: the window is used whole); for a list
+    /// not started yet (nil), the share of a list more at the busiest origin.
+    func share(of origin: ObjectIdentifier?, window: Int) -> Int {
+        let lists = origins.withLock { origins in
+            origin.flatMap { origins[$0]?.running } ?? (origins.values.map(\.running).max() ?? 0) + 1
+        }
+        return max(1, (window + lists - 1) / max(1, lists))
+    }
+
+    func enqueue(_ run: ListRun, _ index: Int) {
+        let pace = run.originPace
+        origins.withLock { $0[ObjectIdentifier(pace), default: Origin(pace: pace)].waiting.append((run, index)) }
+    }
+
+    /// The waiting lists each origin has room for now, counted as running.
+    func startable() -> [(run: ListRun, index: Int)] {
+        // The windows are read first: a pace's lock is not taken inside this one.
+        let windows = origins.withLock { origins in origins.mapValues(\.pace) }.mapValues(\.window)
+        return origins.withLock { origins in
+            var starting: [(run: ListRun, index: Int)] = []
+            for key in Array(origins.keys) {
+                guard var origin = origins[key] else { continue }
+                while origin.head < origin.waiting.count, origin.running < max(1, windows[key] ?? 1) {
+                    starting.append(origin.waiting[origin.head])
+                    origin.head += 1
+                    origin.running += 1
+                }
+                if origin.head == origin.waiting.count {
+                    origin.waiting.removeAll(keepingCapacity: true)
+                    origin.head = 0
+                } else if origin.head >= 64, origin.head * 2 >= origin.waiting.count {
+                    origin.waiting.removeFirst(origin.head)
+                    origin.head = 0
+                }
+                origins[key] = origin
+            }
+            return starting
+        }
+    }
+
+    func ended(_ origin: ObjectIdentifier) {
+        origins.withLock { $0[origin]?.running -= 1 }
     }
 }

@@ -160,6 +160,9 @@ public final class ListRun: Sendable {
     private let pace: OriginPace
     /// The most of it the list takes: a partition's share of its plan's window (`Int.max`: all).
     private let windowShare: Int
+    /// The share of the origin's window a group gives the list now (`ListGroup`), besides
+    /// `windowShare`; read without the group's lock (the group keeps it in a lock of its own).
+    private let groupShare: (@Sendable (Int) -> Int)?
     /// Whether a delivered snapshot stays pending until `snapshotTaken` (a channel's consumer).
     private let takesLater: Bool
 
@@ -171,10 +174,15 @@ public final class ListRun: Sendable {
     /// lists' there together (see `ClientConfiguration.adaptsWindow`).
     public var window: Int { pace.window }
 
+    /// The window the list shares with the client's other lists at its origin.
+    var originPace: OriginPace { pace }
+
     /// - Parameter pageGate: for a load-more list (`ListPager`), the pages it may fetch before
     ///   `raisePageGate`; each of them is a snapshot of its own.
+    /// - Parameter groupShare: for a list of a group, its share of the origin's window (given
+    ///   that window) at each moment: the lists of a group divide it between them.
     init(client: SheafClient, description: ListDescription, keepsItems: Bool, pageGate: Int? = nil,
-         consumer: SnapshotConsumer) throws(SheafError) {
+         consumer: SnapshotConsumer, groupShare: (@Sendable (Int) -> Int)? = nil) throws(SheafError) {
         let originalDescription = description
         let onSnapshot: (@Sendable (Snapshot) -> Bool)?
         switch consumer {
@@ -251,7 +259,7 @@ public final class ListRun: Sendable {
         let resolution = needsDetection ? nil : Detector.Resolution(description: description, detected: [], pagingDetected: false)
         let pace = client.pace(for: firstURL)
         let windowShare = partition?.window ?? .max
-        let window = min(pace.window, windowShare)
+        let window = min(pace.window, windowShare, groupShare?(pace.window) ?? .max)
         let planner = PagePlanner(firstURL: firstURL, paging: description.paging == .detect ? .next : description.paging,
                                   pagesSignalTheEnd: PageReader(description).pagesSignalTheEnd,
                                   window: window, maxPages: configuration.maxPages,
@@ -268,6 +276,7 @@ public final class ListRun: Sendable {
         requests = RequestCounters(budget: description.maxRequests)
         self.pace = pace
         self.windowShare = windowShare
+        self.groupShare = groupShare
         var state = State(planner: planner, assembler: assembler, assembledResume: start)
         state.resolution = resolution
         self.state = Locked(state)
@@ -669,7 +678,11 @@ public final class ListRun: Sendable {
                 guard state.fetches[page.index]?.serial == page.serial else { return } // abandoned
                 state.fetches[page.index] = nil
             }
-            state.planner.window = min(pace.window, windowShare, state.windowForPageBytes)
+            // A group's share bounds what the list would guess (page one, speculative pages); the
+            // pages its plan knows to exist take what the origin's window has.
+            let origin = pace.window
+            let share = state.planner.asksOnlyForKnownPages ? nil : groupShare?(origin)
+            state.planner.window = min(origin, windowShare, share ?? .max, state.windowForPageBytes)
             var actions = decide(&state)[...]
             while let action = actions.popFirst() {
                 switch action {
