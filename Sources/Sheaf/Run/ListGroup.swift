@@ -282,6 +282,11 @@ public final class ListGroup: Sendable {
         }
     }
 
+    /// The lists still waiting to start end with `error` without starting.
+    private func endWaiting(_ error: SheafError) {
+        for (_, index) in shares.drainWaiting() { endUnstarted(index, error) }
+    }
+
     /// A list that could not start ends failed, as a list does.
     private func endUnstarted(_ index: Int, _ error: SheafError) {
         let tag = state.withLock { state in
@@ -368,7 +373,11 @@ public final class ListGroup: Sendable {
             state.firstFailure = error
             return (outcome, state.members.compactMap { $0.outcome == nil ? $0.run : nil })
         }
-        for run in failed { run.fail(SheafError(.cancelled, "another list of the group failed (fail fast)")) }
+        if !failed.isEmpty {
+            let error = SheafError(.cancelled, "another list of the group failed (fail fast)")
+            for run in failed { run.fail(error) }
+            endWaiting(error)
+        }
         post(GroupDelta(list: index, tag: state.withLock { $0.members[index].tag }, snapshot: nil, outcome: outcome))
     }
 
@@ -446,6 +455,7 @@ public final class ListGroup: Sendable {
             return state.members.compactMap(\.run)
         }
         for run in runs { run.cancel() }
+        endWaiting(error)
         finishIfDone()
     }
 
@@ -590,6 +600,21 @@ private final class Shares: Sendable {
                 origins[key] = origin
             }
             return starting
+        }
+    }
+
+    /// Every list waiting to start, taken out of the lines.
+    func drainWaiting() -> [(run: ListRun, index: Int)] {
+        origins.withLock { origins in
+            var drained: [(run: ListRun, index: Int)] = []
+            for key in Array(origins.keys) {
+                guard var origin = origins[key] else { continue }
+                drained += origin.waiting[origin.head...]
+                origin.waiting = []
+                origin.head = 0
+                origins[key] = origin
+            }
+            return drained
         }
     }
 

@@ -192,6 +192,22 @@ final class ListGroupTests: XCTestCase {
         XCTAssertEqual(calls.withLock { $0 }, 2, "nothing is delivered after the callback asked to stop")
     }
 
+    func testListsWaitForRoomAtTheirOriginAndEndWhenTheGroupIsCancelled() throws {
+        let transport = ScriptedTransport(delayMilliseconds: 20)
+        transport.on("\(scriptedBase)/v1/things") { request, _ in .json(FakeAnchorAPI(count: 300).body(request.url)) }
+        let client = try scriptedClient(transport) { $0.window = 2 }
+        let group = client.makeGroup()
+        for k in 0..<6 { try group.add(anchorList("/v1/things?list=\(k)")) }
+        try group.start { _ in true }
+        Thread.sleep(forTimeInterval: 0.1)
+        // A window of 2: two lists run, four wait their turn without sending anything.
+        let asked = Set(transport.requests.compactMap { FakeAnchorAPI.query($0.url, "list") })
+        XCTAssertEqual(asked, ["0", "1"])
+        group.cancel()
+        XCTAssertEqual(try group.wait().error?.code, .cancelled)
+        for k in 0..<6 { XCTAssertEqual(group.run(at: k)?.outcome?.error?.code ?? (k >= 2 ? .cancelled : nil), .cancelled) }
+    }
+
     func testAnItemWithoutTheValueIsSkippedOrFailsItsParentAndMisuseIsRefused() throws {
         let transport = ScriptedTransport()
         transport.on("\(scriptedBase)/v1/owners") { _, _ in
