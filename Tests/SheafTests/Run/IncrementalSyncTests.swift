@@ -61,6 +61,24 @@ final class IncrementalSyncTests: XCTestCase {
         XCTAssertLessThanOrEqual(run.requestsMade, 3 + 4, "pages beyond the bound: a window at most")
     }
 
+    func testABoundOnPageOneCostsOneRequestAndTheWindowOpensAsPagesComeIn() throws {
+        // The client has answered here before: a list without a bound asks for a window at once.
+        let transport = newestFirst(idItems(Array((0..<200).reversed())), delay: { _ in 5 })
+        let client = try scriptedClient(transport) { $0.window = 8 }
+        _ = try client.fetchAll(newestFirstList())
+        var description = newestFirstList()
+        description.until = SyncBound(pointer: JSONPointer("/id")!, value: .number("195"))
+        let onPageOne = try client.makeList(description)
+        try onPageOne.start()
+        XCTAssertEqual(outcome(of: onPageOne), .finished(.bound))
+        XCTAssertEqual(onPageOne.requestsMade, 1, "nothing is asked for past a bound on page one")
+        description.until = SyncBound(pointer: JSONPointer("/id")!, value: .number("175"))
+        let onPageThree = try client.makeList(description)
+        try onPageThree.start()
+        XCTAssertEqual(outcome(of: onPageThree), .finished(.bound))
+        XCTAssertLessThanOrEqual(onPageThree.requestsMade, 3 + 2, "a page in flight per page delivered")
+    }
+
     func testAnItemEqualToTheBoundIsNotDelivered() throws {
         let transport = newestFirst(idItems([30, 20, 10]))
         var description = newestFirstList()
