@@ -410,8 +410,8 @@ public final class ListRun: Sendable {
     /// only: a missing token costs two refused requests, not a window of them (which an API's
     /// abuse detection may count).
     static func pagesAhead(_ description: ListDescription, window: Int, asksAhead: Bool) -> Int {
-        // A list with a bound opens its window as it goes (`windowForBound`): page one alone first.
-        if description.until != nil { return 1 }
+        // A list that syncs opens its window as it goes (`windowForSync`): page one alone first.
+        if description.syncField != nil { return 1 }
         let ahead = min(window, description.maxRequests ?? .max, asksAhead ? .max : pagesAheadOfAnUntriedOrigin)
         guard let maxItems = description.maxItems else { return ahead }
         guard let size = description.paging.size?.value, size > 0 else { return 1 }
@@ -703,7 +703,7 @@ public final class ListRun: Sendable {
                 guard state.fetches[page.index]?.serial == page.serial else { return } // abandoned
                 state.fetches[page.index] = nil
             }
-            state.planner.window = min(pace.window, windowShare, state.windowForPageBytes, windowForBound(state))
+            state.planner.window = min(pace.window, windowShare, state.windowForPageBytes, windowForSync(state))
             var actions = decide(&state)[...]
             while let action = actions.popFirst() {
                 switch action {
@@ -781,11 +781,12 @@ public final class ListRun: Sendable {
         toCancel.forEach { $0.cancel() }
     }
 
-    /// For a list with a bound, a page in flight per page delivered (at least one): a sync run
-    /// mostly finds its bound within a page or two of the start, and a full window sent at once
-    /// would mostly fetch pages past it. A run that keeps finding new items opens up as it goes.
-    private func windowForBound(_ state: State) -> Int {
-        description.until == nil ? .max : max(1, state.assembler.pageCount)
+    /// For a list that syncs (a bound or a since filter), a page in flight per page delivered (at
+    /// least one): a sync run mostly fetches a page or two of what is new, and a full window sent
+    /// at once would mostly ask for pages past its bound, or past the end of a filtered list whose
+    /// length is unknown. A run that keeps finding new items opens up as it goes.
+    private func windowForSync(_ state: State) -> Int {
+        description.syncField == nil ? .max : max(1, state.assembler.pageCount)
     }
 
     /// Where the list goes on after the prefix that now ends with `delta`: after its last page,
