@@ -73,10 +73,6 @@ class Description:
     has_more: Optional[str] = None
     is_last: Optional[str] = None
     id: Optional[str] = None
-    #: A bound on a newest-first list: (pointer, value), value a number or a str.
-    until: Optional[Tuple[str, Any]] = None
-    #: A server-side filter: (query parameter, pointer) or (query parameter, pointer, value).
-    since: Optional[Tuple[Any, ...]] = None
     #: What the library decided (read-only, from ``Description.from_json``): the plan and the
     #: signals it detected.
     plan: Optional[str] = None
@@ -85,6 +81,11 @@ class Description:
     #: ``sheaf_preset_description`` print, or any part of it; ``sheaf get --description``); the
     #: other fields given replace its parts.
     json: Optional[str] = None
+    # (After the fields above: a field added in the middle would move the positional ones.)
+    #: A bound on a newest-first list: (pointer, value), value a number or a str.
+    until: Optional[Tuple[str, Any]] = None
+    #: A server-side filter: (query parameter, pointer) or (query parameter, pointer, value).
+    since: Optional[Tuple[Any, ...]] = None
 
     def merged(self, parts: Mapping[str, Any]) -> "Description":
         """This description with `parts` (keyword arguments of the same names) replacing fields."""

@@ -261,7 +261,7 @@ def run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
                 else:
                     written = client.fetch_to(path, out, format=args.format, progress=progress.update, **list_options)
                     resume, stop_reason, sync_state = written.resume_token, written.stop_reason, written.sync_state
-            if stop_reason not in (api.StopReason.COMPLETE, api.StopReason.NONE, getattr(api.StopReason, "BOUND", None)):
+            if stop_reason not in (api.StopReason.COMPLETE, api.StopReason.NONE, api.StopReason.BOUND):
                 note = stop_reason.note   # exit status 0: it stopped where asked
         except StateFileError as e:
             status, message = EXIT_USAGE, f"--state: {e}"
