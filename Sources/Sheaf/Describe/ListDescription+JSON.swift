@@ -6,8 +6,13 @@ extension ListDescription {
     ///   - plan: the walk chosen, once known.
     /// A description that names a preset prints the preset's summary too, so a list described by a
     /// preset prints what sheaf_preset_description does.
-    ///   - sync: the state a syncing run got to, with the list it is of (printed as "sync_state").
-    package func json(resolution: Detector.Resolution?, plan: String?, sync: (list: String?, state: SyncState)? = nil) -> [UInt8] {
+    package func json(resolution: Detector.Resolution?, plan: String?) -> [UInt8] {
+        json(resolution: resolution, plan: plan, sync: nil)
+    }
+
+    /// As `json(resolution:plan:)`, with the state a syncing run got to and the list it is of,
+    /// printed as "sync_state" (nil: none).
+    package func json(resolution: Detector.Resolution?, plan: String?, sync: (list: String?, state: SyncState)?) -> [UInt8] {
         let summary = preset.flatMap { name in Preset.all.first { $0.name == name }?.summary }
         var out = "{\"paging\":{\"kind\":\(JSONText.quote(paging.kindName)),\"param\":\(JSONText.quote(paging.parameter))"
         out += ",\"first\":\(paging.first ?? 0),\"size_param\":\(JSONText.quote(paging.size?.parameter))"
