@@ -650,11 +650,14 @@ class Client(Closing):
         return explained
 
     def _sync_list(self, path: str, description: Optional[Description] = None, *, query: Optional[Query] = None,
-                   **parts: Any) -> Optional[str]:
+                   headers: Optional[Headers] = None, **options: Any) -> Optional[str]:
         """The library's name for the list at `path` described with ``until=`` or ``since=``:
         the redacted URL of its first page, before any since parameter (what a state file keys
-        its entries by; ``sheaf get --state``). None for a list that does not sync. Sends nothing."""
-        run = self._new_run(path, description, parts, query)
+        its entries by; ``sheaf get --state``). None for a list that does not sync. Sends nothing.
+        Takes fetch_all's arguments."""
+        budgets = {name: options.pop(name) for name in ("max_items", "max_pages", "max_requests", "deadline", "resume")
+                   if name in options}
+        run = self._new_run(path, description, options, query, headers, **budgets)
         try:
             state = run.current_sync_state()
         finally:

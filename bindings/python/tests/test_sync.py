@@ -245,6 +245,20 @@ def test_cli_state_is_not_written_when_the_run_fails(api, org, tmp_path):
     assert not [name for name in os.listdir(tmp_path) if name != "issues.state"], "no temporary file is left"
 
 
+def test_cli_a_run_stopped_early_by_a_limit_leaves_the_state_as_it_was(api, org, tmp_path):
+    state = tmp_path / "issues.state"
+    url = api.base_url + issues_path(org, NUMBERED)
+    assert run_cli(url, "--until", "/id=0", "--state", str(state)).returncode == 0
+    before = state.read_text()
+    add_issues(api, org, NUMBERED, 25)
+    # Storing the newest id now would lose the new issues this run did not write.
+    limited = run_cli(url, "--until", "/id=0", "--state", str(state), "--max-items", "5")
+    assert limited.returncode == 0, limited.stderr
+    assert len(lines(limited.stdout)) == 5
+    assert "left as it was" in limited.stderr.decode()
+    assert state.read_text() == before
+
+
 def test_cli_the_state_file_holds_no_secret_query_value(api, org, tmp_path):
     state = tmp_path / "issues.state"
     url = api.base_url + issues_path(org, NUMBERED) + "?api_key=very-secret-value"
