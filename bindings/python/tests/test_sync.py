@@ -276,3 +276,21 @@ def test_cli_sync_flags_are_checked(api, tmp_path):
         result = run_cli(url, *flags)
         assert result.returncode == 2, flags
         assert words in result.stderr.decode(), (flags, result.stderr)
+
+
+def test_the_asyncio_client_reports_the_state_too(api, org):
+    import asyncio
+
+    every = newest_first(api, org, NUMBERED)
+
+    async def both():
+        async with sheaf.AsyncClient(api.base_url) as client:
+            items = await client.fetch_all(issues_path(org, NUMBERED), until=("/id", every[5]["id"]))
+            stream = client.stream(issues_path(org, NUMBERED), until=("/id", every[5]["id"]))
+            taken = [item async for snapshot in stream for item in snapshot.items]
+            return items, taken, stream
+
+    items, taken, stream = asyncio.run(both())
+    assert items == taken == every[:5]
+    assert items.sync_state["value"] == stream.sync_state["value"] == every[0]["id"]
+    assert stream.stop_reason == sheaf.StopReason.BOUND
