@@ -113,14 +113,25 @@ class Items(list):  # type: ignore[type-arg]
         return self.resume_token is None
 
 
-class Written(NamedTuple):
-    """What ``Client.fetch_to`` returns: how many items it wrote and how the list ended
-    (``stop_reason``, ``resume_token`` and ``sync_state`` as in :class:`Items`)."""
-
+class _WrittenCounts(NamedTuple):
     items: int
     stop_reason: StopReason
     resume_token: Optional[str]
+
+
+class Written(_WrittenCounts):
+    """What ``Client.fetch_to`` returns: how many items it wrote and how the list ended
+    (``stop_reason`` and ``resume_token`` as in :class:`Items`), a tuple of those three; and,
+    beside them (not a fourth member: code that unpacks or compares three goes on working),
+    ``sync_state`` as in :class:`Items`."""
+
     sync_state: Optional[Dict[str, Any]] = None
+
+    def __new__(cls, items: int, stop_reason: StopReason, resume_token: Optional[str],
+                sync_state: Optional[Dict[str, Any]] = None) -> "Written":
+        written = super().__new__(cls, items, stop_reason, resume_token)
+        written.sync_state = sync_state
+        return written
 
     @property
     def complete(self) -> bool:
