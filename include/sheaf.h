@@ -583,8 +583,14 @@ SHEAF_API sheaf_result sheaf_list_use_preset(sheaf_list *list, const char *name)
  * and marked, and the plan chosen ("parallel", "speculative", "sequential", "single"). Keys:
  * "paging" {"kind", "param", "first", "size_param", "size", "detected"}, "signals" {name:
  * {"source", "where", "detected"} or null}, "plan", "preset", and "summary" when a preset is
- * named (its sentence). sheaf_list_set_description takes it back. On success *out_json is freed with
- * sheaf_free.
+ * named (its sentence); "until" and "since" when the list syncs (see sheaf_list_set_description),
+ * with the output-only "sync_state": {"list": the redacted URL of the first page, before any since
+ * parameter (the key to store the state under; no credential or secret query value), "field": the
+ * JSON pointer, "value": the greatest value of the field among the items the caller has seen
+ * (delivered to the callback, taken with sheaf_list_next), or the bound or since value the run
+ * started from when no new item arrived (null when there was none)}. Store "value" after a
+ * SHEAF_OK run and give it as the next run's "until" or "since" value.
+ * sheaf_list_set_description takes it back. On success *out_json is freed with sheaf_free.
  * Non-blocking; callable from the list's snapshot callback.
  */
 SHEAF_API sheaf_result sheaf_list_description(sheaf_list *list, char **out_json, size_t *out_length);
@@ -600,11 +606,23 @@ SHEAF_API sheaf_result sheaf_list_description(sheaf_list *list, char **out_json,
  * "next" | "page_number" | "offset" | "cursor", "param", "first", "size_param", "size"} and
  * "signals" {"items" | "next" | "cursor" | "total" | "page_count" | "has_more" | "is_last" |
  * "identity": {"source": "detect" | "body" | "header" | "link" | "item" | "last_item", "where"},
- * or null for a signal the list does not have}. The paging, the signals and the preset are replaced
+ * or null for a signal the list does not have}, "until" {"pointer", "value"} and "since" {"param",
+ * "pointer", "value"}. The paging, the signals, the preset, "until" and "since" are replaced
  * as a whole: what the description does not name is the named preset's, or left to detection (as
  * for an undescribed list; the identity: none). A "paging" without "kind" changes only the parts
  * it names (the preset's page size, say); with "kind" it is the parts it names alone. Numbers are
  * whole, 0 to 2^53. The path, query, headers, budgets and resume token are not part of it.
+ *
+ * Incremental sync. "until" is a bound on a newest-first list: the list ends SHEAF_OK with
+ * SHEAF_STOP_BOUND at the first item (in list order) whose value at "pointer" (inside each item) is
+ * at or below "value"; that item and every one after it are not delivered, pages in flight past it
+ * are abandoned and none after it is requested. "since" is a server-side filter: the first page
+ * request carries "param"="value" (omitted while "value" is null, a first run). Values compare as
+ * numbers when both are JSON numbers (exactly, whatever their size: ids past 2^53 included), else
+ * as strings by code point (ISO-8601 timestamps of one format compare correctly). An item whose
+ * field is missing, null, a boolean, an object or an array is not at the bound: the list goes on.
+ * Both may be given; they then name the same field. The state to store is printed as "sync_state"
+ * by sheaf_list_description.
  *
  * Output-only fields ("detected" in "paging" and in each signal, "plan", "summary") are accepted
  * and ignored when they hold what the library prints there ("detected": a boolean; "plan": null
@@ -930,7 +948,8 @@ typedef enum sheaf_stop_reason {
     SHEAF_STOP_ITEM_LIMIT = 2,      /**< The caller's item limit (SHEAF_BUDGET_ITEMS) was reached (SHEAF_OK); the resume token goes on from there. */
     SHEAF_STOP_PAGE_BUDGET = 3,     /**< The caller's page budget (SHEAF_BUDGET_PAGES) was reached (SHEAF_OK); the resume token goes on from there. */
     SHEAF_STOP_REQUEST_BUDGET = 4,  /**< The caller's request budget (SHEAF_BUDGET_REQUESTS) was reached (SHEAF_OK); the resume token goes on from there. */
-    SHEAF_STOP_FAILED = 5           /**< It failed, was stopped or was cancelled: sheaf_list_wait's result and sheaf_list_error say how. */
+    SHEAF_STOP_FAILED = 5,          /**< It failed, was stopped or was cancelled: sheaf_list_wait's result and sheaf_list_error say how. */
+    SHEAF_STOP_BOUND = 6            /**< The list reached an item at or below its "until" bound (sheaf_list_set_description): what an earlier run saw (SHEAF_OK); that item and the ones after it were not delivered. */
 } sheaf_stop_reason;
 
 /**

@@ -201,9 +201,15 @@ final class ListHandle: Sendable, ErrorRecording {
     }
 
     /// The description as pinned (before a run) or as the run uses it.
+    /// For a list that syncs, the state through the snapshots the caller has seen (before the
+    /// run, the one it starts from), with the list it is of.
     func descriptionJSON() -> [UInt8] {
-        let (run, description) = state.withLock { ($0.current, $0.description) }
-        return run?.descriptionJSON() ?? description.json(resolution: nil, plan: nil)
+        let (run, seen, description) = state.withLock { ($0.current, $0.seen, $0.description) }
+        if let run { return run.descriptionJSON(syncThrough: seen) }
+        let sync = description.syncState(greatest: nil).map { state in
+            (list: (try? client.makeClient()).flatMap { try? $0.syncList(of: description) }, state: state)
+        }
+        return description.json(resolution: nil, plan: nil, sync: sync)
     }
     var pull: SnapshotChannel<PulledSnapshot>? { state.withLock { $0.pull } }
 

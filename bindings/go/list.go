@@ -25,6 +25,7 @@ const (
 	StopPageBudget    StopReason = C.SHEAF_STOP_PAGE_BUDGET    // PageBudget was reached; ResumeToken goes on
 	StopRequestBudget StopReason = C.SHEAF_STOP_REQUEST_BUDGET // RequestBudget was reached; ResumeToken goes on
 	StopFailed        StopReason = C.SHEAF_STOP_FAILED         // it failed, was stopped or cancelled
+	StopBound         StopReason = C.SHEAF_STOP_BOUND          // the description's "until" bound was reached
 )
 
 func (r StopReason) String() string {
@@ -41,6 +42,8 @@ func (r StopReason) String() string {
 		return "request_budget"
 	case StopFailed:
 		return "failed"
+	case StopBound:
+		return "bound"
 	}
 	return "unknown"
 }

@@ -23,6 +23,11 @@ struct Assembler {
     /// Whether a delta carries its items (`json`, `itemEnds`); without a snapshot consumer
     /// (fetch-all) only its counts are read, and the items are copied once, into the prefix.
     let deltasCarryItems: Bool
+    /// The first item at or below this value ends the list (`ListDescription.until`): it and
+    /// everything after it are left out.
+    let bound: SyncValue?
+    /// Whether items carry a sync value whose greatest is recorded (`greatestSyncValue`).
+    let recordsSync: Bool
 
     private var pending: [Int: Page] = [:]
     private var nextIndex = 0
@@ -48,6 +53,10 @@ struct Assembler {
     /// Where `maxItems` cut a page short: the page, and how many of its items were taken or
     /// skipped as duplicates (nil when the limit fell on the last item of a page).
     private(set) var cut: (index: Int, consumed: Int)?
+    /// Whether an item at or below `bound` was reached (nothing from it on is added).
+    private(set) var reachedBound = false
+    /// The greatest sync value among the items added so far.
+    private(set) var greatestSyncValue: SyncValue?
     /// A page whose items repeat the page before it byte for byte (a server that ignores the
     /// page parameter serves page one again and again); nothing from it or after it is added.
     private(set) var repeatedPage: Int?
@@ -55,7 +64,9 @@ struct Assembler {
     private var lastPage: (index: Int, page: Page)?
 
     init(keepsItems: Bool, maxItems: Int?, deduplicates: Bool, skipsOnFirstPage: Int = 0, deltaPerPage: Bool = false,
-         deltasCarryItems: Bool = true) {
+         deltasCarryItems: Bool = true, bound: SyncValue? = nil, recordsSync: Bool = false) {
+        self.bound = bound
+        self.recordsSync = recordsSync || bound != nil
         self.keepsItems = keepsItems
         self.deltasCarryItems = deltasCarryItems
         self.deltaPerPage = deltaPerPage
@@ -67,7 +78,7 @@ struct Assembler {
     /// Adds page `index`; returns what the prefix gained: nothing when it did not advance, else
     /// one delta (with `deltaPerPage`, one delta per page added).
     mutating func add(_ index: Int, _ page: Page) -> [SnapshotDelta] {
-        guard !reachedLimit, repeatedPage == nil, index >= nextIndex else { return [] }
+        guard !reachedLimit, !reachedBound, repeatedPage == nil, index >= nextIndex else { return [] }
         pending[index] = page
         var deltas: [SnapshotDelta] = []
         let opening: [UInt8] = deltasCarryItems ? [UInt8(ascii: "[")] : []
@@ -78,7 +89,7 @@ struct Assembler {
         func close() {
             if deltasCarryItems { json.append(UInt8(ascii: "]")) }
             deltas.append(SnapshotDelta(json: json, items: added, totalItems: itemCount, pages: pageCount, prefixBytes: prefixCount,
-                                        itemEnds: ends))
+                                        itemEnds: ends, greatestSyncValue: greatestSyncValue))
             json = opening
             ends = []
             added = 0
@@ -97,7 +108,7 @@ struct Assembler {
             pageCount += 1
             open = true
             added += append(page, index: nextIndex - 1, to: &json, ends: &ends, first: added == 0)
-            if reachedLimit {
+            if reachedLimit || reachedBound {
                 pending.removeAll()
                 break
             }
@@ -154,6 +165,12 @@ struct Assembler {
                 cut = (index, position)
                 break
             }
+            let syncValue = recordsSync && position < page.syncValues.count ? page.syncValues[position] : nil
+            if let bound, let syncValue, syncValue <= bound {
+                // A newest-first list reached what an earlier run saw: the rest is older still.
+                reachedBound = true
+                break
+            }
             if deduplicates, let identity = page.identities[position] {
                 guard seen.insert(identity).inserted else { continue }
                 if !keepsItems { remember(identity) }
@@ -170,6 +187,7 @@ struct Assembler {
             if deltasCarryItems { ends.append(runStart + range.upperBound - run!.lowerBound) }
             itemCount += 1
             added += 1
+            if let syncValue, greatestSyncValue.map({ $0 < syncValue }) ?? true { greatestSyncValue = syncValue }
         }
         copyRun()
         if !kept.isEmpty {
@@ -233,4 +251,7 @@ public struct SnapshotDelta: Sendable {
     var prefixBytes: Int
     /// Where each item ends in `json` (the next one starts after a comma).
     package var itemEnds: [Int] = []
+    /// The greatest sync value among the items of the prefix through this delta (see
+    /// `ListDescription.until` and `.since`).
+    var greatestSyncValue: SyncValue? = nil
 }

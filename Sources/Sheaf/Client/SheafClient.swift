@@ -268,6 +268,12 @@ public final class SheafClient: Sendable {
 
     /// The first page's URL: the path joined to the base URL, plus the list's query and its
     /// first-page parameters.
+    /// The list a sync state of `description` is of: its first page's URL, before any since
+    /// parameter, redacted (what a state file may hold).
+    package func syncList(of description: ListDescription) throws(SheafError) -> String {
+        redactor.redact(try firstURL(of: description))
+    }
+
     func firstURL(of description: ListDescription) throws(SheafError) -> String {
         var url = try self.url(forPath: description.path, query: description.query)
         // The paging parameters replace any of the same name in the path: never sent twice.

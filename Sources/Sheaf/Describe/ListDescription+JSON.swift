@@ -7,6 +7,12 @@ extension ListDescription {
     /// A description that names a preset prints the preset's summary too, so a list described by a
     /// preset prints what sheaf_preset_description does.
     package func json(resolution: Detector.Resolution?, plan: String?) -> [UInt8] {
+        json(resolution: resolution, plan: plan, sync: nil)
+    }
+
+    /// As `json(resolution:plan:)`, with the state a syncing run got to and the list it is of,
+    /// printed as "sync_state" (nil: none).
+    package func json(resolution: Detector.Resolution?, plan: String?, sync: (list: String?, state: SyncState)?) -> [UInt8] {
         let summary = preset.flatMap { name in Preset.all.first { $0.name == name }?.summary }
         var out = "{\"paging\":{\"kind\":\(JSONText.quote(paging.kindName)),\"param\":\(JSONText.quote(paging.parameter))"
         out += ",\"first\":\(paging.first ?? 0),\"size_param\":\(JSONText.quote(paging.size?.parameter))"
@@ -21,6 +27,8 @@ extension ListDescription {
         }.joined(separator: ",")
         out += "},\"plan\":\(JSONText.quote(plan)),\"preset\":\(JSONText.quote(preset))"
         if let summary { out += ",\"summary\":\(JSONText.quote(summary))" }
+        out += syncJSONMembers()
+        if let sync { out += ",\"sync_state\":" + sync.state.json(list: sync.list) }
         out += "}"
         return Array(out.utf8)
     }

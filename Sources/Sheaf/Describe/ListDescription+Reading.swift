@@ -2,9 +2,10 @@
 /// Python's `Description` and the command line's `--description`. What `json(resolution:plan:)`
 /// prints is read back as the same description; the checks here are the ones the C setters use.
 ///
-/// Input fields: "preset", "paging" {"kind", "param", "first", "size_param", "size"} and
-/// "signals" {name: {"source", "where"} or null}. Output-only fields ("detected" in the paging and
-/// in each signal, "plan", "summary") are what a run or a preset prints: they are accepted when
+/// Input fields: "preset", "paging" {"kind", "param", "first", "size_param", "size"},
+/// "signals" {name: {"source", "where"} or null}, "until" {"pointer", "value"} and "since"
+/// {"param", "pointer", "value"}. Output-only fields ("detected" in the paging and in each
+/// signal, "plan", "summary", "sync_state") are what a run or a preset prints: they are accepted when
 /// they hold what the library prints there, and ignored, so a printed description can be set
 /// again as it is.
 extension ListDescription {
@@ -15,7 +16,7 @@ extension ListDescription {
         try describe(json: json)
     }
 
-    /// Replaces the paging, the signals and the preset with those `json` spells; a part it does not
+    /// Replaces the paging, the signals, the preset and the sync bound and filter with those `json` spells; a part it does not
     /// name is the named preset's, or left to detection. The path, query, budgets and resume token
     /// stay as they are.
     /// - Throws: `.invalidArgument` naming the refused field; nothing is changed then.
@@ -168,11 +169,13 @@ enum DescriptionReading {
     static let planNames = ["parallel", "speculative", "sequential", "single"]
 
     static func read(_ value: JSONValue, onto original: ListDescription) throws(DescriptionRefusal) -> ListDescription {
-        let top = try members(value, at: "", allowed: ["paging", "signals", "preset", "plan", "summary"])
+        let top = try members(value, at: "", allowed: ["paging", "signals", "preset", "plan", "summary", "until", "since", "sync_state"])
         var description = original
         description.paging = .detect
         description.signals = [:]
         description.preset = nil
+        description.until = nil
+        description.since = nil
         var preset: Preset?
         if let named = top["preset"] {
             switch named {
@@ -207,6 +210,10 @@ enum DescriptionReading {
                 description.signals[signal] = try readSource(entry, of: signal)
             }
         }
+        if let until = top["until"] { description.until = try readUntil(until) }
+        if let since = top["since"] { description.since = try readSince(since) }
+        if let state = top["sync_state"] { try checkSyncState(state) }
+        try checkSyncFields(description)
         try crossCheck(description)
         return description
     }
@@ -293,7 +300,7 @@ enum DescriptionReading {
     // MARK: Values
 
     /// The members of an object, refusing another value, a name not in `allowed`, and a repeat.
-    private static func members(_ value: JSONValue, at pointer: String, allowed: [String]) throws(DescriptionRefusal) -> [String: JSONValue] {
+    static func members(_ value: JSONValue, at pointer: String, allowed: [String]) throws(DescriptionRefusal) -> [String: JSONValue] {
         guard case .object(let members) = value else {
             throw DescriptionRefusal(pointer, "must be a JSON object, not \(value.kindName)")
         }

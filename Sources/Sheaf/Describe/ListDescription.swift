@@ -28,6 +28,10 @@ public struct ListDescription: Sendable {
     public var partition: Partition? = nil
     /// The preset the description started from, for display.
     public var preset: String? = nil
+    /// Stop at the first item at or below this bound (a newest-first list, synced incrementally).
+    public var until: SyncBound? = nil
+    /// Ask the server only for items since a stored value, and record the greatest delivered.
+    public var since: SinceFilter? = nil
 
     public init(path: String) {
         self.path = path
@@ -202,6 +206,17 @@ extension ListDescription {
         for (name, value) in [("max items", maxItems), ("max pages", maxPages), ("max requests", maxRequests),
                               ("the deadline", deadlineMilliseconds)] {
             if let value, value < 0 { throw SheafError(.invalidArgument, "\(name) must not be negative") }
+        }
+        do throws(DescriptionRefusal) {
+            try DescriptionReading.checkSyncFields(self)
+        } catch {
+            throw SheafError(.invalidArgument, "the description's \(error.field): \(error.message)")
+        }
+        if let since, since.parameter.isEmpty {
+            throw SheafError(.invalidArgument, "the since filter needs the name of its query parameter")
+        }
+        if syncField?.tokens.isEmpty == true {
+            throw SheafError(.invalidArgument, "a sync field is a JSON pointer to a field inside each item, not the item itself")
         }
         let cursor = source(of: .cursor)
         switch paging {

@@ -78,6 +78,7 @@ public struct Partition: Sendable, Equatable, CustomStringConvertible {
         read.maxRequests = list.maxRequests
         read.deadlineMilliseconds = list.deadlineMilliseconds
         read.resume = list.resume
+        read.until = list.until
         read.partition = self
         return read
     }

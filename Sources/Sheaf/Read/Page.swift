@@ -6,6 +6,9 @@ struct Page: Sendable {
     let items: [Range<Int>]
     /// Each item's identity key (same order), when the list de-duplicates.
     let identities: [IdentityKey?]
+    /// Each item's value of the sync field (same order), when the list syncs (`ListDescription.until`,
+    /// `.since`); nil for an item without it.
+    var syncValues: [SyncValue?] = []
     /// The absolute URL of the next page, when the page names one (a next link, a header's page
     /// number or a cursor, made into a URL).
     var next: String? = nil

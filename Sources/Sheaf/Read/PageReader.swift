@@ -9,6 +9,8 @@ struct PageReader: Sendable {
     let hasMore: SignalSource
     let isLast: SignalSource
     let identity: JSONPointer?
+    /// The field an incremental sync compares, read from each item.
+    let syncField: JSONPointer?
 
     /// - Parameter description: a description whose `.detect` parts count as absent (the
     ///   detector resolves them before a run reads pages).
@@ -26,6 +28,7 @@ struct PageReader: Sendable {
         hasMore = resolved(.hasMore)
         isLast = resolved(.isLast)
         if case .item(let pointer) = description.source(of: .identity) { identity = pointer } else { identity = nil }
+        syncField = description.syncField
     }
 
     /// Whether pages of this list say where the list ends (a next signal or an end flag).
@@ -64,6 +67,9 @@ struct PageReader: Sendable {
             let context = Context(scanner: scanner, headers: headers, url: url, targets: targets, slots: slots)
             let elements = targets[0].elements
             var page = Page(body: body, items: elements, identities: identities(of: elements, scanner))
+            if let syncField {
+                page.syncValues = elements.map { element in scanner.locate(syncField, in: element).flatMap { SyncValue(scanner, $0) } }
+            }
             page.headers = headers
             page.url = url
             page.total = try context.count(.total, total, allowsContentRange: true)

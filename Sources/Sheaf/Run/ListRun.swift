@@ -34,6 +34,9 @@ public enum StopReason: Sendable, Equatable {
     case pageBudget
     /// The caller's request budget was reached; the resume token goes on from there.
     case requestBudget
+    /// The list reached an item at or below its bound (`ListDescription.until`): what an earlier
+    /// run has seen. That item and the ones after it are not delivered.
+    case bound
 }
 
 /// One snapshot: what the ordered prefix gained, and what the list expects in all.
@@ -148,6 +151,9 @@ public final class ListRun: Sendable {
     /// For a partition that is not open-ended, the page (of this run, from 0) where its range
     /// ends: the page budget stopping there is the range's completion.
     private let partitionEnd: Int?
+    /// For a list that syncs, its first page's URL before any since parameter, redacted: the list
+    /// a sync state is of.
+    private let syncList: String?
     private let state: Locked<State>
     private let delivery = DispatchQueue(label: "sheaf.list.snapshots")
     /// The caller's callback or channel feed, dropped at the end. Boxed in a class: a closure
@@ -204,6 +210,14 @@ public final class ListRun: Sendable {
         }
         try description.check()
         var firstURL = try client.firstURL(of: description)
+        syncList = description.syncField == nil ? nil : client.redactor.redact(firstURL)
+        if let since = description.since, let value = since.value, partition == nil {
+            // The server sends only what is newer than what the last run got to.
+            guard let url = URLText.settingQuery(firstURL, since.parameter, to: value.queryText) else {
+                throw SheafError(.invalidArgument, "cannot set \(since.parameter) in \(client.redactor.redact(firstURL))")
+            }
+            firstURL = url
+        }
         if partition != nil {
             // The secret query values the partition left out: the list's own and the base URL's.
             for source in [try? client.firstURL(of: originalDescription), client.baseURL].compactMap({ $0 }) {
@@ -269,7 +283,8 @@ public final class ListRun: Sendable {
                                                       asksAhead: client.asksAhead(of: firstURL))))
         let assembler = Assembler(keepsItems: keepsItems, maxItems: description.maxItems,
                                   deduplicates: description.source(of: .identity) != .none, skipsOnFirstPage: start.skip,
-                                  deltaPerPage: pageGate != nil, deltasCarryItems: onSnapshot != nil)
+                                  deltaPerPage: pageGate != nil, deltasCarryItems: onSnapshot != nil,
+                                  bound: description.until?.value, recordsSync: description.syncField != nil)
         self.client = client
         self.description = description
         self.startPoint = start
@@ -385,7 +400,7 @@ public final class ListRun: Sendable {
         }
         // A completed list leaves nothing to resume after its last page; before it, it does
         // (snapshots a puller or a pager has not taken yet).
-        guard var url = point.url, outcome != .complete || point != end else { return nil }
+        guard var url = point.url, (outcome != .complete && outcome != .finished(.bound)) || point != end else { return nil }
         let read = resolution?.description ?? description
         let paging = read.paging.starting(at: origin ?? read.paging.first ?? 0)
         url = client.redactor.removingSecretParameters(of: url, keeping: paging.parameter)
@@ -404,6 +419,8 @@ public final class ListRun: Sendable {
     /// only: a missing token costs two refused requests, not a window of them (which an API's
     /// abuse detection may count).
     static func pagesAhead(_ description: ListDescription, window: Int, asksAhead: Bool) -> Int {
+        // A list that syncs opens its window as it goes (`windowForSync`): page one alone first.
+        if description.syncField != nil { return 1 }
         let ahead = min(window, description.maxRequests ?? .max, asksAhead ? .max : pagesAheadOfAnUntriedOrigin)
         guard let maxItems = description.maxItems else { return ahead }
         guard let size = description.paging.size?.value, size > 0 else { return 1 }
@@ -644,12 +661,28 @@ public final class ListRun: Sendable {
     }
 
     /// The description as the run uses it (detected parts resolved once the first page is in),
-    /// with the plan chosen, as a JSON object.
+    /// with the plan chosen, as a JSON object; for a list that syncs, with the state it got to
+    /// through the snapshots delivered ("sync_state").
     public func descriptionJSON() -> [UInt8] {
-        state.withLock { describe($0) }
+        state.withLock { describe($0, syncThrough: $0.delivered) }
     }
 
-    private func describe(_ state: State) -> [UInt8] {
+    /// As `descriptionJSON()`, with the sync state through `snapshot`, one of this run's (for a
+    /// puller: the last one it took; nil: none).
+    package func descriptionJSON(syncThrough snapshot: Snapshot?) -> [UInt8] {
+        state.withLock { describe($0, syncThrough: snapshot) }
+    }
+
+    /// What a list that syncs got to through the snapshots delivered: the state to store for
+    /// the next run (nil when the description has neither a bound nor a since filter).
+    public var syncState: SyncState? { syncState(through: lastDelivered) }
+
+    /// What a list that syncs got to through `snapshot`, one of this run's (nil: none).
+    package func syncState(through snapshot: Snapshot?) -> SyncState? {
+        description.syncState(greatest: snapshot?.delta.greatestSyncValue)
+    }
+
+    private func describe(_ state: State, syncThrough snapshot: Snapshot? = nil) -> [UInt8] {
         let resolution = state.resolution
         let plan: String?
         switch state.planner.mode {
@@ -658,7 +691,8 @@ public final class ListRun: Sendable {
         case .speculative: plan = "speculative"
         case .sequential: plan = resolution?.description.paging == .single ? "single" : "sequential"
         }
-        return (resolution?.description ?? description).json(resolution: resolution, plan: plan)
+        let sync = description.syncState(greatest: snapshot?.delta.greatestSyncValue).map { (list: syncList, state: $0) }
+        return (resolution?.description ?? description).json(resolution: resolution, plan: plan, sync: sync)
     }
 
     /// Asks the planner (through `decide`) and carries out its actions: planning, assembly and
@@ -682,7 +716,7 @@ public final class ListRun: Sendable {
             // pages its plan knows to exist take what the origin's window has.
             let origin = pace.window
             let share = state.planner.asksOnlyForKnownPages ? nil : groupShare?(origin)
-            state.planner.window = min(origin, windowShare, share ?? .max, state.windowForPageBytes)
+            state.planner.window = min(origin, windowShare, share ?? .max, state.windowForPageBytes, windowForSync(state))
             var actions = decide(&state)[...]
             while let action = actions.popFirst() {
                 switch action {
@@ -736,6 +770,10 @@ public final class ListRun: Sendable {
                     if state.assembler.reachedLimit {
                         toCancel += end(&state, .finished(.itemLimit))
                     }
+                    if state.assembler.reachedBound {
+                        // Pages in flight past the bound are abandoned, and none is asked for.
+                        toCancel += end(&state, .finished(.bound))
+                    }
                     if let repeated = state.assembler.repeatedPage {
                         toCancel += end(&state, .failed(SheafError(.repeatedPage,
                             "page \(repeated + 1) repeats the items of page \(repeated) byte for byte: the server ignores the paging "
@@ -754,6 +792,14 @@ public final class ListRun: Sendable {
             }
         }
         toCancel.forEach { $0.cancel() }
+    }
+
+    /// For a list that syncs (a bound or a since filter), a page in flight per page delivered (at
+    /// least one): a sync run mostly fetches a page or two of what is new, and a full window sent
+    /// at once would mostly ask for pages past its bound, or past the end of a filtered list whose
+    /// length is unknown. A run that keeps finding new items opens up as it goes.
+    private func windowForSync(_ state: State) -> Int {
+        description.syncField == nil ? .max : max(1, state.assembler.pageCount)
     }
 
     /// Where the list goes on after the prefix that now ends with `delta`: after its last page,
@@ -782,6 +828,7 @@ public final class ListRun: Sendable {
             return .failed(error)
         case .allPages(let total, let missing):
             if assembler.reachedLimit { return .finished(.itemLimit) }
+            if assembler.reachedBound { return .finished(.bound) }
             guard let total, total != itemCount || !missing.isEmpty else {
                 // Never silently short: the last page must not signal more than was followed.
                 if let resolved = state.resolution?.description, resolved.paging != .single, let last = state.lastPage,

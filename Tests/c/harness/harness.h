@@ -156,6 +156,7 @@ void lists_write_their_items_to_a_function_or_a_file_descriptor(void);
 /* resume.c */
 void each_budget_ends_ok_with_its_own_stop_reason_and_a_token_that_goes_on(void);
 void a_deadline_ends_the_list_in_time_and_its_token_goes_on(void);
+void a_bound_ends_a_newest_first_list_ok_before_the_first_item_at_or_below_it(void);
 void a_resume_token_of_another_list_or_no_token_is_refused(void);
 
 /* partitions.c */

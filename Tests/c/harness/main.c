@@ -84,6 +84,7 @@ static const test_case tests[] = {
     TEST(lists_write_their_items_to_a_function_or_a_file_descriptor, 1),
     TEST(each_budget_ends_ok_with_its_own_stop_reason_and_a_token_that_goes_on, 1),
     TEST(a_deadline_ends_the_list_in_time_and_its_token_goes_on, 1),
+    TEST(a_bound_ends_a_newest_first_list_ok_before_the_first_item_at_or_below_it, 1),
     TEST(a_resume_token_of_another_list_or_no_token_is_refused, 1),
     TEST(the_partitions_of_a_list_together_give_its_items_once_in_order, 1),
     TEST(a_list_that_cannot_be_split_is_one_partition_saying_why, 1),

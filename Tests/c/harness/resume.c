@@ -81,3 +81,45 @@ done:
     sheaf_list_free(other);
     sheaf_client_free(client);
 }
+
+/* An org's issues are newest first (Tests/server/org_api.py): repository 114 of "sync" holds
+ * issues 120 down to 1, ids 11500120 down to 11500001, a total in each page. */
+void a_bound_ends_a_newest_first_list_ok_before_the_first_item_at_or_below_it(void) {
+    sheaf_client *client = client_for(&g_server, NULL);
+    sheaf_list *list = NULL;
+    json_t *items = NULL, *described = NULL;
+    char *json = NULL;
+    size_t length = 0;
+    if (!CHECK_CLIENT_RESULT(client, sheaf_list_new(&list, client, "/repos/sync/repo-114/issues"), SHEAF_OK)) goto done;
+    CHECK_LIST_RESULT(list, sheaf_list_set_description(list, "{\"until\": {\"pointer\": \"/id\", \"value\": 11500100}}"),
+                      SHEAF_OK);
+    CHECK_LIST_RESULT(list, fetch_all(list, &items), SHEAF_OK);
+    CHECK_INT(status_of(list).stop_reason, SHEAF_STOP_BOUND);
+    CHECK_INT(items ? json_array_size(items) : 0, 20);   /* issues 120 to 101; 100 is the bound */
+    CHECK_INT(json_integer_value(json_object_get(json_array_get(items, 0), "id")), 11500120);
+    CHECK_INT(json_integer_value(json_object_get(json_array_get(items, 19), "id")), 11500101);
+    CHECK(sheaf_list_error(list) == NULL);   /* a bound reached is no failure */
+    /* The state to store for the next run: the newest id delivered. */
+    if (CHECK_LIST_RESULT(list, sheaf_list_description(list, &json, &length), SHEAF_OK)) {
+        described = json_loadb(json, length, 0, NULL);
+        json_t *state = json_object_get(described, "sync_state");
+        CHECK_STR(json_string_value(json_object_get(state, "field")), "/id");
+        CHECK_INT(json_integer_value(json_object_get(state, "value")), 11500120);
+    }
+    /* A bound that is not a number or a string is refused, naming the field. */
+    sheaf_list *refused = NULL;
+    if (CHECK_CLIENT_RESULT(client, sheaf_list_new(&refused, client, "/repos/sync/repo-114/issues"), SHEAF_OK)) {
+        CHECK_LIST_RESULT(refused, sheaf_list_set_description(refused, "{\"until\": {\"pointer\": \"/id\", \"value\": true}}"),
+                          SHEAF_E_INVALID_ARGUMENT);
+        sheaf_error *error = sheaf_list_error(refused);
+        CHECK(error != NULL && strstr(error->message, "/until/value") != NULL);
+        sheaf_error_free(error);
+        sheaf_list_free(refused);
+    }
+done:
+    sheaf_free(json);
+    json_decref(described);
+    json_decref(items);
+    sheaf_list_free(list);
+    sheaf_client_free(client);
+}

@@ -94,6 +94,8 @@ class ListRun:
         self.stop_reason = StopReason.NONE     # why it ended, read with the outcome
         self.detail: Dict[str, Any] = {}       # the fields of the outcome's error
         self.resume_token: Optional[str] = None   # read when the list ends or is closed
+        #: For a list that syncs (``until``/``since``): what it got to, read with the resume token.
+        self.sync_state: Optional[Dict[str, Any]] = None
         self.ended = False                           # the outcome was read
         self._pulled = POINTER(_ffi.SnapshotStruct)()   # where sheaf_list_next puts its answer
         self.decode: Optional[Callable[[Any], Any]] = None   # decode= of fetch_all / stream, per item
@@ -234,6 +236,19 @@ class ListRun:
         self.ended = True
         self.detail = _ffi.list_error_detail(handle) if self.outcome not in _ffi.SUCCESSES else {}
         self.resume_token = self.current_resume_token()
+        self.sync_state = self.current_sync_state()
+
+    def current_sync_state(self) -> Optional[Dict[str, Any]]:
+        """For a list that syncs, the library's ``sync_state`` through the snapshots taken so far:
+        ``{"list": redacted first URL, "field": pointer, "value": greatest value seen, or the
+        stored one}``; None for a list that does not sync."""
+        with self.lock:
+            if self.handle is None:
+                return self.sync_state
+            pointer, length = ctypes.c_void_p(), ctypes.c_size_t()
+            lib.sheaf_list_description(self.handle, byref(pointer), byref(length))
+            state = json.loads(_ffi.take_string(pointer, length.value)).get("sync_state")
+            return state if isinstance(state, dict) else None
 
     def current_resume_token(self) -> Optional[str]:
         """The token that goes on after the snapshots taken so far (None once the list completed
@@ -277,7 +292,7 @@ class ListRun:
         """After the last snapshot: every item delivered, with how the list ended; or the
         failure that ended it, raised with them."""
         self.raise_outcome(delivered)
-        return Items(delivered, self.stop_reason, self.resume_token)
+        return Items(delivered, self.stop_reason, self.resume_token, self.sync_state)
 
     def close(self) -> None:
         """Stops the list if it runs and frees it (the library lets go of the snapshots not
@@ -287,6 +302,7 @@ class ListRun:
         if self.started and not self.ended:
             self.cancel()
             self.resume_token = self.current_resume_token()   # after the snapshots taken
+            self.sync_state = self.current_sync_state()
         with self.lock:
             handle, self.handle = self.handle, None
         lib.sheaf_list_free(handle)

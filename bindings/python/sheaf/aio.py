@@ -20,7 +20,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import os
-from typing import Any, AsyncIterator, List, Optional, Sequence, Union
+from typing import Any, AsyncIterator, Dict, List, Optional, Sequence, Union
 
 from . import _ffi
 from ._ffi import lib
@@ -71,11 +71,12 @@ class AsyncSnapshotStream(AsyncIterator[Snapshot]):
     The list starts at the first ``__anext__``. ``async for`` gets an iterator that only the loop
     holds: leaving the loop releases it, and that stops the list at once, even while this object
     stays referenced (an async generator would stop only when the event loop finalizes it).
-    ``stop_reason`` and ``resume_token`` are as on :class:`sheaf.SnapshotStream`.
+    ``stop_reason``, ``resume_token`` and ``sync_state`` are as on :class:`sheaf.SnapshotStream`.
     """
 
     def __init__(self, run: ListRun) -> None:
         self._run: Optional[ListRun] = run
+        self._last_run = run   # kept after close: its sync state is read there (no handle needed)
         self._wakeups: Optional[_Wakeups] = None
         self._resume = run.current_resume_token()
         self._stop_reason = StopReason.NONE
@@ -108,6 +109,12 @@ class AsyncSnapshotStream(AsyncIterator[Snapshot]):
     def resume_token(self) -> Optional[str]:
         """The token that goes on after the snapshots taken so far; None once the list completed."""
         return self._resume
+
+    @property
+    def sync_state(self) -> Optional[Dict[str, Any]]:
+        """For a list that syncs (``until=`` or ``since=``), what to store for the next run,
+        through the snapshots taken so far; None otherwise."""
+        return self._last_run.current_sync_state()
 
     @property
     def stop_reason(self) -> StopReason:

@@ -409,7 +409,7 @@ class Client(Closing):
             interrupt.resume_token = run.resume_token   # type: ignore[attr-defined]
             raise
         run.raise_outcome([])
-        return Written(final.items, run.stop_reason, run.resume_token)
+        return Written(final.items, run.stop_reason, run.resume_token, run.sync_state)
 
     def fetch_arrow(self, path: str, description: Optional[Description] = None, *, schema: Optional[pyarrow.Schema] = None,
                     query: Optional[Query] = None, max_items: Optional[int] = None, max_pages: Optional[int] = None,
@@ -648,6 +648,21 @@ class Client(Closing):
         if run.outcome not in (_ffi.SHEAF_OK, _ffi.SHEAF_E_STOPPED, _ffi.SHEAF_E_CANCELLED):
             run.raise_outcome([])
         return explained
+
+    def _sync_list(self, path: str, description: Optional[Description] = None, *, query: Optional[Query] = None,
+                   headers: Optional[Headers] = None, **options: Any) -> Optional[str]:
+        """The library's name for the list at `path` described with ``until=`` or ``since=``:
+        the redacted URL of its first page, before any since parameter (what a state file keys
+        its entries by; ``sheaf get --state``). None for a list that does not sync. Sends nothing.
+        Takes fetch_all's arguments."""
+        budgets = {name: options.pop(name) for name in ("max_items", "max_pages", "max_requests", "deadline", "resume")
+                   if name in options}
+        run = self._new_run(path, description, options, query, headers, **budgets)
+        try:
+            state = run.current_sync_state()
+        finally:
+            run.close()
+        return state.get("list") if state else None
 
     def _new_run(self, path: str, description: Optional[Description], parts: Dict[str, Any],
                  query: Optional[Query], headers: Optional[Headers] = None, *, max_items: Optional[int] = None,

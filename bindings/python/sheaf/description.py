@@ -15,6 +15,13 @@ A signal (``items``, ``next``, ``cursor``, ``total``, ``page_count``, ``has_more
 page's last item: Stripe's cursor), or ``"none"`` (the list has no such signal). ``id`` is a
 pointer inside each item.
 
+Incremental sync: ``until=("/id", 12345)`` ends a newest-first list, as a success
+(``StopReason.BOUND``), at the first item whose value at the pointer is at or below the bound
+(numbers compare as numbers, exactly; anything else as strings, so ISO-8601 timestamps work; an
+item without the field does not stop it). ``since=("since", "/updated_at", value)`` sends
+``?since=value`` on the first request (not while `value` is None) and records the field. Either
+way the run's ``sync_state`` is the value to give the next run.
+
 Each of these is a spelling of the library's description JSON (``sheaf_list_set_description``;
 the schema is ``include/sheaf/description.schema.json``): ``to_json()`` writes it, ``json=`` takes
 one as it is (what ``from_json``, ``presets()`` and ``sheaf get --explain --format json`` give)
@@ -74,6 +81,11 @@ class Description:
     #: ``sheaf_preset_description`` print, or any part of it; ``sheaf get --description``); the
     #: other fields given replace its parts.
     json: Optional[str] = None
+    # (After the fields above: a field added in the middle would move the positional ones.)
+    #: A bound on a newest-first list: (pointer, value), value a number or a str.
+    until: Optional[Tuple[str, Any]] = None
+    #: A server-side filter: (query parameter, pointer) or (query parameter, pointer, value).
+    since: Optional[Tuple[Any, ...]] = None
 
     def merged(self, parts: Mapping[str, Any]) -> "Description":
         """This description with `parts` (keyword arguments of the same names) replacing fields."""
@@ -130,6 +142,10 @@ class Description:
             signals["identity"] = {"source": "item", "where": self.id}
         if signals:
             document["signals"] = signals
+        if self.until is not None:
+            document["until"] = _until(self.until)
+        if self.since is not None:
+            document["since"] = _since(self.since)
         return _json.dumps(document)
 
     @classmethod
@@ -149,6 +165,11 @@ class Description:
             "page_size": paging.get("size"),
             "plan": data.get("plan"), "preset": data.get("preset"), "detected": tuple(detected), "json": printed,
         }
+        if data.get("until"):
+            parts["until"] = (data["until"]["pointer"], data["until"]["value"])
+        if data.get("since"):
+            since = data["since"]
+            parts["since"] = (since["param"], since["pointer"], since.get("value"))
         for name, _ in SIGNALS + (("identity", 0),):
             value = data["signals"].get(name)
             spelled = "none" if value is None else _spelling(value)
@@ -170,6 +191,10 @@ class Description:
                 out += ["--" + name.replace("_", "-"), value]
         if self.id is not None:
             out += ["--id", self.id]
+        if self.until is not None and len(self.until) == 2:
+            out += ["--until", f"{self.until[0]}={_json.dumps(self.until[1])}"]
+        if self.since is not None and len(self.since) >= 2:
+            out += ["--since-param", str(self.since[0]), "--since-field", str(self.since[1])]
         return out
 
     def command_line(self, url: str) -> str:
@@ -188,6 +213,31 @@ def presets() -> Dict[str, Tuple[str, Description]]:
         data = _json.loads(_ffi.take_string(pointer, length.value))
         result[name] = (data.get("summary", ""), Description.from_json(data))
     return result
+
+
+def _until(value: Any) -> Dict[str, Any]:
+    """``until=(pointer, value)`` as the library's {"pointer", "value"}."""
+    if not isinstance(value, (tuple, list)) or len(value) != 2 or not isinstance(value[0], str):
+        raise UsageError(Result.INVALID_ARGUMENT, f"until must be (pointer, value), as (\"/id\", 12345); not {value!r}")
+    return {"pointer": value[0], "value": _sync_value(value[1], "until's value")}
+
+
+def _since(value: Any) -> Dict[str, Any]:
+    """``since=(param, pointer[, value])`` as the library's {"param", "pointer", "value"}."""
+    if (not isinstance(value, (tuple, list)) or len(value) not in (2, 3)
+            or not all(isinstance(part, str) for part in value[:2])):
+        raise UsageError(Result.INVALID_ARGUMENT,
+                         f"since must be (param, pointer) or (param, pointer, value), as (\"since\", \"/updated_at\", None); not {value!r}")
+    stored = value[2] if len(value) == 3 else None
+    return {"param": value[0], "pointer": value[1], "value": None if stored is None else _sync_value(stored, "since's value")}
+
+
+def _sync_value(value: Any, what: str) -> Any:
+    """A value a sync compares: a number or a str (the library refuses anything else too, but
+    a bool would pass here as a number)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        raise UsageError(Result.INVALID_ARGUMENT, f"{what} must be a number or a str, not {type(value).__name__}")
+    return value
 
 
 def _source(text: str) -> Optional[Dict[str, Any]]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
-from typing import Any, List, NamedTuple, Optional
+from typing import Any, Dict, List, NamedTuple, Optional
 
 from . import _ffi
 
@@ -18,6 +18,7 @@ class StopReason(enum.IntEnum):
     PAGE_BUDGET = _ffi.SHEAF_STOP_PAGE_BUDGET        #: ``max_pages`` was reached
     REQUEST_BUDGET = _ffi.SHEAF_STOP_REQUEST_BUDGET  #: ``max_requests`` was reached
     FAILED = _ffi.SHEAF_STOP_FAILED                  #: it failed, was stopped or was cancelled
+    BOUND = _ffi.SHEAF_STOP_BOUND                    #: ``until`` was reached: what an earlier run saw
 
     @property
     def note(self) -> str:
@@ -32,6 +33,7 @@ _NOTES = {
     StopReason.PAGE_BUDGET: "stopped at the page budget",
     StopReason.REQUEST_BUDGET: "stopped at the request budget",
     StopReason.FAILED: "failed",
+    StopReason.BOUND: "stopped at the bound (what an earlier run saw)",
 }
 
 
@@ -93,12 +95,17 @@ class Items(list):  # type: ignore[type-arg]
             (``max_items``, ``max_pages``, ``max_requests``). A failure is raised instead.
         resume_token: the token that goes on after these items (pass it as ``resume=``), or None
             when the list completed.
+        sync_state: for a list that syncs (``until=`` or ``since=``), what to store for the next
+            run: ``{"list": the redacted URL of the first page, "field": the pointer, "value": the
+            greatest value among these items, or the stored one when none is newer}``; else None.
     """
 
-    def __init__(self, items: List[Any], stop_reason: StopReason, resume_token: Optional[str]) -> None:
+    def __init__(self, items: List[Any], stop_reason: StopReason, resume_token: Optional[str],
+                 sync_state: Optional[Dict[str, Any]] = None) -> None:
         super().__init__(items)
         self.stop_reason = stop_reason
         self.resume_token = resume_token
+        self.sync_state = sync_state
 
     @property
     def complete(self) -> bool:
@@ -106,13 +113,25 @@ class Items(list):  # type: ignore[type-arg]
         return self.resume_token is None
 
 
-class Written(NamedTuple):
-    """What ``Client.fetch_to`` returns: how many items it wrote and how the list ended
-    (``stop_reason`` and ``resume_token`` as in :class:`Items`)."""
-
+class _WrittenCounts(NamedTuple):
     items: int
     stop_reason: StopReason
     resume_token: Optional[str]
+
+
+class Written(_WrittenCounts):
+    """What ``Client.fetch_to`` returns: how many items it wrote and how the list ended
+    (``stop_reason`` and ``resume_token`` as in :class:`Items`), a tuple of those three; and,
+    beside them (not a fourth member: code that unpacks or compares three goes on working),
+    ``sync_state`` as in :class:`Items`."""
+
+    sync_state: Optional[Dict[str, Any]] = None
+
+    def __new__(cls, items: int, stop_reason: StopReason, resume_token: Optional[str],
+                sync_state: Optional[Dict[str, Any]] = None) -> "Written":
+        written = super().__new__(cls, items, stop_reason, resume_token)
+        written.sync_state = sync_state
+        return written
 
     @property
     def complete(self) -> bool:

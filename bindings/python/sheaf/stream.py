@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable, Generator, Iterator, List, Optional, TypeVar
+from typing import Any, Callable, Dict, Generator, Iterator, List, Optional, TypeVar
 
 from . import _ffi
 from ._closing import Closing
@@ -34,6 +34,7 @@ class SnapshotStream(Iterator[Taken], Closing):
         """`convert` makes what is yielded of each snapshot the library hands out (None: nothing
         for that snapshot); without it, a :class:`Snapshot`."""
         self._run: Optional[ListRun] = run
+        self._last_run = run   # kept after close: its sync state is read there (no handle needed)
         # The token after the snapshots yielded (from the start until one is), in a list the
         # generator shares: a generator holding the stream would make a cycle, and a stream left
         # in a `for` loop's break must be released at once.
@@ -78,6 +79,12 @@ class SnapshotStream(Iterator[Taken], Closing):
         """The token that goes on after the snapshots yielded so far (pass it as ``resume=``);
         None once the list completed."""
         return self._resume[0]
+
+    @property
+    def sync_state(self) -> Optional[Dict[str, Any]]:
+        """For a list that syncs (``until=`` or ``since=``), what to store for the next run, through
+        the snapshots yielded so far (as :attr:`sheaf.Items.sync_state`); None otherwise."""
+        return self._last_run.current_sync_state()
 
     @property
     def stop_reason(self) -> StopReason:

@@ -35,7 +35,7 @@ TOKEN = "tok-Secret-7f3a9c1d"
 OPTIONS = ["--token", "--preset", "--paging", "--explain", "--cursor", "--page-count", "--has-more", "--is-last", "--items", "--next", "--total", "--id", "--page-param",
            "--first-page", "--size-param", "--page-size", "--concurrency", "--max-items",
            "--max-pages", "--max-requests", "--deadline", "--resume", "--timeout", "--max-attempts", "--format",
-           "--output", "-o", "--quiet",
+           "--output", "-o", "--quiet", "--until", "--since-param", "--since-field", "--state",
            "--help"]
 
 

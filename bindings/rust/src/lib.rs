@@ -659,6 +659,8 @@ pub enum StopReason {
     RequestBudget,
     /// It failed, was stopped or cancelled.
     Failed,
+    /// It reached an item at or below its "until" bound (what an earlier run saw).
+    Bound,
     /// A reason this binding does not know (a newer library).
     Other(i32),
 }
@@ -672,6 +674,7 @@ impl StopReason {
             sys::SHEAF_STOP_PAGE_BUDGET => StopReason::PageBudget,
             sys::SHEAF_STOP_REQUEST_BUDGET => StopReason::RequestBudget,
             sys::SHEAF_STOP_FAILED => StopReason::Failed,
+            sys::SHEAF_STOP_BOUND => StopReason::Bound,
             other => StopReason::Other(other),
         }
     }

@@ -334,6 +334,7 @@ enums! {
         SHEAF_STOP_PAGE_BUDGET = 3,
         SHEAF_STOP_REQUEST_BUDGET = 4,
         SHEAF_STOP_FAILED = 5,
+        SHEAF_STOP_BOUND = 6,
     }
     sheaf_transport_error {
         SHEAF_TRANSPORT_OTHER = 0,

@@ -12,12 +12,15 @@ import sys
 from typing import Optional
 
 from .connection import connect, open_client, split_pair
-from .exits import EXIT_FAILURE, EXIT_INTERRUPTED, EXIT_OK, Interrupt, error_message, exit_status, report
+from .exits import EXIT_FAILURE, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, Interrupt, error_message, exit_status, report
 from .output import AtomicFile, FieldWriter, isatty, silence
 from .progress import Progress
+from .state import StateFile, StateFileError
 
 #: The options of a run of a list, not of its description (``--explain`` ignores them).
 RUN_OPTIONS = ("max_items", "max_pages", "max_requests", "deadline", "resume")
+#: The incremental sync's parts of the description (``--explain`` ignores them too).
+SYNC_OPTIONS = ("until", "since")
 
 
 def _list_options(parser: argparse.ArgumentParser, args: argparse.Namespace) -> dict:
@@ -42,7 +45,46 @@ def _list_options(parser: argparse.ArgumentParser, args: argparse.Namespace) -> 
             options[name] = getattr(args, name)
     if options.get("deadline") == 0:
         parser.error("--deadline needs a positive number of seconds")
+    options.update(_sync_options(parser, args))
     return {name: value for name, value in options.items() if value is not None}
+
+
+def _sync_options(parser: argparse.ArgumentParser, args: argparse.Namespace) -> dict:
+    """--until, --since-param and --since-field as the description's until and since."""
+    options: dict = {}
+    if args.until is not None:
+        pointer, found, text = args.until.partition("=")
+        if not found or not pointer.startswith("/"):
+            parser.error(f"--until expects PTR=VALUE, a JSON pointer inside each item and the bound (/id=12345), not {args.until!r}")
+        try:
+            value = json.loads(text)
+        except ValueError:
+            value = text   # not JSON: the string itself (a timestamp, say)
+        if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+            parser.error(f"--until's VALUE must be a number or a string, not {text!r}")
+        options["until"] = (pointer, value)
+    if (args.since_param is None) != (args.since_field is None):
+        parser.error("--since-param and --since-field go together: the query parameter and the field it filters by")
+    if args.since_param is not None:
+        options["since"] = (args.since_param, args.since_field, None)
+    if args.state is not None and not options:
+        parser.error("--state records where --until or --since-field got to: give one of them")
+    return options
+
+
+def _sync_field(list_options: dict) -> str:
+    """The field a syncing run records (until's and since's are the same one)."""
+    return list_options["until"][0] if "until" in list_options else list_options["since"][1]
+
+
+def _with_stored_value(list_options: dict, value) -> dict:
+    """The list's options with `value` (from the state file) as the bound and the since value."""
+    options = dict(list_options)
+    if "until" in options:
+        options["until"] = (options["until"][0], value)
+    if "since" in options:
+        options["since"] = options["since"][:2] + (value,)
+    return options
 
 
 def _description_text(parser: argparse.ArgumentParser, value: Optional[str]) -> Optional[str]:
@@ -59,7 +101,7 @@ def _description_text(parser: argparse.ArgumentParser, value: Optional[str]) -> 
 
 def _explain(api, args: argparse.Namespace, base: str, path: str, token: Optional[str],
              list_options: dict, client_options: dict) -> int:
-    list_options = {name: value for name, value in list_options.items() if name not in RUN_OPTIONS}
+    list_options = {name: value for name, value in list_options.items() if name not in RUN_OPTIONS + SYNC_OPTIONS}
     try:
         with open_client(api, base, client_options) as client:
             explained = client.explain(path, **list_options)
@@ -147,6 +189,16 @@ def run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         return EXIT_FAILURE
     api, base, path, client_options, token = connection
     list_options = _list_options(parser, args)
+    syncs = any(name in list_options for name in SYNC_OPTIONS)
+    if syncs and (partition is not None or args.partitions is not None):
+        parser.error("--until, --since-param and --state fetch a whole list from where it got to: "
+                     "not with --partition or --partitions")
+    state_file = None
+    if args.state is not None and not args.explain:
+        try:
+            state_file = StateFile(args.state)
+        except StateFileError as e:
+            parser.error(f"--state: {e}")
     if partition is not None:
         described = sorted(name for name in list_options if name not in RUN_OPTIONS)
         if described:
@@ -182,9 +234,18 @@ def run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     status, message, note = EXIT_OK, None, ""
     stop_reason = None
     resume = None   # the token after the items written
+    sync_state = None   # where a syncing list got to, for --state
+    state_key = None
     try:
         try:
             with open_client(api, base, client_options) as client:
+                if state_file is not None:
+                    # The stored value of this list (by the library's redacted name for it)
+                    # becomes its bound, and the value sent with --since-param.
+                    state_key = client._sync_list(path, **list_options)
+                    stored = state_file.value_for(state_key, _sync_field(list_options))
+                    if stored is not None:
+                        list_options = _with_stored_value(list_options, stored)
                 progress.start_waiting()
                 if args.fields:
                     writer = FieldWriter(out, args.format, args.fields, header=args.resume is None)
@@ -192,16 +253,18 @@ def run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
                         stream = client.stream_partition(partition, **list_options)
                     else:
                         stream = client.stream(path, **list_options)
-                    resume, stop_reason = _write_decoded(stream, writer, progress)
+                    resume, stop_reason, sync_state = _write_decoded(stream, writer, progress)
                 elif partition is not None:
                     written = client._fetch_partition_to(partition, out, format=args.format, progress=progress.update,
                                                          **list_options)
                     resume, stop_reason = written.resume_token, written.stop_reason
                 else:
                     written = client.fetch_to(path, out, format=args.format, progress=progress.update, **list_options)
-                    resume, stop_reason = written.resume_token, written.stop_reason
-            if stop_reason not in (api.StopReason.COMPLETE, api.StopReason.NONE):
+                    resume, stop_reason, sync_state = written.resume_token, written.stop_reason, written.sync_state
+            if stop_reason not in (api.StopReason.COMPLETE, api.StopReason.NONE, api.StopReason.BOUND):
                 note = stop_reason.note   # exit status 0: it stopped where asked
+        except StateFileError as e:
+            status, message = EXIT_USAGE, f"--state: {e}"
         except api.FileError as e:
             if target is None and os.strerror(errno.EPIPE) in e.message:
                 return _reader_left(out, progress)
@@ -227,6 +290,16 @@ def run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
                 target.discard()
                 report(f"cannot write {args.output}: {e.strerror or e}")
                 status = status or EXIT_FAILURE
+    if state_file is not None and status == EXIT_OK and sync_state is not None:
+        # Only a list read to its end or to its bound: one stopped early by a limit has items
+        # between what it wrote and what an earlier run saw, which the next run must still fetch.
+        if stop_reason in (api.StopReason.COMPLETE, api.StopReason.BOUND):
+            try:
+                state_file.save(state_key or sync_state.get("list"), sync_state["field"], sync_state.get("value"))
+            except OSError as e:
+                message, status = f"cannot write the state file {args.state}: {e.strerror or e}", EXIT_FAILURE
+        else:
+            report(f"--state: {args.state} is left as it was: the list stopped early ({stop_reason.note})")
     items_written = progress.snapshot.item_count if progress.snapshot is not None else 0
     progress.finish(note)
     if message is not None:
@@ -258,7 +331,7 @@ def _write_decoded(stream, writer: FieldWriter, progress: Progress):
             raise
         finally:
             writer.finish()   # a JSON array is closed after a failure too
-        return stream.resume_token, stream.stop_reason
+        return stream.resume_token, stream.stop_reason, stream.sync_state
 
 
 def _reader_left(out, progress: Progress) -> int:

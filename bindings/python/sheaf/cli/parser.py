@@ -166,6 +166,15 @@ examples:
 
        sheaf get 'https://api.example.com/v1/things' --fields /id,/owner/name
 
+  7. Only what is new since the last run, newest first by id (the first run fetches all):
+
+       sheaf get 'https://api.example.com/v1/events' --until /id=0 --state events.state >> events.jsonl
+
+     or, where the server filters (?since=...), recording each item's updated_at:
+
+       sheaf get 'https://api.example.com/v1/issues' --since-param since \
+           --since-field /updated_at --state issues.state
+
   On a terminal a progress line on stderr shows the items and pages so far (of the expected
   totals, when known), the requests in flight, the rate and an ETA; on a narrow terminal the
   other parts give way first, the item count, the rate and the ETA last. It is left out when
@@ -352,6 +361,20 @@ def build_parser() -> argparse.ArgumentParser:
                         help="run one partition printed by --partitions (from FILE, - for stdin, or inline "
                              "starting with '{'): its items, written as for a list; no URL or description flags")
     _add_retry_options(limits)
+
+    sync = get.add_argument_group("incremental sync (fetch only what is new since the last run)")
+    sync.add_argument("--until", metavar="PTR=VALUE",
+                      help="stop a newest-first list at the first item whose field PTR is at or below VALUE "
+                           "(JSON if it parses, else a string; numbers compare as numbers, anything else as "
+                           "strings, so ISO-8601 times work); it is not written, nor any after it (exit status 0)")
+    sync.add_argument("--since-param", metavar="NAME",
+                      help="ask the server only for what is new: the first request carries NAME=<stored value> "
+                           "(with --since-field and --state)")
+    sync.add_argument("--since-field", metavar="PTR",
+                      help="the field inside each item whose greatest value is stored (with --since-param)")
+    sync.add_argument("--state", metavar="FILE",
+                      help="where each list got to, by list URL: read at the start (the stored value replaces "
+                           "--until's, or is sent with --since-param), replaced only when the run succeeds")
 
     output = get.add_argument_group("output")
     output.add_argument("--format", choices=FORMATS, default="jsonl",
