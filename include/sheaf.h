@@ -1053,17 +1053,9 @@ SHEAF_API sheaf_error *sheaf_group_error(const sheaf_group *group);
 
 /** Options of a group (sheaf_group_set_option); each is 0 (off, the default) or 1. */
 typedef enum sheaf_group_option {
-    /** Deltas list after list, in the order the lists joined (a fan-out: the parent's item order);
-        a list waiting its turn fetches at most a window of pages (SHEAF_OPT_WINDOW) ahead.
-        Off: as they arrive, each list's own deltas still in order. */
-    SHEAF_GROUP_ORDERED = 1,
-    /** The first list that fails cancels the others; the group ends with its error. Off: a list
-        that fails does not stop the others, and the group ends SHEAF_E_PARTIAL. */
-    SHEAF_GROUP_FAIL_FAST = 2,
-    /** A parent item without a value its template needs (missing, null, an object, an empty
-        string in the path) fails the parent list. Off: the item is skipped with a warning log
-        record (sheaf_client_set_log). */
-    SHEAF_GROUP_MISSING_FAILS = 3
+    SHEAF_GROUP_ORDERED = 1,       /**< Deltas list after list, in the order the lists joined (a fan-out: the parent's item order); a list waiting its turn fetches at most a window of pages (SHEAF_OPT_WINDOW) ahead. Off: as they arrive, each list's own deltas still in order. */
+    SHEAF_GROUP_FAIL_FAST = 2,     /**< The first list that fails cancels the others; the group ends with its error. Off: a list that fails does not stop the others, and the group ends SHEAF_E_PARTIAL. */
+    SHEAF_GROUP_MISSING_FAILS = 3  /**< A parent item without a value its template needs (missing, null, an object, an empty string in the path) fails the parent list. Off: the item is skipped with a warning log record (sheaf_client_set_log). */
 } sheaf_group_option;
 
 /** Sets an option before the group starts: SHEAF_E_STATE after, SHEAF_E_INVALID_ARGUMENT for an
@@ -1113,8 +1105,7 @@ typedef struct sheaf_group_delta {
     size_t delta_items;         /**< Items in delta_json. */
     size_t items;               /**< Items in the list's prefix so far. */
     int finished;               /**< 1 on the list's last delta, which adds no items; 0 before. */
-    sheaf_result result;        /**< On the last delta, the list's outcome (detail: sheaf_list_error of
-                                     sheaf_group_list); SHEAF_OK before. */
+    sheaf_result result;        /**< On the last delta, the list's outcome (detail: sheaf_list_error of sheaf_group_list); SHEAF_OK before. */
 } sheaf_group_delta;
 
 #define SHEAF_GROUP_DELTA_VERSION 1

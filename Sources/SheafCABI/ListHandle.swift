@@ -257,7 +257,7 @@ final class ListHandle: Sendable, ErrorRecording {
         status.requests_in_flight = Int64(run?.requestsInFlight ?? 0)
         status.window = Int64(run?.window ?? 0)
         if status.state == SHEAF_LIST_ENDED, let outcome = pager?.outcome ?? run?.outcome {
-            status.stop_reason = outcome.cStopReason
+            status.stop_reason = run?.reachedBound == true ? SHEAF_STOP_BOUND : outcome.cStopReason
         }
         return status
     }

@@ -46,7 +46,6 @@ extension ListOutcome {
         case .itemLimit: SHEAF_STOP_ITEM_LIMIT
         case .pageBudget: SHEAF_STOP_PAGE_BUDGET
         case .requestBudget: SHEAF_STOP_REQUEST_BUDGET
-        case .bound: SHEAF_STOP_BOUND
         case nil: SHEAF_STOP_FAILED
         }
     }

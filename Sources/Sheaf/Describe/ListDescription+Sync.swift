@@ -2,7 +2,7 @@
 /// server only for what is newer (`since`), and reports where it got to (`SyncState`) for the
 /// next run to start from.
 
-/// A bound on a newest-first list: the list ends, as a success (`StopReason.bound`), at the first
+/// A bound on a newest-first list: the list ends, as a success (`.complete`, with `ListRun.reachedBound`), at the first
 /// item whose field is at or below `value`; that item and every one after it are not delivered.
 /// An item without the field (or whose field is null, a boolean, an object or an array) is not at
 /// the bound: the list goes on past it.

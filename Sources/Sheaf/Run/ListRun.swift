@@ -34,9 +34,6 @@ public enum StopReason: Sendable, Equatable {
     case pageBudget
     /// The caller's request budget was reached; the resume token goes on from there.
     case requestBudget
-    /// The list reached an item at or below its bound (`ListDescription.until`): what an earlier
-    /// run has seen. That item and the ones after it are not delivered.
-    case bound
 }
 
 /// One snapshot: what the ordered prefix gained, and what the list expects in all.
@@ -179,6 +176,12 @@ public final class ListRun: Sendable {
     /// Requests the list's origin may have in flight now, this list's and the client's other
     /// lists' there together (see `ClientConfiguration.adaptsWindow`).
     public var window: Int { pace.window }
+
+    /// Whether the list ended at its bound (`ListDescription.until`): complete for what it was
+    /// asked (every item newer than the bound), the item at the bound and those after it not
+    /// delivered. (Not a `StopReason` of its own: a new case would break a Swift caller's
+    /// exhaustive `switch`, and 1.0 froze the Swift API; C has `SHEAF_STOP_BOUND`.)
+    public var reachedBound: Bool { state.withLock { $0.outcome == .complete && $0.assembler.reachedBound } }
 
     /// The window the list shares with the client's other lists at its origin.
     var originPace: OriginPace { pace }
@@ -400,7 +403,7 @@ public final class ListRun: Sendable {
         }
         // A completed list leaves nothing to resume after its last page; before it, it does
         // (snapshots a puller or a pager has not taken yet).
-        guard var url = point.url, (outcome != .complete && outcome != .finished(.bound)) || point != end else { return nil }
+        guard var url = point.url, outcome != .complete || point != end else { return nil }
         let read = resolution?.description ?? description
         let paging = read.paging.starting(at: origin ?? read.paging.first ?? 0)
         url = client.redactor.removingSecretParameters(of: url, keeping: paging.parameter)
@@ -772,7 +775,7 @@ public final class ListRun: Sendable {
                     }
                     if state.assembler.reachedBound {
                         // Pages in flight past the bound are abandoned, and none is asked for.
-                        toCancel += end(&state, .finished(.bound))
+                        toCancel += end(&state, .complete)
                     }
                     if let repeated = state.assembler.repeatedPage {
                         toCancel += end(&state, .failed(SheafError(.repeatedPage,
@@ -828,7 +831,7 @@ public final class ListRun: Sendable {
             return .failed(error)
         case .allPages(let total, let missing):
             if assembler.reachedLimit { return .finished(.itemLimit) }
-            if assembler.reachedBound { return .finished(.bound) }
+            if assembler.reachedBound { return .complete }
             guard let total, total != itemCount || !missing.isEmpty else {
                 // Never silently short: the last page must not signal more than was followed.
                 if let resolved = state.resolution?.description, resolved.paging != .single, let last = state.lastPage,

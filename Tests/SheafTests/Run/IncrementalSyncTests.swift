@@ -38,7 +38,8 @@ final class IncrementalSyncTests: XCTestCase {
         let log = SnapshotLog()
         let run = try scriptedClient(transport) { $0.window = 4 }.makeList(description, onSnapshot: log.callback)
         try run.start()
-        XCTAssertEqual(outcome(of: run), .finished(.bound))
+        XCTAssertEqual(outcome(of: run), .complete)
+        XCTAssertTrue(run.reachedBound)
         XCTAssertEqual(log.ids, Array((73..<100).reversed()))
         XCTAssertEqual(itemIDs(run.prefixJSON()), Array((73..<100).reversed()))
         XCTAssertEqual(run.syncState, SyncState(pointer: JSONPointer("/id")!, value: .number("99")))
@@ -56,7 +57,8 @@ final class IncrementalSyncTests: XCTestCase {
         description.until = SyncBound(pointer: JSONPointer("/id")!, value: .number("975"))
         let run = try scriptedClient(transport) { $0.window = 4 }.makeList(description)
         try run.start()
-        XCTAssertEqual(outcome(of: run), .finished(.bound))
+        XCTAssertEqual(outcome(of: run), .complete)
+        XCTAssertTrue(run.reachedBound)
         XCTAssertEqual(itemIDs(run.prefixJSON()), Array((976..<1000).reversed()))
         XCTAssertLessThanOrEqual(run.requestsMade, 3 + 4, "pages beyond the bound: a window at most")
     }
@@ -70,12 +72,12 @@ final class IncrementalSyncTests: XCTestCase {
         description.until = SyncBound(pointer: JSONPointer("/id")!, value: .number("195"))
         let onPageOne = try client.makeList(description)
         try onPageOne.start()
-        XCTAssertEqual(outcome(of: onPageOne), .finished(.bound))
+        XCTAssertEqual(outcome(of: onPageOne), .complete)
         XCTAssertEqual(onPageOne.requestsMade, 1, "nothing is asked for past a bound on page one")
         description.until = SyncBound(pointer: JSONPointer("/id")!, value: .number("175"))
         let onPageThree = try client.makeList(description)
         try onPageThree.start()
-        XCTAssertEqual(outcome(of: onPageThree), .finished(.bound))
+        XCTAssertEqual(outcome(of: onPageThree), .complete)
         XCTAssertLessThanOrEqual(onPageThree.requestsMade, 3 + 2, "a page in flight per page delivered")
     }
 
@@ -84,7 +86,7 @@ final class IncrementalSyncTests: XCTestCase {
         var description = newestFirstList()
         description.until = SyncBound(pointer: JSONPointer("/id")!, value: .number("20"))
         let (json, outcome) = try scriptedClient(transport).fetchAll(description)
-        XCTAssertEqual(outcome, .finished(.bound))
+        XCTAssertEqual(outcome, .complete)
         XCTAssertEqual(itemIDs(json), [30])
     }
 
@@ -94,7 +96,8 @@ final class IncrementalSyncTests: XCTestCase {
         description.until = SyncBound(pointer: JSONPointer("/id")!, value: .number("5"))
         let run = try scriptedClient(transport).makeList(description)
         try run.start()
-        XCTAssertEqual(outcome(of: run), .finished(.bound))
+        XCTAssertEqual(outcome(of: run), .complete)
+        XCTAssertTrue(run.reachedBound)
         XCTAssertEqual(itemIDs(run.prefixJSON()), [])
         XCTAssertEqual(run.syncState?.value, .number("5"))
     }
@@ -105,7 +108,7 @@ final class IncrementalSyncTests: XCTestCase {
         var description = newestFirstList()
         description.until = SyncBound(pointer: JSONPointer("/id")!, value: .number("9007199254740992"))
         let (json, outcome) = try scriptedClient(transport).fetchAll(description)
-        XCTAssertEqual(outcome, .finished(.bound))
+        XCTAssertEqual(outcome, .complete)
         XCTAssertEqual(String(decoding: json, as: UTF8.self), "[{\"id\":9007199254740993}]")
     }
 
@@ -117,7 +120,8 @@ final class IncrementalSyncTests: XCTestCase {
         description.until = SyncBound(pointer: JSONPointer("/updated_at")!, value: .string("2026-11-20T00:00:00Z"))
         let run = try scriptedClient(transport).makeList(description)
         try run.start()
-        XCTAssertEqual(outcome(of: run), .finished(.bound))
+        XCTAssertEqual(outcome(of: run), .complete)
+        XCTAssertTrue(run.reachedBound)
         XCTAssertEqual(String(decoding: run.prefixJSON(), as: UTF8.self), "[" + items[0..<2].joined(separator: ",") + "]")
         XCTAssertEqual(run.syncState?.value, .string("2026-11-22T10:00:00Z"))
     }
@@ -127,7 +131,7 @@ final class IncrementalSyncTests: XCTestCase {
         var description = newestFirstList()
         description.until = SyncBound(pointer: JSONPointer("/id")!, value: .number("5"))
         let (json, outcome) = try scriptedClient(transport).fetchAll(description)
-        XCTAssertEqual(outcome, .finished(.bound))
+        XCTAssertEqual(outcome, .complete)
         XCTAssertEqual(String(decoding: json, as: UTF8.self), #"[{"id":9},{"name":"no id"},{"id":null},{"id":8}]"#)
     }
 
