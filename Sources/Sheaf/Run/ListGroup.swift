@@ -267,6 +267,12 @@ public final class ListGroup: Sendable {
     private func startWhatFits() {
         for (run, index) in shares.startable() {
             let origin = ObjectIdentifier(run.originPace)
+            if let silenced = state.withLock({ $0.silenced }) {
+                // Cancelled while it was being taken off its line: it never starts.
+                shares.ended(origin)
+                endUnstarted(index, silenced)
+                continue
+            }
             do {
                 try run.start()
                 run.whenFinished { [weak self] in
@@ -364,14 +370,16 @@ public final class ListGroup: Sendable {
 
     /// A member's run has ended (every snapshot of it posted): its last delta.
     private func ended(_ index: Int) {
-        let (outcome, failed) = state.withLock { state -> (ListOutcome, [ListRun]) in
-            let outcome = state.members[index].run?.outcome ?? .failed(SheafError(.internal, "a group's list ended without an outcome"))
+        // Read before the group's lock is taken: no run's lock is ever taken inside it.
+        let run = state.withLock { $0.members[index].run }
+        let outcome = run?.outcome ?? .failed(SheafError(.internal, "a group's list ended without an outcome"))
+        let failed = state.withLock { state -> [ListRun] in
             state.members[index].outcome = outcome
             guard state.options.failFast, state.firstFailure == nil, state.silenced == nil, let error = outcome.error else {
-                return (outcome, [])
+                return []
             }
             state.firstFailure = error
-            return (outcome, state.members.compactMap { $0.outcome == nil ? $0.run : nil })
+            return state.members.compactMap { $0.outcome == nil ? $0.run : nil }
         }
         if !failed.isEmpty {
             let error = SheafError(.cancelled, "another list of the group failed (fail fast)")
