@@ -15,6 +15,10 @@ Rows (the median of --runs, each in a fresh process):
       the best a skilled user writes (needs build/bench-venv with aiohttp, as bench/run.py's rows).
   F1  a serial loop of lists (what `gh api --paginate` in a shell loop does): the first
       --serial-sample repositories walked one page at a time, scaled to 300 (said in the row).
+  F2  the incremental rerun: after the first sync, 2 new issues in every 4th repository (150,
+      about 1 % of the org's issues); the fan-out again with the children bounded by the newest
+      updated_at the first sync saw (`until`), and with that value sent as `since` (the server
+      filters): the requests made against the pages holding new items plus one per list.
 The server is bench/run.py's (Tests/server/api_server.py in a child process). The library:
 $SHEAF_LIBRARY_PATH, else BUILD_DIR/lib/libsheaf.so; the C driver BUILD_DIR/bench/sheaf_bench.
 """
@@ -237,6 +241,30 @@ def main() -> int:
         rows.append(("F1", f"  the same, a serial loop of lists (the first {sample} walked, x{REPOS / sample:g})",
                      f"{sheaf_s:.3f} s", f"{scaled:.1f} s (serial, {serial['seconds']:.1f} s for {sample})",
                      f"{sheaf_s / scaled:.3f}x (report)"))
+
+        # F2: only what changed since the first sync.
+        every = server.get(f"/_orgs/{org}/issues?repos={REPOS}")["issues"]
+        newest = max(issue["updated_at"] for issue in every)
+        changed = [i for i in range(REPOS) if i % 4 == 0]
+        for i in changed:
+            post(server, f"/_orgs/{org}/repos/repo-{i:03d}/issues?add=2")
+        new_issues = 2 * len(changed)
+        pages_new = len(changed) * math.ceil(2 / 10)
+        parent_pages = math.ceil(REPOS / 30)
+        allowed = 1.1 * pages_new + (REPOS + 1) + parent_pages
+        for label, child, expect in (
+                ("until /updated_at", {"until": {"pointer": "/updated_at", "value": newest}}, new_issues),
+                ("since (server-side filter)", {"since": {"param": "since", "pointer": "/updated_at", "value": newest}},
+                 server.get(f"/_orgs/{org}/issues?repos={REPOS}&since={newest}")["count"])):
+            rerun = measure([driver, "each", "--base", server.base, "--path", f"/orgs/{org}/repos", "--template", TEMPLATE,
+                             "--expect", str(expect), "--adaptive", "1", "--child", json.dumps(child)], expect, args.runs)
+            requests = statistics.median(r["requests"] for r in rerun)
+            seconds = statistics.median(r["seconds"] for r in rerun)
+            rows.append(("F2", f"rerun after {new_issues} new issues in {len(changed)} repositories, {label}",
+                         f"{seconds:.3f} s, {requests:.0f} requests ({expect} items)",
+                         f"{allowed:.0f} requests (1.1 x {pages_new} pages holding new items + {REPOS + 1} lists "
+                         f"+ the parent's {parent_pages} pages)",
+                         f"{requests / allowed:.2f}x (<= 1: {'yes' if requests <= allowed else 'no'})"))
     finally:
         server.stop()
 

@@ -5,7 +5,7 @@
  *   sheaf_bench fetch  --base URL --path PATH --expect N [list options] [--transport curl|blocking]
  *   sheaf_bench stream --base URL --path PATH --expect N [list options] [--keep 0|1]
  *   sheaf_bench floor  --base URL --path PATH --pages P [--reps R] [--window W]
- *   sheaf_bench each   --base URL --path PARENT --template T --expect N [--adaptive 0|1] [--window W]
+ *   sheaf_bench each   --base URL --path PARENT --template T --expect N [--child JSON] [--adaptive 0|1] [--window W]
  *
  * List options (the test API's /anchor by default):
  *   --window W (8; fixed unless --adaptive 1, then where it starts, up to --max-window, 64)
@@ -29,7 +29,8 @@
  *
  * each    a fan-out (sheaf_group_add_each): the parent list at PATH (detected), a child list per
  *         parent item at TEMPLATE (detected, items not kept), every delta's items counted in the
- *         group's callback; timed from sheaf_group_new to sheaf_group_wait's return. N is the
+ *         group's callback (--child: the children's description JSON, e.g. a bound, instead of
+ *         detection); timed from sheaf_group_new to sheaf_group_wait's return. N is the
  *         items of all the children together; "lists" the group's lists, parent included.
  *
  * Every mode checks what it got: the list must be complete (SHEAF_OK, exactly N items) and in
@@ -149,6 +150,7 @@ typedef struct options {
     int warm;                 /* --warm 1: a one-page list (stream) or the whole list (fetch) on the same client first, not timed */
     const char *ca_file;      /* --ca PEM: SHEAF_TLS_CA_FILE */
     const char *child_template; /* --template T (each) */
+    const char *child_description; /* --child JSON (each): the children's description */
 } options;
 
 static void usage(void) {
@@ -208,6 +210,7 @@ static options parse_options(int argc, char **argv) {
         else if (strcmp(name, "--ca") == 0) o.ca_file = value;
         else if (strcmp(name, "--warm") == 0) o.warm = (int)number(value, name, 0, 1);
         else if (strcmp(name, "--template") == 0) o.child_template = value;
+        else if (strcmp(name, "--child") == 0) o.child_description = value;
         else if (strcmp(name, "--http") == 0) {
             if (strcmp(value, "auto") == 0) o.http_version = SHEAF_HTTP_AUTO;
             else if (strcmp(value, "1.1") == 0) o.http_version = SHEAF_HTTP_1_1;
@@ -450,7 +453,8 @@ static int run_each(const options *o) {
     sheaf_group *group = NULL;
     sheaf_list *parent = NULL, *child = NULL;
     if (sheaf_group_new(&group, client) != SHEAF_OK || sheaf_list_new(&parent, client, o->path) != SHEAF_OK
-        || sheaf_list_new(&child, client, "/") != SHEAF_OK || sheaf_list_set_keep_items(child, 0) != SHEAF_OK)
+        || sheaf_list_new(&child, client, "/") != SHEAF_OK || sheaf_list_set_keep_items(child, 0) != SHEAF_OK
+        || (o->child_description != NULL && sheaf_list_set_description(child, o->child_description) != SHEAF_OK))
         die(EXIT_SETUP, "the group: %s", last_message());
     const char *templates[] = {o->child_template};
     if (sheaf_group_add_each(group, parent, templates, 1, child, NULL) != SHEAF_OK

@@ -267,8 +267,9 @@ public final class ListGroup: Sendable {
     private func startWhatFits() {
         for (run, index) in shares.startable() {
             let origin = ObjectIdentifier(run.originPace)
-            if let silenced = state.withLock({ $0.silenced }) {
-                // Cancelled while it was being taken off its line: it never starts.
+            if let silenced = state.withLock({ $0.silenced ?? ($0.options.failFast ? $0.firstFailure.map { _ in
+                SheafError(.cancelled, "another list of the group failed (fail fast)") } : nil) }) {
+                // Cancelled (or failed fast) while it was being taken off its line: it never starts.
                 shares.ended(origin)
                 endUnstarted(index, silenced)
                 continue
