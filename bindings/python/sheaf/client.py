@@ -17,6 +17,7 @@ from ._closing import Closing
 from ._ffi import lib
 from ._run import _END, ListRun, Wakeups, decoder_for
 from .description import Description
+from .group import GroupResult, GroupRun, GroupStream, ListOutcome, fetch_group, placeholders
 from .pager import Pager
 from .partition import Partition
 from .errors import Error, ItemDecodeError, Result, UsageError, encode
@@ -511,6 +512,144 @@ class Client(Closing):
         except BaseException:
             run.close()
             raise
+
+    # ---- groups: many lists as one job -------------------------------------------------------
+
+    def fetch_many(self, paths: Sequence[Union[str, ListOutcome]], description: Optional[Description] = None, *,
+                   tags: Optional[Sequence[Optional[str]]] = None, ordered: bool = False, fail_fast: bool = False,
+                   check: bool = True, query: Optional[Query] = None, headers: Optional[Headers] = None,
+                   max_items: Optional[int] = None, max_pages: Optional[int] = None,
+                   max_requests: Optional[int] = None, deadline: Optional[float] = None, **parts: Any) -> GroupResult:
+        """Fetches every item of several lists as one job: they share the client's window for
+        each origin (300 lists send what one list would) and a rate limit one meets slows all.
+
+        Args:
+            paths: the lists' paths (as for :meth:`fetch_all`), or the :class:`ListOutcome` of
+                lists that failed in an earlier group (``result.failed``): each goes on from its
+                resume token, keeping its tag.
+            description, query, headers, max_items, max_pages, max_requests, deadline, **parts:
+                as for :meth:`fetch_all`, for every list (budgets and the deadline per list).
+            tags: a tag for each path (None: the path), found again on each list's outcome.
+            ordered: deliver the lists one after another, in the order of `paths` (a list
+                waiting its turn fetches at most a window of pages ahead); otherwise as they come.
+            fail_fast: the first list that fails cancels the others.
+            check: raise when a list failed (below); False returns the result whatever happened,
+                to be read with ``result.ok`` and ``result.failed``.
+
+        Returns:
+            A :class:`GroupResult`: per list, in order, its tag, path, items, error and resume token.
+
+        Raises:
+            PartialError: (with `check`) some lists failed, the others ended whole; nothing is
+                lost: its ``result`` is the :class:`GroupResult`, the items of every list
+                included. With `fail_fast`, the first failure's own error, its ``result`` set
+                the same way (the lists it cancelled have a :class:`StoppedError`).
+            UsageError: a bad argument; the client has a Python transport (groups run on the
+                library's own).
+        """
+        return fetch_group(self._many_run(paths, description, parts, tags, ordered, fail_fast, query, headers,
+                                          max_items, max_pages, max_requests, deadline), check)
+
+    def stream_many(self, paths: Sequence[Union[str, ListOutcome]], description: Optional[Description] = None, *,
+                    tags: Optional[Sequence[Optional[str]]] = None, ordered: bool = False, fail_fast: bool = False,
+                    check: bool = True, query: Optional[Query] = None, headers: Optional[Headers] = None,
+                    max_items: Optional[int] = None, max_pages: Optional[int] = None,
+                    max_requests: Optional[int] = None, deadline: Optional[float] = None,
+                    **parts: Any) -> GroupStream:
+        """As :meth:`fetch_many`, as a :class:`GroupStream` of :class:`GroupDelta` (list index,
+        tag, the items it gained, whether it finished, its error on its last delta), pulled on
+        this thread; nothing is kept. Leaving the loop stops every list."""
+        return GroupStream(self._many_run(paths, description, parts, tags, ordered, fail_fast, query, headers,
+                                          max_items, max_pages, max_requests, deadline), check)
+
+    def fetch_each(self, parent_path: str, templates: Union[str, Sequence[str]],
+                   description: Optional[Description] = None, *, child_description: Optional[Description] = None,
+                   missing: str = "skip", ordered: bool = False, fail_fast: bool = False, check: bool = True,
+                   query: Optional[Query] = None, headers: Optional[Headers] = None) -> GroupResult:
+        """Fetches a fan-out: each item of the list at `parent_path` names a child list, and
+        every child's items are fetched, as one job (one window per origin for all of them).
+
+        Args:
+            parent_path: the parent list (described by `description`, `query`, `headers`).
+            templates: how an item makes its child's URL: ``"/repos/{/full_name}/issues"``
+                fills each {JSON pointer} with the item's value there, percent-encoded for where
+                it stands ("/" kept in the path); a template starting with "/" is joined to the
+                parent's origin. Several templates are levels: the second makes a grandchild's
+                URL from a child's item, and so on.
+            child_description: how the children (of the last level) paginate; None: detected.
+            missing: ``"skip"`` an item without a value its template needs (a warning in the
+                log), or ``"fail"`` the parent list for it.
+            ordered, fail_fast, check: as for :meth:`fetch_many` (ordered: in the parent's item order).
+
+        Returns:
+            A :class:`GroupResult`: the parent first (``parent=True``, no items: its outcome
+            only), then each child as the parent's pages brought it, once per URL (an item that
+            repeats is fetched once), tagged with the value that filled its template.
+
+        Raises:
+            As :meth:`fetch_many`.
+        """
+        return fetch_group(self._each_run(parent_path, templates, description, child_description, missing, ordered,
+                                          fail_fast, query, headers), check)
+
+    def stream_each(self, parent_path: str, templates: Union[str, Sequence[str]],
+                    description: Optional[Description] = None, *, child_description: Optional[Description] = None,
+                    missing: str = "skip", ordered: bool = False, fail_fast: bool = False, check: bool = True,
+                    query: Optional[Query] = None, headers: Optional[Headers] = None) -> GroupStream:
+        """As :meth:`fetch_each`, as a :class:`GroupStream` (see :meth:`stream_many`): the
+        children's deltas, and the parent's last delta (its outcome)."""
+        return GroupStream(self._each_run(parent_path, templates, description, child_description, missing, ordered,
+                                          fail_fast, query, headers), check)
+
+    def _many_run(self, paths: Sequence[Union[str, ListOutcome]], description: Optional[Description],
+                  parts: Dict[str, Any], tags: Optional[Sequence[Optional[str]]], ordered: bool, fail_fast: bool,
+                  query: Optional[Query], headers: Optional[Headers], max_items: Optional[int],
+                  max_pages: Optional[int], max_requests: Optional[int], deadline: Optional[float]) -> GroupRun:
+        if isinstance(paths, (str, bytes)) or not isinstance(paths, Sequence):
+            raise UsageError(Result.INVALID_ARGUMENT, "paths must be a sequence of paths (a list of str)")
+        if tags is not None and (isinstance(tags, str) or len(tags) != len(paths)):
+            raise UsageError(Result.INVALID_ARGUMENT, f"tags must be a sequence of {len(paths)} tags, one per path")
+        group = GroupRun(self)
+        try:
+            group.set_options(ordered, fail_fast)
+            for position, path in enumerate(paths):
+                tag, resume = None if tags is None else tags[position], None
+                if isinstance(path, ListOutcome):
+                    if path.url is None:
+                        raise UsageError(Result.INVALID_ARGUMENT, f"list {path.index} ({path.tag!r}) has no URL "
+                                                                  "to fetch it again from")
+                    path, tag, resume = path.url, path.tag if tag is None else tag, path.resume_token
+                run = self._new_run(path, description, parts, query, headers, max_items=max_items,
+                                    max_pages=max_pages, max_requests=max_requests, deadline=deadline, resume=resume)
+                group.add(run, path, tag)
+        except BaseException:
+            group.close()
+            raise
+        return group
+
+    def _each_run(self, parent_path: str, templates: Union[str, Sequence[str]], description: Optional[Description],
+                  child_description: Optional[Description], missing: str, ordered: bool, fail_fast: bool,
+                  query: Optional[Query], headers: Optional[Headers]) -> GroupRun:
+        levels = [templates] if isinstance(templates, str) else list(templates)
+        if not levels or not all(isinstance(template, str) and placeholders(template) for template in levels):
+            raise UsageError(Result.INVALID_ARGUMENT, "templates must be one or more URL templates, each with a "
+                                                      "{JSON pointer}: '/repos/{/full_name}/issues'")
+        group = GroupRun(self)
+        try:
+            group.set_options(ordered, fail_fast, missing)
+            parent = self._new_run(parent_path, description, {}, query, headers)
+            try:
+                child = self._new_run("", child_description, {}, None)
+            except BaseException:
+                parent.close()
+                raise
+            # The parent's URL, for the children's origin (a template starting with "/").
+            parent_url = parent_path if "://" in parent_path else self.base_url
+            group.add_each(parent, parent_path, parent_url, levels, child)
+        except BaseException:
+            group.close()
+            raise
+        return group
 
     # ---- partitions -------------------------------------------------------------------------
 
