@@ -651,6 +651,27 @@ class Client(Closing):
             raise
         return group
 
+    def _many_run_of(self, paths: Sequence[Union[str, ListOutcome]], description: Optional[Description],
+                     options: Dict[str, Any]) -> GroupRun:
+        """_many_run from fetch_many's keyword arguments (for the asyncio client)."""
+        named = {name: options.pop(name, None) for name in ("tags", "query", "headers", "max_items", "max_pages",
+                                                            "max_requests", "deadline")}
+        ordered, fail_fast = bool(options.pop("ordered", False)), bool(options.pop("fail_fast", False))
+        return self._many_run(paths, description, options, named["tags"], ordered, fail_fast, named["query"],
+                              named["headers"], named["max_items"], named["max_pages"], named["max_requests"],
+                              named["deadline"])
+
+    def _each_run_of(self, parent_path: str, templates: Union[str, Sequence[str]],
+                     description: Optional[Description], options: Dict[str, Any]) -> GroupRun:
+        """_each_run from fetch_each's keyword arguments (for the asyncio client)."""
+        names = ("child_description", "missing", "ordered", "fail_fast", "query", "headers")
+        unknown = sorted(set(options) - set(names))
+        if unknown:
+            raise UsageError(Result.INVALID_ARGUMENT, f"fetch_each takes no {', '.join(unknown)}")
+        return self._each_run(parent_path, templates, description, options.get("child_description"),
+                              options.get("missing", "skip"), bool(options.get("ordered", False)),
+                              bool(options.get("fail_fast", False)), options.get("query"), options.get("headers"))
+
     # ---- partitions -------------------------------------------------------------------------
 
     def partitions(self, path: str, n: int, description: Optional[Description] = None, *,
