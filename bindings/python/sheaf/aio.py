@@ -212,6 +212,13 @@ class AsyncGroupStream(AsyncIterator[GroupDelta]):
         """:meth:`close`, awaitable (as an async generator's)."""
         self.close()
 
+    def __del__(self) -> None:
+        # A stream dropped without being iterated to its end still frees its group and lists.
+        try:
+            self.close()
+        except Exception:  # noqa: BLE001 - a finaliser must not raise (e.g. at interpreter exit)
+            pass
+
 
 class _GroupUntilReleased(AsyncIterator[GroupDelta]):
     """The iterator ``async for`` holds: releasing it (leaving the loop) closes the stream."""

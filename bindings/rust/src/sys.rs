@@ -491,7 +491,7 @@ functions! {
     fn sheaf_group_error(group: *const sheaf_group) -> *mut sheaf_error;
     fn sheaf_group_set_option(group: *mut sheaf_group, option: sheaf_group_option, value: i64) -> sheaf_result;
     fn sheaf_group_add(group: *mut sheaf_group, list: *mut sheaf_list, tag: *const c_char, out_index: *mut usize) -> sheaf_result;
-    fn sheaf_group_add_each(group: *mut sheaf_group, parent: *mut sheaf_list, templates: *const *const c_char, levels: usize, child: *mut sheaf_list, out_index: *mut usize) -> sheaf_result;
+    fn sheaf_group_add_each(group: *mut sheaf_group, parent: *mut sheaf_list, templates: *mut *const c_char, levels: usize, child: *mut sheaf_list, out_index: *mut usize) -> sheaf_result;
     fn sheaf_group_start(group: *mut sheaf_group, on_delta: sheaf_group_fn, user_data: *mut c_void, destroy: sheaf_destroy_fn) -> sheaf_result;
     fn sheaf_group_start_pull(group: *mut sheaf_group) -> sheaf_result;
     fn sheaf_group_set_notify_fd(group: *mut sheaf_group, fd: c_int) -> sheaf_result;
