@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import json
+import threading
 import time
 import urllib.request
 from collections import defaultdict
@@ -143,13 +144,28 @@ def test_a_404_and_a_500_after_retries_fail_their_lists_while_the_others_finish(
 def test_fail_fast_ends_the_group_with_the_first_failure_and_stops_the_others(api):
     post(api, "/_orgs/fast/options?latency_ms=30")
     paths = ["/nowhere"] + [f"/repos/fast/repo-{i:03d}/issues" for i in range(20)]
-    with sheaf.Client(api.base_url, concurrency=2, adaptive_window=False) as client:
-        started = time.monotonic()
-        with pytest.raises(sheaf.HTTPError) as caught:
+    caught: List[BaseException] = []
+
+    def fetch() -> None:
+        try:
             client.fetch_many(paths, fail_fast=True)
+        except BaseException as error:   # noqa: B902 - handed to the test's thread
+            caught.append(error)
+
+    with sheaf.Client(api.base_url, concurrency=2, adaptive_window=False) as client:
+        # On a thread with a deadline: about one run in a hundred, the lists a fail-fast group
+        # cancelled while they waited for the window never end (a library bug, see the pygroup
+        # report), and the test must say so rather than hang the suite.
+        started = time.monotonic()
+        fetching = threading.Thread(target=fetch, daemon=True)
+        fetching.start()
+        fetching.join(timeout=20)
         took = time.monotonic() - started
-    result = caught.value.result
-    assert caught.value.status == 404 and not result.ok and result[0].error.status == 404
+        assert not fetching.is_alive(), "the fail-fast group did not end (lists cancelled while waiting never ended)"
+    error = caught[0]
+    assert isinstance(error, sheaf.HTTPError), error
+    result = error.result
+    assert error.status == 404 and not result.ok and result[0].error.status == 404
     assert any(isinstance(outcome.error, sheaf.StoppedError) for outcome in result[1:])
     assert took < 2.0   # 20 lists at 2 in flight and 30 ms a page would take longer
     settled_log(api)
