@@ -35,6 +35,7 @@ const (
 	CodeIO              Code = C.SHEAF_E_IO
 	CodeDeadline        Code = C.SHEAF_E_DEADLINE
 	CodeCredential      Code = C.SHEAF_E_CREDENTIAL
+	CodePartial         Code = C.SHEAF_E_PARTIAL
 )
 
 // String is the library's static text for the code (sheaf_result_str).

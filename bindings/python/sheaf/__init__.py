@@ -35,12 +35,14 @@ from .errors import (
     ItemDecodeError,
     InternalError,
     NotFollowedError,
+    PartialError,
     PolicyError,
     Result,
     StoppedError,
     TransportError,
     UsageError,
 )
+from .group import GroupDelta, GroupResult, GroupStream, ListOutcome
 from .hooks import Event
 from .request import ApiKey, Response
 from .pager import Pager
@@ -70,6 +72,10 @@ __all__ = [
     "Event",
     "Snapshot",
     "SnapshotStream",
+    "GroupResult",
+    "GroupDelta",
+    "GroupStream",
+    "ListOutcome",
     "Pager",
     "Partition",
     "Transport",
@@ -94,6 +100,7 @@ __all__ = [
     "NotFollowedError",
     "DetectionError",
     "PolicyError",
+    "PartialError",
     "StoppedError",
     "UsageError",
     "InternalError",

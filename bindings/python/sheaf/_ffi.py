@@ -34,6 +34,8 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 #: this minor version has every call the package makes.
 ABI_MAJOR = 1
 ABI_MINOR = 0
+#: SHEAF_GROUP_DELTA_VERSION of the header this package mirrors.
+GROUP_DELTA_VERSION = 1
 #: SHEAF_ERROR_VERSION of the header this package mirrors.
 ERROR_VERSION = 1
 #: SHEAF_SNAPSHOT_VERSION of the header this package mirrors.
@@ -76,6 +78,7 @@ SHEAF_PAGE_BUDGET_REACHED = 22
 SHEAF_REQUEST_BUDGET_REACHED = 23
 SHEAF_E_DEADLINE = 24
 SHEAF_E_CREDENTIAL = 25
+SHEAF_E_PARTIAL = 26
 
 #: The codes that are successes: OK alone (a list that stopped where its caller asked ends OK,
 #: and says why in its status's stop_reason; LIMIT_REACHED and the two BUDGET_REACHED are retired).
@@ -98,6 +101,11 @@ SHEAF_LIST_NEW = 0
 SHEAF_LIST_LOADING = 1
 SHEAF_LIST_IDLE = 2
 SHEAF_LIST_ENDED = 3
+
+# enum sheaf_group_option
+SHEAF_GROUP_ORDERED = 1
+SHEAF_GROUP_FAIL_FAST = 2
+SHEAF_GROUP_MISSING_FAILS = 3
 
 # enum sheaf_format
 SHEAF_FORMAT_JSON = 0
@@ -201,6 +209,10 @@ class RequestHandle(c_void_p):
     """``sheaf_request *``"""
 
 
+class GroupHandle(c_void_p):
+    """``sheaf_group *``"""
+
+
 class SnapshotStruct(Structure):
     """``struct sheaf_snapshot`` (SHEAF_SNAPSHOT_VERSION 1)."""
 
@@ -213,6 +225,22 @@ class SnapshotStruct(Structure):
         ("pages", c_size_t),            # size_t pages;
         ("expected_items", c_int64),    # int64_t expected_items;
         ("expected_pages", c_int64),    # int64_t expected_pages;
+    ]
+
+
+class GroupDeltaStruct(Structure):
+    """``struct sheaf_group_delta`` (SHEAF_GROUP_DELTA_VERSION 1)."""
+
+    _fields_ = [
+        ("version", c_uint),            # unsigned int version;
+        ("list", c_size_t),             # size_t list;
+        ("tag", c_char_p),              # const char *tag;  (borrowed)
+        ("delta_json", c_void_p),       # const char *delta_json;  (borrowed; read with string_at)
+        ("delta_length", c_size_t),     # size_t delta_length;
+        ("delta_items", c_size_t),      # size_t delta_items;
+        ("items", c_size_t),            # size_t items;
+        ("finished", c_int),            # int finished;
+        ("result", c_int),              # sheaf_result result;
     ]
 
 
@@ -300,6 +328,9 @@ DESTROY_FN = CFUNCTYPE(None, c_void_p)
 SNAPSHOT_FN = CFUNCTYPE(c_int, ListHandle, POINTER(SnapshotStruct), c_void_p)
 
 _sheaf_result = c_int  # enum sheaf_result
+
+# typedef int (*sheaf_group_fn)(sheaf_group *group, const sheaf_group_delta *delta, void *user_data);
+GROUP_FN = CFUNCTYPE(c_int, GroupHandle, POINTER(GroupDeltaStruct), c_void_p)
 
 # typedef void (*sheaf_request_done_fn)(sheaf_request *request, sheaf_result result, void *user_data);
 REQUEST_DONE_FN = CFUNCTYPE(None, RequestHandle, _sheaf_result, c_void_p)
@@ -558,6 +589,40 @@ def declare(library: Any) -> None:
     # sheaf_result sheaf_list_reset(sheaf_list *list);
     fn("sheaf_list_reset", _sheaf_result, [ListHandle])
 
+    # ---- Groups: many lists as one job
+    # sheaf_result sheaf_group_new(sheaf_group **out_group, sheaf_client *client);
+    fn("sheaf_group_new", _sheaf_result, [POINTER(GroupHandle), ClientHandle])
+    # void sheaf_group_free(sheaf_group *group);
+    fn("sheaf_group_free", None, [GroupHandle])
+    # sheaf_error *sheaf_group_error(const sheaf_group *group);   (owned: sheaf_error_free)
+    fn("sheaf_group_error", c_void_p, [GroupHandle])
+    # sheaf_result sheaf_group_set_option(sheaf_group *group, sheaf_group_option option, int64_t value);
+    fn("sheaf_group_set_option", _sheaf_result, [GroupHandle, c_int, c_int64])
+    # sheaf_result sheaf_group_add(sheaf_group *group, sheaf_list *list, const char *tag, size_t *out_index);
+    fn("sheaf_group_add", _sheaf_result, [GroupHandle, ListHandle, c_char_p, POINTER(c_size_t)])
+    # sheaf_result sheaf_group_add_each(sheaf_group *group, sheaf_list *parent, const char *const *templates,
+    #                                   size_t levels, sheaf_list *child, size_t *out_index);
+    fn("sheaf_group_add_each", _sheaf_result, [GroupHandle, ListHandle, POINTER(c_char_p), c_size_t, ListHandle,
+                                               POINTER(c_size_t)])
+    # typedef int (*sheaf_group_fn)(sheaf_group *group, const sheaf_group_delta *delta, void *user_data);
+    # sheaf_result sheaf_group_start(sheaf_group *group, sheaf_group_fn on_delta, void *user_data,
+    #                                sheaf_destroy_fn destroy);
+    fn("sheaf_group_start", _sheaf_result, [GroupHandle, GROUP_FN, c_void_p, c_void_p])
+    # sheaf_result sheaf_group_start_pull(sheaf_group *group);
+    fn("sheaf_group_start_pull", _sheaf_result, [GroupHandle])
+    # sheaf_result sheaf_group_set_notify_fd(sheaf_group *group, int fd);
+    fn("sheaf_group_set_notify_fd", _sheaf_result, [GroupHandle, c_int])
+    # sheaf_result sheaf_group_next(sheaf_group *group, int64_t timeout_ms, const sheaf_group_delta **out_delta);
+    fn("sheaf_group_next", _sheaf_result, [GroupHandle, c_int64, POINTER(POINTER(GroupDeltaStruct))])
+    # sheaf_result sheaf_group_wait(sheaf_group *group);
+    fn("sheaf_group_wait", _sheaf_result, [GroupHandle])
+    # sheaf_result sheaf_group_cancel(sheaf_group *group);
+    fn("sheaf_group_cancel", _sheaf_result, [GroupHandle])
+    # size_t sheaf_group_count(const sheaf_group *group);
+    fn("sheaf_group_count", c_size_t, [GroupHandle])
+    # sheaf_list *sheaf_group_list(sheaf_group *group, size_t index);   (borrowed: the group owns it)
+    fn("sheaf_group_list", ListHandle, [GroupHandle, c_size_t])
+
     # ---- Single requests
     # sheaf_result sheaf_request_new(sheaf_request **out_request, sheaf_client *client,
     #                                const char *method, const char *path);
@@ -625,6 +690,8 @@ CHECKED = (
     "sheaf_list_set_max_items", "sheaf_list_set_keep_items", "sheaf_list_set_budget", "sheaf_list_set_resume", "sheaf_list_partitions", "sheaf_list_set_partition", "sheaf_list_set_transport", "sheaf_list_set_notify_fd", "sheaf_list_cancel",
     "sheaf_list_get_status", "sheaf_list_reset",
     "sheaf_request_cancel",
+    "sheaf_group_new", "sheaf_group_set_option", "sheaf_group_add", "sheaf_group_add_each",
+    "sheaf_group_set_notify_fd", "sheaf_group_start_pull", "sheaf_group_cancel",
 )
 
 
@@ -643,6 +710,11 @@ def error_detail(pointer: Optional[int]) -> Dict[str, Any]:
         return detail
     finally:
         lib.sheaf_error_free(pointer)
+
+
+def group_error_detail(handle: GroupHandle) -> Dict[str, Any]:
+    """``error_detail`` of ``sheaf_group_error(handle)``: the group's outcome."""
+    return error_detail(lib.sheaf_group_error(handle))
 
 
 def last_error_detail() -> Dict[str, Any]:

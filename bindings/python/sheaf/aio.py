@@ -20,14 +20,15 @@ from __future__ import annotations
 import asyncio
 import functools
 import os
-from typing import Any, AsyncIterator, Dict, List, Optional, Sequence, Union
+from typing import Any, AsyncIterator, Dict, List, Optional, Sequence, Tuple, Union
 
 from . import _ffi
 from ._ffi import lib
 from ._run import PENDING, ListRun, Wakeups
 from .client import Client, Query, _query_pairs
 from .description import Description
-from .errors import ItemDecodeError, Result, UsageError
+from .errors import Error, ItemDecodeError, Result, UsageError
+from .group import GroupDelta, GroupResult, GroupRun, ListOutcome, raise_for
 from .partition import Partition
 from .request import Headers, Response, outcome, prepare
 from .snapshot import Items, Snapshot, StopReason
@@ -152,6 +153,96 @@ class _UntilReleased(AsyncIterator[Snapshot]):
         self._stream.close()
 
 
+async def _taken_delta(group: GroupRun, wakeups: _Wakeups) -> Optional[GroupDelta]:
+    """The group's next delta (None at the end), waiting on the loop, never in the library."""
+    while True:   # bounded by the group: each wake-up brings a delta, the end, or nothing new
+        taken = group.take(0)
+        if taken is not PENDING:
+            return taken
+        await wakeups.wait()
+
+
+class AsyncGroupStream(AsyncIterator[GroupDelta]):
+    """The deltas of a group for ``async for`` (what ``AsyncClient.stream_many`` and
+    ``stream_each`` return): as :class:`sheaf.GroupStream`, awaited. The group starts at the
+    first ``__anext__``; leaving the loop (even with this object still referenced), ``aclose()``
+    or cancelling the task stops every list. ``result`` is as on :class:`sheaf.GroupStream`.
+    """
+
+    def __init__(self, group: GroupRun, check: bool = True) -> None:
+        self._group: Optional[GroupRun] = group
+        self._check = check
+        self._wakeups: Optional[_Wakeups] = None
+        self._ended: Dict[int, Optional[Tuple[Error, Optional[str]]]] = {}
+        self._result: Optional[GroupResult] = None
+
+    def __aiter__(self) -> "_GroupUntilReleased":
+        return _GroupUntilReleased(self)
+
+    async def __anext__(self) -> GroupDelta:
+        group = self._group
+        if group is None:
+            raise StopAsyncIteration
+        try:
+            if self._wakeups is None:
+                self._wakeups = _Wakeups(asyncio.get_running_loop())
+                group.start(notify_fd=self._wakeups.write_fd)
+            delta = await _taken_delta(group, self._wakeups)
+            if delta is not None:
+                if delta.finished:
+                    self._ended[delta.index] = None if delta.error is None else (delta.error, delta.resume_token)
+                return delta
+            self._result = GroupResult(group.outcomes({}, self._ended), group.group_error())
+        except BaseException:
+            self.close()   # a failure, or the task cancelled: the group ends here
+            raise
+        self.close()
+        if self._check:
+            raise_for(self._result)
+        raise StopAsyncIteration
+
+    @property
+    def result(self) -> Optional[GroupResult]:
+        """Every list's outcome (no items) once the group has ended; None before."""
+        return self._result
+
+    def close(self) -> None:
+        """Stops the group if it runs and frees it. Idempotent; callable from the loop's thread."""
+        group, self._group = self._group, None
+        if group is not None:
+            group.close()
+        wakeups, self._wakeups = self._wakeups, None
+        if wakeups is not None:
+            wakeups.close()
+
+    async def aclose(self) -> None:
+        """:meth:`close`, awaitable (as an async generator's)."""
+        self.close()
+
+    def __del__(self) -> None:
+        # A stream dropped without being iterated to its end still frees its group and lists.
+        try:
+            self.close()
+        except Exception:  # noqa: BLE001 - a finaliser must not raise (e.g. at interpreter exit)
+            pass
+
+
+class _GroupUntilReleased(AsyncIterator[GroupDelta]):
+    """The iterator ``async for`` holds: releasing it (leaving the loop) closes the stream."""
+
+    def __init__(self, stream: AsyncGroupStream) -> None:
+        self._stream = stream
+
+    def __aiter__(self) -> "_GroupUntilReleased":
+        return self
+
+    async def __anext__(self) -> GroupDelta:
+        return await self._stream.__anext__()
+
+    def __del__(self) -> None:
+        self._stream.close()
+
+
 class AsyncClient:
     """:class:`sheaf.Client` for asyncio: the same arguments and options, its calls awaited.
 
@@ -220,6 +311,50 @@ class AsyncClient:
                          **options: Any) -> "AsyncSnapshotStream":
         """:meth:`sheaf.Client.stream_partition` as an async iterator of :class:`Snapshot`."""
         return AsyncSnapshotStream(self._partition_run(partition, decode, options))
+
+    # ---- groups -----------------------------------------------------------------------------
+
+    async def fetch_many(self, paths: Sequence[Union[str, ListOutcome]], description: Optional[Description] = None,
+                         *, check: bool = True, **options: Any) -> GroupResult:
+        """:meth:`sheaf.Client.fetch_many`, awaited."""
+        return await self._fetch_group(self.stream_many(paths, description, check=False, **options), check)
+
+    async def fetch_each(self, parent_path: str, templates: Union[str, Sequence[str]],
+                         description: Optional[Description] = None, *, check: bool = True,
+                         **options: Any) -> GroupResult:
+        """:meth:`sheaf.Client.fetch_each`, awaited."""
+        return await self._fetch_group(self.stream_each(parent_path, templates, description, check=False, **options),
+                                       check)
+
+    def stream_many(self, paths: Sequence[Union[str, ListOutcome]], description: Optional[Description] = None, *,
+                    check: bool = True, **options: Any) -> AsyncGroupStream:
+        """:meth:`sheaf.Client.stream_many` as an async iterator of :class:`sheaf.GroupDelta`."""
+        return AsyncGroupStream(self.sync._many_run_of(paths, description, options), check)
+
+    def stream_each(self, parent_path: str, templates: Union[str, Sequence[str]],
+                    description: Optional[Description] = None, *, check: bool = True,
+                    **options: Any) -> AsyncGroupStream:
+        """:meth:`sheaf.Client.stream_each` as an async iterator of :class:`sheaf.GroupDelta`."""
+        return AsyncGroupStream(self.sync._each_run_of(parent_path, templates, description, options), check)
+
+    @staticmethod
+    async def _fetch_group(stream: AsyncGroupStream, check: bool) -> GroupResult:
+        """Runs a group to its end, keeping each list's items (fetch_many's loop)."""
+        items: Dict[int, List[Any]] = {}
+        try:
+            async for delta in stream:
+                items.setdefault(delta.index, []).extend(delta.items)
+        finally:
+            stream.close()   # also when the task is cancelled: stops every list
+        result = stream.result
+        assert result is not None
+        for outcome in result:
+            outcome.items = items.get(outcome.index, [])
+            if outcome.error is not None:
+                outcome.error.items = outcome.items
+        if check:
+            raise_for(result)
+        return result
 
     def _partition_run(self, partition: Union[Partition, str], decode: Any, options: dict) -> ListRun:
         names = ("headers", "query", "max_items", "max_pages", "max_requests", "deadline", "resume")
@@ -303,4 +438,4 @@ class AsyncClient:
             lib.sheaf_request_free(handle)   # no callback after this: `callback` may go
 
 
-__all__ = ["AsyncClient"]
+__all__ = ["AsyncClient", "AsyncGroupStream"]

@@ -17,6 +17,7 @@ from ._closing import Closing
 from ._ffi import lib
 from ._run import _END, ListRun, Wakeups, decoder_for
 from .description import Description
+from .group import GroupResult, GroupRun, GroupStream, ListOutcome, fetch_group, placeholders
 from .pager import Pager
 from .partition import Partition
 from .errors import Error, ItemDecodeError, Result, UsageError, encode
@@ -511,6 +512,181 @@ class Client(Closing):
         except BaseException:
             run.close()
             raise
+
+    # ---- groups: many lists as one job -------------------------------------------------------
+
+    def fetch_many(self, paths: Sequence[Union[str, ListOutcome]], description: Optional[Description] = None, *,
+                   tags: Optional[Sequence[Optional[str]]] = None, resume: Optional[Sequence[Optional[str]]] = None,
+                   ordered: bool = False, fail_fast: bool = False, check: bool = True, query: Optional[Query] = None,
+                   headers: Optional[Headers] = None, max_items: Optional[int] = None, max_pages: Optional[int] = None,
+                   max_requests: Optional[int] = None, deadline: Optional[float] = None, **parts: Any) -> GroupResult:
+        """Fetches every item of several lists as one job: they share the client's window for
+        each origin (300 lists send what one list would) and a rate limit one meets slows all.
+
+        Args:
+            paths: the lists' paths (as for :meth:`fetch_all`), or the :class:`ListOutcome` of
+                lists that failed in an earlier group (``result.failed``): each goes on from its
+                resume token, keeping its tag.
+            description, query, headers, max_items, max_pages, max_requests, deadline, **parts:
+                as for :meth:`fetch_all`, for every list (budgets and the deadline per list).
+            tags: a tag for each path (None: the path), found again on each list's outcome.
+            resume: a resume token for each path (None: from the start), from an earlier run
+                of the same list (``ListOutcome.resume_token``).
+            ordered: deliver the lists one after another, in the order of `paths` (a list
+                waiting its turn fetches at most a window of pages ahead); otherwise as they come.
+            fail_fast: the first list that fails cancels the others.
+            check: raise when a list failed (below); False returns the result whatever happened,
+                to be read with ``result.ok`` and ``result.failed``.
+
+        Returns:
+            A :class:`GroupResult`: per list, in order, its tag, path, items, error and resume token.
+
+        Raises:
+            PartialError: (with `check`) some lists failed, the others ended whole; nothing is
+                lost: its ``result`` is the :class:`GroupResult`, the items of every list
+                included. With `fail_fast`, the first failure's own error, its ``result`` set
+                the same way (the lists it cancelled have a :class:`StoppedError`).
+            UsageError: a bad argument; the client has a Python transport (groups run on the
+                library's own).
+        """
+        return fetch_group(self._many_run(paths, description, parts, tags, resume, ordered, fail_fast, query, headers,
+                                          max_items, max_pages, max_requests, deadline), check)
+
+    def stream_many(self, paths: Sequence[Union[str, ListOutcome]], description: Optional[Description] = None, *,
+                    tags: Optional[Sequence[Optional[str]]] = None, resume: Optional[Sequence[Optional[str]]] = None,
+                    ordered: bool = False, fail_fast: bool = False, check: bool = True, query: Optional[Query] = None,
+                    headers: Optional[Headers] = None, max_items: Optional[int] = None, max_pages: Optional[int] = None,
+                    max_requests: Optional[int] = None, deadline: Optional[float] = None,
+                    **parts: Any) -> GroupStream:
+        """As :meth:`fetch_many`, as a :class:`GroupStream` of :class:`GroupDelta` (list index,
+        tag, the items it gained, whether it finished, its error on its last delta), pulled on
+        this thread; nothing is kept. Leaving the loop stops every list."""
+        return GroupStream(self._many_run(paths, description, parts, tags, resume, ordered, fail_fast, query, headers,
+                                          max_items, max_pages, max_requests, deadline), check)
+
+    def fetch_each(self, parent_path: str, templates: Union[str, Sequence[str]],
+                   description: Optional[Description] = None, *, child_description: Optional[Description] = None,
+                   missing: str = "skip", ordered: bool = False, fail_fast: bool = False, check: bool = True,
+                   query: Optional[Query] = None, headers: Optional[Headers] = None,
+                   resume: Optional[str] = None) -> GroupResult:
+        """Fetches a fan-out: each item of the list at `parent_path` names a child list, and
+        every child's items are fetched, as one job (one window per origin for all of them).
+
+        Args:
+            parent_path: the parent list (described by `description`, `query`, `headers`).
+            templates: how an item makes its child's URL: ``"/repos/{/full_name}/issues"``
+                fills each {JSON pointer} with the item's value there, percent-encoded for where
+                it stands ("/" kept in the path); a template starting with "/" is joined to the
+                parent's origin. Several templates are levels: the second makes a grandchild's
+                URL from a child's item, and so on.
+            child_description: how the children (of the last level) paginate; None: detected.
+            missing: ``"skip"`` an item without a value its template needs (a warning in the
+                log), or ``"fail"`` the parent list for it.
+            ordered, fail_fast, check: as for :meth:`fetch_many` (ordered: in the parent's item order).
+            resume: the parent's resume token from an earlier run that failed: the parent goes
+                on from there, and only the children of its pages from there on are fetched.
+
+        Returns:
+            A :class:`GroupResult`: the parent first (``parent=True``, no items: its outcome
+            only), then each child as the parent's pages brought it, once per URL (an item that
+            repeats is fetched once), tagged with the value that filled its template.
+
+        Raises:
+            As :meth:`fetch_many`.
+        """
+        return fetch_group(self._each_run(parent_path, templates, description, child_description, missing, ordered,
+                                          fail_fast, query, headers, resume), check)
+
+    def stream_each(self, parent_path: str, templates: Union[str, Sequence[str]],
+                    description: Optional[Description] = None, *, child_description: Optional[Description] = None,
+                    missing: str = "skip", ordered: bool = False, fail_fast: bool = False, check: bool = True,
+                    query: Optional[Query] = None, headers: Optional[Headers] = None,
+                    resume: Optional[str] = None) -> GroupStream:
+        """As :meth:`fetch_each`, as a :class:`GroupStream` (see :meth:`stream_many`): the
+        children's deltas, and the parent's last delta (its outcome)."""
+        return GroupStream(self._each_run(parent_path, templates, description, child_description, missing, ordered,
+                                          fail_fast, query, headers, resume), check)
+
+    def _many_run(self, paths: Sequence[Union[str, ListOutcome]], description: Optional[Description],
+                  parts: Dict[str, Any], tags: Optional[Sequence[Optional[str]]],
+                  resume: Optional[Sequence[Optional[str]]], ordered: bool, fail_fast: bool,
+                  query: Optional[Query], headers: Optional[Headers], max_items: Optional[int],
+                  max_pages: Optional[int], max_requests: Optional[int], deadline: Optional[float]) -> GroupRun:
+        if isinstance(paths, (str, bytes)) or not isinstance(paths, Sequence):
+            raise UsageError(Result.INVALID_ARGUMENT, "paths must be a sequence of paths (a list of str)")
+        if tags is not None and (isinstance(tags, str) or len(tags) != len(paths)):
+            raise UsageError(Result.INVALID_ARGUMENT, f"tags must be a sequence of {len(paths)} tags, one per path")
+        if resume is not None and (isinstance(resume, str) or len(resume) != len(paths)):
+            raise UsageError(Result.INVALID_ARGUMENT, f"resume must be a sequence of {len(paths)} tokens (or None), "
+                                                      "one per path")
+        group = GroupRun(self)
+        try:
+            group.set_options(ordered, fail_fast)
+            for position, path in enumerate(paths):
+                tag = None if tags is None else tags[position]
+                token = None if resume is None else resume[position]
+                if isinstance(path, ListOutcome):   # a list of an earlier group, fetched again
+                    outcome = path
+                    if outcome.url is None:
+                        raise UsageError(Result.INVALID_ARGUMENT, f"list {outcome.index} ({outcome.tag!r}) has no URL "
+                                                                  "to fetch it again from")
+                    path = outcome.url
+                    tag = outcome.tag if tag is None else tag
+                    token = outcome.resume_token if token is None else token
+                run = self._new_run(path, description, parts, query, headers, max_items=max_items,
+                                    max_pages=max_pages, max_requests=max_requests, deadline=deadline, resume=token)
+                group.add(run, path, tag)
+        except BaseException:
+            group.close()
+            raise
+        return group
+
+    def _each_run(self, parent_path: str, templates: Union[str, Sequence[str]], description: Optional[Description],
+                  child_description: Optional[Description], missing: str, ordered: bool, fail_fast: bool,
+                  query: Optional[Query], headers: Optional[Headers], resume: Optional[str] = None) -> GroupRun:
+        levels = [templates] if isinstance(templates, str) else list(templates)
+        if not levels or not all(isinstance(template, str) and placeholders(template) for template in levels):
+            raise UsageError(Result.INVALID_ARGUMENT, "templates must be one or more URL templates, each with a "
+                                                      "{JSON pointer}: '/repos/{/full_name}/issues'")
+        group = GroupRun(self)
+        try:
+            group.set_options(ordered, fail_fast, missing)
+            parent = self._new_run(parent_path, description, {}, query, headers, resume=resume)
+            try:
+                child = self._new_run("", child_description, {}, None)
+            except BaseException:
+                parent.close()
+                raise
+            # The parent's URL, for the children's origin (a template starting with "/").
+            parent_url = parent_path if "://" in parent_path else self.base_url
+            group.add_each(parent, parent_path, parent_url, levels, child)
+        except BaseException:
+            group.close()
+            raise
+        return group
+
+    def _many_run_of(self, paths: Sequence[Union[str, ListOutcome]], description: Optional[Description],
+                     options: Dict[str, Any]) -> GroupRun:
+        """_many_run from fetch_many's keyword arguments (for the asyncio client)."""
+        named = {name: options.pop(name, None) for name in ("tags", "resume", "query", "headers", "max_items",
+                                                            "max_pages", "max_requests", "deadline")}
+        ordered, fail_fast = bool(options.pop("ordered", False)), bool(options.pop("fail_fast", False))
+        return self._many_run(paths, description, options, named["tags"], named["resume"], ordered, fail_fast,
+                              named["query"],
+                              named["headers"], named["max_items"], named["max_pages"], named["max_requests"],
+                              named["deadline"])
+
+    def _each_run_of(self, parent_path: str, templates: Union[str, Sequence[str]],
+                     description: Optional[Description], options: Dict[str, Any]) -> GroupRun:
+        """_each_run from fetch_each's keyword arguments (for the asyncio client)."""
+        names = ("child_description", "missing", "ordered", "fail_fast", "query", "headers", "resume")
+        unknown = sorted(set(options) - set(names))
+        if unknown:
+            raise UsageError(Result.INVALID_ARGUMENT, f"fetch_each takes no {', '.join(unknown)}")
+        return self._each_run(parent_path, templates, description, options.get("child_description"),
+                              options.get("missing", "skip"), bool(options.get("ordered", False)),
+                              bool(options.get("fail_fast", False)), options.get("query"), options.get("headers"),
+                              options.get("resume"))
 
     # ---- partitions -------------------------------------------------------------------------
 

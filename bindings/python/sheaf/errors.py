@@ -25,6 +25,8 @@ class                         result codes
                               a :class:`TimeoutError`)
 :class:`CredentialError`      SHEAF_E_CREDENTIAL: the token provider gave no token
 :class:`InternalError`        SHEAF_E_INTERNAL (a bug in Sheaf)
+:class:`PartialError`         SHEAF_E_PARTIAL: some lists of a group failed, the others are
+                              whole; ``result`` holds every list's items and outcome
 ============================  =======================================================
 """
 
@@ -65,6 +67,7 @@ class Result(enum.IntEnum):
     REQUEST_BUDGET_REACHED = _ffi.SHEAF_REQUEST_BUDGET_REACHED
     DEADLINE = _ffi.SHEAF_E_DEADLINE
     CREDENTIAL = _ffi.SHEAF_E_CREDENTIAL
+    PARTIAL = _ffi.SHEAF_E_PARTIAL
 
     @property
     def is_success(self) -> bool:
@@ -228,6 +231,16 @@ class InternalError(Error):
     """A bug in Sheaf; the message says where."""
 
 
+class PartialError(Error):
+    """Some lists of a group (``Client.fetch_many``, ``Client.fetch_each``) failed and the others
+    ended whole. Nothing that arrived is lost: ``result`` is the :class:`sheaf.GroupResult`, every
+    list's items, error and resume token (``result.failed`` are the lists to fetch again). The
+    message names how many lists failed and the first failure."""
+
+    #: The group's lists and their outcomes (None when raised outside a group run).
+    result: Any = None
+
+
 #: The one table from result codes to exception classes.
 ERROR_CLASSES: Dict[int, Type[Error]] = {
     Result.INVALID_ARGUMENT: UsageError,
@@ -251,6 +264,7 @@ ERROR_CLASSES: Dict[int, Type[Error]] = {
     Result.IO: FileError,
     Result.DEADLINE: DeadlineError,
     Result.CREDENTIAL: CredentialError,
+    Result.PARTIAL: PartialError,
 }
 
 
@@ -303,5 +317,5 @@ def encode(text: Optional[str], what: str = "a text given to the library") -> Op
 __all__ = [
     "Result", "Error", "HTTPError", "TransportError", "DecodingError", "IncompleteError",
     "NotFollowedError", "DetectionError", "PolicyError", "StoppedError", "UsageError", "FileError", "DeadlineError",
-    "CredentialError", "InternalError", "ERROR_CLASSES", "error_for",
+    "CredentialError", "InternalError", "PartialError", "ERROR_CLASSES", "error_for",
 ]

@@ -29,7 +29,7 @@ from api_server import APIServer, start_server  # noqa: E402
 # library calls the in-process tests make, and under a sanitizer each process start costs about
 # a second (the runtime and a debug library), which was two thirds of the TSan run; what the
 # command adds is Python, which no sanitizer looks at.
-CLI_MODULES = {"test_cli.py", "test_cli_usage.py"}
+CLI_MODULES = {"test_cli.py", "test_cli_usage.py", "test_cli_groups.py"}
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -139,6 +139,16 @@ def stats(server: APIServer) -> Dict[str, Any]:
     """The server's /_stats: requests, max_in_flight, in_flight and the request log."""
     with urllib.request.urlopen(f"{server.base_url}/_stats", timeout=10) as response:
         return json.load(response)
+
+
+def settled_log(server) -> List[str]:
+    """The paths the server saw, once no request is in flight: a list that ended may have sent a
+    page past its end that the server answers after the list has returned."""
+    deadline = time.monotonic() + 5
+    while stats(server)["in_flight"] and time.monotonic() < deadline:
+        time.sleep(0.01)
+    time.sleep(0.05)
+    return [entry["path"] for entry in stats(server)["log"]]
 
 
 def pages_asked(urls: List[str], parameter: str = "page") -> List[int]:

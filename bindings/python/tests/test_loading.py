@@ -139,7 +139,8 @@ def test_every_function_of_the_header_is_declared_with_its_types():
     for name in sorted(names):
         function = getattr(_ffi.lib, name)
         assert function.argtypes is not None, f"{name} has no argtypes"
-        if name not in ("sheaf_free", "sheaf_client_free", "sheaf_list_free", "sheaf_error_free", "sheaf_request_free"):
+        if name not in ("sheaf_free", "sheaf_client_free", "sheaf_list_free", "sheaf_error_free", "sheaf_request_free",
+                        "sheaf_group_free"):
             assert function.restype is not None, f"{name} has no restype"
     # ... and each under its C prototype, as a comment in _ffi.py.
     source = Path(_ffi.__file__).read_text()

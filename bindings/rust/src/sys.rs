@@ -169,6 +169,7 @@ pub const SHEAF_LOG_RECORD_VERSION: c_uint = 1;
 pub const SHEAF_EVENT_VERSION: c_uint = 1;
 pub const SHEAF_SNAPSHOT_VERSION: c_uint = 1;
 pub const SHEAF_LIST_STATUS_VERSION: c_uint = 1;
+pub const SHEAF_GROUP_DELTA_VERSION: c_uint = 1;
 
 /// The integer `#define`s of the header with their values: for the drift test.
 #[doc(hidden)]
@@ -182,11 +183,12 @@ pub const DEFINES: &[(&str, i64)] = &[
     ("SHEAF_EVENT_VERSION", SHEAF_EVENT_VERSION as i64),
     ("SHEAF_SNAPSHOT_VERSION", SHEAF_SNAPSHOT_VERSION as i64),
     ("SHEAF_LIST_STATUS_VERSION", SHEAF_LIST_STATUS_VERSION as i64),
+    ("SHEAF_GROUP_DELTA_VERSION", SHEAF_GROUP_DELTA_VERSION as i64),
 ];
 
 /* ---- handles ---------------------------------------------------------------------------- */
 
-opaque!(sheaf_client, sheaf_list, sheaf_request, sheaf_credential_reply, sheaf_exchange);
+opaque!(sheaf_client, sheaf_list, sheaf_group, sheaf_request, sheaf_credential_reply, sheaf_exchange);
 
 /* ---- callbacks, enums, structs, functions (in the header's order) ------------------------- */
 
@@ -197,6 +199,7 @@ callbacks! {
     sheaf_event_fn(event: *const sheaf_event, user_data: *mut c_void);
     sheaf_snapshot_fn(list: *mut sheaf_list, snapshot: *const sheaf_snapshot, user_data: *mut c_void) -> c_int;
     sheaf_write_fn(bytes: *const c_char, length: usize, user_data: *mut c_void) -> c_int;
+    sheaf_group_fn(group: *mut sheaf_group, delta: *const sheaf_group_delta, user_data: *mut c_void) -> c_int;
     sheaf_request_done_fn(request: *mut sheaf_request, result: sheaf_result, user_data: *mut c_void);
     sheaf_transport_fn(exchange: *mut sheaf_exchange, user_data: *mut c_void);
 }
@@ -229,6 +232,7 @@ enums! {
         SHEAF_REQUEST_BUDGET_REACHED = 23,
         SHEAF_E_DEADLINE = 24,
         SHEAF_E_CREDENTIAL = 25,
+        SHEAF_E_PARTIAL = 26,
     }
     sheaf_auth {
         SHEAF_AUTH_NONE = 0,
@@ -336,6 +340,11 @@ enums! {
         SHEAF_STOP_FAILED = 5,
         SHEAF_STOP_BOUND = 6,
     }
+    sheaf_group_option {
+        SHEAF_GROUP_ORDERED = 1,
+        SHEAF_GROUP_FAIL_FAST = 2,
+        SHEAF_GROUP_MISSING_FAILS = 3,
+    }
     sheaf_transport_error {
         SHEAF_TRANSPORT_OTHER = 0,
         SHEAF_TRANSPORT_TIMEOUT = 1,
@@ -407,6 +416,17 @@ structs! {
         window: i64,
         stop_reason: sheaf_stop_reason,
     }
+    sheaf_group_delta {
+        version: c_uint,
+        list: usize,
+        tag: *const c_char,
+        delta_json: *const c_char,
+        delta_length: usize,
+        delta_items: usize,
+        items: usize,
+        finished: c_int,
+        result: sheaf_result,
+    }
 }
 
 functions! {
@@ -467,6 +487,20 @@ functions! {
     fn sheaf_list_start_load_more(list: *mut sheaf_list, look_ahead: i64) -> sheaf_result;
     fn sheaf_list_more(list: *mut sheaf_list, timeout_ms: i64, out_json: *mut *mut c_char, out_length: *mut usize) -> sheaf_result;
     fn sheaf_list_reset(list: *mut sheaf_list) -> sheaf_result;
+    fn sheaf_group_new(out_group: *mut *mut sheaf_group, client: *mut sheaf_client) -> sheaf_result;
+    fn sheaf_group_free(group: *mut sheaf_group);
+    fn sheaf_group_error(group: *const sheaf_group) -> *mut sheaf_error;
+    fn sheaf_group_set_option(group: *mut sheaf_group, option: sheaf_group_option, value: i64) -> sheaf_result;
+    fn sheaf_group_add(group: *mut sheaf_group, list: *mut sheaf_list, tag: *const c_char, out_index: *mut usize) -> sheaf_result;
+    fn sheaf_group_add_each(group: *mut sheaf_group, parent: *mut sheaf_list, templates: *mut *const c_char, levels: usize, child: *mut sheaf_list, out_index: *mut usize) -> sheaf_result;
+    fn sheaf_group_start(group: *mut sheaf_group, on_delta: sheaf_group_fn, user_data: *mut c_void, destroy: sheaf_destroy_fn) -> sheaf_result;
+    fn sheaf_group_start_pull(group: *mut sheaf_group) -> sheaf_result;
+    fn sheaf_group_set_notify_fd(group: *mut sheaf_group, fd: c_int) -> sheaf_result;
+    fn sheaf_group_next(group: *mut sheaf_group, timeout_ms: i64, out_delta: *mut *const sheaf_group_delta) -> sheaf_result;
+    fn sheaf_group_wait(group: *mut sheaf_group) -> sheaf_result;
+    fn sheaf_group_cancel(group: *mut sheaf_group) -> sheaf_result;
+    fn sheaf_group_count(group: *const sheaf_group) -> usize;
+    fn sheaf_group_list(group: *mut sheaf_group, index: usize) -> *mut sheaf_list;
     fn sheaf_request_new(out_request: *mut *mut sheaf_request, client: *mut sheaf_client, method: *const c_char, path: *const c_char) -> sheaf_result;
     fn sheaf_request_free(request: *mut sheaf_request);
     fn sheaf_request_add_segment(request: *mut sheaf_request, segment: *const c_char) -> sheaf_result;

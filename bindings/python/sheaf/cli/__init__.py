@@ -10,12 +10,12 @@ or make one request.
 `sheaf get --help` explains the options, with worked examples. The console-script entry point
 is `sheaf.cli:main`.
 
-The path of a command through this package: `parser` reads the arguments; `main` runs the
-command's module (`get`, `request`, `download`, `presets`, `completion`: each has a
-`run(parser, args)` that returns the exit status); the commands that connect take their client
-from `connection`, write through `output` (and `progress`, the line on stderr), and end through
-`exits` (the statuses, the message on stderr, Ctrl-C). Like any other user of Sheaf, these
-modules use the public API of `sheaf` alone.
+The path of a command through this package: `parser` reads the arguments; `main` runs the command's
+module (`get`, `request`, `download`, `presets`, `completion`: each has a `run(parser, args)` that
+returns the exit status; `get` hands several lists to `groups`); the commands that connect take
+their client from `connection`, write through `output` (and `progress`, the line on stderr), and
+end through `exits` (the statuses, the message on stderr, Ctrl-C). Like any other user of Sheaf,
+these modules use the public API of `sheaf` alone.
 """
 
 from __future__ import annotations

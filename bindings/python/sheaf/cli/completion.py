@@ -176,7 +176,8 @@ def _zsh_flag(flag: Flag) -> str:
 def _zsh_positional(action: argparse.Action) -> str:
     message = action.metavar if isinstance(action.metavar, str) else action.dest
     value = _zsh_value([str(c) for c in action.choices or []], False, message, url=action.dest == "url")
-    return f"'{_quoted(value)}'"
+    repeats = "*" if action.nargs in ("*", "+") else ""   # several URLs
+    return f"'{repeats}{_quoted(value)}'"
 
 
 def zsh(parser: argparse.ArgumentParser, values: Values) -> str:

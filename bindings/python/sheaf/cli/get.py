@@ -11,9 +11,11 @@ import os
 import sys
 from typing import Optional
 
+from . import groups
 from .connection import connect, open_client, split_pair
 from .exits import EXIT_FAILURE, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, Interrupt, error_message, exit_status, report
 from .output import AtomicFile, FieldWriter, isatty, silence
+from .parser import unrecognized_message
 from .progress import Progress
 from .state import StateFile, StateFileError
 
@@ -174,6 +176,18 @@ def _plan(api, args: argparse.Namespace, base: str, path: str, token: Optional[s
 def run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     if args.format == "csv" and not args.fields:
         parser.error("--format csv needs --fields, the JSON pointers of its columns (e.g. --fields /id,/user/login)")
+    urls = list(args.url or [])
+    others = [url for url in urls[1:] if not url.lower().startswith(("http://", "https://"))]
+    if others:
+        # A second value that is no URL is more often a secret typed in the wrong place.
+        parser.error(unrecognized_message(others))
+    if len(urls) > 1 or args.urls is not None or args.each:
+        return groups.run(parser, args, urls, _list_options(parser, args))
+    for flag, given in (("--tag", args.tag is not None), ("--ordered", args.ordered), ("--fail-fast", args.fail_fast),
+                        ("--missing", args.missing is not None), ("--failed", args.failed is not None)):
+        if given:
+            parser.error(f"{flag} is for several lists: give several URLs, --urls or --each")
+    args.url = urls[0] if urls else None
     partition = None
     if args.partition is not None:
         if args.url is not None:

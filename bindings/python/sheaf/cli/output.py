@@ -85,9 +85,10 @@ class AtomicFile:
 
 class FieldWriter:
     """Items written from Python, decoded: a csv row per item, or with jsonl or json an object of
-    --fields per item (the library's own writer only copies whole items)."""
+    --fields per item (the library's own writer only copies whole items), or without fields
+    (None) each whole item, compact (the lists of a group, whose items come decoded)."""
 
-    def __init__(self, out, format: str, fields: List[Field], header: bool) -> None:
+    def __init__(self, out, format: str, fields: Optional[List[Field]], header: bool) -> None:
         self.out = out
         self.format = format
         self.fields = fields
@@ -106,7 +107,8 @@ class FieldWriter:
         if self.format == "csv":
             self._write_rows([[_cell(_lookup(item, field.keys)) for field in self.fields] for item in items])
         else:
-            objects = [_compact({field.name: _lookup(item, field.keys) for field in self.fields}) for item in items]
+            objects = [_compact(item if self.fields is None else {field.name: _lookup(item, field.keys)
+                                                                  for field in self.fields}) for item in items]
             if self.format == "json":
                 self._write((",\n" if self.count else "\n") + ",\n".join(objects))
             else:

@@ -34,6 +34,9 @@ exit status:
        pages repeat; a body exceeds the size cap
   6    the list did not end within --deadline
   130  interrupted (Ctrl-C); the list is cancelled
+  With several lists (several URLs, --urls, --each), the status is that of the first list that
+  failed (3 for a 404, ...); the other lists were written whole, stderr ends with how many
+  lists succeeded and failed, and --failed FILE names the failed ones to fetch again.
   On a failure, the items that arrived before it have already been written to stdout (with
   --format json the array is still closed, so the output stays valid JSON), and stderr says
   how to go on after them: "sheaf: to go on: --resume TOKEN" (the same command with that
@@ -122,6 +125,32 @@ describing a list:
     sheaf get 'https://api.example.com/v1/things' --explain --format json > things.json
     sheaf get 'https://api.example.com/v1/things' --description things.json
     sheaf get 'https://api.example.com/v1/things' --description '{"preset": "github"}' --page-size 50
+
+many lists (one job):
+  Several URLs, or --urls FILE, fetch several lists together on one client: they share one
+  window per origin (300 lists send what one list would), and every list's items are written
+  as they arrive (with --ordered, list after list). --each fans out: each item of the list at
+  PARENT_URL names a child list, made by a template from the item's values ({JSON pointer}),
+  and the children's items are written (not the parent's). Repeat --each for another level.
+  The description flags (--preset, --items, ...) describe every list, the parent's too. Every
+  URL must be on the first one's origin (the credential goes there and nowhere else).
+
+    sheaf get 'https://api.github.com/repos/OWNER/A/issues' 'https://api.github.com/repos/OWNER/B/issues'
+    sheaf get --urls lists.txt --tag list --failed failed.jsonl
+    sheaf get 'https://api.github.com/orgs/ORG/repos' --each '/repos/{/full_name}/issues' \
+        --preset github --tag repository --failed failed.jsonl
+    sheaf get --urls failed.jsonl --failed failed-again.jsonl     (the failed lists only, each
+                                                 from where it stopped; the same flags again)
+
+  --urls FILE holds a URL a line (- for stdin); blank lines and lines starting with # are
+  skipped. It also takes the lines --failed writes, one JSON object a line ({"url": ...,
+  "tag": ..., "error": ..., "resume_token": ...}; a fan-out's parent adds "each", its
+  templates): each list goes on from its token, keeping its tag. Items are written decoded and
+  compact (not byte for byte as the server sent them). With --tag NAME an object item gets the
+  field NAME (replacing one of that name) holding its list's tag: the tag given in the --failed
+  file, else the URL; a child's is the value that filled its template. An item that is not an
+  object is written as {"NAME": TAG, "item": ITEM}. -o FILE is kept after lists failed too
+  (it holds every item that arrived); only an interrupted run leaves the old file as it was.
 
 output formats:
   jsonl  one item per line, the bytes the server sent (the default)
@@ -302,10 +331,10 @@ def build_parser() -> argparse.ArgumentParser:
         description="Fetch every item of the paginated list at URL and write them in order, as\n"
                     "they arrive: to stdout, or to FILE with -o.",
         epilog=GET_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
-    get.add_argument("url", metavar="URL", nargs="?",
+    get.add_argument("url", metavar="URL", nargs="*",
                      help="the list's full URL, query included: "
                           "'https://api.example.com/v1/things?state=open' (not with --partition: "
-                          "the partition holds it)")
+                          "the partition holds it); several URLs are fetched as one job (see 'many lists' below)")
 
     _add_connection_options(get)
 
@@ -375,6 +404,28 @@ def build_parser() -> argparse.ArgumentParser:
     sync.add_argument("--state", metavar="FILE",
                       help="where each list got to, by list URL: read at the start (the stored value replaces "
                            "--until's, or is sent with --since-param), replaced only when the run succeeds")
+
+    many = get.add_argument_group("many lists (see 'many lists' below)")
+    many.add_argument("--urls", metavar="FILE",
+                      help="fetch the lists of FILE too (- for stdin): a URL a line, blank lines and # comments "
+                           "skipped, or the lines --failed wrote (each list goes on where it stopped)")
+    many.add_argument("--each", metavar="TEMPLATE", action="append", default=[],
+                      help="fetch the child list each item of URL names: TEMPLATE makes its URL from the item, "
+                           "as '/repos/{/full_name}/issues'; repeat for another level")
+    many.add_argument("--missing", choices=("skip", "fail"),
+                      help="with --each: skip an item without a value its template needs (default, a warning "
+                           "with -v), or fail the parent's list")
+    many.add_argument("--tag", metavar="NAME",
+                      help="add each list's tag to its items as the field NAME (an item that is not an object "
+                           "is written as {NAME: tag, \"item\": item})")
+    many.add_argument("--ordered", action="store_true",
+                      help="write the lists one after another, in the order given (with --each: the parent's "
+                           "item order), instead of as they arrive")
+    many.add_argument("--fail-fast", action="store_true",
+                      help="stop every list when one fails (otherwise the others go on to their end)")
+    many.add_argument("--failed", metavar="FILE",
+                      help="write the lists that failed to FILE, a JSON object a line (url, tag, error, "
+                           "resume_token), for --urls FILE to fetch them again from where they stopped")
 
     output = get.add_argument_group("output")
     output.add_argument("--format", choices=FORMATS, default="jsonl",
