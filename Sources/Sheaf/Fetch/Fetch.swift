@@ -127,7 +127,7 @@ final class Fetch: Sendable {
     /// The attempt's place in the origin's window is given back by that cancel, after the
     /// transport's: the next request is not sent while this one may still be at the server.
     func abandon() -> (any TransportTask)? {
-        let (task, heldPlace) = state.withLock { state in
+        let (task, heldPlace, sentAt) = state.withLock { state in
             state.isDone = true
             stopPause(&state)
             settleOutstanding(&state)
@@ -136,10 +136,10 @@ final class Fetch: Sendable {
                 state.task = nil
                 state.holdsPlace = false
             }
-            return (state.task, state.holdsPlace)
+            return (state.task, state.holdsPlace, state.sentAt)
         }
         guard task != nil || heldPlace else { return nil }
-        return AbandonedAttempt(task: task, pace: heldPlace ? pace : nil)
+        return AbandonedAttempt(task: task, pace: heldPlace ? pace : nil, sentAt: sentAt)
     }
 
     /// Sends the next attempt, or arranges it (after a pause, after its credential, once the
@@ -421,13 +421,16 @@ final class Deadline: @unchecked Sendable {
 }
 
 /// An abandoned fetch's attempt: cancelling it cancels it at the transport, then gives its place
-/// in the origin's window back.
+/// in the origin's window back (see `OriginPace.releaseAbandoned`).
 private struct AbandonedAttempt: TransportTask {
     let task: (any TransportTask)?
     let pace: OriginPace?
+    let sentAt: UInt64
 
     func cancel() {
         task?.cancel()
-        pace?.release()
+        guard let pace else { return }
+        // Never sent (no task): nothing is at the server.
+        if task == nil { pace.release() } else { pace.releaseAbandoned(sentAt: sentAt) }
     }
 }

@@ -97,6 +97,20 @@ final class OriginPace: Sendable {
         hand(turns)
     }
 
+    /// An attempt abandoned at the transport (sent at `sentAt`) is over for the client, not for
+    /// the server, which answers it anyway (a page speculated past a list's end, a page of a list
+    /// cancelled): its place is given back when the server has likely done with it, the usual
+    /// latency after it was sent (at once when none is known yet; a second at most).
+    func releaseAbandoned(sentAt: UInt64) {
+        let latency = state.withLock { UInt64(max(0, $0.limiter.average)) }
+        let now = Self.now
+        let done = sentAt &+ min(latency, 1_000_000_000)
+        guard latency > 0, done > now else { return release() }
+        DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(Int(done - now))) { [self] in
+            release()
+        }
+    }
+
     /// Every waiting attempt the window has room for, each counted in flight.
     private static func turns(_ state: inout State) -> [@Sendable () -> Bool] {
         var turns: [@Sendable () -> Bool] = []

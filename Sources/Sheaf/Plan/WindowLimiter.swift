@@ -148,7 +148,9 @@ struct WindowLimiter {
         let before = window
         let reason: Reason?
         switch answer.kind {
-        case .ok: reason = adaptive ? measured(answer, at: now) : nil
+        case .ok:
+            let latency = noteLatency(answer)
+            reason = adaptive ? measured(answer, latency: latency, at: now) : nil
         case .refused: reason = adaptive ? refused(answer, at: now) : nil
         case .other: reason = nil
         }
@@ -179,12 +181,18 @@ struct WindowLimiter {
         }
     }
 
-    private mutating func measured(_ answer: Answer, at now: UInt64) -> Reason? {
+    /// Takes a good answer's latency into the best and the average (a fixed window keeps them
+    /// too: an abandoned request's place waits the average out, see `OriginPace`).
+    private mutating func noteLatency(_ answer: Answer) -> UInt64 {
         let latency = max(answer.latency, 1)
-        let best = min(self.best ?? latency, latency)
-        self.best = best
+        best = min(best ?? latency, latency)
         // A window's worth of answers moves the average most of the way.
         average = average == 0 ? Double(latency) : average + (Double(latency) - average) * 2 / Double(window + 1)
+        return latency
+    }
+
+    private mutating func measured(_ answer: Answer, latency: UInt64, at now: UInt64) -> Reason? {
+        let best = self.best ?? latency
         // One slow answer ends the slow start (the average lags a window behind): growth goes on
         // by one a round trip.
         if slowStart, Double(latency) > 1.5 * Double(best) + 1_000_000 { slowStart = false }

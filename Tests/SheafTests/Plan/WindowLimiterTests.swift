@@ -337,6 +337,26 @@ final class OriginPaceTests: XCTestCase {
         XCTAssertEqual(pace.inFlight, 2)
     }
 
+    /// A request the client abandons is still at the server until it answers it: its place comes
+    /// back the usual latency after it was sent, not at the cancel (a window of 8 was seen with
+    /// 10 at the server when speculative pages past lists' ends were cancelled and replaced at once).
+    func testAnAbandonedRequestsPlaceComesBackWhenTheServerIsLikelyDoneWithIt() {
+        let pace = pace(window: 1)
+        let sent = OriginPace.now
+        let response = HTTPResponse(status: 200, headers: [], body: [])
+        pace.record(.success(response), sentAt: sent &- 80_000_000, sentBefore: 0, inFlight: 1) // 80 ms answers
+        XCTAssertTrue(pace.admit { XCTFail("admitted at once"); return true })
+        let admittedAt = Locked<UInt64?>(nil)
+        XCTAssertFalse(pace.admit { admittedAt.withLock { $0 = OriginPace.now }; return true })
+        pace.releaseAbandoned(sentAt: sent)
+        Thread.sleep(forTimeInterval: 0.03)
+        XCTAssertNil(admittedAt.withLock { $0 }, "the place is not back 30 ms after a send the server takes 80 ms to answer")
+        Thread.sleep(forTimeInterval: 0.15)
+        let waited = admittedAt.withLock { $0 }.map { Double($0 &- sent) / 1e6 }
+        XCTAssertNotNil(waited)
+        XCTAssertGreaterThanOrEqual(waited ?? 0, 60)
+    }
+
     /// Many attempts from many threads against a window of 3: never more than 3 admitted at once,
     /// and every one admitted in the end (no lost turn).
     func testAdmissionsFromManyThreadsNeverExceedTheWindowAndNoneIsLost() {

@@ -171,10 +171,12 @@ def test_fail_fast_ends_the_group_with_the_first_failure_and_stops_the_others(ap
 
 def test_the_lists_of_a_group_share_the_origins_window(api):
     org = "budget"
+    settled_log(api)   # an earlier test's abandoned requests leave the server before the count starts
+    urllib.request.urlopen(f"{api.base_url}/_reset", timeout=10).close()
     post(api, f"/_orgs/{org}/options?latency_ms=20")
     most = 0
     with sheaf.Client(api.base_url, concurrency=8, adaptive_window=False) as client:
-        stream = client.stream_each(f"/orgs/{org}/repos", TEMPLATE)
+        stream = client.stream_each(f"/orgs/{org}/repos?repos=100", TEMPLATE)   # 100 lists, 8 at once
         for number, delta in enumerate(stream):
             if number % 50 == 0:
                 most = stats(api)["max_in_flight"]
@@ -182,7 +184,7 @@ def test_the_lists_of_a_group_share_the_origins_window(api):
                     break   # the budget is already broken: no need to wait for the rest
     settled_log(api)   # the requests abandoned at the break leave the server before the next test
     assert most <= 8, most
-    assert stream.result is not None and len(stream.result) == 301 and stream.result.ok
+    assert stream.result is not None and len(stream.result) == 101 and stream.result.ok
     assert stats(api)["max_in_flight"] <= 8
 
 
@@ -269,6 +271,7 @@ def test_a_failed_fan_out_child_can_be_fetched_again_by_its_url(api):
 
 def test_asyncio_streams_a_fan_out_without_blocking_the_loop(api):
     expected = org_issues(api, "loop", 30)
+    post(api, "/_orgs/loop/options?latency_ms=10")   # long enough for the loop to tick in between
 
     async def main() -> Dict[str, List[Any]]:
         ticks = 0
