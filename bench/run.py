@@ -49,7 +49,7 @@ SMALL_PAGES, SMALL_PER_PAGE = 2000, 5   # P7's per-snapshot cost with next to no
 RUN_TIMEOUT_S = 300            # one measured run
 SLOW_RUNS = 3                  # runs of a 10 s scenario (serial walks) at most
 
-ALL_IDS = ["P1", "P1A", "P1D", "P2", "P3", "P4", "P4C", "P5", "P6", "P7", "P10", "P11", "P12", "P13",
+ALL_IDS = ["P1", "P1A", "P1D", "P2", "P3", "P4", "P4C", "P5", "P6", "P7", "P10", "P11", "P12", "P13", "F1",
            "M1", "M2", "M3"]
 P13_PAGES, P13_FAILING = 20, 10        # P13: a 20-page list whose page 10 answers 404
 
@@ -1095,6 +1095,17 @@ class Scenarios:
                         sheaf=f"{per_b:.0f} us/page", floor=f"{per_s:.0f} us/page",
                         ratio=f"{per_b / per_s:.2f}x", target="(report: linear = 1x)", runs=mb_.runs_text))
         return rows
+
+    # -- F1, F2: many lists as one job (bench/fanout.py, its own server and org fixture) --
+    def F1(self) -> List[Row]:
+        argv = [sys.executable, str(ROOT / "bench" / "fanout.py"), "--runs", str(self.runs),
+                "--build-dir", str(self.b.args.build_dir), "--json"]
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=3600, env=self.b.c_env)
+        if done.returncode != 0:
+            return [Row("F1", "300 child lists as one group (bench/fanout.py)", sheaf=f"FAILED: {done.stderr.strip()[-120:]}",
+                        met="NO")]
+        return [Row(id_, scenario, sheaf=sheaf, floor=against, ratio=ratio, target=target, met=met,
+                    runs=str(self.runs)) for id_, scenario, sheaf, against, ratio, target, met in json.loads(done.stdout)]
 
     def M3(self) -> List[Row]:
         b = self.b

@@ -208,15 +208,17 @@ struct WindowLimiter {
             // for a server that queues in order or shares itself among them). The average lags a
             // window behind: it would cut too little while a queue builds fast (a slow start's
             // overshoot) and too much once it has drained.
-            // A queue is believed once an answer sent after it was first seen says so too: a
-            // burst of slow answers (the server, or this machine, paused) is gone by then, and a
-            // cut it caused would take many round trips to undo.
+            // A queue is believed once it lasts: an answer sent after it was first seen says so
+            // too, or it has been seen for two of the best round trips. A burst of slow answers
+            // (the server, or this machine, paused) is gone by then, and a cut it caused would
+            // take many round trips to undo.
             guard let suspected = queueSeenAt else {
                 queueSeenAt = now
                 return nil
             }
             let served = Int((Double(answer.inFlight) * (Double(best) + 1e6) / (Double(latency) + 1e6)).rounded())
-            guard answer.sentAt >= suspected, answer.sentAt >= lastCut, window > start, served < window else { return nil }
+            guard answer.sentAt >= suspected || now &- suspected >= 2 * best,
+                  answer.sentAt >= lastCut, window > start, served < window else { return nil }
             window = max(start, served)
             lastCut = now
             queueSeenAt = nil
