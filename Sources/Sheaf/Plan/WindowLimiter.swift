@@ -88,8 +88,6 @@ struct WindowLimiter {
     private var growth = 0.0
     /// The last time the window shrank: answers to requests sent before it say nothing new.
     private var lastCut: UInt64 = 0
-    /// When the latency first said the server queues (not yet confirmed by a later request).
-    private var queueSeenAt: UInt64?
     /// After a refusal: the fewest requests in flight the server refused, the good answers the
     /// last refusal asked for before the window reaches it again (doubled by the next one), the
     /// good answers the next step waits for (halved by each step taken), and the good answers since.
@@ -208,23 +206,12 @@ struct WindowLimiter {
             // for a server that queues in order or shares itself among them). The average lags a
             // window behind: it would cut too little while a queue builds fast (a slow start's
             // overshoot) and too much once it has drained.
-            // A queue is believed once it lasts: an answer sent after it was first seen says so
-            // too, or it has been seen for two of the best round trips. A burst of slow answers
-            // (the server, or this machine, paused) is gone by then, and a cut it caused would
-            // take many round trips to undo.
-            guard let suspected = queueSeenAt else {
-                queueSeenAt = now
-                return nil
-            }
             let served = Int((Double(answer.inFlight) * (Double(best) + 1e6) / (Double(latency) + 1e6)).rounded())
-            guard answer.sentAt >= suspected || now &- suspected >= 2 * best,
-                  answer.sentAt >= lastCut, window > start, served < window else { return nil }
+            guard answer.sentAt >= lastCut, window > start, served < window else { return nil }
             window = max(start, served)
             lastCut = now
-            queueSeenAt = nil
             return .latencyRose
         }
-        if queue <= tolerated { queueSeenAt = nil }
         // An answer vouches for as many requests at once as were in flight with it, and the
         // window grows at most a slow start's step past that: a list that does not fill its
         // window (a serial walk, a list's last pages, page one and the page after it) does not
