@@ -28,7 +28,7 @@ final class GroupHandle: Sendable, ErrorRecording {
 
     func setNotifyFD(_ fd: Int32) throws(SheafError) {
         guard fd >= -1 else { throw SheafError(.invalidArgument, "the notify fd must be a file descriptor or -1, not \(fd)") }
-        guard group.outcome == nil, !isStarted else { throw SheafError(.state, "the group has already been started") }
+        guard !group.hasStarted else { throw SheafError(.state, "the group has already been started") }
         notifyFD.withLock { $0 = fd }
     }
 
@@ -40,9 +40,6 @@ final class GroupHandle: Sendable, ErrorRecording {
         return notifyTarget
     }
 
-    private let started = Locked(false)
-    var isStarted: Bool { started.withLock { $0 } }
-    func setStarted() { started.withLock { $0 = true } }
 
     init(client: ClientHandle, group: ListGroup) {
         self.client = client
@@ -286,7 +283,6 @@ public func sheaf_group_start(_ group: OpaquePointer?, _ onDelta: sheaf_group_fn
                     }
                 }
             }
-            handle.setStarted()
             if let target { handle.group.whenFinished { target.wake() } }
         }
     }
@@ -299,7 +295,6 @@ public func sheaf_group_start_pull(_ group: OpaquePointer?) -> sheaf_result {
         if let target = handle.notifying() { whenReady = { target.wake() } }
         try handle.group.startPulling(whenReady: whenReady)
         handle.setPulling()
-        handle.setStarted()
     }
 }
 

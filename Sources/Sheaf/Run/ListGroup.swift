@@ -203,6 +203,9 @@ public final class ListGroup: Sendable {
         return run
     }
 
+    /// Whether `start` (or `startPulling`) has been called.
+    package var hasStarted: Bool { state.withLock { $0.consumer != nil } }
+
     /// The lists in the group so far.
     public var count: Int { state.withLock { $0.members.count } }
 
