@@ -98,6 +98,8 @@ final class Fetch: Sendable {
     /// rate-limited endpoint is not the capacity of the origin). Everyone obeys a Retry-After
     /// and rate-limit headers, whoever got them.
     private let sizesWindow: Bool
+    /// Whose attempts these are in the origin's lines (`OriginPace`): the list's or the request's.
+    private var owner: RequestCounters { requests }
 
     /// - Parameter reserved: the first request was counted already (`RequestCounters.reserve`).
     init(client: SheafClient, url: String, template: FetchTemplate = FetchTemplate(), requests: RequestCounters,
@@ -139,7 +141,7 @@ final class Fetch: Sendable {
             return (state.task, state.holdsPlace, state.sentAt)
         }
         guard task != nil || heldPlace else { return nil }
-        return AbandonedAttempt(task: task, pace: heldPlace ? pace : nil, sentAt: sentAt)
+        return AbandonedAttempt(task: task, pace: heldPlace ? pace : nil, owner: owner, sentAt: sentAt)
     }
 
     /// Sends the next attempt, or arranges it (after a pause, after its credential, once the
@@ -193,7 +195,7 @@ final class Fetch: Sendable {
         let turn: @Sendable () -> Bool = { [weak self] in
             self?.admitted(url, template, serial: serial, credential: credential, waited: waited) ?? false
         }
-        if pace.admit(otherwise: turn), !turn() { pace.release() }
+        if pace.admit(for: owner, otherwise: turn), !turn() { pace.release(for: owner) }
     }
 
     /// The attempt `serial`'s turn in the origin's window came (its place taken for it): sent,
@@ -381,7 +383,7 @@ final class Fetch: Sendable {
     private func givePlaceBack(_ state: inout State) {
         guard state.holdsPlace else { return }
         state.holdsPlace = false
-        pace.release()
+        pace.release(for: owner)
     }
 
     /// Gives the budget back the first request it charged for this fetch, when it was never sent.
@@ -425,12 +427,13 @@ final class Deadline: @unchecked Sendable {
 private struct AbandonedAttempt: TransportTask {
     let task: (any TransportTask)?
     let pace: OriginPace?
+    let owner: RequestCounters
     let sentAt: UInt64
 
     func cancel() {
         task?.cancel()
         guard let pace else { return }
         // Never sent (no task): nothing is at the server.
-        if task == nil { pace.release() } else { pace.releaseAbandoned(sentAt: sentAt) }
+        if task == nil { pace.release(for: owner) } else { pace.releaseAbandoned(for: owner, sentAt: sentAt) }
     }
 }

@@ -14,11 +14,16 @@ import Foundation
 ///   answer at first (four times the window each round trip: a slow start twice as steep as
 ///   TCP's, which reaches 64 from 8 in a round trip and a half rather than three), then by one
 ///   per window of answers, never above the maximum.
-/// - **Latency.** The queue the client builds at the server is estimated as TCP Vegas does:
-///   `window × (1 − best latency / recent latency)`. Past a few requests of queue the window
-///   shrinks to what the slow answer says the server serves at once (the requests in flight
-///   with it × best latency / its latency), at most once per round trip, and never below where
-///   it started: latency alone only undoes growth.
+/// - **Latency.** The queue the client builds at the server is estimated as TCP Vegas does,
+///   `window × (1 − best latency / standing latency)`, where the standing latency is the least
+///   of the last half round trip's answers (Copa's): a queue slows every answer, a server busy
+///   for a moment only some. Past a few requests of queue the window shrinks to what the
+///   answers say the server serves at once (the requests in flight × best latency / standing
+///   latency), at most once per round trip, and never below where it started: latency alone
+///   only undoes growth. While latency holds again, the window grows back about halfway to
+///   where it was cut from each round trip (BIC's binary search): the level worked until just
+///   now, and growth by one would take dozens of round trips to get there. A real queue cuts
+///   it again, and the next regrowth aims at that lower level.
 /// - **Refusals.** A 429, 503 or 504, or a timeout, to a request sent while `n` requests were
 ///   in flight says the server takes fewer than `n`: the window drops to `n − 1` (down to 1).
 ///   Reaching `n` again waits for a number of good answers (4 windows' worth at first) that
@@ -84,8 +89,12 @@ struct WindowLimiter {
     private(set) var best: UInt64?
     private(set) var average: Double = 0
     private var slowStart = true
-    /// Growth by one per window of answers, accumulated.
+    /// Growth per window of answers, accumulated.
     private var growth = 0.0
+    /// The window a latency cut came from, while the window grows back to it.
+    private var regain: Int?
+    /// The good answers of about the last half round trip: when each came, and its latency.
+    private var recent: [(at: UInt64, latency: UInt64)] = []
     /// The last time the window shrank: answers to requests sent before it say nothing new.
     private var lastCut: UInt64 = 0
     /// After a refusal: the fewest requests in flight the server refused, the good answers the
@@ -189,25 +198,37 @@ struct WindowLimiter {
         return latency
     }
 
+    /// The least latency of the good answers of the last half round trip (at least a
+    /// millisecond), this one included: what every request waits, however briefly the server
+    /// was busy (Copa's standing latency). A queue the client builds slows them all; a moment's
+    /// burst (the server's own work, a scheduling hiccup) slows only some.
+    private mutating func standing(_ latency: UInt64, at now: UInt64) -> UInt64 {
+        let span = max((best ?? latency) / 2, 1_000_000)
+        recent.removeAll { now &- $0.at > span }
+        recent.append((now, latency))
+        return recent.lazy.map(\.latency).min() ?? latency
+    }
+
     private mutating func measured(_ answer: Answer, latency: UInt64, at now: UInt64) -> Reason? {
         let best = self.best ?? latency
-        // One slow answer ends the slow start (the average lags a window behind): growth goes on
-        // by one a round trip.
+        let standing = standing(latency, at: now)
+        // One slow answer ends the slow start (growth goes on by one a round trip): a queue
+        // built fast shows first in single answers.
         if slowStart, Double(latency) > 1.5 * Double(best) + 1_000_000 { slowStart = false }
         // A millisecond added to both: at loopback latencies (well under one) the ratio would be
         // scheduling noise.
-        let ratio = (Double(best) + 1e6) / (average + 1e6)
+        let ratio = (Double(best) + 1e6) / (Double(standing) + 1e6)
         let queue = Double(window) * (1 - ratio)
         let tolerated = Double(max(2, window / 8))
         if queue > 2 * tolerated {
             slowStart = false
-            // The average says the server queues; how many it serves at once is the answer's own
-            // story: the requests in flight with it, times the best latency over its own (exact
-            // for a server that queues in order or shares itself among them). The average lags a
-            // window behind: it would cut too little while a queue builds fast (a slow start's
-            // overshoot) and too much once it has drained.
-            let served = Int((Double(answer.inFlight) * (Double(best) + 1e6) / (Double(latency) + 1e6)).rounded())
+            // The server queues; how many it serves at once is the requests in flight with this
+            // answer, times the best latency over the standing one (exact for a server that
+            // queues in order or shares itself among them).
+            let served = Int((Double(answer.inFlight) * (Double(best) + 1e6) / (Double(standing) + 1e6)).rounded())
             guard answer.sentAt >= lastCut, window > start, served < window else { return nil }
+            regain = window
+            growth = 0
             window = max(start, served)
             lastCut = now
             return .latencyRose
@@ -239,10 +260,13 @@ struct WindowLimiter {
         } else if slowStart {
             window = min(maximum, vouched, window + Self.slowStartGain)
         } else {
-            growth += 1 / Double(window)
+            // A round trip's answers add half the way back to a cut's level, else one.
+            let step = regain.map { max(1, ($0 - window + 1) / 2) } ?? 1
+            growth += Double(step) / Double(window)
             guard growth >= 1 else { return nil }
-            growth = 0
-            window += 1
+            window = min(maximum, window + Int(growth))
+            growth -= growth.rounded(.down)
+            if let regain, window >= regain { self.regain = nil }
         }
         return .latencyHolds
     }
@@ -250,6 +274,7 @@ struct WindowLimiter {
     private mutating func refused(_ answer: Answer, at now: UInt64) -> Reason? {
         slowStart = false
         growth = 0
+        regain = nil
         sinceProbe = 0
         refusedAt = min(refusedAt ?? .max, max(1, answer.inFlight))
         // A refusal to a request sent after the last cut is news: the next try past what the

@@ -256,45 +256,29 @@ public final class ListGroup: Sendable {
         handOut() // a group of no lists ends here
     }
 
-    /// Starts the list at `index` once its origin has room: a group runs at most as many lists
-    /// at an origin as that origin's window has places (each list asking for one page at least),
-    /// the others waiting in the order they joined. Lists started all at once would each send
-    /// page one and then take turns for every later page behind 300 first pages: a list walked
-    /// one page after another (a next link) would wait a whole line per page.
+    /// Starts the list at `index` at once. Its origin's window (`OriginPace`) takes the pages of
+    /// every list there in turn, a list's page one and a list walked one page after another (a
+    /// next link) before the pages of lists that have some in flight already: 300 lists started
+    /// together neither exceed the window nor make a list wait a line of 300 first pages for
+    /// each of its pages.
     private func start(_ run: ListRun, _ index: Int) {
-        shares.enqueue(run, index)
-        startWhatFits()
-    }
-
-    /// Starts the waiting lists their origins have room for.
-    private func startWhatFits() {
-        for (run, index) in shares.startable() {
-            let origin = ObjectIdentifier(run.originPace)
-            if let silenced = state.withLock({ $0.silenced ?? ($0.options.failFast ? $0.firstFailure.map { _ in
-                SheafError(.cancelled, "another list of the group failed (fail fast)") } : nil) }) {
-                // Cancelled (or failed fast) while it was being taken off its line: it never starts.
-                shares.ended(origin)
-                endUnstarted(index, silenced)
-                continue
-            }
-            do {
-                try run.start()
-                run.whenFinished { [weak self] in
-                    guard let self else { return }
-                    self.shares.ended(origin)
-                    self.ended(index)
-                    self.startWhatFits()
-                }
-            } catch {
-                shares.ended(origin)
-                endUnstarted(index, error)
-            }
+        if let silenced = state.withLock({ $0.silenced ?? ($0.options.failFast ? $0.firstFailure.map { _ in
+            SheafError(.cancelled, "another list of the group failed (fail fast)") } : nil) }) {
+            // A child made after the group was cancelled (or failed fast): it never starts.
+            return endUnstarted(index, silenced)
         }
-    }
-
-    /// The lists still waiting to start end with `error` without starting.
-    private func endWaiting(_ error: SheafError) {
-        for (_, index) in shares.drainWaiting() { endUnstarted(index, error) }
+        let origin = shares.started(run)
+        do {
+            try run.start()
+            run.whenFinished { [weak self] in
+                guard let self else { return }
+                self.shares.ended(origin)
+                self.ended(index)
+            }
+        } catch {
+            shares.ended(origin)
+            endUnstarted(index, error)
+        }
     }
 
     /// A list that could not start ends failed, as a list does.
@@ -388,7 +372,6 @@ public final class ListGroup: Sendable {
         if !failed.isEmpty {
             let error = SheafError(.cancelled, "another list of the group failed (fail fast)")
             for run in failed { run.fail(error) }
-            endWaiting(error)
         }
         post(GroupDelta(list: index, tag: state.withLock { $0.members[index].tag }, snapshot: nil, outcome: outcome))
     }
@@ -467,7 +450,6 @@ public final class ListGroup: Sendable {
             return state.members.compactMap(\.run)
         }
         for run in runs { run.cancel() }
-        endWaiting(error)
         finishIfDone()
     }
 
@@ -560,77 +542,30 @@ public final class ListGroup: Sendable {
 }
 
 /// The lists of a group running at each origin (by its window, `OriginPace`), which divide that
-/// window between them, and the lists waiting to start there. With 64 lists on a window of 64,
-/// each asks for one page at a time beyond what its plan knows to exist, so no list speculates
-/// pages past its end while others wait for pages they need; as lists end, waiting ones start.
-/// A lock of its own, taken inside a run's and around nothing.
+/// window between them for what they guess: with 300 lists on a window of 64, each asks for one
+/// page at a time beyond what its plan knows to exist, so no list speculates pages past its end
+/// while others wait for pages they need. A lock of its own, taken inside a run's and around
+/// nothing.
 private final class Shares: Sendable {
-    private struct Origin {
-        var pace: OriginPace
-        var running = 0
-        /// Lists waiting to start, oldest first from `head`.
-        var waiting: [(run: ListRun, index: Int)] = []
-        var head = 0
-    }
-
-    private let origins = Locked<[ObjectIdentifier: Origin]>([:])
+    private let running = Locked<[ObjectIdentifier: Int]>([:])
 
     /// A list's share of `window` at `origin` (rounded up: the window is used whole); for a list
     /// not started yet (nil), the share of a list more at the busiest origin.
     func share(of origin: ObjectIdentifier?, window: Int) -> Int {
-        let lists = origins.withLock { origins in
-            origin.flatMap { origins[$0]?.running } ?? (origins.values.map(\.running).max() ?? 0) + 1
+        let lists = running.withLock { running in
+            origin.flatMap { running[$0] } ?? (running.values.max() ?? 0) + 1
         }
         return max(1, (window + lists - 1) / max(1, lists))
     }
 
-    func enqueue(_ run: ListRun, _ index: Int) {
-        let pace = run.originPace
-        origins.withLock { $0[ObjectIdentifier(pace), default: Origin(pace: pace)].waiting.append((run, index)) }
-    }
-
-    /// The waiting lists each origin has room for now, counted as running.
-    func startable() -> [(run: ListRun, index: Int)] {
-        // The windows are read first: a pace's lock is not taken inside this one.
-        let windows = origins.withLock { origins in origins.mapValues(\.pace) }.mapValues(\.window)
-        return origins.withLock { origins in
-            var starting: [(run: ListRun, index: Int)] = []
-            for key in Array(origins.keys) {
-                guard var origin = origins[key] else { continue }
-                while origin.head < origin.waiting.count, origin.running < max(1, windows[key] ?? 1) {
-                    starting.append(origin.waiting[origin.head])
-                    origin.head += 1
-                    origin.running += 1
-                }
-                if origin.head == origin.waiting.count {
-                    origin.waiting.removeAll(keepingCapacity: true)
-                    origin.head = 0
-                } else if origin.head >= 64, origin.head * 2 >= origin.waiting.count {
-                    origin.waiting.removeFirst(origin.head)
-                    origin.head = 0
-                }
-                origins[key] = origin
-            }
-            return starting
-        }
-    }
-
-    /// Every list waiting to start, taken out of the lines.
-    func drainWaiting() -> [(run: ListRun, index: Int)] {
-        origins.withLock { origins in
-            var drained: [(run: ListRun, index: Int)] = []
-            for key in Array(origins.keys) {
-                guard var origin = origins[key] else { continue }
-                drained += origin.waiting[origin.head...]
-                origin.waiting = []
-                origin.head = 0
-                origins[key] = origin
-            }
-            return drained
-        }
+    /// `run` starts: counted at its origin, which is returned.
+    func started(_ run: ListRun) -> ObjectIdentifier {
+        let origin = ObjectIdentifier(run.originPace)
+        running.withLock { $0[origin, default: 0] += 1 }
+        return origin
     }
 
     func ended(_ origin: ObjectIdentifier) {
-        origins.withLock { $0[origin]?.running -= 1 }
+        running.withLock { $0[origin, default: 1] -= 1 }
     }
 }

@@ -192,7 +192,37 @@ final class ListGroupTests: XCTestCase {
         XCTAssertEqual(calls.withLock { $0 }, 2, "nothing is delivered after the callback asked to stop")
     }
 
-    func testListsWaitForRoomAtTheirOriginAndEndWhenTheGroupIsCancelled() throws {
+    func testAListWalkedPageByPageIsNotHeldBackByListsWithPagesToSpare() throws {
+        // Four lists of 40 pages fill a window of 8 with pages they know exist; a list walked by
+        // next links asks for one page at a time. Its pages go at the first turns each time, not
+        // behind the others' (first come, first served, each would wait three rounds).
+        let transport = ScriptedTransport(delayMilliseconds: 20)
+        transport.on("\(scriptedBase)/v1/things") { request, _ in .json(FakeAnchorAPI(count: 400).body(request.url)) }
+        for page in 0..<6 {
+            let next = page < 5 ? "\"/v1/chain?cursor=\(page + 1)\"" : "null"
+            transport.on("\(scriptedBase)/v1/chain" + (page == 0 ? "" : "?cursor=\(page)")) { _, _ in
+                .json(#"{"items":[{"id":\#(page)}],"next_page":\#(next)}"#)
+            }
+        }
+        let client = try scriptedClient(transport) {
+            $0.window = 8
+            $0.adaptsWindow = false
+        }
+        let group = client.makeGroup()
+        for list in ["a", "b", "c", "d"] { try group.add(anchorList("/v1/things?list=\(list)")) }
+        try group.add(linkedList("/v1/chain"))
+        try group.start { _ in true }
+        XCTAssertEqual(try group.wait(), .complete)
+        let urls = transport.requests.map(\.url)
+        XCTAssertEqual(urls.count, 166)
+        let lastOfTheChain = try XCTUnwrap(urls.lastIndex { $0.contains("/v1/chain") })
+        // Here about one round of 8 a page (60 to 74 of the 166 requests in 3 runs; 77 to 84 first
+        // come, first served): it ends in the first half, long before the others.
+        XCTAssertLessThan(lastOfTheChain, urls.count / 2, "the chain's last page went out behind \(lastOfTheChain) others")
+        XCTAssertLessThanOrEqual(transport.maxOutstanding, 8)
+    }
+
+    func testEveryListStartsAtOnceAndAGroupCancelledEndsEveryListCancelled() throws {
         let transport = ScriptedTransport(delayMilliseconds: 20)
         transport.on("\(scriptedBase)/v1/things") { request, _ in .json(FakeAnchorAPI(count: 300).body(request.url)) }
         let client = try scriptedClient(transport) { $0.window = 2 }
@@ -200,12 +230,14 @@ final class ListGroupTests: XCTestCase {
         for k in 0..<6 { try group.add(anchorList("/v1/things?list=\(k)")) }
         try group.start { _ in true }
         Thread.sleep(forTimeInterval: 0.1)
-        // A window of 2: two lists run, four wait their turn without sending anything.
-        let asked = Set(transport.requests.compactMap { FakeAnchorAPI.query($0.url, "list") })
-        XCTAssertEqual(asked, ["0", "1"])
+        // A window of 2, and no list waits for another to end: each list's page one goes before
+        // the pages after it of any list.
+        let firstPages = transport.requests.prefix(8).filter { FakeAnchorAPI.query($0.url, "page") == "1" }
+        XCTAssertEqual(Set(firstPages.compactMap { FakeAnchorAPI.query($0.url, "list") }), ["0", "1", "2", "3", "4", "5"])
         group.cancel()
         XCTAssertEqual(try group.wait().error?.code, .cancelled)
-        for k in 0..<6 { XCTAssertEqual(group.run(at: k)?.outcome?.error?.code ?? (k >= 2 ? .cancelled : nil), .cancelled) }
+        for k in 0..<6 { XCTAssertEqual(group.run(at: k)?.outcome?.error?.code, .cancelled) }
+        XCTAssertLessThanOrEqual(transport.maxOutstanding, 2)
     }
 
     func testAnItemWithoutTheValueIsSkippedOrFailsItsParentAndMisuseIsRefused() throws {
