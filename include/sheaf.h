@@ -596,6 +596,17 @@ SHEAF_API sheaf_result sheaf_list_use_preset(sheaf_list *list, const char *name)
 SHEAF_API sheaf_result sheaf_list_description(sheaf_list *list, char **out_json, size_t *out_length);
 
 /**
+ * The URL of the list's first page as the list sends it (its path joined to the client's base
+ * URL, with its query and the first page's paging parameters; a partition's, the first of its
+ * range), with no credential: userinfo and secret query values redacted as in messages, so it
+ * can be logged or stored. For a fan-out's child (sheaf_group_list), the URL its template made.
+ * SHEAF_E_INVALID_ARGUMENT for a NULL out_url, or when the description makes no URL on the
+ * list's client. On success *out_url is freed with sheaf_free. Non-blocking; callable from the
+ * list's snapshot callback.
+ */
+SHEAF_API sheaf_result sheaf_list_url(sheaf_list *list, char **out_url);
+
+/**
  * Describes the list at once from a description in its JSON form: exactly what
  * sheaf_list_description and sheaf_preset_description print (a preset is a description), or any
  * part of it. The one vocabulary of a description: the setters above, Python's sheaf.Description

@@ -207,10 +207,18 @@ final class ListHandle: Sendable, ErrorRecording {
         let (run, seen, description) = state.withLock { ($0.current, $0.seen, $0.description) }
         if let run { return run.descriptionJSON(syncThrough: seen) }
         let sync = description.syncState(greatest: nil).map { state in
-            (list: (try? client.makeClient()).flatMap { try? $0.syncList(of: description) }, state: state)
+            (list: (try? client.makeClient()).flatMap { try? $0.listURL(of: description) }, state: state)
         }
         return description.json(resolution: nil, plan: nil, sync: sync)
     }
+    /// The URL of the list's first page, redacted (`ListRun.url`); before the run, the one it
+    /// would start from.
+    func url() throws(SheafError) -> String {
+        let (run, description) = state.withLock { ($0.current, $0.description) }
+        if let run { return run.url }
+        return try client.makeClient().listURL(of: description)
+    }
+
     var pull: SnapshotChannel<PulledSnapshot>? { state.withLock { $0.pull } }
 
     /// Keeps `pulled` as the snapshot handed out last; returns its C view.
@@ -463,6 +471,15 @@ public func sheaf_list_description(_ list: OpaquePointer?, _ outJSON: UnsafeMuta
     withList(list) { (handle) throws(SheafError) in
         guard let outJSON else { throw SheafError(.invalidArgument, "out_json must not be NULL") }
         handOver(handle.descriptionJSON(), outJSON, outLength)
+    }
+}
+
+@c @implementation
+public func sheaf_list_url(_ list: OpaquePointer?, _ outURL: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> sheaf_result {
+    guard let outURL else { return failure(SheafError(.invalidArgument, "out_url must not be NULL")) }
+    outURL.pointee = nil
+    return withList(list) { (handle) throws(SheafError) in
+        outURL.pointee = CString.mallocCopy(try handle.url())
     }
 }
 

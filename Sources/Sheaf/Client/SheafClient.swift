@@ -270,8 +270,11 @@ public final class SheafClient: Sendable {
     /// first-page parameters.
     /// The list a sync state of `description` is of: its first page's URL, before any since
     /// parameter, redacted (what a state file may hold).
-    package func syncList(of description: ListDescription) throws(SheafError) -> String {
-        redactor.redact(try firstURL(of: description))
+    /// The URL a list of `description` starts from (a partition's: its own), redacted: the list
+    /// as messages, a sync state and `sheaf_list_url` name it.
+    package func listURL(of description: ListDescription) throws(SheafError) -> String {
+        if let partition = description.partition { return redactor.redact(partition.url) }
+        return redactor.redact(try firstURL(of: description))
     }
 
     func firstURL(of description: ListDescription) throws(SheafError) -> String {

@@ -319,7 +319,7 @@ final class Fetch: Sendable {
         }
         // After the attempt's own record: a change of the window it causes is logged after it.
         pace.record(result, sentAt: sentAt, sentBefore: sentBefore, inFlight: max(inFlight, inFlightAtAnswer),
-                     sizesWindow: sizesWindow)
+                    inFlightAtSend: inFlight, sizesWindow: sizesWindow)
         switch decision {
         case .deliver(let response):
             finish(.fetched(Fetched(url: url, response: response, attempts: attempt)))

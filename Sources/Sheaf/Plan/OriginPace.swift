@@ -209,10 +209,10 @@ final class OriginPace: Sendable {
     /// refusal size the window; a Retry-After and rate-limit headers are obeyed whoever got them.
     /// A window that grew lets in whoever waits.
     func record(_ result: Result<HTTPResponse, TransportError>, sentAt: UInt64, sentBefore: Int, inFlight: Int,
-                sizesWindow: Bool = true) {
+                inFlightAtSend: Int? = nil, sizesWindow: Bool = true) {
         let now = Self.now
         var answer = WindowLimiter.Answer(kind: .other, sentAt: sentAt, latency: now &- sentAt, inFlight: inFlight,
-                                          sentBefore: sentBefore)
+                                          inFlightAtSend: inFlightAtSend, sentBefore: sentBefore)
         switch result {
         case .success(let response):
             answer.rateLimit = RateLimitHeaders.parse(response.headers)

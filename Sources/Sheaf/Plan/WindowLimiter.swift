@@ -25,7 +25,8 @@ import Foundation
 ///   now, and growth by one would take dozens of round trips to get there. A real queue cuts
 ///   it again, and the next regrowth aims at that lower level.
 /// - **Refusals.** A 429, 503 or 504, or a timeout, to a request sent while `n` requests were
-///   in flight says the server takes fewer than `n`: the window drops to `n − 1` (down to 1).
+///   in flight (counted at its send: those sent after it are no part of it) says the server
+///   takes fewer than `n`: the window drops to `n − 1` (down to 1).
 ///   Reaching `n` again waits for a number of good answers (4 windows' worth at first) that
 ///   doubles with each refusal, up to 256, so refusals stay rare, and halves with each step
 ///   the server takes, so a stray refusal is forgotten.
@@ -52,6 +53,10 @@ struct WindowLimiter {
         /// The requests to the origin in flight while it was, itself included (the most of
         /// those at its send and at its answer).
         var inFlight: Int
+        /// Those in flight at its send, itself included: all a server could have had from the
+        /// client when it came (a request sent in a burst after it reached the server after it).
+        /// What a refusal is counted at. Nil: `inFlight`.
+        var inFlightAtSend: Int? = nil
         /// A refusal's Retry-After, in milliseconds (within the retry cap).
         var retryAfterMilliseconds: Int? = nil
         var rateLimit: RateLimitHeaders? = nil
@@ -276,7 +281,10 @@ struct WindowLimiter {
         growth = 0
         regain = nil
         sinceProbe = 0
-        refusedAt = min(refusedAt ?? .max, max(1, answer.inFlight))
+        // The 9th request of a burst of 32 refused by a server taking 8 says 9, not 32: the
+        // requests sent after it are no part of what the server had when it refused it.
+        let inFlight = min(answer.inFlight, answer.inFlightAtSend ?? .max)
+        refusedAt = min(refusedAt ?? .max, max(1, inFlight))
         // A refusal to a request sent after the last cut is news: the next try past what the
         // server took waits twice as long. One sent before it only adds what its count says.
         if answer.sentAt >= lastCut {
@@ -284,9 +292,9 @@ struct WindowLimiter {
             stepAfter = probeAfter
             lastCut = now
         }
-        let taken = max(1, answer.inFlight - 1)
+        let taken = max(1, inFlight - 1)
         guard taken < window else { return nil }
         window = taken
-        return .refused(inFlight: answer.inFlight)
+        return .refused(inFlight: inFlight)
     }
 }

@@ -148,9 +148,10 @@ public final class ListRun: Sendable {
     /// For a partition that is not open-ended, the page (of this run, from 0) where its range
     /// ends: the page budget stopping there is the range's completion.
     private let partitionEnd: Int?
-    /// For a list that syncs, its first page's URL before any since parameter, redacted: the list
-    /// a sync state is of.
-    private let syncList: String?
+    /// The URL of the list's first page (a partition's: its range's first), before a `since`
+    /// parameter, with no credential or secret query value: the list as messages and a sync
+    /// state name it (`sheaf_list_url`).
+    package let url: String
     private let state: Locked<State>
     private let delivery = DispatchQueue(label: "sheaf.list.snapshots")
     /// The caller's callback or channel feed, dropped at the end. Boxed in a class: a closure
@@ -213,7 +214,7 @@ public final class ListRun: Sendable {
         }
         try description.check()
         var firstURL = try client.firstURL(of: description)
-        syncList = description.syncField == nil ? nil : client.redactor.redact(firstURL)
+        url = client.redactor.redact(firstURL)
         if let since = description.since, let value = since.value, partition == nil {
             // The server sends only what is newer than what the last run got to.
             guard let url = URLText.settingQuery(firstURL, since.parameter, to: value.queryText) else {
@@ -694,7 +695,7 @@ public final class ListRun: Sendable {
         case .speculative: plan = "speculative"
         case .sequential: plan = resolution?.description.paging == .single ? "single" : "sequential"
         }
-        let sync = description.syncState(greatest: snapshot?.delta.greatestSyncValue).map { (list: syncList, state: $0) }
+        let sync = description.syncState(greatest: snapshot?.delta.greatestSyncValue).map { (list: url, state: $0) }
         return (resolution?.description ?? description).json(resolution: resolution, plan: plan, sync: sync)
     }
 

@@ -181,6 +181,21 @@ final class WindowLimiterTests: XCTestCase {
         XCTAssertEqual(drive.limiter.window, 1, "never below 1")
     }
 
+    func testARefusalInABurstCountsTheRequestsSentBeforeIt() {
+        // 32 requests sent at once to a server taking 8: the 9th is refused at once, while all 32
+        // are out. It says the server took 8, not 31 (a refusal each would take the window down
+        // one step at a time, every one of them a request refused).
+        var drive = Drive()
+        drive.round()
+        XCTAssertEqual(drive.limiter.window, 32)
+        drive.now += 100 * ms
+        let answer = WindowLimiter.Answer(kind: .refused, sentAt: drive.now - ms, latency: ms, inFlight: 32,
+                                          inFlightAtSend: 9, sentBefore: 8)
+        let change = drive.limiter.record(answer, at: drive.now)
+        XCTAssertEqual(change?.to, 8)
+        XCTAssertEqual(change?.reason, .refused(inFlight: 9))
+    }
+
     func testTheWindowTriesAgainWhatWasRefusedOnlyAfterMoreAndMoreGoodAnswers() {
         var drive = Drive()
         drive.answer(.refused, inFlight: 5) // the server takes 4: the first try at 5 waits 32 answers

@@ -137,6 +137,9 @@ void a_careless_caller_gets_a_result_code_never_a_crash(void) {
     CHECK_RESULT(sheaf_list_set_paging(NULL, SHEAF_PAGING_NEXT, NULL, 0, NULL, 0), SHEAF_E_INVALID_ARGUMENT);
     CHECK_RESULT(sheaf_list_use_preset(NULL, "github"), SHEAF_E_INVALID_ARGUMENT);
     CHECK_RESULT(sheaf_list_description(NULL, &json, &length), SHEAF_E_INVALID_ARGUMENT);
+    CHECK_RESULT(sheaf_list_url(NULL, &json), SHEAF_E_INVALID_ARGUMENT);
+    CHECK(json == NULL);
+    json = (char *)&json;
     CHECK_RESULT(sheaf_list_set_max_items(NULL, 1), SHEAF_E_INVALID_ARGUMENT);
     CHECK_RESULT(sheaf_list_start_pull(NULL), SHEAF_E_INVALID_ARGUMENT);
     CHECK_RESULT(sheaf_list_next(NULL, 0, &snapshot), SHEAF_E_INVALID_ARGUMENT);
@@ -317,6 +320,21 @@ void description_calls_refuse_what_cannot_run(void) {
         json_decref(description);
     }
     sheaf_free(json);
+    sheaf_list_free(list);
+
+    /* The list's URL: its path on the client's base, with no secret query value in it. */
+    list = NULL;
+    char *url = NULL;
+    CHECK_INT(sheaf_client_add_secret_param(client, "signature"), SHEAF_OK);
+    if (CHECK_CLIENT_RESULT(client, sheaf_list_new(&list, client, "/anchor?signature=s3cret&n=5"), SHEAF_OK)) {
+        CHECK_LIST_RESULT(list, sheaf_list_url(list, NULL), SHEAF_E_INVALID_ARGUMENT);
+        if (CHECK_LIST_RESULT(list, sheaf_list_url(list, &url), SHEAF_OK)) {
+            CHECK(strncmp(url, g_server.base_url, strlen(g_server.base_url)) == 0);
+            CHECK(strstr(url, "/anchor?") != NULL && strstr(url, "n=5") != NULL);
+            if (!CHECK(strstr(url, "s3cret") == NULL)) fprintf(stderr, "    the secret is in %s\n", url);
+        }
+        sheaf_free(url);
+    }
     sheaf_list_free(list);
 
     /* An undescribed list shows "detect" until its first page is in. */

@@ -153,6 +153,11 @@ static void check_children(group_record *r, sheaf_group *group, const char *org,
             sheaf_list_status status = status_of(list);
             CHECK_INT(status.state, SHEAF_LIST_ENDED);
             CHECK_INT(status.items, (int64_t)r->items[k]);
+            /* The URL its template made: the repository's issues on the parent's origin. */
+            char *url = NULL, expected_url[256];
+            snprintf(expected_url, sizeof expected_url, "%s/repos/%s/issues", g_server.base_url, r->tag[k]);
+            if (CHECK_LIST_RESULT(list, sheaf_list_url(list, &url), SHEAF_OK)) CHECK_STR(url, expected_url);
+            sheaf_free(url);
         }
         issues += r->items[k];
     }

@@ -531,6 +531,8 @@ def declare(library: Any) -> None:
     fn("sheaf_list_use_preset", _sheaf_result, [ListHandle, c_char_p])
     # sheaf_result sheaf_list_description(sheaf_list *list, char **out_json, size_t *out_length);
     fn("sheaf_list_description", _sheaf_result, [ListHandle, POINTER(c_void_p), POINTER(c_size_t)])
+    # sheaf_result sheaf_list_url(sheaf_list *list, char **out_url);
+    fn("sheaf_list_url", _sheaf_result, [ListHandle, POINTER(c_void_p)])
     # sheaf_result sheaf_list_set_description(sheaf_list *list, const char *json);
     fn("sheaf_list_set_description", _sheaf_result, [ListHandle, c_char_p])
     # sheaf_result sheaf_list_set_transport(sheaf_list *list, sheaf_transport_fn transport,

@@ -78,6 +78,22 @@ class OwningClient(Protocol):
     def closed(self) -> bool: ...
 
 
+def pull(next_fn: Any, handle: Any, milliseconds: int, pointer: Any, version: int, what: str) -> Any:
+    """One pull of `next_fn` (sheaf_list_next, sheaf_group_next) into `pointer`: the struct it
+    handed out, None once the run has ended, or PENDING when none came within `milliseconds`."""
+    result = next_fn(handle, milliseconds, byref(pointer))
+    if result == _ffi.SHEAF_PENDING:
+        return PENDING
+    if result != _ffi.SHEAF_OK:
+        raise error_for(result, **_ffi.last_error_detail())
+    if not pointer:
+        return None
+    taken = pointer.contents
+    if taken.version < version:
+        raise Error(_ffi.SHEAF_E_INTERNAL, f"{what} version {taken.version} is older than this package reads")
+    return taken
+
+
 class ListRun:
     """A described C list, then one run of it: start, pull its snapshots to the end, free."""
 
@@ -143,18 +159,9 @@ class ListRun:
     def take(self, milliseconds: int) -> Any:
         """The next snapshot (valid until the next take), None once the list has ended (its
         outcome is then read), or PENDING when none came within `milliseconds` (0: no wait)."""
-        pointer = self._pulled
-        result = lib.sheaf_list_next(self.handle, milliseconds, byref(pointer))
-        if result == _ffi.SHEAF_PENDING:
-            return PENDING
-        if result != _ffi.SHEAF_OK:
-            raise error_for(result, **_ffi.last_error_detail())
-        if not pointer:
+        snapshot = pull(lib.sheaf_list_next, self.handle, milliseconds, self._pulled, _ffi.SNAPSHOT_VERSION, "snapshot")
+        if snapshot is None:
             self._read_outcome()
-            return None
-        snapshot = pointer.contents
-        if snapshot.version < _ffi.SNAPSHOT_VERSION:
-            raise Error(_ffi.SHEAF_E_INTERNAL, f"snapshot version {snapshot.version} is older than this package reads")
         return snapshot
 
     def status(self) -> _ffi.ListStatusStruct:

@@ -23,6 +23,7 @@ import os
 from typing import Any, AsyncIterator, Dict, List, Optional, Sequence, Tuple, Union
 
 from . import _ffi
+from ._closing import Closing
 from ._ffi import lib
 from ._run import PENDING, ListRun, Wakeups
 from .client import Client, Query, _query_pairs
@@ -162,11 +163,12 @@ async def _taken_delta(group: GroupRun, wakeups: _Wakeups) -> Optional[GroupDelt
         await wakeups.wait()
 
 
-class AsyncGroupStream(AsyncIterator[GroupDelta]):
+class AsyncGroupStream(AsyncIterator[GroupDelta], Closing):
     """The deltas of a group for ``async for`` (what ``AsyncClient.stream_many`` and
     ``stream_each`` return): as :class:`sheaf.GroupStream`, awaited. The group starts at the
-    first ``__anext__``; leaving the loop (even with this object still referenced), ``aclose()``
-    or cancelling the task stops every list. ``result`` is as on :class:`sheaf.GroupStream`.
+    first ``__anext__``; leaving the loop (even with this object still referenced), ``aclose()``,
+    ``with`` or cancelling the task stops every list, and a stream dropped unread frees its
+    group. ``result`` is as on :class:`sheaf.GroupStream`.
     """
 
     def __init__(self, group: GroupRun, check: bool = True) -> None:
@@ -218,13 +220,6 @@ class AsyncGroupStream(AsyncIterator[GroupDelta]):
     async def aclose(self) -> None:
         """:meth:`close`, awaitable (as an async generator's)."""
         self.close()
-
-    def __del__(self) -> None:
-        # A stream dropped without being iterated to its end still frees its group and lists.
-        try:
-            self.close()
-        except Exception:  # noqa: BLE001 - a finaliser must not raise (e.g. at interpreter exit)
-            pass
 
 
 class _GroupUntilReleased(AsyncIterator[GroupDelta]):

@@ -657,9 +657,7 @@ class Client(Closing):
             except BaseException:
                 parent.close()
                 raise
-            # The parent's URL, for the children's origin (a template starting with "/").
-            parent_url = parent_path if "://" in parent_path else self.base_url
-            group.add_each(parent, parent_path, parent_url, levels, child)
+            group.add_each(parent, parent_path, levels, child)
         except BaseException:
             group.close()
             raise

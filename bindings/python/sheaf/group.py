@@ -20,12 +20,11 @@ import threading
 from ctypes import POINTER, byref
 from dataclasses import dataclass, field
 from typing import Any, Dict, Generator, Iterator, List, Optional, Sequence, Tuple, Union, overload
-from urllib.parse import quote, urlsplit
 
 from . import _ffi
 from ._closing import Closing
 from ._ffi import lib
-from ._run import PENDING, ListRun, decode_items
+from ._run import PENDING, ListRun, decode_items, pull
 from .errors import Error, PartialError, Result, UsageError, encode, error_for
 
 #: How long one sheaf_group_next call may wait: Ctrl-C is seen between two calls.
@@ -45,8 +44,9 @@ class ListOutcome:
         tag: the list's tag: the one given (``tags=``), else its path; a fan-out child's is the
             value that filled its template (the URL when the template takes several).
         url: the list's path or URL as it can be fetched again (what ``fetch_many`` was given;
-            for a fan-out child, its template filled in), or None when it cannot be told (a
-            child of a fan-out of several levels).
+            for a fan-out child, the URL the library made from its template, at every level,
+            with no credential or secret query value in it), or None when the library could
+            not say.
         items: every item the list delivered, in order (empty for a fan-out's parent, whose
             items name the children and are not delivered).
         error: why the list failed (a :class:`sheaf.Error` subclass, whose ``items`` are these
@@ -175,7 +175,6 @@ class GroupRun:
         self.handle: Optional[_ffi.GroupHandle] = handle
         self.lock = threading.Lock()
         self.members: Dict[int, _Member] = {}
-        self.fan_outs: List[Tuple[int, str, Sequence[str]]] = []   # parent index, parent URL, templates
         self.started = False
         self.ended = False
         self.cancel_requested = False
@@ -206,8 +205,7 @@ class GroupRun:
         self.members[index.value] = _Member(path if tag is None else tag, path)
         return index.value
 
-    def add_each(self, parent: ListRun, parent_path: str, parent_url: str, templates: Sequence[str],
-                 child: ListRun) -> int:
+    def add_each(self, parent: ListRun, parent_path: str, templates: Sequence[str], child: ListRun) -> int:
         """Hands a fan-out to the group: `parent`'s items fill `templates` into child lists run
         as `child` describes (both lists are the group's from now on)."""
         array = (ctypes.c_char_p * len(templates))(*(encode(template, "a template") for template in templates))
@@ -220,7 +218,6 @@ class GroupRun:
             raise
         parent.handle = child.handle = None
         self.members[index.value] = _Member(parent_path, parent_path, parent=True)
-        self.fan_outs.append((index.value, parent_url, tuple(templates)))
         return index.value
 
     # ---- running ----------------------------------------------------------------------------
@@ -241,19 +238,12 @@ class GroupRun:
     def take(self, milliseconds: int) -> Any:
         """The next delta as a :class:`GroupDelta`, None once the group has ended (its outcome
         is then read), or PENDING when none came within `milliseconds` (0: no wait)."""
-        pointer = self._pulled
-        result = lib.sheaf_group_next(self.handle, milliseconds, byref(pointer))
-        if result == _ffi.SHEAF_PENDING:
-            return PENDING
-        if result != _ffi.SHEAF_OK:
-            raise error_for(result, **_ffi.last_error_detail())
-        if not pointer:
+        delta = pull(lib.sheaf_group_next, self.handle, milliseconds, self._pulled, _ffi.GROUP_DELTA_VERSION,
+                     "group delta")
+        if delta is None:
             self._read_outcome()
             return None
-        delta = pointer.contents
-        if delta.version < _ffi.GROUP_DELTA_VERSION:
-            raise Error(_ffi.SHEAF_E_INTERNAL, f"group delta version {delta.version} is older than this package reads")
-        return self._delta_of(delta)
+        return delta if delta is PENDING else self._delta_of(delta)
 
     def next_delta(self) -> Optional[GroupDelta]:
         """The next delta, or None once the group has ended. Interruptible by Ctrl-C between waits."""
@@ -267,7 +257,7 @@ class GroupRun:
         member = self.members.get(index)
         if member is None:   # a fan-out's child, joined as its parent's pages came
             tag = _ffi.decode(delta.tag)
-            member = self.members[index] = _Member(tag, self._child_url(tag))
+            member = self.members[index] = _Member(tag, self._url_of(index))
         raw = ctypes.string_at(delta.delta_json, delta.delta_length) if delta.delta_length else b"[]"
         items = decode_items(raw) if delta.delta_items else []
         taken = GroupDelta(index, member.tag, items, delta.items, bool(delta.finished), parent=member.parent)
@@ -275,15 +265,14 @@ class GroupRun:
             taken.error, taken.resume_token = self.list_failure(index, delta.result)
         return taken
 
-    def _child_url(self, tag: str) -> Optional[str]:
-        """A fan-out child's URL, made again from its tag: the tag is the URL when the template
-        takes several values, else the value the template took (a fan-out of one level)."""
-        if tag.startswith(("http://", "https://")):
-            return tag
-        if len(self.fan_outs) != 1 or len(self.fan_outs[0][2]) != 1:
-            return None   # which template made it cannot be told
-        _, parent_url, (template,) = self.fan_outs[0]
-        return fill_template(template, tag, parent_url)
+    def _url_of(self, index: int) -> Optional[str]:
+        """The URL the library made for the list at `index` (a fan-out's child), with no
+        credential in it; None when it cannot say."""
+        handle = lib.sheaf_group_list(self.handle, index)
+        pointer = ctypes.c_void_p()
+        if not handle or lib.sheaf_list_url(handle, byref(pointer)) != _ffi.SHEAF_OK:
+            return None
+        return _ffi.take_string(pointer).decode("utf-8", "replace")
 
     def list_failure(self, index: int, result: int) -> Tuple[Error, Optional[str]]:
         """The error a list ended with and the token that goes on after what it delivered."""
@@ -347,25 +336,6 @@ def _resume_token(handle: _ffi.ListHandle) -> Optional[str]:
     pointer = ctypes.c_void_p()
     lib.sheaf_list_resume_token(handle, byref(pointer))
     return _ffi.take_string(pointer).decode("ascii") if pointer.value else None
-
-
-def fill_template(template: str, value: str, parent_url: str) -> str:
-    """The URL a fan-out's template of one {placeholder} makes with `value`, encoded as the
-    library encodes it (sheaf_group_add_each): in the path everything but unreserved characters
-    and "/" (a "." or ".." segment has its dots encoded), after the "?" for a query value; a
-    template starting with "/" is joined to the parent's origin."""
-    match = _PLACEHOLDER.search(template)
-    assert match is not None
-    if "?" in template[: match.start()]:
-        filled = quote(value, safe="-._~")
-    else:
-        filled = "/".join(segment if segment not in (".", "..") else segment.replace(".", "%2E")
-                          for segment in quote(value, safe="/-._~").split("/"))
-    url = template[: match.start()] + filled + template[match.end():]
-    if url.startswith("/"):
-        origin = urlsplit(parent_url)
-        url = f"{origin.scheme}://{origin.netloc}{url}"
-    return url
 
 
 def placeholders(template: str) -> int:

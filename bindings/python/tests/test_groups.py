@@ -188,6 +188,29 @@ def test_the_lists_of_a_group_share_the_origins_window(api):
     assert stats(api)["max_in_flight"] <= 8
 
 
+def test_a_fan_out_at_a_server_refusing_past_its_capacity_learns_it_and_loses_nothing(api):
+    # The issue's server: 20 ms a request, a 429 to every request past 8 in flight. 100 children
+    # started together on the default adaptive window (it starts at 8 and grows): the refusals
+    # take it back to what the server takes, each refused page is asked for again, every child
+    # is whole, and refusals stay few once the window has learnt the server's 8.
+    org = "gated"
+    expected = org_issues(api, org, 100)
+    settled_log(api)
+    urllib.request.urlopen(f"{api.base_url}/_reset", timeout=10).close()
+    post(api, f"/_orgs/{org}/options?latency_ms=20&limit=8")
+    with sheaf.Client(api.base_url) as client:
+        result = client.fetch_each(f"/orgs/{org}/repos?repos=100", TEMPLATE)
+    seen = stats(api)
+    assert result.ok, result.error
+    by_tag = {outcome.tag: outcome.items for outcome in result[1:]}
+    assert by_tag == {name: expected[name] for name in by_tag} and len(by_tag) == 100
+    pages = seen["requests"] - seen["refused"]
+    assert seen["refused"] >= 1, seen   # the window did reach past 8: the test saw the server refuse
+    # A slow start's overshoot (the window quadruples a round trip: 8 to 32, 24 past the server's
+    # 8) and a few tries past 8 afterwards, each waiting longer.
+    assert seen["refused"] <= 24 + 0.05 * pages, (seen["refused"], pages)
+
+
 def test_a_window_of_one_holds_for_every_list_of_a_group(api):
     post(api, "/_orgs/narrow/options?latency_ms=5")
     with sheaf.Client(api.base_url, concurrency=1, adaptive_window=False) as client:

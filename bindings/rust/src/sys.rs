@@ -463,6 +463,7 @@ functions! {
     fn sheaf_preset_description(name: *const c_char, out_json: *mut *mut c_char, out_length: *mut usize) -> sheaf_result;
     fn sheaf_list_use_preset(list: *mut sheaf_list, name: *const c_char) -> sheaf_result;
     fn sheaf_list_description(list: *mut sheaf_list, out_json: *mut *mut c_char, out_length: *mut usize) -> sheaf_result;
+    fn sheaf_list_url(list: *mut sheaf_list, out_url: *mut *mut c_char) -> sheaf_result;
     fn sheaf_list_set_description(list: *mut sheaf_list, json: *const c_char) -> sheaf_result;
     fn sheaf_list_set_max_items(list: *mut sheaf_list, max_items: i64) -> sheaf_result;
     fn sheaf_list_set_budget(list: *mut sheaf_list, budget: sheaf_budget, value: i64) -> sheaf_result;
