@@ -14,6 +14,12 @@
 //   query with the pairs in order, carries only headers that are tokens without CR, LF, NUL or
 //   framing (Content-Length, Transfer-Encoding, Host, Connection), and the credential header only
 //   as the client's, on its origin alone.
+// - 0x03, partitions (`partition-*` seeds): the rest is a partition's JSON text, as a worker gets
+//   it from a plan. One that reads holds only numbers in range and no user information in its
+//   URL, writes a text that reads back as the same text, and runs (a client on its origin whose
+//   transport records and never answers) sending only to that origin, with the client's
+//   credential; a client of another origin refuses it. One that does not read is refused with
+//   invalidArgument.
 // - anything else, the small parsers: URL resolution and origins, Retry-After, JSON pointers, the
 //   JSON scanner with pointer targets, server error fields, the redactor and percent-decoding.
 //   Input: a first line (a URL, a header value, a pointer), the rest a body.
@@ -27,6 +33,7 @@ public func sheafFuzzParsers(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt 
     switch bytes.first {
     case 0x01: fuzzResumeToken(Array(bytes.dropFirst()))
     case 0x02: fuzzRequestBuilder(Array(bytes.dropFirst()))
+    case 0x03: fuzzPartition(Array(bytes.dropFirst()))
     default: fuzzSmallParsers(bytes, size)
     }
     return 0
@@ -209,6 +216,68 @@ private func fuzzResumeToken(_ bytes: [UInt8]) {
         let authorization = request.headers.filter { $0.name.lowercased() == "authorization" }.map(\.value)
         if authorization != ["Bearer \(resumeBearer)"] { violated("a resumed list sent Authorization \(authorization)") }
     }
+}
+
+// MARK: Partitions
+
+private func fuzzPartition(_ bytes: [UInt8]) {
+    let partition: Partition
+    do {
+        partition = try Partition(json: bytes)
+    } catch {
+        if error.code != .invalidArgument { violated("a partition that does not read failed with \(error.code), not invalidArgument") }
+        return
+    }
+    // Every number is in range before any arithmetic is done with it.
+    let largest = ResumeToken.largestNumber
+    for (name, value) in [("index", partition.index), ("count", partition.count), ("first_page", partition.firstPage),
+                          ("pages", partition.pages), ("page_size", partition.pageSize),
+                          ("items_expected", partition.itemsExpected ?? 0)] where !(0...largest).contains(value) {
+        violated("the partition's \(name) \(value) is out of 0...2^53")
+    }
+    if partition.index >= partition.count { violated("a partition read with index \(partition.index) of \(partition.count)") }
+    if let window = partition.window, !(1...64).contains(window) { violated("a partition read with window \(window)") }
+    if URLText.hasUserInfo(partition.url) { violated("a partition read with user information in \(partition.url)") }
+    guard let origin = Origin(partition.url) else { violated("a partition read with a URL of no origin: \(partition.url)") }
+
+    // Its own text reads back, and writes the same text again.
+    let written = partition.json
+    guard let again = try? Partition(json: written) else {
+        violated("a partition's own text does not read: \(String(decoding: written, as: UTF8.self))")
+    }
+    if again.json != written {
+        violated("a partition's text changed on a round trip: \(String(decoding: written, as: UTF8.self)) -> \(again)")
+    }
+
+    // Run on a client of its origin: whatever it sends goes there, with the client's credential.
+    let transport = RecordingTransport(answering: nil)
+    var configuration = ClientConfiguration()
+    configuration.timeoutMilliseconds = 0
+    configuration.crossOrigin = .followWithoutCredentials // a partition must not need the policy to stay home
+    var list = ListDescription(path: "/")
+    list.partition = partition
+    if let client = try? SheafClient(baseURL: "\(origin)/", credential: .bearer(resumeBearer), transport: transport,
+                                     configuration: configuration),
+       let run = try? client.makeList(list, keepsItems: false) {
+        if (try? run.start()) == nil { violated("a partition's list did not start") }
+        run.cancel()
+        _ = try? run.wait()
+        for request in transport.sent {
+            if Origin(request.url) != origin { violated("a partition of \(origin) sent to \(request.url)") }
+            checkSentHeaders(request)
+            let authorization = request.headers.filter { $0.name.lowercased() == "authorization" }.map(\.value)
+            if authorization != ["Bearer \(resumeBearer)"] { violated("a partition's list sent Authorization \(authorization)") }
+        }
+    }
+    // A client of another origin refuses it before sending anything.
+    let elsewhere = "https://elsewhere.example:9443/"
+    let other = RecordingTransport(answering: 200)
+    if Origin(elsewhere) != origin,
+       let client = try? SheafClient(baseURL: elsewhere, credential: .bearer(resumeBearer), transport: other, configuration: configuration),
+       (try? client.makeList(list, keepsItems: false)) != nil {
+        violated("a partition of \(origin) was taken by a client of \(elsewhere)")
+    }
+    if !other.sent.isEmpty { violated("a client of another origin sent a partition's request") }
 }
 
 // MARK: The request builder
