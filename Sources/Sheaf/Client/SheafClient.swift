@@ -266,17 +266,15 @@ public final class SheafClient: Sendable {
         return (String(withoutFragment[..<mark]), String(withoutFragment[withoutFragment.index(after: mark)...]))
     }
 
-    /// The first page's URL: the path joined to the base URL, plus the list's query and its
-    /// first-page parameters.
-    /// The list a sync state of `description` is of: its first page's URL, before any since
-    /// parameter, redacted (what a state file may hold).
-    /// The URL a list of `description` starts from (a partition's: its own), redacted: the list
-    /// as messages, a sync state and `sheaf_list_url` name it.
+    /// The URL a list of `description` starts from (a partition's: its own), before any since
+    /// parameter, redacted: the list as messages, a sync state and `sheaf_list_url` name it.
     package func listURL(of description: ListDescription) throws(SheafError) -> String {
         if let partition = description.partition { return redactor.redact(partition.url) }
         return redactor.redact(try firstURL(of: description))
     }
 
+    /// The first page's URL: the path joined to the base URL, plus the list's query and its
+    /// first-page parameters.
     func firstURL(of description: ListDescription) throws(SheafError) -> String {
         var url = try self.url(forPath: description.path, query: description.query)
         // The paging parameters replace any of the same name in the path: never sent twice.

@@ -269,7 +269,9 @@ struct WindowLimiter {
             let step = regain.map { max(1, ($0 - window + 1) / 2) } ?? 1
             growth += Double(step) / Double(window)
             guard growth >= 1 else { return nil }
-            window = min(maximum, window + Int(growth))
+            // Never past the level regrowth aims at, nor onto a refused one (stepped onto only
+            // after its wait, above).
+            window = min(maximum, regain ?? .max, (refusedAt ?? .max) - 1, window + Int(growth))
             growth -= growth.rounded(.down)
             if let regain, window >= regain { self.regain = nil }
         }
