@@ -248,5 +248,5 @@ def test_past_six_connections_http_1_1_retries_the_503s_and_the_window_settles_u
     seen = six_connections.stats()
     assert seen["versions"] == {"1.1": seen["requests"]}
     assert seen["max_in_flight"] == 6
-    assert 1 <= seen["refused"] <= 8, seen          # the window's first tries past 6, then rare probes
+    assert 1 <= seen["refused"] <= 10, seen         # the window's first tries past 6, then rare probes
     assert seen["requests"] == 60 + seen["refused"]
