@@ -41,7 +41,8 @@ class DelayProxy:
         self.port = listener.getsockname()[1]
         self._loop = asyncio.new_event_loop()
         self._stop: Optional[asyncio.Event] = None
-        self._tasks: Set[asyncio.Task] = set()
+        self._pipes: Set[asyncio.Future] = set()     # every connection's two pipes
+        self._open: Set[asyncio.Task] = set()        # the connections' own tasks
         started = threading.Event()
         self._thread = threading.Thread(target=self._run, args=(listener, started), daemon=True)
         self._thread.start()
@@ -57,34 +58,37 @@ class DelayProxy:
         server = await asyncio.start_server(self._accepted, sock=listener)
         async with server:
             await self._stop.wait()
-        for task in list(self._tasks):
-            task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
+        # The pipes, not the connections' own tasks: asyncio reads those tasks' outcome, and a
+        # cancelled one is logged as an error.
+        for pipe in list(self._pipes):
+            pipe.cancel()
+        if self._open:
+            await asyncio.wait(self._open, timeout=5)
 
     async def _accepted(self, client_reader: asyncio.StreamReader, client_writer: asyncio.StreamWriter) -> None:
         self.connections += 1
         task = asyncio.current_task()
-        self._tasks.add(task)
+        self._open.add(task)
+        task.add_done_callback(self._open.discard)
         try:
-            try:
-                upstream_reader, upstream_writer = await asyncio.open_connection(*self.upstream)
-            except OSError:
-                client_writer.close()
-                return
-            pipes = [asyncio.ensure_future(self._pipe(client_reader, upstream_writer)),
-                     asyncio.ensure_future(self._pipe(upstream_reader, client_writer))]
-            try:
-                await asyncio.gather(*pipes)
-            except OSError:
-                pass    # one side reset: both go
-            finally:
-                for pipe in pipes:
-                    pipe.cancel()
-                await asyncio.gather(*pipes, return_exceptions=True)
-                for writer in (client_writer, upstream_writer):
-                    writer.close()
+            upstream_reader, upstream_writer = await asyncio.open_connection(*self.upstream)
+        except OSError:
+            client_writer.close()
+            return
+        pipes = [asyncio.ensure_future(self._pipe(client_reader, upstream_writer)),
+                 asyncio.ensure_future(self._pipe(upstream_reader, client_writer))]
+        self._pipes.update(pipes)
+        try:
+            await asyncio.gather(*pipes)
+        except (OSError, asyncio.CancelledError):
+            pass    # one side reset, or the proxy closes: both go
         finally:
-            self._tasks.discard(task)
+            for pipe in pipes:
+                pipe.cancel()
+                self._pipes.discard(pipe)
+            await asyncio.gather(*pipes, return_exceptions=True)
+            for writer in (client_writer, upstream_writer):
+                writer.close()
 
     async def _pipe(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         """Copies `reader` to `writer`, each chunk written `delay` after it was read; then the
