@@ -75,6 +75,11 @@ class DelayProxy:
         except OSError:
             client_writer.close()
             return
+        # Nagle off both ways, as on the server's own sockets: asyncio sets TCP_NODELAY only on
+        # sockets made with IPPROTO_TCP, and an accepted one inherits the listener's 0. With
+        # Nagle, the small writes of many HTTP/2 streams on one connection waited for delayed ACKs.
+        for writer in (client_writer, upstream_writer):
+            writer.get_extra_info("socket").setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         pipes = [asyncio.ensure_future(self._pipe(client_reader, upstream_writer)),
                  asyncio.ensure_future(self._pipe(upstream_reader, client_writer))]
         self._pipes.update(pipes)
