@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import socket
 import socketserver
+import statistics
 import sys
 import threading
 import time
@@ -31,12 +32,27 @@ class Echo(socketserver.BaseRequestHandler):
             self.request.sendall(data)
 
 
+class InTwoWrites(socketserver.BaseRequestHandler):
+    """Answers each byte it reads with two, written 3 ms apart."""
+
+    def handle(self) -> None:
+        self.request.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        while self.request.recv(1):
+            self.request.sendall(b"o")
+            time.sleep(0.003)
+            self.request.sendall(b"k")
+
+
+def serve(handler) -> socketserver.ThreadingTCPServer:
+    server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), handler)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
+
+
 @pytest.fixture(scope="module")
 def echo() -> Iterator[Tuple[str, int]]:
-    server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), Echo)
-    server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
+    server = serve(Echo)
     yield server.server_address
     server.shutdown()
     server.server_close()
@@ -96,3 +112,24 @@ def test_a_refused_upstream_closes_the_connection() -> None:
                 assert sock.recv(1) == b""
         finally:
             proxy.close()
+
+
+def test_an_answer_in_two_writes_is_not_held_back_for_an_ack() -> None:
+    # With Nagle's algorithm on the proxy's side of the client's connection, the second write
+    # waits for the client to acknowledge the first, which it delays (about 40 ms on Linux).
+    upstream = serve(InTwoWrites)
+    proxy = DelayProxy(upstream.server_address, 0)
+    try:
+        took = []
+        with socket.create_connection(("127.0.0.1", proxy.port), timeout=TIMEOUT) as sock:
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            for _ in range(20):
+                started = time.monotonic()
+                sock.sendall(b"?")
+                assert read_exactly(sock, 2) == b"ok"
+                took.append(time.monotonic() - started)
+        assert statistics.median(took) < 0.02, took
+    finally:
+        proxy.close()
+        upstream.shutdown()
+        upstream.server_close()
