@@ -35,7 +35,7 @@ def limited_http1() -> Iterator[H2Server]:
 
 @pytest.fixture
 def limited_h2c() -> Iterator[H2Server]:
-    server = H2Server(prior_knowledge=True, max_connections=2)
+    server = H2Server(prior_knowledge=True, max_connections=1)
     yield server
     server.close()
 
@@ -144,6 +144,7 @@ def h2_statuses(port: int, paths: List[str]) -> List[int]:
 
 
 def test_http2_streams_of_one_connection_are_never_refused_for_their_number(limited_h2c) -> None:
+    # One connection per client, and five streams on it at once.
     started = time.monotonic()
     assert h2_statuses(limited_h2c.port, [f"{SLOW}&page={page}" for page in range(1, 6)]) == [200] * 5
     assert time.monotonic() - started < 2 * 0.4     # served together, not one after another
