@@ -38,6 +38,7 @@ from typing import Dict, List, Optional, Sequence
 ROOT = Path(__file__).resolve().parent.parent
 SERVER_SCRIPT = ROOT / "Tests" / "server" / "api_server.py"
 H2_SERVER_SCRIPT = ROOT / "Tests" / "server" / "h2_server.py"
+DELAY_PROXY_SCRIPT = ROOT / "Tests" / "server" / "delay_proxy.py"
 PY_DRIVER = ROOT / "bench" / "py_driver.py"
 
 L_MS = 50                      # P1-P4, P6, P7: added latency per request
@@ -52,6 +53,9 @@ SLOW_RUNS = 3                  # runs of a 10 s scenario (serial walks) at most
 ALL_IDS = ["P1", "P1A", "P1D", "P2", "P3", "P4", "P4C", "P5", "P6", "P7", "P10", "P11", "P12", "P13", "F1",
            "M1", "M2", "M3"]
 P13_PAGES, P13_FAILING = 20, 10        # P13: a 20-page list whose page 10 answers 404
+P10_MAX_CONNECTIONS = 6                # P10: a server taking this many connections per client
+P10_ONE_WAY_MS = 20                    # P10: the delay each way of the round-trip rows
+NETNS_HOST, NETNS_SERVER = "10.213.57.1", "10.213.57.2"   # P10 with netem: the veth pair's /30
 
 
 # ---- the server ----------------------------------------------------------------------------------
@@ -140,12 +144,21 @@ def end_process(proc: subprocess.Popen) -> None:
 
 class H2Server(Server):
     """Tests/server/h2_server.py (hypercorn: HTTP/2 over TLS by ALPN, HTTP/1.1 to clients that ask
-    for it) in a child process, with a certificate from a CA made for the run (`ca`)."""
+    for it) in a child process, with a certificate from a CA made for the run (`ca`).
 
-    def __init__(self) -> None:
+    `max_connections`: its connection limit (503 past it). `host` and `prefix`: the address it
+    listens on and a command it runs under (`ip netns exec NS`). `front_port`: set when clients
+    reach it through a proxy on that port; the counters are read from the server itself."""
+
+    def __init__(self, max_connections: Optional[int] = None, host: str = "127.0.0.1",
+                 prefix: Sequence[str] = ()) -> None:
         super().__init__()
         self.folder = tempfile.mkdtemp(prefix="sheaf-bench-pki-")
         self.ca = os.path.join(self.folder, "ca.pem")
+        self.max_connections = max_connections
+        self.host = host
+        self.prefix = list(prefix)
+        self.front_port = 0
 
     def start(self) -> None:
         def openssl(*arguments: str) -> None:
@@ -153,41 +166,131 @@ class H2Server(Server):
         openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.pem",
                 "-days", "2", "-subj", "/CN=Sheaf Bench CA")
         openssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", "server.key", "-out", "server.csr",
-                "-subj", "/CN=127.0.0.1")
-        Path(self.folder, "server.ext").write_text("subjectAltName=IP:127.0.0.1\n")
+                "-subj", f"/CN={self.host}")
+        Path(self.folder, "server.ext").write_text(f"subjectAltName=IP:{self.host}\n")
         openssl("x509", "-req", "-in", "server.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial",
                 "-out", "server.pem", "-days", "2", "-extfile", "server.ext")
+        limit = ["--max-connections", str(self.max_connections)] if self.max_connections else []
         self.proc = subprocess.Popen(
-            [sys.executable, str(H2_SERVER_SCRIPT), "--cert", os.path.join(self.folder, "server.pem"),
-             "--key", os.path.join(self.folder, "server.key")],
+            [*self.prefix, sys.executable, str(H2_SERVER_SCRIPT), "--cert", os.path.join(self.folder, "server.pem"),
+             "--key", os.path.join(self.folder, "server.key"), "--host", self.host, *limit],
             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
-        ready, _, _ = select.select([self.proc.stdout], [], [], 20)
-        line = self.proc.stdout.readline() if ready else b""
-        if not line.strip().isdigit():
-            error = b"" if self.proc.poll() is None else self.proc.stderr.read()
-            self.stop()
-            raise RuntimeError(f"the HTTP/2 server did not start: {(line + error).decode(errors='replace')[-300:]}")
-        self.port = int(line)
+        self.port = read_port(self, "the HTTP/2 server")
 
     @property
     def base(self) -> str:
-        return f"https://127.0.0.1:{self.port}"
+        if self.front_port:
+            return f"https://127.0.0.1:{self.front_port}"
+        return f"https://{self.host}:{self.port}"
 
     def connection(self) -> http.client.HTTPConnection:
         import ssl
-        return http.client.HTTPSConnection("127.0.0.1", self.port, timeout=30,
+        return http.client.HTTPSConnection(self.host, self.port, timeout=30,
                                            context=ssl.create_default_context(cafile=self.ca))
 
     def stats(self) -> dict:
         s = self.get("/_stats")
         return {"requests": s["requests"], "max_in_flight": s["max_in_flight"], "in_flight": s["in_flight"],
-                "refused": 0, "connections": s["connections"]}
+                "refused": s.get("refused", 0), "connections": s["connections"]}
 
     def stop(self) -> None:
         proc, self.proc = self.proc, None
         if proc is not None:
             end_process(proc)
         shutil.rmtree(self.folder, ignore_errors=True)
+
+
+def read_port(server, what: str) -> int:
+    """The port a child server prints on its first line (within 20 s); stops it otherwise."""
+    ready, _, _ = select.select([server.proc.stdout], [], [], 20)
+    line = server.proc.stdout.readline() if ready else b""
+    if not line.strip().isdigit():
+        error = server.proc.stderr.read() if server.proc.stderr and server.proc.poll() is not None else b""
+        server.stop()
+        raise RuntimeError(f"{what} did not start: {(line + error).decode(errors='replace')[-300:]}")
+    return int(line)
+
+
+class DelayProxy:
+    """Tests/server/delay_proxy.py in a child process: a port on loopback that forwards to a
+    server's, each chunk of bytes `delay_ms` late each way."""
+
+    def __init__(self, delay_ms: int) -> None:
+        self.delay_ms = delay_ms
+        self.proc: Optional[subprocess.Popen] = None
+        self.port = 0
+
+    def start(self, upstream_port: int) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, str(DELAY_PROXY_SCRIPT), "--upstream", f"127.0.0.1:{upstream_port}",
+             "--delay-ms", str(self.delay_ms)],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, start_new_session=True)
+        self.port = read_port(self, "the delay proxy")
+
+    def stop(self) -> None:
+        proc, self.proc = self.proc, None
+        if proc is None:
+            return
+        try:
+            proc.stdin.close()      # it exits when its stdin closes
+        except OSError:
+            pass
+        end_process(proc)
+
+
+class NetemPath:
+    """A network namespace joined to this one by a veth pair, every packet delayed `delay_ms` on
+    its way out of either end (netem): a server run under `prefix` listens inside, at `address`.
+    Made and removed by the benchmark; it needs root, `ip`, `tc` and a kernel with netem."""
+
+    def __init__(self, delay_ms: int) -> None:
+        self.delay_ms = delay_ms
+        tag = str(os.getpid())
+        self.namespace = f"sheaf-bench-{tag}"
+        self.outside, self.inside = f"shb{tag}a", f"shb{tag}b"     # interface names: 15 characters at most
+        self.prefix = ["ip", "netns", "exec", self.namespace]
+        self.address = NETNS_SERVER
+
+    def unavailable(self) -> Optional[str]:
+        """Why netem cannot be used here, or None (then `create` may still fail: it says why)."""
+        if os.geteuid() != 0:
+            return "not root"
+        missing = [tool for tool in ("ip", "tc") if shutil.which(tool) is None]
+        if missing:
+            return f"no {' or '.join(missing)} command"
+        try:
+            import gzip
+            with gzip.open("/proc/config.gz", "rt") as config:
+                if "# CONFIG_NET_SCH_NETEM is not set" in config.read():
+                    return "the kernel has no netem: CONFIG_NET_SCH_NETEM is not set"
+        except OSError:
+            pass        # no config to read: try
+        return None
+
+    def create(self) -> Optional[str]:
+        """Makes the namespace and the delayed link: None, or what failed (then nothing is left)."""
+        delay = ["netem", "delay", f"{self.delay_ms}ms"]
+        steps = [["ip", "netns", "add", self.namespace],
+                 ["ip", "link", "add", self.outside, "type", "veth", "peer", "name", self.inside],
+                 ["ip", "link", "set", self.inside, "netns", self.namespace],
+                 ["ip", "addr", "add", f"{NETNS_HOST}/30", "dev", self.outside],
+                 ["ip", "link", "set", self.outside, "up"],
+                 [*self.prefix, "ip", "addr", "add", f"{NETNS_SERVER}/30", "dev", self.inside],
+                 [*self.prefix, "ip", "link", "set", self.inside, "up"],
+                 [*self.prefix, "ip", "link", "set", "lo", "up"],
+                 ["tc", "qdisc", "add", "dev", self.outside, "root", *delay],
+                 [*self.prefix, "tc", "qdisc", "add", "dev", self.inside, "root", *delay]]
+        for step in steps:
+            done = subprocess.run(step, capture_output=True, timeout=30)
+            if done.returncode != 0:
+                self.remove()
+                return f"`{' '.join(step)}` failed: {done.stderr.decode(errors='replace').strip()[-200:]}"
+        return None
+
+    def remove(self) -> None:
+        """Deleting one end of a veth pair deletes both; the namespace goes after it."""
+        subprocess.run(["ip", "link", "del", self.outside], capture_output=True, timeout=30)
+        subprocess.run(["ip", "netns", "del", self.namespace], capture_output=True, timeout=30)
 
 
 # ---- measured runs -------------------------------------------------------------------------------
@@ -997,6 +1100,88 @@ class Scenarios:
             if h1.runs:
                 rows.append(fill_counts(Row("P10", f"  HTTP/1.1, {text}: {h1.span('server_connections')} TLS connections",
                                             sheaf=secs(h1.median()), target="(report)"), h1))
+        return rows + self.p10_connection_limit(lst) + self.p10_round_trip(lst)
+
+    def p10_h2_row(self, label: str, h2: Measured, h1: Measured, limit: float) -> Row:
+        """HTTP/2 against HTTP/1.1: the ratio, and HTTP/2 must have used one connection and met
+        no 503."""
+        row = self.ratio_row("P10", label, h2, h1, limit, "HTTP/1.1")
+        if h2.runs:
+            connections = h2.span("server_connections")
+            row.in_flight += f" ({connections} connection{'s' if connections != '1' else ''})"
+            if connections != "1":
+                row.met = "NO (connections)"
+            elif max(h2.values("server_refused")) > 0:
+                row.met = f"NO ({max(h2.values('server_refused'))} 503s)"
+        return row
+
+    def p10_connection_limit(self, lst: ListDef) -> List[Row]:
+        """The same list from a server that takes at most 6 connections per client and answers
+        503 past them: HTTP/1.1 is held to 6 in flight, HTTP/2 takes the whole window over one."""
+        b = self.b
+        n = P10_MAX_CONNECTIONS
+        server = H2Server(max_connections=n)
+        try:
+            server.start()
+            b.measure(*[b.c_spec(f"C fetch P10 {n} connections {version} adaptive", "fetch", lst, self.runs,
+                                 adaptive=True, warmup=1, extra=["--ca", server.ca, "--http", version], server=server)
+                        for version in ("auto", "1.1")])
+        finally:
+            server.stop()
+        h2, h1 = b.results[f"C fetch P10 {n} connections auto adaptive"], b.results[f"C fetch P10 {n} connections 1.1 adaptive"]
+        label = (f"N={N_PAGES}x{PER_PAGE}, L={L_MS} ms over TLS, a server taking {n} connections per client (503 past "
+                 f"them): HTTP/2, the default adaptive window (fetch_all, C) against HTTP/1.1")
+        rows = [self.p10_h2_row(label, h2, h1, 0.25)]
+        if h1.runs:
+            rows.append(fill_counts(Row("P10", f"  HTTP/1.1 there: {h1.span('server_connections')} TLS connections",
+                                        sheaf=secs(h1.median()), target="(report)"), h1))
+            refused = statistics.median(h1.values("server_refused"))
+            share = refused / statistics.median(h1.values("server_requests"))
+            rows.append(Row("P10", f"  503s answered to HTTP/1.1 and retried (median of the runs; {h1.span('server_refused')})",
+                            sheaf=f"{refused:.0f} ({share:.1%})", target="<= 5% of requests", met=yes(share <= 0.05),
+                            runs=h1.runs_text))
+        return rows
+
+    def p10_round_trip(self, lst: ListDef) -> List[Row]:
+        """The same list with a real round trip: 20 ms each way, by netem in a network namespace
+        when the kernel has it, else by the userspace delay proxy in front of the server."""
+        b = self.b
+        delay = P10_ONE_WAY_MS
+        path = NetemPath(delay)
+        why = path.unavailable() or path.create()
+        proxy: Optional[DelayProxy] = None
+        if why is None:
+            server = H2Server(host=path.address, prefix=path.prefix)
+            how = f"netem adding {delay} ms each way (a network namespace)"
+        else:
+            server = H2Server()
+            proxy = DelayProxy(delay)
+            how = f"a delay proxy adding {delay} ms each way"
+            b.notes.append(f"P10's round-trip rows: no netem ({why}): Tests/server/delay_proxy.py delays each chunk "
+                           f"of bytes {delay} ms each way instead. It does not model the TCP handshake (a new "
+                           f"connection to the proxy costs no round trip; the TLS handshake does cross it), "
+                           f"bandwidth, loss or TCP's congestion window")
+        try:
+            server.start()
+            if proxy is not None:
+                proxy.start(server.port)
+                server.front_port = proxy.port
+            b.measure(*[b.c_spec(f"C fetch P10 rtt {version} adaptive", "fetch", lst, self.runs, adaptive=True,
+                                 warmup=1, extra=["--ca", server.ca, "--http", version], server=server)
+                        for version in ("auto", "1.1")])
+        finally:
+            if proxy is not None:
+                proxy.stop()
+            server.stop()
+            if why is None:
+                path.remove()
+        h2, h1 = b.results["C fetch P10 rtt auto adaptive"], b.results["C fetch P10 rtt 1.1 adaptive"]
+        label = (f"N={N_PAGES}x{PER_PAGE}, L={L_MS} ms over TLS through {how}: HTTP/2, the default adaptive "
+                 f"window (fetch_all, C) against HTTP/1.1")
+        rows = [self.p10_h2_row(label, h2, h1, 0.80)]
+        if h1.runs:
+            rows.append(fill_counts(Row("P10", f"  HTTP/1.1 there: {h1.span('server_connections')} TLS connections",
+                                        sheaf=secs(h1.median()), target="(report)"), h1))
         return rows
 
     # -- P12: the first snapshot --

@@ -5,8 +5,15 @@ requests came over, which is what HTTP/2 multiplexing changes.
 
   GET /anchor?page=N&per_page=S&n=T&latency_ms=L
       {"items":[{"id":i,"name":"item-i"}...],"next_page":url|null,"total":T}, after L ms
-  GET /_stats     {"requests", "connections", "max_in_flight", "versions": {"2": k, "1.1": m}}
+  GET /_stats     {"requests", "connections", "max_in_flight", "versions": {"2": k, "1.1": m}, "refused"}
   GET /_reset     clears the counters
+
+A connection limit, as gateways set one (nginx's limit_conn):
+  --max-connections N  a request is answered 503 at once when N other connections of the same
+                       client host each have a request in flight. No Retry-After, as nginx sends
+                       none. HTTP/2 streams share their connection, so they are never refused
+                       for their number. /_stats and /_reset are never refused. A refused request
+                       counts in "requests" and "refused", not in flight.
 
 Fault modes (HTTP/2 served by the h2 library, over TLS when a certificate is given):
   --goaway-every N   after a connection's Nth request, a graceful GOAWAY naming that stream the
@@ -18,7 +25,8 @@ Fault modes (HTTP/2 served by the h2 library, over TLS when a certificate is giv
   --max-requests N   hypercorn's own rotation (keep_alive_max_requests): it sends GOAWAY and
                      abandons the streams still in flight on that connection
 
-usage: h2_server.py [--cert PEM --key PEM | --prior-knowledge] [--port P] [fault modes]
+usage: h2_server.py [--cert PEM --key PEM | --prior-knowledge] [--host H] [--port P] [--max-connections N]
+                    [fault modes]
        (prints the port, then serves until killed)
 Needs hypercorn (pip install hypercorn; h2 comes with it).
 """
@@ -47,6 +55,9 @@ from hypercorn.config import Config
 
 class Counters:
     def __init__(self) -> None:
+        # Each connection's requests in flight (a connection with none is absent). Kept across
+        # /_reset: the connection limit counts what is in flight, not what was counted.
+        self.busy: Dict[Tuple[str, int], int] = {}
         self.reset()
 
     def reset(self) -> None:
@@ -57,19 +68,21 @@ class Counters:
         self.versions: Dict[str, int] = {}
         self.goaways = 0
         self.resets = 0
+        self.refused = 0
 
     def snapshot(self) -> Dict[str, Any]:
         return {"requests": self.requests, "connections": len(self.connections), "in_flight": self.in_flight,
                 "max_in_flight": self.max_in_flight, "versions": dict(self.versions),
-                "goaways": self.goaways, "resets": self.resets}
+                "goaways": self.goaways, "resets": self.resets, "refused": self.refused}
 
 
 class Lists:
     """What both servers answer: /anchor pages, /_stats and /_reset, counting as it goes."""
 
     def __init__(self, scheme: str, goaway_every: Optional[int] = None, reset_pages: Iterable[int] = (),
-                 abrupt: bool = False) -> None:
+                 abrupt: bool = False, max_connections: Optional[int] = None) -> None:
         self.scheme = scheme
+        self.max_connections = max_connections
         self.counters = Counters()
         self.goaway_every = goaway_every
         self.abrupt = abrupt
@@ -92,6 +105,14 @@ class Lists:
         self.counters.resets += 1
         return True
 
+    def refuses(self, client: Tuple[str, int]) -> bool:
+        """Whether the connection limit refuses a request on `client`'s connection: as many other
+        connections of its host as the limit allows have a request in flight."""
+        if not self.max_connections:
+            return False
+        busy = sum(1 for other in self.counters.busy if other[0] == client[0] and other != client)
+        return busy >= self.max_connections
+
     async def answer(self, path: str, query_text: str, client: Tuple[str, int], version: str,
                      host: str) -> Tuple[int, bytes]:
         counters = self.counters
@@ -103,9 +124,14 @@ class Lists:
         if path != "/anchor":
             return 404, b'{"error":"no such path"}'
         query = {k: v[-1] for k, v in parse_qs(query_text).items()}
+        client = tuple(client)
         counters.requests += 1
-        counters.connections.add(tuple(client))
+        counters.connections.add(client)
         counters.versions[version] = counters.versions.get(version, 0) + 1
+        if self.refuses(client):
+            counters.refused += 1
+            return 503, b'{"error":"too many connections"}'
+        counters.busy[client] = counters.busy.get(client, 0) + 1
         counters.in_flight += 1
         counters.max_in_flight = max(counters.max_in_flight, counters.in_flight)
         try:
@@ -121,7 +147,12 @@ class Lists:
                 nxt = f"{self.scheme}://{host}/anchor?" + "&".join(f"{k}={v}" for k, v in query.items())
             return 200, json.dumps({"items": items, "next_page": nxt, "total": total}, separators=(",", ":")).encode()
         finally:
+            # Before the answer is written: a client that sends its next request the moment this
+            # answer arrives finds this connection idle.
             counters.in_flight -= 1
+            counters.busy[client] -= 1
+            if not counters.busy[client]:
+                del counters.busy[client]
 
     async def asgi(self, scope, receive, send) -> None:
         """The ASGI application hypercorn serves."""
@@ -258,15 +289,16 @@ class H2Server:
 
     def __init__(self, cert: Optional[str] = None, key: Optional[str] = None, port: int = 0,
                  prior_knowledge: bool = False, max_requests_per_connection: Optional[int] = None,
-                 goaway_every: Optional[int] = None, reset_pages: Iterable[int] = (), abrupt: bool = False) -> None:
+                 goaway_every: Optional[int] = None, reset_pages: Iterable[int] = (), abrupt: bool = False,
+                 max_connections: Optional[int] = None, host: str = "127.0.0.1") -> None:
         listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        listener.bind(("127.0.0.1", port))
+        listener.bind((host, port))
         listener.listen(128)
         self.port = listener.getsockname()[1]
         scheme = "https" if cert else "http"
-        self.base_url = f"{scheme}://127.0.0.1:{self.port}"
-        self.lists = Lists(scheme, goaway_every, reset_pages, abrupt)
+        self.base_url = f"{scheme}://{host}:{self.port}"
+        self.lists = Lists(scheme, goaway_every, reset_pages, abrupt, max_connections)
         self._loop = asyncio.new_event_loop()
         self._stop: Optional[asyncio.Event] = None
         if prior_knowledge or goaway_every or reset_pages:
@@ -329,7 +361,10 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--cert")
     parser.add_argument("--key")
+    parser.add_argument("--host", default="127.0.0.1", help="the address to listen on (default 127.0.0.1)")
     parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--max-connections", type=int,
+                        help="503 to a request when N other connections of its host have one in flight")
     parser.add_argument("--prior-knowledge", action="store_true", help="cleartext HTTP/2 only (h2c)")
     parser.add_argument("--goaway-every", type=int, help="a graceful GOAWAY after a connection's Nth request")
     parser.add_argument("--reset-pages", default="", help="pages whose first request is reset (RST_STREAM), e.g. 5,9")
@@ -337,7 +372,8 @@ def main() -> int:
     parser.add_argument("--max-requests", type=int, help="hypercorn's keep_alive_max_requests")
     args = parser.parse_args()
     server = H2Server(args.cert, args.key, args.port, args.prior_knowledge, args.max_requests, args.goaway_every,
-                      [int(page) for page in args.reset_pages.split(",") if page], args.abrupt)
+                      [int(page) for page in args.reset_pages.split(",") if page], args.abrupt,
+                      args.max_connections, args.host)
     print(server.port, flush=True)
     try:
         threading.Event().wait()

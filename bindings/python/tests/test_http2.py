@@ -212,3 +212,41 @@ def test_a_post_whose_stream_is_reset_is_not_sent_again(pki, resetting) -> None:
             client.post("/anchor?n=400&per_page=10&page=5", json={"a": 1})
         assert client.get("/anchor?n=400&per_page=10&page=5").json()["items"] == ROTATED_ITEMS[40:50]
     assert resetting.stats()["resets"] == 1
+
+
+# A server that takes at most 6 connections per client and answers 503 past them (as gateways
+# do): HTTP/2 takes the whole window over one connection; HTTP/1.1 is held to 6 in flight, and
+# the window learns it from the 503s, which are asked for again.
+
+LIMITED = "/anchor?n=600&per_page=10&latency_ms=100"     # 60 pages
+LIMITED_ITEMS = [{"id": i, "name": f"item-{i}"} for i in range(600)]
+
+
+@pytest.fixture(scope="module")
+def six_connections(pki: Path) -> Iterator[H2Server]:
+    server = H2Server(str(pki / "server.pem"), str(pki / "server.key"), max_connections=6)
+    yield server
+    server.close()
+
+
+def test_past_six_connections_http2_takes_the_adaptive_window_over_one_and_meets_no_503(pki, six_connections) -> None:
+    six_connections.reset()
+    with sheaf.Client(six_connections.base_url, timeout=20, verify=str(pki / "ca.pem")) as client:
+        assert client.fetch_all(LIMITED, **PAGED) == LIMITED_ITEMS
+    seen = six_connections.stats()
+    assert seen["connections"] == 1 and seen["refused"] == 0
+    assert seen["max_in_flight"] > 6, seen
+    assert seen["versions"] == {"2": seen["requests"]}
+
+
+def test_past_six_connections_http_1_1_retries_the_503s_and_the_window_settles_under_the_limit(
+        pki, six_connections) -> None:
+    six_connections.reset()
+    with sheaf.Client(six_connections.base_url, timeout=20, verify=str(pki / "ca.pem"),
+                      http_version="1.1") as client:
+        assert client.fetch_all(LIMITED, **PAGED) == LIMITED_ITEMS
+    seen = six_connections.stats()
+    assert seen["versions"] == {"1.1": seen["requests"]}
+    assert seen["max_in_flight"] == 6
+    assert 1 <= seen["refused"] <= 10, seen         # the window's first tries past 6, then rare probes
+    assert seen["requests"] == 60 + seen["refused"]
