@@ -98,17 +98,21 @@ final class Fetch: Sendable {
     /// rate-limited endpoint is not the capacity of the origin). Everyone obeys a Retry-After
     /// and rate-limit headers, whoever got them.
     private let sizesWindow: Bool
-    /// Whose attempts these are in the origin's lines (`OriginPace`): the list's or the request's.
-    private var owner: RequestCounters { requests }
+    /// Whether its attempts lead their list in the origin's lines (`OriginPace.admit`): the one
+    /// page a list can ask for next, or a request of its own; not a page among many.
+    private let leads: Bool
 
-    /// - Parameter reserved: the first request was counted already (`RequestCounters.reserve`).
+    /// - Parameters:
+    ///   - reserved: the first request was counted already (`RequestCounters.reserve`).
+    ///   - leads: whether it goes first at its origin (see `leads`).
     init(client: SheafClient, url: String, template: FetchTemplate = FetchTemplate(), requests: RequestCounters,
-         pace: OriginPace, sizesWindow: Bool = true, reserved: Bool = false,
+         pace: OriginPace, sizesWindow: Bool = true, reserved: Bool = false, leads: Bool = true,
          completion: @escaping Completion) {
         self.client = client
         self.requests = requests
         self.pace = pace
         self.sizesWindow = sizesWindow
+        self.leads = leads
         var state = State(url: url, template: template)
         state.holdsReservation = reserved
         self.state = Locked(state)
@@ -141,7 +145,7 @@ final class Fetch: Sendable {
             return (state.task, state.holdsPlace, state.sentAt)
         }
         guard task != nil || heldPlace else { return nil }
-        return AbandonedAttempt(task: task, pace: heldPlace ? pace : nil, owner: owner, sentAt: sentAt)
+        return AbandonedAttempt(task: task, pace: heldPlace ? pace : nil, sentAt: sentAt)
     }
 
     /// Sends the next attempt, or arranges it (after a pause, after its credential, once the
@@ -195,7 +199,7 @@ final class Fetch: Sendable {
         let turn: @Sendable () -> Bool = { [weak self] in
             self?.admitted(url, template, serial: serial, credential: credential, waited: waited) ?? false
         }
-        if pace.admit(for: owner, otherwise: turn), !turn() { pace.release(for: owner) }
+        if pace.admit(leading: leads, otherwise: turn), !turn() { pace.release() }
     }
 
     /// The attempt `serial`'s turn in the origin's window came (its place taken for it): sent,
@@ -383,7 +387,7 @@ final class Fetch: Sendable {
     private func givePlaceBack(_ state: inout State) {
         guard state.holdsPlace else { return }
         state.holdsPlace = false
-        pace.release(for: owner)
+        pace.release()
     }
 
     /// Gives the budget back the first request it charged for this fetch, when it was never sent.
@@ -427,13 +431,12 @@ final class Deadline: @unchecked Sendable {
 private struct AbandonedAttempt: TransportTask {
     let task: (any TransportTask)?
     let pace: OriginPace?
-    let owner: RequestCounters
     let sentAt: UInt64
 
     func cancel() {
         task?.cancel()
         guard let pace else { return }
         // Never sent (no task): nothing is at the server.
-        if task == nil { pace.release(for: owner) } else { pace.releaseAbandoned(for: owner, sentAt: sentAt) }
+        if task == nil { pace.release() } else { pace.releaseAbandoned(sentAt: sentAt) }
     }
 }

@@ -11,100 +11,58 @@ import Foundation
 /// with what the earlier ones learnt (the window, the best latency, a refused level, a rate
 /// limit). Logs each change of the window.
 ///
-/// Admission: an attempt that finds no room waits in its owner's line (an owner is a list or a
-/// request: its attempts go in the order they came), and a request that leaves the transport
-/// hands its place straight to the next turn (counted in flight for it), so no turn is lost
-/// between a check and a send. The next turn is the first waiting owner's that holds no place,
-/// else the first waiting owner's, which then goes to the back of the owners waiting: a list
-/// walked one page after another (a next link, a cursor) and a list's page one never wait
-/// behind the pages of lists that have some in flight already, and lists with pages to spare
-/// take turns. One handed a turn after its fetch is over hands it on.
+/// Admission: an attempt that finds no room waits in one of two lines, and a request that leaves
+/// the transport hands its place straight to the first of the first line, else of the second
+/// (counted in flight for it), so no turn is lost between a check and a send. The first line is
+/// for attempts that lead their list, the one page it can ask for next (its page one, the next
+/// page of a list walked by next links or cursors), and for single requests; the second for the
+/// pages a list knows of or guesses beyond that, which it asks for many at once. A list read one
+/// page after another never waits behind the pages other lists could have asked for at any time,
+/// so many lists end when the longest walk does. One handed a turn after its fetch is over hands
+/// it on.
 final class OriginPace: Sendable {
     typealias Turn = @Sendable () -> Bool
 
-    /// The attempts of one owner waiting for room, oldest first from `head`, and the places it
-    /// holds.
+    /// Attempts waiting for room, oldest first from `head` (compacted as it is read: a long line
+    /// is not shifted on every turn).
     private struct Line {
         var turns: [Turn] = []
         var head = 0
-        var held = 0
-        var isWaiting: Bool { head < turns.count }
+        var isEmpty: Bool { head == turns.count }
+
+        mutating func append(_ turn: @escaping Turn) { turns.append(turn) }
+
+        mutating func next() -> Turn? {
+            guard head < turns.count else { return nil }
+            let turn = turns[head]
+            head += 1
+            if head == turns.count {
+                turns.removeAll(keepingCapacity: true)
+                head = 0
+            } else if head >= 64, head * 2 >= turns.count {
+                turns.removeFirst(head)
+                head = 0
+            }
+            return turn
+        }
     }
 
     private struct State {
         var limiter: WindowLimiter
         /// Attempts admitted and not yet answered (or abandoned): at the transport, or about to be.
         var inFlight = 0
-        /// The owners with attempts waiting or places held.
-        var lines: [ObjectIdentifier: Line] = [:]
-        /// The owners with attempts waiting, each once, in the order they take turns from `head`
-        /// (compacted as it is read: a long line is not shifted on every turn).
-        var waiting: [ObjectIdentifier] = []
-        var head = 0
+        /// Attempts that lead their list (or are requests of their own), and the other pages.
+        var leading = Line()
+        var others = Line()
         /// Whether the origin has answered a list's page one with success (see
         /// `SheafClient.asksAhead(of:)`).
         var answeredPageOne = false
 
-        var isWaiting: Bool { head < waiting.count }
-
-        mutating func take(for owner: ObjectIdentifier) {
+        mutating func nextInLine(at now: UInt64) -> Turn? {
+            guard !(leading.isEmpty && others.isEmpty), limiter.hasRoom(at: now, inFlight: inFlight),
+                  let turn = leading.next() ?? others.next() else { return nil }
             inFlight += 1
-            lines[owner, default: Line()].held += 1
-        }
-
-        mutating func give(for owner: ObjectIdentifier) {
-            inFlight = max(0, inFlight - 1)
-            guard var line = lines[owner] else { return }
-            line.held = max(0, line.held - 1)
-            lines[owner] = line.held == 0 && !line.isWaiting ? nil : line
-        }
-
-        mutating func wait(_ turn: @escaping Turn, for owner: ObjectIdentifier) {
-            var line = lines[owner] ?? Line()
-            if !line.isWaiting { waiting.append(owner) }
-            line.turns.append(turn)
-            lines[owner] = line
-        }
-
-        mutating func nextInLine(at now: UInt64) -> (owner: ObjectIdentifier, turn: Turn)? {
-            guard isWaiting, limiter.hasRoom(at: now, inFlight: inFlight) else { return nil }
-            // The first owner holding no place; only owners holding places can be passed over,
-            // and they hold at most what is in flight: the search is as short as the window.
-            var chosen = head
-            while chosen < waiting.count, lines[waiting[chosen]]?.held ?? 0 > 0 { chosen += 1 }
-            if chosen == waiting.count { chosen = head }
-            let owner = waiting[chosen]
-            // Taken out of the order; the ones passed over keep theirs.
-            var place = chosen
-            while place > head {
-                waiting[place] = waiting[place - 1]
-                place -= 1
-            }
-            head += 1
-            var line = lines[owner] ?? Line()
-            let turn = line.turns[line.head]
-            line.head += 1
-            if line.isWaiting {
-                waiting.append(owner)
-                if line.head >= 64, line.head * 2 >= line.turns.count {
-                    line.turns.removeFirst(line.head)
-                    line.head = 0
-                }
-            } else {
-                line.turns.removeAll()
-                line.head = 0
-            }
-            line.held += 1
-            lines[owner] = line
-            inFlight += 1
-            if head == waiting.count {
-                waiting.removeAll(keepingCapacity: true)
-                head = 0
-            } else if head >= 64, head * 2 >= waiting.count {
-                waiting.removeFirst(head)
-                head = 0
-            }
-            return (owner, turn)
+            return turn
         }
     }
 
@@ -136,64 +94,61 @@ final class OriginPace: Sendable {
 
     func noteAnsweredPageOne() { state.withLock { $0.answeredPageOne = true } }
 
-    /// Takes a place in flight for an attempt of `owner` (true), or puts `turn` in the owner's
-    /// line (false): it runs once its turn comes and there is room, on a global queue, with the
+    /// Takes a place in flight for an attempt (true), or puts `turn` in line (false; the first
+    /// line when it `leads` its list): it runs once there is room, on a global queue, with the
     /// place already taken for it, and says whether it used it (false: its fetch is over; the
-    /// place goes to the next turn). The place is given back with `release`.
-    func admit(for owner: RequestCounters, otherwise turn: @escaping Turn) -> Bool {
-        let owner = ObjectIdentifier(owner)
-        return state.withLock { state in
-            if !state.isWaiting, state.limiter.hasRoom(at: Self.now, inFlight: state.inFlight) {
-                state.take(for: owner)
+    /// place goes to the next in line). The place is given back with `release`.
+    func admit(leading leads: Bool, otherwise turn: @escaping Turn) -> Bool {
+        state.withLock { state in
+            // Nobody waits ahead of it: nothing leading, and for another page nothing at all.
+            if state.leading.isEmpty, leads || state.others.isEmpty,
+               state.limiter.hasRoom(at: Self.now, inFlight: state.inFlight) {
+                state.inFlight += 1
                 return true
             }
-            state.wait(turn, for: owner)
+            if leads { state.leading.append(turn) } else { state.others.append(turn) }
             return false
         }
     }
 
-    /// An admitted attempt of `owner` is over (answered, abandoned, or never sent): its place
-    /// goes to the next turn when the window has room.
-    func release(for owner: RequestCounters) {
-        giveBack(for: ObjectIdentifier(owner))
+    /// An admitted attempt is over (answered, abandoned, or never sent): its place goes to the
+    /// first in line when the window has room.
+    func release() {
+        let turns = state.withLock { state in
+            state.inFlight = max(0, state.inFlight - 1)
+            return Self.turns(&state)
+        }
+        hand(turns)
     }
 
-    /// An attempt of `owner` abandoned at the transport (sent at `sentAt`) is over for the
-    /// client, not for the server, which answers it anyway (a page speculated past a list's end,
-    /// a page of a list cancelled): its place is given back when the server has likely done with
-    /// it, the usual latency after it was sent (at once when none is known yet; a second at most).
-    func releaseAbandoned(for owner: RequestCounters, sentAt: UInt64) {
+    /// An attempt abandoned at the transport (sent at `sentAt`) is over for the client, not for
+    /// the server, which answers it anyway (a page speculated past a list's end, a page of a list
+    /// cancelled): its place is given back when the server has likely done with it, the usual
+    /// latency after it was sent (at once when none is known yet; a second at most).
+    func releaseAbandoned(sentAt: UInt64) {
         let latency = state.withLock { UInt64(max(0, $0.limiter.average)) }
         let now = Self.now
         let done = sentAt &+ min(latency, 1_000_000_000)
-        guard latency > 0, done > now else { return release(for: owner) }
+        guard latency > 0, done > now else { return release() }
         DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(Int(done - now))) { [self] in
-            release(for: owner)
+            release()
         }
     }
 
-    /// Every waiting attempt the window has room for, each counted in flight for its owner.
-    private static func turns(_ state: inout State) -> [(owner: ObjectIdentifier, turn: Turn)] {
-        var turns: [(owner: ObjectIdentifier, turn: Turn)] = []
+    /// Every waiting attempt the window has room for, each counted in flight.
+    private static func turns(_ state: inout State) -> [Turn] {
+        var turns: [Turn] = []
         let now = Self.now
         while let next = state.nextInLine(at: now) { turns.append(next) }
         return turns
     }
 
-    private func hand(_ turns: [(owner: ObjectIdentifier, turn: Turn)]) {
-        for (owner, turn) in turns {
+    private func hand(_ turns: [Turn]) {
+        for turn in turns {
             DispatchQueue.global().async { [self] in
-                if !turn() { giveBack(for: owner) }
+                if !turn() { release() }
             }
         }
-    }
-
-    private func giveBack(for owner: ObjectIdentifier) {
-        let turns = state.withLock { state in
-            state.give(for: owner)
-            return Self.turns(&state)
-        }
-        hand(turns)
     }
 
     /// A request to the origin goes to the transport; returns the requests sent before it.

@@ -190,7 +190,8 @@ public final class ListGroup: Sendable {
                                   guard let self, let index = place.withLock({ $0 }) else { return false }
                                   return self.arrived(snapshot, from: index)
                               },
-                              groupShare: { [shares] window in shares.share(of: origin.withLock { $0 }, window: window) })
+                              groupShare: { [shares] window in shares.share(of: origin.withLock { $0 }, window: window) },
+                              leads: member.fanOut != nil)
         origin.withLock { $0 = ObjectIdentifier(run.originPace) }
         if member.fanOut != nil {
             // A parent stopped by an item its template cannot use ends with that item's error.
@@ -256,11 +257,10 @@ public final class ListGroup: Sendable {
         handOut() // a group of no lists ends here
     }
 
-    /// Starts the list at `index` at once. Its origin's window (`OriginPace`) takes the pages of
-    /// every list there in turn, a list's page one and a list walked one page after another (a
-    /// next link) before the pages of lists that have some in flight already: 300 lists started
-    /// together neither exceed the window nor make a list wait a line of 300 first pages for
-    /// each of its pages.
+    /// Starts the list at `index` at once. Its origin's window (`OriginPace`) lets in the pages
+    /// lists ask for alone (page one, the next page of a walk) and a parent's pages before the
+    /// pages of batches: 300 lists started together neither exceed the window nor make a list
+    /// walked page by page wait behind the others' batches for each of its pages.
     private func start(_ run: ListRun, _ index: Int) {
         if let silenced = state.withLock({ $0.silenced ?? ($0.options.failFast ? $0.firstFailure.map { _ in
             SheafError(.cancelled, "another list of the group failed (fail fast)") } : nil) }) {

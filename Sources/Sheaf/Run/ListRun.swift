@@ -167,6 +167,8 @@ public final class ListRun: Sendable {
     /// The share of the origin's window a group gives the list now (`ListGroup`), besides
     /// `windowShare`; read without the group's lock (the group keeps it in a lock of its own).
     private let groupShare: (@Sendable (Int) -> Int)?
+    /// Whether every page goes first at the origin (`init`'s `leads`).
+    private let leads: Bool
     /// Whether a delivered snapshot stays pending until `snapshotTaken` (a channel's consumer).
     private let takesLater: Bool
 
@@ -191,8 +193,10 @@ public final class ListRun: Sendable {
     ///   `raisePageGate`; each of them is a snapshot of its own.
     /// - Parameter groupShare: for a list of a group, its share of the origin's window (given
     ///   that window) at each moment: the lists of a group divide it between them.
+    /// - Parameter leads: every page goes first at its origin (a fan-out's parent, whose pages
+    ///   make the work of the others), not only those asked for alone.
     init(client: SheafClient, description: ListDescription, keepsItems: Bool, pageGate: Int? = nil,
-         consumer: SnapshotConsumer, groupShare: (@Sendable (Int) -> Int)? = nil) throws(SheafError) {
+         consumer: SnapshotConsumer, groupShare: (@Sendable (Int) -> Int)? = nil, leads: Bool = false) throws(SheafError) {
         let originalDescription = description
         let onSnapshot: (@Sendable (Snapshot) -> Bool)?
         switch consumer {
@@ -296,6 +300,7 @@ public final class ListRun: Sendable {
         self.pace = pace
         self.windowShare = windowShare
         self.groupShare = groupShare
+        self.leads = leads
         var state = State(planner: planner, assembler: assembler, assembledResume: start)
         state.resolution = resolution
         self.state = Locked(state)
@@ -740,8 +745,12 @@ public final class ListRun: Sendable {
                     let capped = index > 0 && state.planner.mode == .firstPage
                     var template = FetchTemplate()
                     if capped { template.maxBodyBytes = Self.aheadBodyCap }
+                    // The one page a list asks for with none other in flight (page one, the next
+                    // of a walk) goes first at its origin, ahead of the pages of batches: a walk
+                    // never waits behind pages another list could have asked for at any time.
+                    let leads = self.leads || state.fetches.isEmpty
                     let fetch = Fetch(client: client, url: url, template: template, requests: requests, pace: pace,
-                                      reserved: true) { [self] end in
+                                      reserved: true, leads: leads) { [self] end in
                         fetchEnded(index, serial: serial, end)
                     }
                     state.fetches[index] = (serial, fetch, capped ? url : nil)

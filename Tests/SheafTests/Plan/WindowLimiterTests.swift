@@ -344,75 +344,56 @@ final class OriginPaceTests: XCTestCase {
         return OriginPace(configuration, hooks: nil)
     }
 
-    /// The attempts of one list (its request counters are its name in the origin's lines).
-    private let list = RequestCounters()
-
-    /// Records the order turns run in; `admit` puts each in line (the window is full).
-    private final class Turns: Sendable {
+    /// A list's page asked for alone (its page one, the next page of a walk) goes before the
+    /// pages of batches, whoever asked first; each line is first come, first served.
+    func testAPageAskedForAloneGoesBeforeThePagesOfBatches() {
+        let pace = pace(window: 2)
+        for _ in 0..<2 { XCTAssertTrue(pace.admit(leading: false) { XCTFail("admitted at once"); return true }) }
         let names = Locked<[String]>([])
-        func wait(_ name: String, for owner: RequestCounters, at pace: OriginPace) {
-            XCTAssertFalse(pace.admit(for: owner) { [self] in names.withLock { $0.append(name) }; return true }, name)
+        func wait(_ name: String, leading: Bool) {
+            XCTAssertFalse(pace.admit(leading: leading) { names.withLock { $0.append(name) }; return true }, name)
         }
-        /// Releases one of `owner`'s places and waits for the turn it hands on.
-        func release(for owner: RequestCounters, at pace: OriginPace) {
+        for name in ["a3", "a4"] { wait(name, leading: false) }
+        wait("b1", leading: true)
+        wait("a5", leading: false)
+        wait("c1", leading: true)
+        for expected in [["b1"], ["b1", "c1"], ["b1", "c1", "a3"], ["b1", "c1", "a3", "a4"], ["b1", "c1", "a3", "a4", "a5"]] {
             let before = names.withLock { $0.count }
-            pace.release(for: owner)
+            pace.release()
             for _ in 0..<200 where names.withLock({ $0.count }) == before { Thread.sleep(forTimeInterval: 0.005) }
+            XCTAssertEqual(names.withLock { $0 }, expected)
         }
-    }
-
-    /// A list's page one, and the next page of a list walked one page after another, go before
-    /// the pages of a list that has some in flight already, whoever asked first; lists that all
-    /// have pages in flight take turns.
-    func testAListHoldingNoPlaceGoesFirstAndListsWithPagesInFlightTakeTurns() {
-        let pace = pace(window: 3)
-        let (a, b, c) = (RequestCounters(), RequestCounters(), RequestCounters())
-        for owner in [a, a, b] { XCTAssertTrue(pace.admit(for: owner) { XCTFail("admitted at once"); return true }) }
-        let turns = Turns()
-        for name in ["a3", "a4", "a5"] { turns.wait(name, for: a, at: pace) }
-        for name in ["b2", "b3"] { turns.wait(name, for: b, at: pace) }
-        turns.wait("c1", for: c, at: pace)
-        // a and b hold places, c none: c's page one goes first, though the others asked before.
-        turns.release(for: a, at: pace)
-        XCTAssertEqual(turns.names.withLock { $0 }, ["c1"])
-        // Every list waiting holds a place: the first in line goes, then to the back of it.
-        turns.release(for: c, at: pace)
-        turns.release(for: a, at: pace)
-        turns.release(for: b, at: pace)
-        XCTAssertEqual(turns.names.withLock { $0 }, ["c1", "a3", "b2", "a4"])
-        // b's pages were answered while a has two in flight: b's next goes before a's.
-        turns.release(for: b, at: pace)
-        XCTAssertEqual(turns.names.withLock { $0 }, ["c1", "a3", "b2", "a4", "b3"])
-        turns.release(for: a, at: pace)
-        XCTAssertEqual(turns.names.withLock { $0 }, ["c1", "a3", "b2", "a4", "b3", "a5"])
-        XCTAssertEqual(pace.inFlight, 3)
+        // With room and nobody in line, an attempt goes at once.
+        pace.release()
+        XCTAssertTrue(pace.admit(leading: true) { XCTFail("admitted at once"); return true })
+        XCTAssertEqual(pace.inFlight, 2)
     }
 
     /// The stress test hung once on this: two retries waited for room, the one woken had nothing
     /// left to send (its page abandoned), and the other waited for ever with nothing in flight.
     func testAWokenAttemptWhoseFetchIsOverPassesItsTurnOn() {
         let pace = pace(window: 2)
-        XCTAssertTrue(pace.admit(for: list) { XCTFail("admitted at once"); return true })
-        XCTAssertTrue(pace.admit(for: list) { XCTFail("admitted at once"); return true })
+        XCTAssertTrue(pace.admit(leading: true) { XCTFail("admitted at once"); return true })
+        XCTAssertTrue(pace.admit(leading: true) { XCTFail("admitted at once"); return true })
         let turns = Locked<[String]>([])
         let second = DispatchGroup()
         second.enter()
-        XCTAssertFalse(pace.admit(for: list) { turns.withLock { $0.append("over") }; return false }, "the window is full")
-        XCTAssertFalse(pace.admit(for: list) { turns.withLock { $0.append("sent") }; second.leave(); return true })
-        XCTAssertFalse(pace.admit(for: list) { turns.withLock { $0.append("third") }; return true })
-        pace.release(for: list)
+        XCTAssertFalse(pace.admit(leading: true) { turns.withLock { $0.append("over") }; return false }, "the window is full")
+        XCTAssertFalse(pace.admit(leading: true) { turns.withLock { $0.append("sent") }; second.leave(); return true })
+        XCTAssertFalse(pace.admit(leading: true) { turns.withLock { $0.append("third") }; return true })
+        pace.release()
         XCTAssertEqual(second.wait(timeout: .now() + 10), .success, "the turn was not passed on")
         Thread.sleep(forTimeInterval: 0.2)
         // One request finished, one turn taken: the third waits for the next to finish.
         XCTAssertEqual(turns.withLock { $0 }, ["over", "sent"])
         XCTAssertEqual(pace.inFlight, 2)
-        XCTAssertFalse(pace.admit(for: list) { turns.withLock { $0.append("fourth") }; return true }, "behind the third, not before it")
+        XCTAssertFalse(pace.admit(leading: true) { turns.withLock { $0.append("fourth") }; return true }, "behind the third, not before it")
         // One place at a time: two released together run their turns on two threads, in
         // either order (the CI saw "fourth" appended before "third").
-        pace.release(for: list)
+        pace.release()
         Thread.sleep(forTimeInterval: 0.2)
         XCTAssertEqual(turns.withLock { $0 }, ["over", "sent", "third"], "first come, first served")
-        pace.release(for: list)
+        pace.release()
         Thread.sleep(forTimeInterval: 0.2)
         XCTAssertEqual(turns.withLock { $0 }, ["over", "sent", "third", "fourth"])
         XCTAssertEqual(pace.inFlight, 2)
@@ -426,10 +407,10 @@ final class OriginPaceTests: XCTestCase {
         let sent = OriginPace.now
         let response = HTTPResponse(status: 200, headers: [], body: [])
         pace.record(.success(response), sentAt: sent &- 80_000_000, sentBefore: 0, inFlight: 1) // 80 ms answers
-        XCTAssertTrue(pace.admit(for: list) { XCTFail("admitted at once"); return true })
+        XCTAssertTrue(pace.admit(leading: true) { XCTFail("admitted at once"); return true })
         let admittedAt = Locked<UInt64?>(nil)
-        XCTAssertFalse(pace.admit(for: list) { admittedAt.withLock { $0 = OriginPace.now }; return true })
-        pace.releaseAbandoned(for: list, sentAt: sent)
+        XCTAssertFalse(pace.admit(leading: true) { admittedAt.withLock { $0 = OriginPace.now }; return true })
+        pace.releaseAbandoned(sentAt: sent)
         Thread.sleep(forTimeInterval: 0.03)
         XCTAssertNil(admittedAt.withLock { $0 }, "the place is not back 30 ms after a send the server takes 80 ms to answer")
         Thread.sleep(forTimeInterval: 0.15)
@@ -444,7 +425,6 @@ final class OriginPaceTests: XCTestCase {
         let pace = pace(window: 3)
         let admitted = Locked((now: 0, most: 0, total: 0))
         let done = DispatchGroup()
-        let lists = (0..<7).map { _ in RequestCounters() }
         @Sendable func run(_ index: Int) {
             let most = admitted.withLock { counts -> Int in
                 counts.now += 1
@@ -455,13 +435,13 @@ final class OriginPaceTests: XCTestCase {
             XCTAssertLessThanOrEqual(most, 3)
             DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(1)) {
                 admitted.withLock { $0.now -= 1 }
-                pace.release(for: lists[index % lists.count])
+                pace.release()
                 done.leave()
             }
         }
         for _ in 0..<400 { done.enter() }
         DispatchQueue.concurrentPerform(iterations: 400) { index in
-            if pace.admit(for: lists[index % lists.count], otherwise: { run(index); return true }) { run(index) }
+            if pace.admit(leading: index % 3 == 0, otherwise: { run(index); return true }) { run(index) }
         }
         XCTAssertEqual(done.wait(timeout: .now() + 30), .success, "a turn was lost")
         XCTAssertEqual(admitted.withLock { $0.total }, 400)

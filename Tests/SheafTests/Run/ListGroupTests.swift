@@ -194,8 +194,8 @@ final class ListGroupTests: XCTestCase {
 
     func testAListWalkedPageByPageIsNotHeldBackByListsWithPagesToSpare() throws {
         // Four lists of 40 pages fill a window of 8 with pages they know exist; a list walked by
-        // next links asks for one page at a time. Its pages go at the first turns each time, not
-        // behind the others' (first come, first served, each would wait three rounds).
+        // next links asks for one page at a time. Each of its pages goes at the next turn, not
+        // behind the pages the others asked for in batches.
         let transport = ScriptedTransport(delayMilliseconds: 20)
         transport.on("\(scriptedBase)/v1/things") { request, _ in .json(FakeAnchorAPI(count: 400).body(request.url)) }
         for page in 0..<6 {
@@ -216,8 +216,8 @@ final class ListGroupTests: XCTestCase {
         let urls = transport.requests.map(\.url)
         XCTAssertEqual(urls.count, 166)
         let lastOfTheChain = try XCTUnwrap(urls.lastIndex { $0.contains("/v1/chain") })
-        // Here about one round of 8 a page (60 to 74 of the 166 requests in 3 runs; 77 to 84 first
-        // come, first served): it ends in the first half, long before the others.
+        // Here its last page went out 63rd to 65th of the 166 requests in 3 runs (66th to 84th
+        // first come, first served): it ends in the first half, long before the others.
         XCTAssertLessThan(lastOfTheChain, urls.count / 2, "the chain's last page went out behind \(lastOfTheChain) others")
         XCTAssertLessThanOrEqual(transport.maxOutstanding, 8)
     }
