@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/url"
 	"reflect"
 	"strings"
 	"testing"
@@ -91,8 +90,7 @@ func TestFetchEachGivesEveryRepositorysIssues(t *testing.T) {
 	got := map[int]issue{}
 	seen := map[string]bool{}
 	for _, child := range result.Lists[1:] {
-		u, err := url.Parse(child.URL)
-		if err != nil || !strings.HasPrefix(child.URL, server.URL+"/") || u.Path != "/repos/"+child.Tag+"/issues" ||
+		if child.URL != server.URL+"/repos/"+child.Tag+"/issues" ||
 			!strings.HasPrefix(child.Tag, org+"/repo-") || len(child.Tag) != len(org)+9 || child.Parent {
 			t.Fatalf("child %d: tag %q, URL %q", child.Index, child.Tag, child.URL)
 		}
@@ -143,10 +141,52 @@ func TestAFailedListLeavesTheOthersWhole(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		if outcome.Err != nil || outcome.Tag != whole.tag || outcome.Result.StopReason != sheaf.StopComplete {
+		if outcome.Err != nil || outcome.Tag != whole.tag || outcome.Result.StopReason != sheaf.StopComplete ||
+			!strings.HasPrefix(outcome.URL, server.URL+paths[whole.index][:5]) {
 			t.Fatalf("list %d: %+v", whole.index, outcome)
 		}
 		checkIDs(t, items, 0, whole.n)
+	}
+}
+
+func TestGroupOptionsShapeTheRun(t *testing.T) {
+	ctx := context.Background()
+	client := fresh(t)
+	// Fail-fast: the 404 ends the group with its own error and cuts the long list short.
+	result, err := client.FetchMany(ctx, []string{"/anchor?n=3000&per_page=10&latency_ms=20", "/status?code=404"}, sheaf.FailFast(true))
+	if !errors.Is(err, sheaf.CodeHTTP) || result == nil || result.Lists[0].Err == nil || len(result.Lists[0].Items) == 3000 {
+		t.Fatalf("fail-fast: err %v, result %+v", err, result)
+	}
+	// Missing values: every third repository has no full_name; skipped by default, failing the
+	// parent when asked.
+	const org = "go-missing"
+	freshOrg(t, org, "")
+	parent := "/orgs/" + org + "/repos?repos=9&missing=3"
+	templates := []string{"/repos/{/full_name}/issues"}
+	skipped, err := client.FetchEach(ctx, parent, templates)
+	if err != nil || len(skipped.Lists) != 1+6 {
+		t.Fatalf("skipping: err %v, %d lists", err, len(skipped.Lists))
+	}
+	failed, err := client.FetchEach(ctx, parent, templates, sheaf.MissingValues(sheaf.MissingFail))
+	if !errors.Is(err, sheaf.CodePartial) || failed.Lists[0].Err == nil || !failed.Lists[0].Parent {
+		t.Fatalf("failing: err %v, parent %+v", err, failed.Lists[0])
+	}
+	// Ordered: the deltas come list after list, in the order the lists joined.
+	group, err := client.Fanout("/orgs/"+org+"/repos?repos=30", templates, sheaf.Ordered(true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer group.Close()
+	last, deltas := -1, 0
+	err = group.Each(ctx, func(d sheaf.GroupDelta) error {
+		if d.Index < last {
+			return fmt.Errorf("a delta of list %d after one of list %d", d.Index, last)
+		}
+		last, deltas = d.Index, deltas+1
+		return nil
+	})
+	if err != nil || last != 30 || deltas < 31 {
+		t.Fatalf("ordered: err %v, last list %d, %d deltas", err, last, deltas)
 	}
 }
 
