@@ -224,6 +224,48 @@ func TestAStreamLeftEarlyStopsTheFetching(t *testing.T) {
 	}
 }
 
+func TestAListCutShortResumesFromItsToken(t *testing.T) {
+	const path = "/anchor?n=300&per_page=10&latency_ms=10"
+	client := fresh(t, sheaf.WithWindow(2), sheaf.WithAdaptiveWindow(false, 0))
+	group, err := client.Many([]string{path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer group.Close()
+	var got []item
+	enough := errors.New("enough")
+	err = group.Each(context.Background(), func(d sheaf.GroupDelta) error {
+		for _, raw := range d.Items {
+			var it item
+			if err := json.Unmarshal(raw, &it); err != nil {
+				return err
+			}
+			got = append(got, it)
+		}
+		if len(got) >= 50 {
+			return enough
+		}
+		return nil
+	})
+	cut := group.Result().Lists[0]
+	if !errors.Is(err, enough) || !errors.Is(cut.Err, sheaf.CodeCancelled) || cut.Result.ResumeToken == "" ||
+		cut.Result.Items != int64(len(got)) {
+		t.Fatalf("err %v, outcome %+v after %d items", err, cut, len(got))
+	}
+	rest, err := client.FetchMany(context.Background(), []string{cut.URL}, sheaf.ResumeTokens(cut.Result.ResumeToken))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, raw := range rest.Lists[0].Items {
+		var it item
+		if err := json.Unmarshal(raw, &it); err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, it)
+	}
+	checkIDs(t, got, 0, 300)
+}
+
 func TestAContextEndStopsAGroup(t *testing.T) {
 	const org = "go-deadline"
 	freshOrg(t, org, "latency_ms=30")
