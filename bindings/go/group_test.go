@@ -336,8 +336,14 @@ func TestGroupMisuseIsAnError(t *testing.T) {
 	ctx := context.Background()
 	client := fresh(t)
 	var none *sheaf.Client
-	if _, err := none.FetchMany(ctx, []string{"/anchor"}); err == nil {
-		t.Fatal("a nil client ran a group")
+	if _, err := none.FetchMany(ctx, []string{"/anchor"}); !errors.Is(err, sheaf.CodeInvalidArgument) {
+		t.Fatalf("a nil client ran a group: %v", err)
+	}
+	if _, err := none.FetchEach(ctx, "/orgs/x/repos", []string{"/r/{/id}"}); !errors.Is(err, sheaf.CodeInvalidArgument) {
+		t.Fatalf("a nil client ran a fan-out: %v", err)
+	}
+	if err := none.Close(); err != nil {
+		t.Fatalf("closing a nil client: %v", err)
 	}
 	var group *sheaf.Group
 	if _, err := group.FetchAll(ctx); !errors.Is(err, sheaf.CodeInvalidArgument) {

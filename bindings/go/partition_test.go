@@ -187,6 +187,10 @@ func TestPartitionMisuseIsAnError(t *testing.T) {
 	if _, _, err := client.FetchPartition(ctx, bad); !errors.Is(err, sheaf.CodeInvalidArgument) || !strings.Contains(err.Error(), "/first_page") {
 		t.Fatalf("a malformed partition: %v", err)
 	}
+	var noClient *sheaf.Client
+	if _, _, err := noClient.FetchPartition(ctx, partitions[0]); !errors.Is(err, sheaf.CodeInvalidArgument) {
+		t.Fatalf("a nil client: %v", err)
+	}
 	client.Close()
 	if _, _, err := client.FetchPartition(ctx, partitions[0]); !errors.Is(err, sheaf.CodeState) {
 		t.Fatalf("a closed client: %v", err)
