@@ -14,8 +14,15 @@ import (
 // It is safe for use by any number of goroutines. Close releases it; lists and requests made
 // from it keep what they need alive, so they may end after it.
 type Client struct {
-	mu sync.RWMutex // held for reading while the C client is used, for writing by Close
-	c  *C.sheaf_client
+	mu      sync.RWMutex // held for reading while the C client is used, for writing by Close
+	c       *C.sheaf_client
+	closing bool // set by Close: nothing new may use c while its groups end
+
+	// The groups made from the client and not yet freed: sheaf.h asks that the C client outlive
+	// them, so Close ends them and waits for them before it frees c.
+	groupsMu   sync.Mutex
+	groups     map[*Group]struct{}
+	groupsGone *sync.Cond // signalled when a group is forgotten
 }
 
 // Option configures a Client in NewClient.
@@ -42,28 +49,81 @@ func NewClient(baseURL string, opts ...Option) (*Client, error) {
 
 // Close hands the log records and events made so far to the hooks, then frees the client. No
 // hook is called after Close returns. Lists and requests already made keep the C client alive and
-// go on (their hooks are closed too); new ones are refused with CodeState. Calling it again does
-// nothing.
+// go on (their hooks are closed too); new ones are refused with CodeState. Groups are different
+// (the C client must outlive them): Close cancels the groups that run, frees those that have not
+// started, and waits until each has ended, so a group's Each callback must not call Close.
+// Calling it again does nothing.
 func (c *Client) Close() error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.c == nil {
+	if c == nil {
 		return nil
 	}
+	c.mu.Lock()
+	if c.c == nil || c.closing {
+		c.mu.Unlock()
+		return nil
+	}
+	c.closing = true
+	c.mu.Unlock()
+	c.endGroups()
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	err := call(func() C.sheaf_result { return C.sheaf_client_flush_hooks(c.c) })
 	C.sheaf_client_free(c.c)
 	c.c = nil
 	return err
 }
 
-// use runs f with the C client under the read lock; a *Error of CodeState once closed.
+// use runs f with the C client under the read lock; a *Error of CodeState once closed or closing.
 func (c *Client) use(f func(*C.sheaf_client) error) error {
+	if c == nil {
+		return usage(CodeInvalidArgument, "the client is nil")
+	}
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	if c.c == nil {
+	if c.c == nil || c.closing {
 		return usage(CodeState, "the client is closed")
 	}
 	return f(c.c)
+}
+
+// remember records a new group; called inside use, so never once Close has begun.
+func (c *Client) remember(g *Group) {
+	c.groupsMu.Lock()
+	defer c.groupsMu.Unlock()
+	if c.groups == nil {
+		c.groups = map[*Group]struct{}{}
+		c.groupsGone = sync.NewCond(&c.groupsMu)
+	}
+	c.groups[g] = struct{}{}
+}
+
+// forget drops a group once its C group is freed.
+func (c *Client) forget(g *Group) {
+	c.groupsMu.Lock()
+	defer c.groupsMu.Unlock()
+	delete(c.groups, g)
+	if c.groupsGone != nil {
+		c.groupsGone.Broadcast()
+	}
+}
+
+// endGroups closes every group of the client and waits until all are freed. Closing a running
+// group cancels it, and its run frees it once its pull loop sees the end.
+func (c *Client) endGroups() {
+	c.groupsMu.Lock()
+	groups := make([]*Group, 0, len(c.groups))
+	for g := range c.groups {
+		groups = append(groups, g)
+	}
+	c.groupsMu.Unlock()
+	for _, g := range groups {
+		g.Close()
+	}
+	c.groupsMu.Lock()
+	defer c.groupsMu.Unlock()
+	for len(c.groups) > 0 { // each cancelled run ends after the deltas already waiting
+		c.groupsGone.Wait()
+	}
 }
 
 func (c *Client) setOption(option C.sheaf_option, value int64) error {

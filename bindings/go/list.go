@@ -341,19 +341,7 @@ func (l *List) run(ctx context.Context, onDelta func(delta []byte) error) (err e
 // frees the C list.
 func (l *List) finish(c *C.sheaf_list) *Error {
 	result := C.sheaf_list_wait(c)
-	var status C.sheaf_list_status
-	status.version = C.SHEAF_LIST_STATUS_VERSION
-	C.sheaf_list_get_status(c, &status)
-	var token *C.char
-	C.sheaf_list_resume_token(c, &token)
-	l.result = Result{
-		StopReason:    StopReason(status.stop_reason),
-		ResumeToken:   takeString(token),
-		Items:         int64(status.items),
-		Pages:         int64(status.pages),
-		ExpectedItems: int64(status.expected_items),
-		Requests:      int64(status.requests_made),
-	}
+	l.result = readResult(c)
 	l.result.Description, _ = description(c)
 	var outcome *Error
 	if result != C.SHEAF_OK {
@@ -361,4 +349,21 @@ func (l *List) finish(c *C.sheaf_list) *Error {
 	}
 	l.Close()
 	return outcome
+}
+
+// readResult reads where an ended list stands and its resume token (not its description).
+func readResult(c *C.sheaf_list) Result {
+	var status C.sheaf_list_status
+	status.version = C.SHEAF_LIST_STATUS_VERSION
+	C.sheaf_list_get_status(c, &status)
+	var token *C.char
+	C.sheaf_list_resume_token(c, &token)
+	return Result{
+		StopReason:    StopReason(status.stop_reason),
+		ResumeToken:   takeString(token),
+		Items:         int64(status.items),
+		Pages:         int64(status.pages),
+		ExpectedItems: int64(status.expected_items),
+		Requests:      int64(status.requests_made),
+	}
 }

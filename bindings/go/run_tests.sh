@@ -4,11 +4,17 @@
 # over the package and the example service, with the test API server (Tests/server/api_server.py)
 # started by the tests themselves.
 # usage: bindings/go/run_tests.sh BUILD_DIR
+#        bindings/go/run_tests.sh --prefix PREFIX   (a libsheaf already installed there, used as it is)
 # Exits 77 (CTest's SKIP_RETURN_CODE) when no Go 1.21 or newer is found (scripts/setup.sh installs
 # one from Debian's bookworm-backports).
 set -euo pipefail
 
-build_dir=$(cd "${1:?usage: run_tests.sh BUILD_DIR}" && pwd)
+installed=
+if [[ ${1:-} == --prefix ]]; then
+    installed=$(cd "${2:?usage: run_tests.sh --prefix PREFIX}" && pwd)
+else
+    build_dir=$(cd "${1:?usage: run_tests.sh BUILD_DIR | --prefix PREFIX}" && pwd)
+fi
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 cmake=${CMAKE:-cmake}
 
@@ -28,9 +34,17 @@ echo "== $(go version)"
 # A prefix at a path of its own in the build tree, the same every run: Go's build cache keeps the
 # -L path that pkg-config gave when a package was built, so a prefix at a new temporary path each
 # run made the second run link against the first one's (deleted) prefix.
-prefix="$build_dir/go/prefix"
-rm -rf "$prefix"
-"$cmake" --install "$build_dir" --prefix "$prefix" >/dev/null
+# With --prefix, the installed library is used in place: nothing is installed or removed, and
+# Go's cache lives in the prefix (PREFIX/.go-tests), for the same reason.
+if [[ -n $installed ]]; then
+    prefix=$installed
+    build_dir=$installed/.go-tests
+    mkdir -p "$build_dir"
+else
+    prefix="$build_dir/go/prefix"
+    rm -rf "$prefix"
+    "$cmake" --install "$build_dir" --prefix "$prefix" >/dev/null
+fi
 pc=$(find "$prefix" -name sheaf.pc -print -quit)
 [[ -n $pc ]] || { echo "go_tests: the install put no sheaf.pc under $prefix" >&2; exit 1; }
 export PKG_CONFIG_PATH="$(dirname "$pc")${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"

@@ -1,7 +1,8 @@
 // Package sheaf is the Go binding of Sheaf, a client for paginated REST list endpoints: a whole
 // paginated list as one call (List.FetchAll, FetchAllInto), or item by item as the pages arrive
-// (List.Each), cancellable through a context.Context; single requests (Client.Do) and downloads
-// beside them.
+// (List.Each), cancellable through a context.Context; many lists as one job (Client.FetchMany,
+// Client.FetchEach, Group.Each); a list split into partitions for other processes
+// (List.Partitions, Client.FetchPartition); single requests (Client.Do) and downloads beside them.
 //
 // It wraps the C library libsheaf.so.1 (include/sheaf.h) with cgo, found through pkg-config
 // ("sheaf"), and uses the standard library only.
@@ -11,16 +12,17 @@
 // A Client may be shared by any number of goroutines and may run many lists and requests at once.
 // A List is used by one goroutine at a time (as sheaf.h says of sheaf_list): its description
 // options, its run (FetchAll, Each) and Close. List.Cancel is the exception: any goroutine may call
-// it at any time. Log and event hooks run on threads of the library, one call at a time per client,
-// never after Client.Close returns.
+// it at any time. A Group is used the same way (Group.Cancel the exception). Log and event hooks
+// run on threads of the library, one call at a time per client, never after Client.Close returns.
 //
 // # Resources
 //
 // Every C object this package creates is released explicitly, never by a finalizer: a Client by
 // Close; a List when its run ends (FetchAll and Each free it and keep its Result), or by Close
-// when it never ran; a request when Do returns. Every string the library hands over is copied into
-// Go memory and freed at once (sheaf_free, sheaf_error_free). A Client or List that is dropped
-// without Close leaks its C side: defer Close.
+// when it never ran; a Group likewise, with the lists it took; a request when Do returns. Every
+// string the library hands over is copied into Go memory and freed at once (sheaf_free,
+// sheaf_error_free). A Client, List or Group that is dropped without Close leaks its C side:
+// defer Close.
 //
 // # Errors
 //

@@ -134,3 +134,30 @@ func (s *Server) Reset() error {
 	}
 	return response.Body.Close()
 }
+
+// GetJSON decodes the server's answer to a GET of path (a control endpoint such as
+// /_orgs/<org>/issues, not counted in Stats) into v.
+func (s *Server) GetJSON(path string, v any) error {
+	response, err := control.Get(s.URL + path)
+	if err != nil {
+		return err
+	}
+	defer response.Body.Close()
+	if response.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s: HTTP %d", path, response.StatusCode)
+	}
+	return json.NewDecoder(response.Body).Decode(v)
+}
+
+// Post sends an empty POST to path (a control endpoint such as /_orgs/<org>/options?latency_ms=30).
+func (s *Server) Post(path string) error {
+	response, err := control.Post(s.URL+path, "application/json", nil)
+	if err != nil {
+		return err
+	}
+	defer response.Body.Close()
+	if response.StatusCode != http.StatusOK {
+		return fmt.Errorf("POST %s: HTTP %d", path, response.StatusCode)
+	}
+	return nil
+}
