@@ -3,6 +3,7 @@ requests on connections past the limit are answered 503; HTTP/2 streams on one c
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import json
 import os
@@ -10,7 +11,7 @@ import socket
 import sys
 import threading
 import time
-from typing import Dict, Iterator, List
+from typing import Callable, Dict, Iterator, List, Tuple
 
 import pytest
 
@@ -58,31 +59,44 @@ def wait_for_in_flight(server: H2Server, count: int) -> Dict:
     return seen
 
 
-def test_a_request_on_a_third_connection_while_two_are_busy_is_answered_503_at_once(limited_http1) -> None:
-    connections = [http.client.HTTPConnection("127.0.0.1", limited_http1.port, timeout=TIMEOUT) for _ in range(3)]
+@contextlib.contextmanager
+def two_busy(server: H2Server) -> Iterator[Tuple[List[http.client.HTTPConnection], Callable[[], None]]]:
+    """Three connections to `server`, the first two each with a slow request in flight, and a
+    function that waits for those two and checks they were answered 200; all closed after."""
+    connections = [http.client.HTTPConnection("127.0.0.1", server.port, timeout=TIMEOUT) for _ in range(3)]
     statuses: List[int] = []
+    busy = [threading.Thread(target=lambda c=c: (c.request("GET", SLOW), statuses.append(c.getresponse().status)))
+            for c in connections[:2]]
+
+    def answered() -> None:
+        for thread in busy:
+            thread.join(TIMEOUT)
+        assert statuses == [200, 200]
+
     try:
-        busy = [threading.Thread(target=lambda c=c: (c.request("GET", SLOW), statuses.append(c.getresponse().status)))
-                for c in connections[:2]]
         for thread in busy:
             thread.start()
         # The control paths are never refused, even now.
-        assert wait_for_in_flight(limited_http1, 2)["in_flight"] == 2
+        assert wait_for_in_flight(server, 2)["in_flight"] == 2
+        yield connections, answered
+        answered()
+    finally:
+        for connection in connections:
+            connection.close()
+
+
+def test_a_request_on_a_third_connection_while_two_are_busy_is_answered_503_at_once(limited_http1) -> None:
+    with two_busy(limited_http1) as (connections, answered):
         started = time.monotonic()
         connections[2].request("GET", SLOW)
         refused = connections[2].getresponse()
         assert refused.status == 503 and refused.getheader("Retry-After") is None
         assert json.loads(refused.read()) == {"error": "too many connections"}
         assert time.monotonic() - started < 0.3       # at once, not after the latency
-        for thread in busy:
-            thread.join(TIMEOUT)
-        assert statuses == [200, 200]
+        answered()
         # The connections are idle now: the third is served on the same connection.
         connections[2].request("GET", "/anchor?n=5")
         assert connections[2].getresponse().status == 200
-    finally:
-        for connection in connections:
-            connection.close()
     seen = stats(limited_http1)
     assert seen["refused"] == 1 and seen["requests"] == 4 and seen["connections"] == 3
     assert seen["max_in_flight"] == 2 and seen["in_flight"] == 0
@@ -90,26 +104,13 @@ def test_a_request_on_a_third_connection_while_two_are_busy_is_answered_503_at_o
 
 def test_a_reset_of_the_counters_still_counts_the_connections_with_a_request_in_flight(limited_http1) -> None:
     # /_reset clears the counts, not the knowledge of which connections have a request in flight.
-    connections = [http.client.HTTPConnection("127.0.0.1", limited_http1.port, timeout=TIMEOUT) for _ in range(3)]
-    statuses: List[int] = []
-    try:
-        busy = [threading.Thread(target=lambda c=c: (c.request("GET", SLOW), statuses.append(c.getresponse().status)))
-                for c in connections[:2]]
-        for thread in busy:
-            thread.start()
-        wait_for_in_flight(limited_http1, 2)
+    with two_busy(limited_http1) as (connections, _):
         control = http.client.HTTPConnection("127.0.0.1", limited_http1.port, timeout=TIMEOUT)
         control.request("GET", "/_reset")
         control.getresponse().read()
         control.close()
         connections[2].request("GET", "/anchor?n=5")
         assert connections[2].getresponse().status == 503
-        for thread in busy:
-            thread.join(TIMEOUT)
-        assert statuses == [200, 200]
-    finally:
-        for connection in connections:
-            connection.close()
 
 
 def h2_statuses(port: int, paths: List[str]) -> List[int]:

@@ -55,25 +55,6 @@ func freshOrg(t *testing.T, org, options string) {
 	}
 }
 
-// requestsSettle fails unless the server's request count stays put once requests sent before a
-// stop have had time to arrive.
-func requestsSettle(t *testing.T) {
-	t.Helper()
-	time.Sleep(200 * time.Millisecond)
-	before, err := server.Stats()
-	if err != nil {
-		t.Fatal(err)
-	}
-	time.Sleep(400 * time.Millisecond)
-	after, err := server.Stats()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if after.Requests != before.Requests {
-		t.Fatalf("requests went on after the stop: %d, then %d", before.Requests, after.Requests)
-	}
-}
-
 func TestFetchEachGivesEveryRepositorysIssues(t *testing.T) {
 	const org, repos = "go-fanout", 40
 	freshOrg(t, org, "")
