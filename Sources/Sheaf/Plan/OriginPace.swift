@@ -15,7 +15,8 @@ import Foundation
 /// the transport hands its place straight to the first of the first line, else of the second
 /// (counted in flight for it), so no turn is lost between a check and a send. The first line is
 /// for attempts that lead their list, the one page it can ask for next (its page one, the next
-/// page of a list walked by next links or cursors), and for single requests; the second for the
+/// page of a list walked by next links or cursors), for a fan-out parent's pages (they make the
+/// other lists' work) and for single requests; the second for the
 /// pages a list knows of or guesses beyond that, which it asks for many at once. A list read one
 /// page after another never waits behind the pages other lists could have asked for at any time,
 /// so many lists end when the longest walk does. One handed a turn after its fetch is over hands
