@@ -95,14 +95,15 @@ void an_adaptive_window_shrinks_to_what_a_refusing_server_takes(void) {
     long long window = 0;
     json_t *stats = adaptive_run("&limit=4", &window);
     /* The server answers 429 to a fifth request in flight: the list still completes (the
-     * refused pages are retried), the window ends at 4 (a try at 5 was refused), and refusals
-     * are few: the first window's four, the retries that meet the server still full before the
+     * refused pages are retried), the window ends at 4, or at 5 when its last try at five met
+     * the server with a place just freed (ThreadSanitizer's pace once did), and refusals are
+     * few: the first window's four, the retries that meet the server still full before the
      * window has shrunk (more of them when a sanitizer slows the answers down), and a rare try
      * at five. */
     long long refused = json_integer_value(json_object_get(stats, "refused"));
     printf("    %lld refused, the window ended at %lld\n", refused, window);
     if (!CHECK(refused >= 1 && refused <= 12)) fprintf(stderr, "    %lld refused\n", refused);
-    if (!CHECK(window >= 1 && window <= 4)) fprintf(stderr, "    the window ended at %lld\n", window);
+    if (!CHECK(window >= 1 && window <= 5)) fprintf(stderr, "    the window ended at %lld\n", window);
     json_decref(stats);
 }
 
