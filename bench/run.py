@@ -33,7 +33,7 @@ import tempfile
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 ROOT = Path(__file__).resolve().parent.parent
 SERVER_SCRIPT = ROOT / "Tests" / "server" / "api_server.py"
@@ -1118,23 +1118,17 @@ class Scenarios:
     def p10_connection_limit(self, lst: ListDef) -> List[Row]:
         """The same list from a server that takes at most 6 connections per client and answers
         503 past them: HTTP/1.1 is held to 6 in flight, HTTP/2 takes the whole window over one."""
-        b = self.b
         n = P10_MAX_CONNECTIONS
         server = H2Server(max_connections=n)
         try:
             server.start()
-            b.measure(*[b.c_spec(f"C fetch P10 {n} connections {version} adaptive", "fetch", lst, self.runs,
-                                 adaptive=True, warmup=1, extra=["--ca", server.ca, "--http", version], server=server)
-                        for version in ("auto", "1.1")])
+            h2, h1 = self.p10_versions(f"{n} connections", lst, server)
         finally:
             server.stop()
-        h2, h1 = b.results[f"C fetch P10 {n} connections auto adaptive"], b.results[f"C fetch P10 {n} connections 1.1 adaptive"]
         label = (f"N={N_PAGES}x{PER_PAGE}, L={L_MS} ms over TLS, a server taking {n} connections per client (503 past "
                  f"them): HTTP/2, the default adaptive window (fetch_all, C) against HTTP/1.1")
-        rows = [self.p10_h2_row(label, h2, h1, 0.25)]
+        rows = self.p10_pair_rows(label, h2, h1, 0.25)
         if h1.runs:
-            rows.append(fill_counts(Row("P10", f"  HTTP/1.1 there: {h1.span('server_connections')} TLS connections",
-                                        sheaf=secs(h1.median()), target="(report)"), h1))
             refused = statistics.median(h1.values("server_refused"))
             share = refused / statistics.median(h1.values("server_requests"))
             rows.append(Row("P10", f"  503s answered to HTTP/1.1 and retried (median of the runs; {h1.span('server_refused')})",
@@ -1166,19 +1160,29 @@ class Scenarios:
             if proxy is not None:
                 proxy.start(server.port)
                 server.front_port = proxy.port
-            b.measure(*[b.c_spec(f"C fetch P10 rtt {version} adaptive", "fetch", lst, self.runs, adaptive=True,
-                                 warmup=1, extra=["--ca", server.ca, "--http", version], server=server)
-                        for version in ("auto", "1.1")])
+            h2, h1 = self.p10_versions("rtt", lst, server)
         finally:
             if proxy is not None:
                 proxy.stop()
             server.stop()
             if why is None:
                 path.remove()
-        h2, h1 = b.results["C fetch P10 rtt auto adaptive"], b.results["C fetch P10 rtt 1.1 adaptive"]
         label = (f"N={N_PAGES}x{PER_PAGE}, L={L_MS} ms over TLS through {how}: HTTP/2, the default adaptive "
                  f"window (fetch_all, C) against HTTP/1.1")
-        rows = [self.p10_h2_row(label, h2, h1, 0.80)]
+        return self.p10_pair_rows(label, h2, h1, 0.80)
+
+    def p10_versions(self, key: str, lst: ListDef, server: Any) -> Tuple[Any, Any]:
+        """The list from `server` with the default adaptive window over HTTP/2 (the libcurl
+        default) and over HTTP/1.1: their results."""
+        b = self.b
+        b.measure(*[b.c_spec(f"C fetch P10 {key} {version} adaptive", "fetch", lst, self.runs, adaptive=True,
+                             warmup=1, extra=["--ca", server.ca, "--http", version], server=server)
+                    for version in ("auto", "1.1")])
+        return b.results[f"C fetch P10 {key} auto adaptive"], b.results[f"C fetch P10 {key} 1.1 adaptive"]
+
+    def p10_pair_rows(self, label: str, h2: Any, h1: Any, target: float) -> List[Row]:
+        """HTTP/2's row against HTTP/1.1, and HTTP/1.1's connections below it."""
+        rows = [self.p10_h2_row(label, h2, h1, target)]
         if h1.runs:
             rows.append(fill_counts(Row("P10", f"  HTTP/1.1 there: {h1.span('server_connections')} TLS connections",
                                         sheaf=secs(h1.median()), target="(report)"), h1))
