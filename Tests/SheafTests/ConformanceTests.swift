@@ -3,14 +3,15 @@ import XCTest
 @testable import Sheaf
 
 /// The same behaviours whichever way Swift runs a list: `fetchAll` (decoded), `snapshots` (an
-/// `AsyncSequence`), a pager (`more()`), and a run with a snapshot callback. Tests/c/conformance.c
+/// `AsyncSequence`), a pager (`more()`), a run with a snapshot callback, and a group of one list
+/// (`ListGroup`, its deltas to a callback). Tests/c/conformance.c
 /// and bindings/python/tests/test_conformance.py hold the C and Python modes to the same.
 private struct Item: Decodable, Sendable {
     let id: Int
 }
 
 private enum Mode: String, CaseIterable {
-    case fetchAll, snapshots, pager, callback
+    case fetchAll, snapshots, pager, callback, group
 }
 
 /// What a mode made of a list: the ids its consumer received, in order, and how it ended.
@@ -82,6 +83,26 @@ private func consume(_ mode: Mode, _ client: SheafClient, _ list: ListDescriptio
             ran.error = error
         }
         ran.ids = received.value
+    case .group:
+        let received = Shared<[Int]>([])
+        let ended = Shared<ListOutcome?>(nil)
+        do {
+            let group = client.makeGroup()
+            try group.add(list)
+            try group.start { delta in
+                if let snapshot = delta.snapshot { received.update { $0 += itemIDs(snapshot.delta.json) } }
+                if let outcome = delta.outcome { ended.update { $0 = outcome } }
+                return !stopAtFirst
+            }
+            // The list's own outcome is what conforms (a group with a failed list ends `.partial`).
+            _ = try group.wait()
+            let outcome = ended.value ?? group.run(at: 0)?.outcome
+            ran.stopReason = outcome?.stopReason
+            ran.error = outcome?.error
+        } catch {
+            ran.error = error
+        }
+        ran.ids = received.value
     }
     return ran
 }
@@ -110,7 +131,7 @@ final class ConformanceTests: XCTestCase {
     }
 
     func testAConsumerThatStopsAtItsFirstDeliveryStopsTheList() async throws {
-        for mode in [Mode.snapshots, .pager, .callback] {
+        for mode in [Mode.snapshots, .pager, .callback, .group] {
             let transport = ScriptedTransport()
             let api = FakeAnchorAPI(count: 10_000)
             transport.on(scriptedList) { request, _ in api.reply(request).after(20) }

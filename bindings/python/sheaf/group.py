@@ -26,6 +26,7 @@ from ._closing import Closing
 from ._ffi import lib
 from ._run import PENDING, ListRun, decode_items, pull
 from .errors import Error, PartialError, Result, UsageError, encode, error_for
+from .snapshot import StopReason
 
 #: How long one sheaf_group_next call may wait: Ctrl-C is seen between two calls.
 _PULL_MILLISECONDS = 250
@@ -52,9 +53,12 @@ class ListOutcome:
         error: why the list failed (a :class:`sheaf.Error` subclass, whose ``items`` are these
             ``items``), or None when it ended whole. A list a fail-fast group cancelled, or one
             still running when the group was left, has a :class:`StoppedError`.
-        resume_token: for a failed list, the token that goes on after ``items``; None once it
-            completed.
+        resume_token: for a list that failed or stopped at a budget, the token that goes on
+            after ``items``; None once it completed.
         parent: True for a fan-out's parent list.
+        stop_reason: why the list ended (``COMPLETE``, ``ITEM_LIMIT``, ``PAGE_BUDGET``,
+            ``REQUEST_BUDGET``, ``BOUND``; ``FAILED`` for a failed list; ``NONE`` for one that
+            never ended), as ``fetch_all``'s items say.
     """
 
     index: int
@@ -64,6 +68,7 @@ class ListOutcome:
     error: Optional[Error] = None
     resume_token: Optional[str] = None
     parent: bool = False
+    stop_reason: StopReason = StopReason.NONE
 
     @property
     def ok(self) -> bool:
@@ -299,11 +304,17 @@ class GroupRun:
         lists = []
         for index in range(lib.sheaf_group_count(self.handle)):
             member = self.members.get(index) or _Member("", None)   # joined, but never delivered
-            outcome = ListOutcome(index, member.tag, member.url, items.get(index, []), parent=member.parent)
+            handle = lib.sheaf_group_list(self.handle, index)
+            status = _ffi.ListStatusStruct(version=_ffi.LIST_STATUS_VERSION)
+            lib.sheaf_list_get_status(handle, byref(status))
+            outcome = ListOutcome(index, member.tag, member.url, items.get(index, []), parent=member.parent,
+                                  stop_reason=StopReason(status.stop_reason))
+            if outcome.stop_reason in (StopReason.ITEM_LIMIT, StopReason.PAGE_BUDGET, StopReason.REQUEST_BUDGET):
+                outcome.resume_token = _resume_token(handle)   # a budget reached: the rest goes on from here
             if index in ended:
                 failure = ended[index]
             else:
-                resume = _resume_token(lib.sheaf_group_list(self.handle, index))
+                resume = _resume_token(handle)
                 failure = (error_for(Result.CANCELLED, "the list was stopped before its end", resume_token=resume),
                            resume)
             if failure is not None:

@@ -144,9 +144,42 @@ def _aio_stream(client: sheaf.Client, path: str, run: Run, stop_at_first: bool, 
     asyncio.run(main())
 
 
+def _group_outcome(run: Run, outcome: sheaf.ListOutcome) -> None:
+    """How a group's one list ended, as the other modes say it (its error raised, as theirs is)."""
+    run.stop_reason, run.token = outcome.stop_reason, outcome.resume_token
+    if outcome.error is not None:
+        raise outcome.error
+
+
+def _one_of_many(options: Dict[str, Any]) -> Dict[str, Any]:
+    """A list's options as a group of one takes them: its resume token among the group's."""
+    if "resume" in options:
+        options = dict(options, resume=[options["resume"]])
+    return options
+
+
+def _fetch_many(client: sheaf.Client, path: str, run: Run, stop_at_first: bool, **options: Any) -> None:
+    """The list as the one list of a group (Client.fetch_many)."""
+    run.started.set()
+    (outcome,) = client.fetch_many([path], **ANCHOR, check=False, **_one_of_many(options))
+    run.items = list(outcome.items)
+    _group_outcome(run, outcome)
+
+
+def _stream_many(client: sheaf.Client, path: str, run: Run, stop_at_first: bool, **options: Any) -> None:
+    """The list as the one list of a group streamed (Client.stream_many)."""
+    stream = run.held = run.stoppable = client.stream_many([path], **ANCHOR, check=False, **_one_of_many(options))
+    run.started.set()
+    for delta in stream:
+        run.items += delta.items
+        if stop_at_first and delta.items:
+            return
+    _group_outcome(run, stream.result[0])
+
+
 MODES: Dict[str, Callable[..., None]] = {
     "fetch_all": _fetch_all, "fetch_partition": _fetch_partition, "stream": _stream, "fetch_to": _fetch_to, "pager": _pager,
-    "aio.fetch_all": _aio_fetch_all, "aio.stream": _aio_stream,
+    "aio.fetch_all": _aio_fetch_all, "aio.stream": _aio_stream, "fetch_many": _fetch_many, "stream_many": _stream_many,
 }
 try:
     import pyarrow  # noqa: F401  (the Arrow modes run only where the optional extra is installed)
