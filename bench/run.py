@@ -551,6 +551,36 @@ def print_table(rows: List[Row]) -> None:
         print("| " + " | ".join(v.ljust(w) for v, w in zip(c, widths)) + " |")
 
 
+def build_scan_driver(name: str, build_dir: str) -> Tuple[Optional[str], Optional[str]]:
+    """bench/scan's drivers, built into BUILD_DIR/bench when missing or older than their sources:
+    scan_pages (the library's scanner source files with its release flags, by swiftc) and
+    simdjson_pages (g++ and Debian's libsimdjson-dev). Returns (path, None) or (None, why not)."""
+    out = Path(build_dir) / "bench" / name
+    scan = ROOT / "bench" / "scan"
+    if name == "scan_pages":
+        read = ROOT / "Sources" / "Sheaf" / "Read"
+        sources = [scan / "main.swift"] + [read / f"{f}.swift" for f in ("JSONScanner", "JSONPointer", "JSONSyntaxError")]
+        compiler = shutil.which("swiftc")
+        argv = [compiler or "swiftc", "-O", "-wmo", *map(str, sources), "-o", str(out)]
+        missing = None if compiler else "swiftc is not on PATH"
+    else:
+        sources = [scan / "simdjson_pages.cpp"]
+        flags = subprocess.run(["pkg-config", "--cflags", "--libs", "simdjson"], capture_output=True, text=True)
+        compiler = shutil.which("g++")
+        missing = ("simdjson is not installed (apt-get install libsimdjson-dev)" if flags.returncode != 0
+                   else None if compiler else "g++ is not on PATH")
+        argv = [compiler or "g++", "-O3", "-std=c++17", str(sources[0]), *flags.stdout.split(), "-o", str(out)]
+    if missing:
+        return None, missing
+    if out.exists() and all(out.stat().st_mtime >= f.stat().st_mtime for f in sources):
+        return str(out), None
+    out.parent.mkdir(parents=True, exist_ok=True)
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=600)
+    if done.returncode != 0:
+        return None, f"building {name} failed: {done.stderr.strip()[-300:]}"
+    return str(out), None
+
+
 def pyarrow_import_mb(env: Dict[str, str]) -> float:
     """Peak RSS in MB of an interpreter that has imported sheaf and pyarrow.json, and nothing else."""
     code = ("import re, sheaf, pyarrow.json; "
@@ -908,7 +938,61 @@ class Scenarios:
         rows += self.baseline_rows("P5", m, [("requests, serial walk", "requests serial P5"),
                                              ("ThreadPoolExecutor W=8 + requests", "threadpool P5 W=8")])
         rows += self.async_baseline_rows("P5", m)
-        return rows + self.p5_against_fetching_alone(m) + self.p5_from_python(m)
+        return rows + self.p5_scan(m) + self.p5_against_fetching_alone(m) + self.p5_from_python(m)
+
+    def p5_scan(self, m: Measured) -> List[Row]:
+        """The page scan at memory speed against simdjson on the same pages (saved once from the
+        server): the library's scanner alone (bench/scan), and its whole page path through an
+        in-memory transport (sheaf_bench --transport memory). Each driver's run reports the
+        median of its passes; the row quotes the median of the runs."""
+        b = self.b
+        pages = Path(b.args.build_dir) / "bench" / "p5-pages.bin"
+        page_bytes = 0
+        with open(pages, "wb") as out:
+            conn = b.server.connection()
+            try:
+                for page in range(1, P5_PAGES + 1):
+                    conn.request("GET", f"{self.p5.path}&page={page}&per_page={P5_PER_PAGE}")
+                    answer = conn.getresponse()
+                    body = answer.read()
+                    if answer.status != 200:
+                        raise RuntimeError(f"P5 page {page}: HTTP {answer.status}")
+                    out.write(b"%d\n" % len(body) + body)
+                    page_bytes += len(body)
+            finally:
+                conn.close()
+        mb = page_bytes / 1e6
+        label = f"  in memory ({P5_PAGES} pages saved from the server): "
+        anchor, why = build_scan_driver("simdjson_pages", b.args.build_dir)
+        scanner, why_scanner = build_scan_driver("scan_pages", b.args.build_dir)
+        specs = [b.c_spec("C fetch P5 memory", "fetch", self.p5, self.runs, warmup=1, transport="memory",
+                          extra=["--pages-file", str(pages)])]
+        specs += [Spec(key, [driver, str(pages)], self.runs) for key, driver in
+                  (("scan P5 sheaf", scanner), ("scan P5 simdjson", anchor)) if driver]
+        b.measure(*specs)
+        simd = b.results.get("scan P5 simdjson")
+        if simd is None or simd.error or not simd.runs:
+            return [Row("P5", label + "against simdjson", sheaf=f"not run: {why or simd.error}")]
+        simd_rate = simd.runs[0]["bytes"] / 1e6 / simd.median()
+        anchor_name = simd.runs[0]["driver"]
+        rows = []
+        for key, what, target in (("scan P5 sheaf", "the library's scanner alone (validation, item ranges, "
+                                   "signals; bench/scan)", 0.5),
+                                  ("C fetch P5 memory", "fetch_all through an in-memory transport: the library's "
+                                   "whole page path (scan, plan, assembly, threads)", None)):
+            x = b.results.get(key)
+            if x is None or x.error or not x.runs:
+                rows.append(Row("P5", label + what, sheaf=f"not run: {why_scanner if x is None else x.error}"))
+                continue
+            rate = (x.runs[0]["bytes"] / 1e6 if "bytes" in x.runs[0] else mb) / x.median()
+            row = Row("P5", label + what, sheaf=f"{rate:.0f} MB/s", floor=f"{simd_rate:.0f} MB/s ({anchor_name})",
+                      ratio=f"{rate / simd_rate:.2f}x", runs=x.runs_text,
+                      target=f">= {target:.1f}x simdjson" if target else "(report)",
+                      met=yes(rate / simd_rate >= target) if target else "-")
+            if key == "C fetch P5 memory":
+                row.scenario += f"; CPU {statistics.median(x.values('cpu_seconds')) * 1000:.0f} ms"
+            rows.append(row)
+        return rows
 
     def p5_against_fetching_alone(self, m: Measured) -> List[Row]:
         """C's fetch_all against the curl command fetching the same pages 8 at a time, no parsing;

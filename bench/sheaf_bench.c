@@ -3,6 +3,7 @@
  * measured run, so the peak RSS it reports belongs to that one run).
  *
  *   sheaf_bench fetch  --base URL --path PATH --expect N [list options] [--transport curl|blocking]
+ *   sheaf_bench fetch  --transport memory --pages-file F --base URL --path PATH --expect N [list options]
  *   sheaf_bench stream --base URL --path PATH --expect N [list options] [--keep 0|1]
  *   sheaf_bench floor  --base URL --path PATH --pages P [--reps R] [--window W]
  *   sheaf_bench each   --base URL --path PARENT --template T --expect N [--child JSON] [--adaptive 0|1] [--window W]
@@ -26,6 +27,14 @@
  *         json_loadb over all the bodies (parse only; each tree is freed outside the clock),
  *         --reps times; also times fetching the bodies alone over W keep-alive connections, the
  *         server-and-loopback part of a run (no parsing).
+ *
+ * memory  (a transport, for fetch and stream) answers from pages saved in a file instead of a
+ *         server: the library's whole page path (reading, planning, assembling, its threads) at
+ *         memory speed. The page asked for is the number in the URL's --page-param (page 1
+ *         without one); past the file's last page it answers 404. The file holds the pages one
+ *         after another, each as its length in decimal, a newline, then its bytes (bench/run.py
+ *         writes it from the server). The body is copied once per answer (sheaf_exchange_respond
+ *         copies it, as every transport's answer is).
  *
  * each    a fan-out (sheaf_group_add_each): the parent list at PATH (detected), a child list per
  *         parent item at TEMPLATE (detected, items not kept), every delta's items counted in the
@@ -142,6 +151,7 @@ typedef struct options {
                                  included, is detected */
     unsigned given;           /* which of --items, --next, --total were given (bits 1, 2, 4) */
     const char *transport;
+    const char *pages_file;   /* --pages-file F (--transport memory) */
     int keep;
     int pages;
     int reps;
@@ -159,7 +169,7 @@ static void usage(void) {
             "       [--adaptive 0|1] [--max-window M]\n"
             "       [--items PTR] [--next PTR] [--total PTR] [--page-param NAME] [--first-page K]\n"
             "       [--size-param NAME] [--page-size S] [--max-pages M] [--identity PTR] [--preset NAME] [--detect 0|1]\n"
-            "       [--transport curl|blocking] [--keep 0|1] [--pages P] [--reps R] [--check 0|1]\n"
+            "       [--transport curl|blocking|memory] [--pages-file F] [--keep 0|1] [--pages P] [--reps R] [--check 0|1]\n"
             "       [--http auto|1.1|2] [--ca PEM] [--warm 0|1]\n"
             "       sheaf_bench each --base URL --path PARENT --template T --expect N [--adaptive 0|1] [--window W]\n");
     exit(EXIT_USAGE);
@@ -203,6 +213,7 @@ static options parse_options(int argc, char **argv) {
         else if (strcmp(name, "--preset") == 0) o.preset = value;
         else if (strcmp(name, "--detect") == 0) o.detect = (int)number(value, name, 0, 1);
         else if (strcmp(name, "--transport") == 0) o.transport = value;
+        else if (strcmp(name, "--pages-file") == 0) o.pages_file = value;
         else if (strcmp(name, "--keep") == 0) o.keep = (int)number(value, name, 0, 1);
         else if (strcmp(name, "--pages") == 0) o.pages = (int)number(value, name, 1, 10000000);
         else if (strcmp(name, "--reps") == 0) o.reps = (int)number(value, name, 1, 1000);
@@ -220,7 +231,9 @@ static options parse_options(int argc, char **argv) {
         else usage();
     }
     if (o.base == NULL || o.path == NULL) usage();
-    if (strcmp(o.transport, "curl") != 0 && strcmp(o.transport, "blocking") != 0) usage();
+    if (strcmp(o.transport, "curl") != 0 && strcmp(o.transport, "blocking") != 0 && strcmp(o.transport, "memory") != 0)
+        usage();
+    if ((strcmp(o.transport, "memory") == 0) != (o.pages_file != NULL)) usage();
     if (strcmp(o.mode, "floor") == 0) {
         if (o.pages <= 0) usage();
     } else if (strcmp(o.mode, "fetch") == 0 || strcmp(o.mode, "stream") == 0) {
@@ -253,6 +266,57 @@ static const char *list_message(const sheaf_list *list) {
     return text;
 }
 
+/* ---- the memory transport ----------------------------------------------------------------- */
+
+typedef struct memory_pages {
+    char **body;
+    size_t *length;
+    long count;
+    const char *param;        /* the page parameter's name, NULL: every request is page 1 */
+} memory_pages;
+
+static memory_pages memory;
+
+static void load_pages(const char *path, const char *param) {
+    FILE *file = fopen(path, "rb");
+    if (file == NULL) die(EXIT_SETUP, "cannot open the pages file %s", path);
+    size_t length, capacity = 0;
+    while (fscanf(file, "%zu", &length) == 1 && fgetc(file) == '\n') {
+        if ((size_t)memory.count == capacity) {
+            capacity = capacity ? 2 * capacity : 64;
+            memory.body = realloc(memory.body, capacity * sizeof *memory.body);
+            memory.length = realloc(memory.length, capacity * sizeof *memory.length);
+            if (memory.body == NULL || memory.length == NULL) die(EXIT_SETUP, "out of memory%s", NULL);
+        }
+        char *body = malloc(length ? length : 1);
+        if (body == NULL || fread(body, 1, length, file) != length) die(EXIT_SETUP, "%s ends inside a page", path);
+        memory.body[memory.count] = body;
+        memory.length[memory.count++] = length;
+    }
+    fclose(file);
+    if (memory.count == 0) die(EXIT_SETUP, "%s holds no page", path);
+    memory.param = param;
+}
+
+/* The value of query parameter `name` in `url` as a page number, 1 when absent. */
+static long page_in(const char *url, const char *name) {
+    const char *query = name ? strchr(url, '?') : NULL;
+    size_t n = name ? strlen(name) : 0;
+    for (const char *p = query; p != NULL; p = strchr(p + 1, '&'))
+        if (strncmp(p + 1, name, n) == 0 && p[1 + n] == '=') return strtol(p + 2 + n, NULL, 10);
+    return 1;
+}
+
+static void memory_transport(sheaf_exchange *exchange, void *user_data) {
+    const memory_pages *pages = user_data;
+    long page = page_in(sheaf_exchange_url(exchange), pages->param);
+    if (page < 1 || page > pages->count) {
+        sheaf_exchange_respond(exchange, 404, "{}", 2);
+        return;
+    }
+    sheaf_exchange_respond(exchange, 200, pages->body[page - 1], pages->length[page - 1]);
+}
+
 static sheaf_client *make_client(const options *o, blocking_transport *transport) {
     sheaf_client *client = NULL;
     if (sheaf_client_new(&client, o->base) != SHEAF_OK) die(EXIT_SETUP, "sheaf_client_new: %s", last_message());
@@ -268,6 +332,11 @@ static sheaf_client *make_client(const options *o, blocking_transport *transport
     if (strcmp(o->transport, "blocking") == 0 &&
         sheaf_client_set_transport(client, blocking_transport_get, transport, NULL) != SHEAF_OK)
         die(EXIT_SETUP, "transport: %s", last_message());
+    if (strcmp(o->transport, "memory") == 0) {
+        load_pages(o->pages_file, o->page_param);
+        if (sheaf_client_set_transport(client, memory_transport, &memory, NULL) != SHEAF_OK)
+            die(EXIT_SETUP, "transport: %s", last_message());
+    }
     return client;
 }
 
