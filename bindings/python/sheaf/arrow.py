@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import ctypes
 import re
-from typing import TYPE_CHECKING, Any, List, Optional, Tuple
+from typing import TYPE_CHECKING, Any, List, NamedTuple, Optional, Tuple
 
 from . import _ffi
 from .errors import DecodingError, Result, UsageError
@@ -49,6 +49,20 @@ _CHANGED = re.compile(r"Column\(/items/\[\]((?:/[^)]*)?)\) changed from (\w+) to
 #: Items.resume_token, which a pyarrow.Table has no room for).
 STOP_REASON_KEY = b"sheaf.stop_reason"
 RESUME_TOKEN_KEY = b"sheaf.resume_token"
+
+#: The block pyarrow's reader gives each of its threads when lines are read together (at least:
+#: a longer line gets a block of its own size), and how many bytes of lines fetch_arrow gathers
+#: before reading them.
+_BLOCK_BYTES = 1 << 20
+_GATHER_BYTES = 4 << 20
+
+
+class Line(NamedTuple):
+    """A snapshot's items wrapped as one JSON line, and where they are in the list."""
+    wrapped: bytes
+    pages: Tuple[int, int]     # the first and last page, counted from 1 in this run
+    first_item: int
+    end_item: int              # the item after the last
 
 
 def require_pyarrow() -> Tuple[Any, Any]:
@@ -98,12 +112,25 @@ class SnapshotBatches:
 
     def batch_of(self, snapshot: _ffi.SnapshotStruct) -> Optional["pyarrow.RecordBatch"]:
         """The rows `snapshot` added, or None when it added none."""
+        line = self.take(snapshot)
+        return None if line is None else self.read_one(line)
+
+    def take(self, snapshot: _ffi.SnapshotStruct) -> Optional[Line]:
+        """The items `snapshot` added as one wrapped line, with where they are in the list (the
+        bytes are copied: the snapshot's are the library's only until the next pull); None when
+        it added none."""
         pages = (self._pages_before + 1, max(self._pages_before + 1, snapshot.pages))
         self._pages_before = snapshot.pages
         first_item, self._items_before = self._items_before, snapshot.items
         if snapshot.delta_items == 0:
             return None
         wrapped = b"".join((_OPEN, ctypes.string_at(snapshot.delta_json, snapshot.delta_length), _CLOSE))
+        return Line(wrapped, pages, first_item, snapshot.items)
+
+    def read_one(self, line: Line) -> "pyarrow.RecordBatch":
+        """`line`'s rows under the list's schema so far, which they extend (a SchemaError when
+        they do not fit it)."""
+        wrapped, pages = line.wrapped, line.pages
         explicit = _definite(self._pa, self._pa.struct(list(self.known)))
         try:
             batch = self._read(wrapped, explicit)
@@ -111,13 +138,43 @@ class SnapshotBatches:
             if kept != batch.type:   # pyarrow inferred timestamps from new strings: read them as text
                 batch = self._read(wrapped, kept)
         except self._pa.ArrowInvalid as error:
-            raise self._conflict(wrapped, explicit, error, pages, first_item) from None
+            raise self._conflict(wrapped, explicit, error, line) from None
         except self._pa.ArrowNotImplementedError as error:   # a type the JSON reader cannot make
             raise UsageError(Result.INVALID_ARGUMENT, f"schema: {error}") from None
         if not self._pa.types.is_struct(batch.type):
-            raise SchemaError(f"the items of {_where(pages, first_item, snapshot.items)} are not JSON objects "
+            raise SchemaError(f"the items of {_where(line)} are not JSON objects "
                               f"(they are read as {batch.type}): rows need objects", "", pages)
-        rows = self._pa.RecordBatch.from_struct_array(batch)
+        return self._extend(self._pa.RecordBatch.from_struct_array(batch))
+
+    def read_together(self, lines: List[Line]) -> Optional[List["pyarrow.RecordBatch"]]:
+        """The rows of `lines`, read in one call on pyarrow's threads, when they hold exactly the
+        fields the list already has with the types it has (new fields only null): what reading
+        them one by one would give. None otherwise, the lines then to be read one by one (which
+        types a new field and names a change with its pages)."""
+        pa = self._pa
+        explicit = _definite(pa, pa.struct(list(self.known)))
+        data = b"".join(line.wrapped for line in lines)
+        parse = self._json.ParseOptions(explicit_schema=pa.schema([pa.field("items", pa.list_(explicit))]),
+                                        unexpected_field_behavior="infer",
+                                        newlines_in_values=any(b"\n" in line.wrapped[:-1] for line in lines))
+        # A block must hold a whole line; several lines a block, and the blocks read side by side.
+        read = self._json.ReadOptions(use_threads=True,
+                                      block_size=max(_BLOCK_BYTES, max(len(line.wrapped) for line in lines) + 1))
+        try:
+            table = self._json.read_json(pa.BufferReader(data), read_options=read, parse_options=parse)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            return None
+        rows = table.column(0).type.value_type
+        if not pa.types.is_struct(rows) or any(
+                explicit.get_field_index(field.name) < 0 and not pa.types.is_null(field.type)
+                or explicit.get_field_index(field.name) >= 0 and explicit.field(field.name).type != field.type
+                for field in rows):
+            return None
+        return [self._extend(pa.RecordBatch.from_struct_array(chunk.flatten()))
+                for chunk in table.column(0).chunks if len(chunk.flatten())]
+
+    def _extend(self, rows: "pyarrow.RecordBatch") -> "pyarrow.RecordBatch":
+        """`rows` with the list's schema extended by their fields, in the order fields were seen."""
         self.known = self._pa.unify_schemas([self.known, rows.schema], promote_options="default")
         if rows.schema.names != [name for name in self.known.names if name in rows.schema.names]:
             # A field known only as null so far came back last, inferred: put it where it was first seen.
@@ -150,10 +207,10 @@ class SnapshotBatches:
         table = self._json.read_json(pa.BufferReader(wrapped), read_options=read, parse_options=parse)
         return table.column(0).chunk(0).flatten()
 
-    def _conflict(self, wrapped: bytes, explicit: "pyarrow.StructType", error: Exception,
-                  pages: Tuple[int, int], first_item: int) -> SchemaError:
+    def _conflict(self, wrapped: bytes, explicit: "pyarrow.StructType", error: Exception, line: Line) -> SchemaError:
         """The SchemaError for a snapshot pyarrow refused: which field, what it was, what it is."""
-        where = _where(pages, first_item, self._items_before)
+        pages = line.pages
+        where = _where(line)
         detail = str(error).replace("JSON parse error: ", "")
         changed = _CHANGED.search(detail)
         field = _field_name(changed.group(1)) if changed else self._culprit(wrapped, explicit)
@@ -200,7 +257,47 @@ class SnapshotBatches:
         return None
 
 
-def _where(pages: Tuple[int, int], first_item: int, end_item: int) -> str:
+class GatheredRows:
+    """fetch_arrow's reading: a list's snapshots as rows, their lines gathered and read a few MB
+    at a time on pyarrow's threads (one call of pyarrow's reader per snapshot costs more than
+    the reading, and keeps to one thread) while the library goes on fetching. The rows and the
+    schema are what reading each snapshot alone gives (SnapshotBatches.read_together says when
+    that holds; otherwise the gathered lines are read one by one)."""
+
+    def __init__(self, of: SnapshotBatches) -> None:
+        self.of = of
+        self.batches: List["pyarrow.RecordBatch"] = []
+        self._lines: List[Tuple[Line, Optional[str]]] = []
+        self._bytes = 0
+
+    def add(self, line: Optional[Line], resume_before: Optional[str]) -> None:
+        """Takes a snapshot's line (None: it added no item); `resume_before` goes on before it."""
+        if line is None:
+            return
+        self._lines.append((line, resume_before))
+        self._bytes += len(line.wrapped)
+        # The first rows fix the schema: read them at once, alone.
+        if self._bytes >= _GATHER_BYTES or not self.of.known:
+            self.flush()
+
+    def flush(self) -> None:
+        """Reads the lines gathered so far. A SchemaError carries the resume token that goes on
+        before the snapshot it names; `batches` then holds every row before that snapshot."""
+        lines, self._lines, self._bytes = self._lines, [], 0
+        together = self.of.read_together([line for line, _ in lines]) if len(lines) > 1 else None
+        if together is not None:
+            self.batches += together
+            return
+        for line, resume_before in lines:
+            try:
+                self.batches.append(self.of.read_one(line))
+            except SchemaError as error:
+                error.resume_token = resume_before
+                raise
+
+
+def _where(line: Line) -> str:
+    pages, first_item, end_item = line.pages, line.first_item, line.end_item
     span = f"page {pages[0]}" if pages[0] == pages[1] else f"pages {pages[0]} to {pages[1]}"
     items = f"item {first_item}" if end_item - first_item == 1 else f"items {first_item} to {end_item - 1}"
     return f"{span} ({items})"

@@ -11,7 +11,7 @@ from ctypes import byref
 from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from . import _ffi, hooks
-from .arrow import SchemaError, SnapshotBatches
+from .arrow import GatheredRows, SchemaError, SnapshotBatches
 from .hooks import Event
 from ._closing import Closing
 from ._ffi import lib
@@ -446,24 +446,22 @@ class Client(Closing):
 
     def _fetch_arrow(self, run: ListRun, batches_of: SnapshotBatches) -> pyarrow.Table:
         """Runs `run` to its end, its snapshots read as record batches (fetch_arrow's loop)."""
-        batches: List[Any] = []
-        resume_before: Optional[str] = None
+        rows = GatheredRows(batches_of)
         try:
             run.start()
             while True:   # bounded by the list: each pull is a snapshot or the end
                 resume_before = run.current_resume_token()   # a SchemaError goes on from here
-                batch = run.next_snapshot(batches_of.batch_of)
-                if batch is _END:
+                line = run.next_snapshot(batches_of.take)
+                if line is _END:
                     break
-                if batch is not None:
-                    batches.append(batch)
+                rows.add(line, resume_before)
+            rows.flush()
         except SchemaError as error:
-            error.items = batches_of.table(batches, StopReason.FAILED, resume_before)
-            error.resume_token = resume_before
+            error.items = batches_of.table(rows.batches, StopReason.FAILED, error.resume_token)
             raise
         finally:
             run.close()
-        table = batches_of.table(batches, run.stop_reason, run.resume_token)
+        table = batches_of.table(rows.batches, run.stop_reason, run.resume_token)
         run.raise_outcome(table)
         return table
 

@@ -75,6 +75,37 @@ def test_a_field_that_changes_type_across_pages_fails_naming_the_field_and_the_p
     assert isinstance(error, sheaf.DecodingError)
 
 
+def test_snapshots_are_read_together_in_a_few_calls_of_the_reader(monkeypatch):
+    # fetch_arrow gathers snapshots and reads them in one call of pyarrow's reader (on its
+    # threads): 40 pages take the first page alone, then one call, not 40.
+    import pyarrow.json
+    calls = []
+    real = pyarrow.json.read_json
+    monkeypatch.setattr(pyarrow.json, "read_json", lambda *a, **k: calls.append(1) or real(*a, **k))
+    pages = [[{"id": i, "name": f"item-{i}", "tags": [i]}] for i in range(40)]
+    with sheaf.Client("http://127.0.0.1:1", transport=pages_of(pages), concurrency=1) as client:
+        table = client.fetch_arrow("/list", **PAGED)
+        batches = list(client.stream_batches("/list", **PAGED))
+    assert table.to_pylist() == [item for page in pages for item in page]
+    assert pa.Table.from_batches(batches).equals(table.replace_schema_metadata(None))
+    assert len(calls) - len(batches) == 2
+
+
+def test_a_field_first_seen_late_that_changes_type_fails_as_read_page_by_page():
+    # Read together, pyarrow would widen "p" to double across pages 2 and 3; read one by one,
+    # page 2 makes it int64 and page 3 does not fit: fetch_arrow answers as the latter does.
+    pages = [[{"id": 1}], [{"id": 2, "p": 1}], [{"id": 3, "p": 1.5}], [{"id": 4, "p": 2}]]
+    with sheaf.Client("http://127.0.0.1:1", transport=pages_of(pages), concurrency=1) as client:
+        with pytest.raises(sheaf.SchemaError) as caught:
+            client.fetch_arrow("/list", **PAGED)
+        with pytest.raises(sheaf.SchemaError) as streamed:
+            list(client.stream_batches("/list", **PAGED))
+    error = caught.value
+    assert error.field == "p" and error.pages == (3, 3) and str(error) == str(streamed.value)
+    assert error.items.to_pylist() == [{"id": 1, "p": None}, {"id": 2, "p": 1}]
+    assert error.resume_token is not None
+
+
 def test_a_nested_field_that_changes_from_int_to_double_is_named_with_its_path():
     pages = [[{"owner": {"id": 1}}], [{"owner": {"id": 1.5}}]]
     with sheaf.Client("http://127.0.0.1:1", transport=pages_of(pages), concurrency=1) as client:
