@@ -34,7 +34,7 @@ final class ClientHandle: Sendable {
     /// place of the client's own, and `headers` replacing the client's of the same name.
     func makeClient(transport listTransport: CFunctionTransport? = nil, headers extra: [HTTPHeader] = []) throws(SheafError) -> SheafClient {
         try settings.withLock { (settings) throws(SheafError) -> SheafClient in
-            func make(_ transport: any Transport) throws(SheafError) -> SheafClient {
+            func make(_ transport: any Transport, _ extra: [HTTPHeader] = []) throws(SheafError) -> SheafClient {
                 let names = Set(extra.map { $0.name.lowercased() })
                 return try SheafClient(baseURL: baseURL, credential: settings.credential,
                                 headers: settings.headers.filter { !names.contains($0.name.lowercased()) } + extra,
@@ -42,12 +42,19 @@ final class ClientHandle: Sendable {
                                 configuration: settings.configuration, hooks: settings.hooks.hooks(),
                                 credentialProvider: settings.credentialProvider)
             }
-            if let listTransport { return try make(listTransport) }
-            if !extra.isEmpty { return try make(defaultTransport(&settings)) }
-            if let client = settings.client { return client }
-            let client = try make(defaultTransport(&settings))
-            settings.client = client
-            return client
+            let client: SheafClient
+            if let made = settings.client {
+                client = made
+            } else {
+                client = try make(defaultTransport(&settings))
+                settings.client = client
+            }
+            guard listTransport != nil || !extra.isEmpty else { return client }
+            // A list's own transport or headers: a client of its own, sending through this one's
+            // windows (one budget per origin for everything the client runs).
+            let own = try make(listTransport ?? defaultTransport(&settings), extra)
+            own.sendsThroughWindows(of: client)
+            return own
         }
     }
 

@@ -39,9 +39,10 @@ struct Assembler {
     /// How many identities a list that does not keep its items remembers for de-duplication
     /// (duplicates come from pages shifting while they are read, so they are near each other).
     static let streamingIdentityLimit = 100_000
-    /// The kept prefix: its items as JSON array elements (comma-separated), a piece per page, so
-    /// it is never copied as it grows (a list's worth of bytes moved on each doubling).
-    private var prefix: [[UInt8]] = []
+    /// The kept prefix: its items as JSON array elements (comma-separated), in pieces, so it is
+    /// never copied as it grows (a list's worth of bytes moved on each doubling). A page's items
+    /// are a piece of its body when they lie there as one run (compact JSON), else a copy.
+    private var prefix: [ArraySlice<UInt8>] = []
     /// Bytes in `prefix`.
     private var prefixCount = 0
     /// Items in the prefix, after de-duplication.
@@ -146,17 +147,11 @@ struct Assembler {
         // as one run: one copy per page instead of one per item.
         var run: Range<Int>?
         var runStart = 0   // where the run lands in `json`
-        var kept: [UInt8] = []   // this page's piece of the kept prefix
-        if keepsItems, let first = page.items.first, let last = page.items.last {
-            kept.reserveCapacity(last.upperBound - first.lowerBound + 1)
-        }
+        var kept: [Range<Int>] = []   // this page's runs for the kept prefix
         func copyRun() {
             guard let bytes = run else { return }
             if deltasCarryItems { json.append(contentsOf: page.body[bytes]) }
-            if keepsItems {
-                if prefixCount > 0 || !kept.isEmpty { kept.append(UInt8(ascii: ",")) }
-                kept.append(contentsOf: page.body[bytes])
-            }
+            if keepsItems { kept.append(bytes) }
             run = nil
         }
         for (position, range) in page.items.enumerated() where index > 0 || position >= skipsOnFirstPage {
@@ -190,13 +185,36 @@ struct Assembler {
             if let syncValue, greatestSyncValue.map({ $0 < syncValue }) ?? true { greatestSyncValue = syncValue }
         }
         copyRun()
-        if !kept.isEmpty {
-            prefix.append(kept)
-            prefixCount += kept.count
-        }
+        keep(kept, of: page)
         if let maxItems, itemCount >= maxItems { reachedLimit = true }
         return added
     }
+
+    /// Adds a page's `runs` of items to the kept prefix: as a piece of the body itself when they
+    /// are one run that is most of it (nothing copied: the body is held instead, at most twice
+    /// the items' bytes), else copied.
+    private mutating func keep(_ runs: [Range<Int>], of page: Page) {
+        guard let first = runs.first else { return }
+        if prefixCount > 0 {
+            prefix.append(Self.comma)
+            prefixCount += 1
+        }
+        if runs.count == 1, first.count * 2 >= page.body.count {
+            prefix.append(page.body[first])
+            prefixCount += first.count
+            return
+        }
+        var piece: [UInt8] = []
+        piece.reserveCapacity(runs.reduce(runs.count - 1) { $0 + $1.count })
+        for run in runs {
+            if !piece.isEmpty { piece.append(UInt8(ascii: ",")) }
+            piece.append(contentsOf: page.body[run])
+        }
+        prefix.append(piece[...])
+        prefixCount += piece.count
+    }
+
+    private static let comma: ArraySlice<UInt8> = [UInt8(ascii: ",")]
 
     /// Keeps the most recent identities only (a ring of `streamingIdentityLimit`).
     private mutating func remember(_ identity: IdentityKey) {

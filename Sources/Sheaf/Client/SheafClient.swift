@@ -15,6 +15,8 @@ public final class SheafClient: Sendable {
     let hooks: Hooks?
     /// The window of each origin the client has sent to (see `pace(for:)`).
     private let paces = Locked<[Origin: OriginPace]>([:])
+    /// The client whose windows this one sends through instead of its own (`sendsThroughWindows(of:)`).
+    private let windowsOwner = Locked<SheafClient?>(nil)
 
     /// - Parameters:
     ///   - baseURL: an absolute http or https URL, without user:password.
@@ -64,7 +66,7 @@ public final class SheafClient: Sendable {
     /// it learns for the next (a URL with no origin gets a window of its own).
     func pace(for url: String) -> OriginPace {
         guard let origin = Origin(url) else { return OriginPace(configuration, hooks: hooks) }
-        return paces.withLock { paces in
+        return windows.paces.withLock { paces in
             if let pace = paces[origin] { return pace }
             let pace = OriginPace(configuration, hooks: hooks)
             paces[origin] = pace
@@ -81,8 +83,19 @@ public final class SheafClient: Sendable {
         guard let target = Origin(url) else { return false }
         let sendsCredential = credential != nil || credentialProvider != nil
             || headers.contains { HeaderRules.credentialHeaders.contains($0.name.lowercased()) }
-        return (sendsCredential && target == origin) || paces.withLock { $0[target] }?.hasAnsweredPageOne == true
+        return (sendsCredential && target == origin) || windows.paces.withLock { $0[target] }?.hasAnsweredPageOne == true
     }
+
+    /// Makes this client send through `other`'s origin windows, for every list, request and
+    /// download it starts from now on: a list with headers or a transport of its own runs on a
+    /// client of its own, and still shares its client's budget at each origin. Call before the
+    /// client starts anything; `other` must not send through this one.
+    package func sendsThroughWindows(of other: SheafClient) {
+        windowsOwner.withLock { $0 = other.windows }
+    }
+
+    /// The client whose windows this one sends through: itself, or the one it was given.
+    private var windows: SheafClient { windowsOwner.withLock { $0 } ?? self }
 
     /// Checks a base URL and credential as `init` does, without a transport.
     /// - Throws: `.invalidArgument` for a base URL that is not absolute http(s), or a credential

@@ -31,6 +31,24 @@ def test_pages_are_fetched_concurrently_in_the_window(api):
     assert stats(api)["max_in_flight"] == 4
 
 
+def test_lists_with_headers_of_their_own_share_the_clients_window(api):
+    # A list with its own headers runs on a client of its own inside the library: it still
+    # sends through its client's window at the origin, so two lists at once keep to 4.
+    import threading
+    with sheaf.Client(api.base_url, concurrency=4, adaptive_window=False) as client:
+        results = {}
+        lists = [("own", {"X-Team": "a"}), ("shared", None), ("other", {"X-Team": "b"})]
+        threads = [threading.Thread(target=lambda name=name, headers=headers: results.__setitem__(
+            name, client.fetch_all("/anchor?n=1000&latency_ms=30", headers=headers, **ANCHOR))) for name, headers in lists]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(30)
+    assert all(results.get(name) == expected_items(1000) for name, _ in lists)
+    seen = stats(api)
+    assert seen["requests"] >= 60 and seen["max_in_flight"] == 4
+
+
 @pytest.mark.parametrize("path, options", [
     ("/anchor?n=1010&nototal=1&latency_ms=30", dict(ANCHOR, total=None)),                  # next links
     ("/array?n=1010&latency_ms=30", dict(paging="page:page", size_param="per_page", page_size=50)),  # nothing
