@@ -84,6 +84,13 @@ def check_items(items, expect: int) -> None:
             wrong(f"item {i} does not have id {i}: out of order or wrong")
 
 
+def cpu_now() -> float:
+    """CPU seconds used so far by this process (every thread) and its waited-for children (the
+    curl command): a mode's cpu_seconds is the difference across its timed part."""
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return time.process_time() + children.ru_utime + children.ru_stime
+
+
 def page_url(args, page: int) -> str:
     sep = "&" if "?" in args.path else "?"
     return f"{args.base}{args.path}{sep}page={page}&per_page={args.page_size}"
@@ -115,7 +122,7 @@ def http_getter():
 
 def run_requests_serial(args) -> dict:
     get, library = http_getter()
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), cpu_now()
     items, url, pages = [], page_url(args, 1), 0
     while url is not None:                    # bounded by --max-pages
         pages += 1
@@ -124,10 +131,10 @@ def run_requests_serial(args) -> dict:
         page = get(url)
         items.extend(page["items"])
         url = page.get("next_page")
-    seconds = time.perf_counter() - start
+    seconds, cpu_seconds = time.perf_counter() - start, cpu_now() - cpu
     rss = peak_rss_kb()
     check_items(items, args.expect)
-    return {"seconds": seconds, "pages": pages, "client": library, "peak_rss_kb": rss}
+    return {"seconds": seconds, "cpu_seconds": cpu_seconds, "pages": pages, "client": library, "peak_rss_kb": rss}
 
 
 def run_threadpool(args) -> dict:
@@ -141,7 +148,7 @@ def run_threadpool(args) -> dict:
         return getter(url)
 
     _, library = http_getter()
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), cpu_now()
     first = get(page_url(args, 1))
     per_page = len(first["items"])
     total = first.get("total")
@@ -154,10 +161,10 @@ def run_threadpool(args) -> dict:
     with ThreadPoolExecutor(max_workers=args.window) as pool:
         for page in pool.map(lambda k: get(page_url(args, k)), range(2, pages + 1)):
             items.extend(page["items"])
-    seconds = time.perf_counter() - start
+    seconds, cpu_seconds = time.perf_counter() - start, cpu_now() - cpu
     rss = peak_rss_kb()
     check_items(items, args.expect)
-    return {"seconds": seconds, "pages": pages, "client": f"{library}, {args.window} threads",
+    return {"seconds": seconds, "cpu_seconds": cpu_seconds, "pages": pages, "client": f"{library}, {args.window} threads",
             "peak_rss_kb": rss}
 
 
@@ -194,9 +201,9 @@ def run_async_window(args, library: str) -> dict:
                     r = await client.get(url)
                     r.raise_for_status()
                     return r.json()
-                start = time.perf_counter()
+                start, cpu = time.perf_counter(), cpu_now()
                 items, pages = await walk(get)
-                return time.perf_counter() - start, items, pages, f"httpx {httpx.__version__}"
+                return time.perf_counter() - start, cpu_now() - cpu, items, pages, f"httpx {httpx.__version__}"
         import aiohttp
         connector = aiohttp.TCPConnector(limit=args.window)
         async with aiohttp.ClientSession(connector=connector, timeout=aiohttp.ClientTimeout(total=60)) as session:
@@ -204,14 +211,14 @@ def run_async_window(args, library: str) -> dict:
                 async with session.get(url) as r:
                     r.raise_for_status()
                     return await r.json()
-            start = time.perf_counter()
+            start, cpu = time.perf_counter(), cpu_now()
             items, pages = await walk(get)
-            return time.perf_counter() - start, items, pages, f"aiohttp {aiohttp.__version__}"
+            return time.perf_counter() - start, cpu_now() - cpu, items, pages, f"aiohttp {aiohttp.__version__}"
 
-    seconds, items, pages, client = asyncio.run(main())
+    seconds, cpu_seconds, items, pages, client = asyncio.run(main())
     rss = peak_rss_kb()
     check_items(items, args.expect)
-    return {"seconds": seconds, "pages": pages, "client": f"{client}, window {args.window}", "peak_rss_kb": rss}
+    return {"seconds": seconds, "cpu_seconds": cpu_seconds, "pages": pages, "client": f"{client}, window {args.window}", "peak_rss_kb": rss}
 
 
 # ---- Sheaf -------------------------------------------------------------------------------------
@@ -279,13 +286,13 @@ def make_client(args):
 
 def run_sheaf_fetch(args) -> dict:
     client, calls = make_client(args)
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), cpu_now()
     items = client.fetch_all(args.path, **sheaf_options(args))
-    seconds = time.perf_counter() - start
+    seconds, cpu_seconds = time.perf_counter() - start, cpu_now() - cpu
     rss = peak_rss_kb()
     client.close()
     check_items(items, args.expect)
-    out = {"seconds": seconds, "peak_rss_kb": rss}
+    out = {"seconds": seconds, "cpu_seconds": cpu_seconds, "peak_rss_kb": rss}
     if calls is not None:
         out["transport_calls"] = calls["n"]
         out["transport_max_in_flight"] = calls["max_in_flight"]
@@ -295,16 +302,16 @@ def run_sheaf_fetch(args) -> dict:
 def run_sheaf_arrow(args) -> dict:
     import pyarrow.json  # noqa: F401  (imported before the clock, as every mode's imports are)
     client, _ = make_client(args)
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), cpu_now()
     table = client.fetch_arrow(args.path, **sheaf_options(args))
-    seconds = time.perf_counter() - start
+    seconds, cpu_seconds = time.perf_counter() - start, cpu_now() - cpu
     rss = peak_rss_kb()
     client.close()
     if table.num_rows != args.expect:
         wrong(f"{table.num_rows} rows, expected {args.expect}")
     if table.column("id").to_pylist() != list(range(args.expect)):
         wrong("the id column is not 0..N-1 in order")
-    return {"seconds": seconds, "peak_rss_kb": rss}
+    return {"seconds": seconds, "cpu_seconds": cpu_seconds, "peak_rss_kb": rss}
 
 
 def run_sheaf_fetch_404(args) -> dict:
@@ -340,12 +347,12 @@ def run_curl_parallel(args) -> dict:
         config.flush()
         argv = [curl, "--silent", "--show-error", "--fail", "--parallel", "--parallel-max", str(args.window),
                 "--parallel-immediate", "--config", config.name]
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), cpu_now()
         finished = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, timeout=600)
-        seconds = time.perf_counter() - start
+        seconds, cpu_seconds = time.perf_counter() - start, cpu_now() - cpu
     if finished.returncode != 0:
         wrong(f"curl exited {finished.returncode}: {finished.stderr.decode(errors='replace')[-300:]}")
-    return {"seconds": seconds, "requests": pages, "peak_rss_kb": 0}
+    return {"seconds": seconds, "cpu_seconds": cpu_seconds, "requests": pages, "peak_rss_kb": 0}
 
 
 def time_json_loads() -> list:

@@ -50,7 +50,7 @@ SMALL_PAGES, SMALL_PER_PAGE = 2000, 5   # P7's per-snapshot cost with next to no
 RUN_TIMEOUT_S = 300            # one measured run
 SLOW_RUNS = 3                  # runs of a 10 s scenario (serial walks) at most
 
-ALL_IDS = ["P1", "P1A", "P1D", "P2", "P3", "P4", "P4C", "P5", "P6", "P7", "P10", "P11", "P12", "P13", "F1",
+ALL_IDS = ["P1", "P1A", "P1D", "P2", "P3", "P4", "P4C", "P5", "P5U", "P6", "P7", "P10", "P11", "P12", "P13", "F1",
            "M1", "M2", "M3"]
 P13_PAGES, P13_FAILING = 20, 10        # P13: a 20-page list whose page 10 answers 404
 P10_MAX_CONNECTIONS = 6                # P10: a server taking this many connections per client
@@ -198,6 +198,22 @@ class H2Server(Server):
         if proc is not None:
             end_process(proc)
         shutil.rmtree(self.folder, ignore_errors=True)
+
+
+class UvicornServer(Server):
+    """Tests/server/h2_server.py --uvicorn --cache-pages in a child process: the lists served by
+    uvicorn over cleartext HTTP/1.1, a plain Python ASGI server (each page built once, then served
+    from memory): the server of the P5U rows, sharing the machine's cores with the client."""
+
+    def start(self) -> None:
+        self.proc = subprocess.Popen([sys.executable, str(H2_SERVER_SCRIPT), "--uvicorn", "--cache-pages"], stdin=subprocess.DEVNULL,
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+        self.port = read_port(self, "the uvicorn server")
+
+    def stop(self) -> None:
+        proc, self.proc = self.proc, None
+        if proc is not None:
+            end_process(proc)
 
 
 def read_port(server, what: str) -> int:
@@ -486,12 +502,12 @@ class Bench:
 
     def py_spec(self, key: str, mode: str, lst: "ListDef", runs: int, *, window: int = 8,
                 transport: str = "curl", warmup: int = 0, extra: Sequence[str] = (),
-                python: Optional[str] = None, timeline: bool = False) -> Spec:
-        argv = [python or sys.executable, str(PY_DRIVER), mode, "--base", self.server.base, "--path", lst.path,
+                python: Optional[str] = None, timeline: bool = False, server: Optional[Server] = None) -> Spec:
+        argv = [python or sys.executable, str(PY_DRIVER), mode, "--base", (server or self.server).base, "--path", lst.path,
                 "--expect", str(lst.n), "--window", str(window), "--page-size", str(lst.per_page),
                 "--addressing", lst.addressing, "--total", "1" if lst.total else "0",
                 "--transport", transport, "--max-pages", str(max(lst.pages + 10, 10000)), *extra]
-        return Spec(key, argv, runs, warmup, env=self.py_env, timeline=timeline)
+        return Spec(key, argv, runs, warmup, env=self.py_env, timeline=timeline, server=server)
 
     def floor_spec(self, key: str, lst: "ListDef", runs: int, reps: int, pages: int = 0, window: int = 8) -> Spec:
         pages = pages or lst.pages
@@ -1055,6 +1071,69 @@ class Scenarios:
         ratio = m.median() / against.median()
         return fill_counts(Row(id_, label, sheaf=secs(m.median()), floor=f"{secs(against.median())} ({name})",
                                ratio=f"{ratio:.2f}x", target=target, met=yes(ratio <= limit)), m)
+
+    # -- P5U --
+    def P5U(self) -> List[Row]:
+        """P5's list from a plain Python API server sharing the two cores (uvicorn, each page
+        built per request): C against the curl command fetching alone, Python against aiohttp and
+        against C, and the CPU seconds each client spends per 1,000 items (its own process only:
+        the server's CPU is the same for all, and is what they share the cores with)."""
+        b = self.b
+        label = f"N={P5_PAGES}x{P5_PER_PAGE} small items, L=0, W=8, from uvicorn (pages cached)"
+        if importlib.util.find_spec("uvicorn") is None:
+            return [Row("P5U", label, sheaf="not run: needs uvicorn (pip install uvicorn)")]
+        server = UvicornServer()
+        try:
+            server.start()
+            lst = self.p5
+            specs = [b.c_spec("C fetch P5U", "fetch", lst, self.runs, warmup=1, server=server),
+                     b.py_spec("curl P5U W=8", "curl-parallel", lst, self.runs, warmup=1, server=server)]
+            if self.python_rows:
+                specs.append(b.py_spec("Py fetch P5U", "sheaf-fetch", lst, self.runs, warmup=1, server=server))
+            python = b.async_python()
+            if python:
+                specs.append(b.py_spec("aiohttp-window P5U W=8", "aiohttp-window", lst, self.runs, python=python,
+                                       warmup=1, server=server))
+            b.measure(*specs)
+        finally:
+            server.stop()
+        c, curl = b.results["C fetch P5U"], b.results["curl P5U W=8"]
+        py, aio = b.results.get("Py fetch P5U"), b.results.get("aiohttp-window P5U W=8")
+        rows = [self.ratio_row("P5U", f"{label}: C fetch_all against `curl --parallel --parallel-max 8` fetching "
+                               "the same URLs (no parsing; curl's start-up included)", c, curl, 1.15, "curl")]
+        if py is None:
+            rows.append(Row("P5U", "  Python fetch_all", sheaf=f"not run: {b.python_ok}"))
+        else:
+            if aio is None:
+                rows.append(Row("P5U", "  Python fetch_all against aiohttp W=8",
+                                sheaf="not run: needs build/bench-venv with aiohttp"))
+            else:
+                rows.append(self.ratio_row("P5U", f"  Python fetch_all ({decoder()}) against aiohttp, sliding window W=8",
+                                           py, aio, 0.8, "aiohttp"))
+            rows.append(self.ratio_row("P5U", f"  Python fetch_all ({decoder()}) against C fetch_all", py, c, 1.3, "C"))
+        # CPU seconds per 1,000 items, each client's own process.
+        def per_1000(m: Optional[Measured]) -> Optional[float]:
+            if m is None or m.error or not m.runs or not m.values("cpu_seconds"):
+                return None
+            return statistics.median(m.values("cpu_seconds")) / (lst.n / 1000)
+        peers = [(name, per_1000(m)) for name, m in (("curl (fetching only)", curl), ("aiohttp W=8", aio),
+                                                      ("Python fetch_all", py))]
+        mine = per_1000(c)
+        if mine is None:
+            return rows + [failed_row("P5U", "  CPU seconds per 1,000 items, C fetch_all", c)]
+        for name, theirs in peers:
+            if theirs is None:
+                continue
+            rows.append(Row("P5U", f"  CPU per 1,000 items (client process): C fetch_all against {name}",
+                            sheaf=f"{mine * 1000:.2f} ms", floor=f"{theirs * 1000:.2f} ms ({name})",
+                            ratio=f"{mine / theirs:.2f}x", target="< 1x (C below every peer)",
+                            met=yes(mine < theirs), runs=c.runs_text))
+        python_cpu, aio_cpu = per_1000(py), per_1000(aio)
+        if python_cpu is not None and aio_cpu is not None:
+            rows.append(Row("P5U", "  CPU per 1,000 items (client process): Python fetch_all against aiohttp W=8",
+                            sheaf=f"{python_cpu * 1000:.2f} ms", floor=f"{aio_cpu * 1000:.2f} ms (aiohttp)",
+                            ratio=f"{python_cpu / aio_cpu:.2f}x", target="(report)", runs=py.runs_text))
+        return rows
 
     # -- P6 --
     def P6(self) -> List[Row]:

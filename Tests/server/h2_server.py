@@ -25,8 +25,14 @@ Fault modes (HTTP/2 served by the h2 library, over TLS when a certificate is giv
   --max-requests N   hypercorn's own rotation (keep_alive_max_requests): it sends GOAWAY and
                      abandons the streams still in flight on that connection
 
-usage: h2_server.py [--cert PEM --key PEM | --prior-knowledge] [--host H] [--port P] [--max-connections N]
-                    [fault modes]
+A plain Python API server instead, for the benchmark's P5U rows:
+  --uvicorn          the same application served by uvicorn, cleartext HTTP/1.1 (needs uvicorn)
+  --cache-pages      each /anchor page built once per request target and host, then served from
+                     memory (the latency still slept), so a benchmark measures the client more
+                     than Python building JSON
+
+usage: h2_server.py [--cert PEM --key PEM | --prior-knowledge | --uvicorn] [--host H] [--port P]
+                    [--max-connections N] [fault modes]
        (prints the port, then serves until killed)
 Needs hypercorn (pip install hypercorn; h2 comes with it).
 """
@@ -80,8 +86,9 @@ class Lists:
     """What both servers answer: /anchor pages, /_stats and /_reset, counting as it goes."""
 
     def __init__(self, scheme: str, goaway_every: Optional[int] = None, reset_pages: Iterable[int] = (),
-                 abrupt: bool = False, max_connections: Optional[int] = None) -> None:
+                 abrupt: bool = False, max_connections: Optional[int] = None, cache_pages: bool = False) -> None:
         self.scheme = scheme
+        self.pages: Optional[Dict[Tuple[str, str], bytes]] = {} if cache_pages else None
         self.max_connections = max_connections
         self.counters = Counters()
         self.goaway_every = goaway_every
@@ -138,6 +145,9 @@ class Lists:
             latency = int(query.get("latency_ms", "0"))
             if latency:
                 await asyncio.sleep(latency / 1000)
+            cached = self.pages.get((query_text, host)) if self.pages is not None else None
+            if cached is not None:
+                return 200, cached
             page, size, total = int(query.get("page", "1")), int(query.get("per_page", "50")), int(query.get("n", "100"))
             start = (page - 1) * size
             items = [{"id": i, "name": f"item-{i}"} for i in range(start, min(start + size, total))]
@@ -145,7 +155,10 @@ class Lists:
             if start + size < total:
                 query["page"] = str(page + 1)
                 nxt = f"{self.scheme}://{host}/anchor?" + "&".join(f"{k}={v}" for k, v in query.items())
-            return 200, json.dumps({"items": items, "next_page": nxt, "total": total}, separators=(",", ":")).encode()
+            body = json.dumps({"items": items, "next_page": nxt, "total": total}, separators=(",", ":")).encode()
+            if self.pages is not None:
+                self.pages[(query_text, host)] = body
+            return 200, body
         finally:
             # Before the answer is written: a client that sends its next request the moment this
             # answer arrives finds this connection idle.
@@ -285,12 +298,14 @@ class H2Server:
     """The server on a thread of its own: `base_url`, `stats()`, `reset()`, `close()`.
 
     With `cert` and `key`: hypercorn over TLS, HTTP/2 or HTTP/1.1 as ALPN settles. Without:
-    hypercorn's cleartext HTTP/1.1, or with `prior_knowledge` HTTP/2 from the first byte."""
+    hypercorn's cleartext HTTP/1.1, or with `prior_knowledge` HTTP/2 from the first byte, or with
+    `uvicorn` uvicorn's HTTP/1.1."""
 
     def __init__(self, cert: Optional[str] = None, key: Optional[str] = None, port: int = 0,
                  prior_knowledge: bool = False, max_requests_per_connection: Optional[int] = None,
                  goaway_every: Optional[int] = None, reset_pages: Iterable[int] = (), abrupt: bool = False,
-                 max_connections: Optional[int] = None, host: str = "127.0.0.1") -> None:
+                 max_connections: Optional[int] = None, host: str = "127.0.0.1", uvicorn: bool = False,
+                 cache_pages: bool = False) -> None:
         listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         listener.bind((host, port))
@@ -298,11 +313,13 @@ class H2Server:
         self.port = listener.getsockname()[1]
         scheme = "https" if cert else "http"
         self.base_url = f"{scheme}://{host}:{self.port}"
-        self.lists = Lists(scheme, goaway_every, reset_pages, abrupt, max_connections)
+        self.lists = Lists(scheme, goaway_every, reset_pages, abrupt, max_connections, cache_pages)
         self._loop = asyncio.new_event_loop()
         self._stop: Optional[asyncio.Event] = None
         if prior_knowledge or goaway_every or reset_pages:
             serving = self._prior_knowledge(listener, self._tls(cert, key) if cert else None)
+        elif uvicorn:
+            serving = self._uvicorn(listener)
         else:
             config = Config()
             config.bind = [f"fd://{listener.detach()}"]   # hypercorn's now: it closes it
@@ -334,6 +351,19 @@ class H2Server:
         server = await self._loop.create_server(lambda: PriorKnowledge(self.lists), sock=listener, ssl=tls)
         async with server:
             await self._stopped()
+
+    async def _uvicorn(self, listener: socket.socket) -> None:
+        import uvicorn
+        # Nagle off (accepted sockets inherit it on Linux): uvicorn writes an answer's head and
+        # body apart, and the body would wait for the client's delayed ACK of the head (40 ms).
+        listener.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        server = uvicorn.Server(uvicorn.Config(self.lists.asgi, log_level="warning", access_log=False,
+                                               lifespan="off", timeout_keep_alive=30, interface="asgi3",
+                                               proxy_headers=False))
+        serving = asyncio.ensure_future(server.serve(sockets=[listener]))
+        await self._stopped()
+        server.should_exit = True
+        await serving
 
     def _run(self, serving, started: threading.Event) -> None:
         asyncio.set_event_loop(self._loop)
@@ -370,10 +400,12 @@ def main() -> int:
     parser.add_argument("--reset-pages", default="", help="pages whose first request is reset (RST_STREAM), e.g. 5,9")
     parser.add_argument("--abrupt", action="store_true", help="close right after the GOAWAY")
     parser.add_argument("--max-requests", type=int, help="hypercorn's keep_alive_max_requests")
+    parser.add_argument("--uvicorn", action="store_true", help="uvicorn's cleartext HTTP/1.1 instead of hypercorn")
+    parser.add_argument("--cache-pages", action="store_true", help="build each /anchor page once, then serve it from memory")
     args = parser.parse_args()
     server = H2Server(args.cert, args.key, args.port, args.prior_knowledge, args.max_requests, args.goaway_every,
                       [int(page) for page in args.reset_pages.split(",") if page], args.abrupt,
-                      args.max_connections, args.host)
+                      args.max_connections, args.host, args.uvicorn, args.cache_pages)
     print(server.port, flush=True)
     try:
         threading.Event().wait()
