@@ -8,6 +8,13 @@ import Foundation
 enum URLText {
     /// `reference` resolved against `base` (RFC 3986), as an absolute http(s) URL string.
     static func resolve(_ reference: String, against base: String) -> String? {
+        // The common case, a next link that is a plain absolute URL, needs no parsing.
+        if plainHTTP(reference) != nil { return reference }
+        return resolveByParsing(reference, against: base)
+    }
+
+    /// `resolve`, by Foundation's URL parser (every case).
+    static func resolveByParsing(_ reference: String, against base: String) -> String? {
         guard let baseURL = URL(string: escapingInvalid(base)),
               let url = URL(string: escapingInvalid(reference), relativeTo: baseURL)?.absoluteURL,
               let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https",
@@ -95,6 +102,103 @@ enum URLText {
     /// `url` with the query parameter `name` set to `value` (replacing every existing
     /// occurrence in place, or appended), all other parameters kept as they were.
     static func settingQuery(_ url: String, _ name: String, to value: String) -> String? {
+        settingPlainQuery(url, name, to: value) ?? settingQueryByParsing(url, name, to: value)
+    }
+
+    /// `settingQuery` for a plain URL (`plainHTTP`) whose query has no empty parameter, by
+    /// splitting the query at "&" and "=" (a page's URL is made this way, twice a page); nil
+    /// for any other URL, which `settingQueryByParsing` takes.
+    static func settingPlainQuery(_ url: String, _ name: String, to value: String) -> String? {
+        guard let queryStart = plainHTTP(url) else { return nil }
+        let utf8 = url.utf8
+        let setting = encodeQueryComponent(name) + "=" + encodeQueryComponent(value)
+        guard let questionMark = queryStart else { return url + "?" + setting }
+        let query = utf8[utf8.index(after: questionMark)...]
+        var parameters: [Substring.UTF8View] = []
+        if !query.isEmpty {
+            for parameter in query.split(separator: UInt8(ascii: "&"), omittingEmptySubsequences: false) {
+                guard !parameter.isEmpty else { return nil }
+                parameters.append(Substring(parameter).utf8)
+            }
+        }
+        var kept: [String] = []
+        var replaced = false
+        for parameter in parameters {
+            // No escape in a plain URL: a parameter's name is its text up to "=".
+            let parameterName = parameter.split(separator: UInt8(ascii: "="), maxSplits: 1,
+                                                omittingEmptySubsequences: false)[0]
+            guard parameterName.elementsEqual(name.utf8) else {
+                kept.append(String(Substring(parameter)))
+                continue
+            }
+            if !replaced { kept.append(setting) }
+            replaced = true
+        }
+        if !replaced { kept.append(setting) }
+        return String(url[..<questionMark]) + "?" + kept.joined(separator: "&")
+    }
+
+    /// Whether `url` is a plain absolute http(s) URL: a lowercase scheme, a host of letters,
+    /// digits, "." and "-" (a port after ":"), then only RFC 3986 characters that no parser
+    /// changes (no "%" escape, no fragment, no "[" or "]", no dot segment). Nil when it is not;
+    /// else where its query's "?" is (nil inside: it has none).
+    static func plainHTTP(_ url: String) -> String.Index?? {
+        let utf8 = url.utf8
+        var index: String.Index
+        if utf8.starts(with: "http://".utf8) {
+            index = utf8.index(utf8.startIndex, offsetBy: 7)
+        } else if utf8.starts(with: "https://".utf8) {
+            index = utf8.index(utf8.startIndex, offsetBy: 8)
+        } else {
+            return nil
+        }
+        let hostStart = index
+        var sawPort = false
+        while index < utf8.endIndex, utf8[index] != UInt8(ascii: "/"), utf8[index] != UInt8(ascii: "?") {
+            switch utf8[index] {
+            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "-"), UInt8(ascii: "."):
+                if sawPort { return nil }
+            case UInt8(ascii: "0")...UInt8(ascii: "9"):
+                break
+            case UInt8(ascii: ":") where index != hostStart && !sawPort:
+                sawPort = true
+            default:
+                return nil
+            }
+            index = utf8.index(after: index)
+        }
+        guard index != hostStart, utf8[utf8.index(before: index)] != UInt8(ascii: ":") else { return nil }
+        var question: String.Index? = nil
+        var segmentStart = index   // where the current path segment starts, after its "/"
+        while index < utf8.endIndex {
+            let byte = utf8[index]
+            switch byte {
+            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
+                 UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"), UInt8(ascii: "!"), UInt8(ascii: "$"),
+                 UInt8(ascii: "'"), UInt8(ascii: "("), UInt8(ascii: ")"), UInt8(ascii: "*"), UInt8(ascii: "+"), UInt8(ascii: ","),
+                 UInt8(ascii: ";"), UInt8(ascii: "="), UInt8(ascii: ":"), UInt8(ascii: "@"), UInt8(ascii: "&"):
+                break
+            case UInt8(ascii: "/"), UInt8(ascii: "?"):
+                if question == nil {
+                    let segment = utf8[segmentStart..<index]
+                    if segment.elementsEqual(".".utf8) || segment.elementsEqual("..".utf8) { return nil }
+                    segmentStart = utf8.index(after: index)
+                    if byte == UInt8(ascii: "?") { question = index }
+                }
+            default:
+                return nil
+            }
+            index = utf8.index(after: index)
+        }
+        if question == nil {
+            let segment = utf8[segmentStart..<index]
+            if segment.elementsEqual(".".utf8) || segment.elementsEqual("..".utf8) { return nil }
+        }
+        return .some(question)
+    }
+
+    /// `settingQuery`, by Foundation's URLComponents (every case).
+    static func settingQueryByParsing(_ url: String, _ name: String, to value: String) -> String? {
         guard var components = URLComponents(string: url) else { return nil }
         var items = components.percentEncodedQueryItems ?? []
         let encodedName = encodeQueryComponent(name)

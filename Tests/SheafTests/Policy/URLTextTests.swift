@@ -79,6 +79,48 @@ final class URLTextTests: XCTestCase {
         }
     }
 
+    // MARK: The plain-URL paths agree with the parsers
+
+    /// URLs of every shape the plain paths must take or leave to the parsers.
+    static let urlCorpus = [
+        "http://h.example/p", "https://h.example/p?a=1&page=3&b=2", "https://h.example/p?page=1&x=y&page=2",
+        "https://H.Example:8443/a/b;c?d=e=f&flag&g=", "http://127.0.0.1:8080/anchor?n=500000&cap=1000&per_page=1000&page=7",
+        "http://h.example", "http://h.example?x=1", "http://h.example/?", "http://h.example/p?&a=1", "http://h.example/p?a=1&&b",
+        "http://h.example/a/../b?page=2", "http://h.example/./a", "http://h.example/a/..", "http://h.example/a/.b/..c",
+        "https://h.example/p?q=a%20b&page=1", "https://h.example/p?page=1#top", "https://h.example/p?page[number]=1",
+        "https://h.example/p?u=https://x.example/y?z=1&page=2", "http://user@h.example/p", "http://h.example:/p",
+        "http://:80/p", "http:/h.example/p", "HTTP://h.example/p", "http://h_x.example/p", "https://h.example/ü?a=1",
+        "https://h.example/p?a=b c", "https://h.example/p?a=(1)*!$'+,;:@~", "http://h.example:8080:90/p",
+    ]
+
+    func testSettingAQueryParameterWithoutParsingAgreesWithURLComponents() {
+        var plain = 0
+        for url in Self.urlCorpus {
+            for (name, value) in [("page", "4"), ("a", "x y"), ("flag", "1"), ("page[number]", "2"), ("a:b", "é"), ("g", "")] {
+                let parsed = URLText.settingQueryByParsing(url, name, to: value)
+                guard let quick = URLText.settingPlainQuery(url, name, to: value) else { continue }
+                plain += 1
+                XCTAssertEqual(quick, parsed, "\(url) \(name)=\(value)")
+            }
+        }
+        // The common shapes take the plain path (it is what a page's URL is made by).
+        XCTAssertGreaterThan(plain, 60)
+        XCTAssertNotNil(URLText.settingPlainQuery("http://127.0.0.1:8080/anchor?n=5&per_page=10", "page", to: "2"))
+        XCTAssertNil(URLText.settingPlainQuery("https://h.example/p?q=a%20b", "page", to: "2"))
+    }
+
+    func testResolvingAPlainAbsoluteLinkWithoutParsingAgreesWithURL() {
+        var plain = 0
+        for reference in Self.urlCorpus {
+            for base in ["https://a.example/b/c", "http://a.example:8080/x?y=1"] {
+                guard URLText.plainHTTP(reference) != nil else { continue }
+                plain += 1
+                XCTAssertEqual(URLText.resolve(reference, against: base), URLText.resolveByParsing(reference, against: base), reference)
+            }
+        }
+        XCTAssertGreaterThan(plain, 20)
+    }
+
     // MARK: Origin
 
     func testOriginsWithTheSameSchemeHostAndPortAreEqual() {
