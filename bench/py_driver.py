@@ -23,6 +23,9 @@ Modes:
   curl-parallel     the curl command fetching the list's pages 1..P (P = N / page size) with
                     --parallel --parallel-max W --parallel-immediate, bodies to /dev/null: the
                     fetching alone, no parsing (timed as a whole command, curl's start-up included)
+  decode-floor      the pages fetched first (untimed, keep-alive), then only their decoding timed:
+                    orjson.loads of each page (json.loads without orjson), its items kept: the
+                    least any Python client that hands out dicts spends on the list
   sheaf-stream      for snapshot in sheaf.Client(...).stream(...): consume snapshot.items
                     (also reported: the CPU time of the consuming thread, of json.loads as the
                     binding calls it to decode each delta, and of freeing each delta's objects)
@@ -332,6 +335,33 @@ def run_sheaf_fetch_404(args) -> dict:
     return {"seconds": seconds, "peak_rss_kb": rss}
 
 
+def run_decode_floor(args) -> dict:
+    try:
+        import orjson
+        loads, name = orjson.loads, "orjson"
+    except ImportError:
+        loads, name = json.loads, "json"
+    split = urlsplit(args.base)
+    conn = http.client.HTTPConnection(split.hostname, split.port or 80, timeout=60)
+    bodies = []
+    for page in range(1, -(-args.expect // args.page_size) + 1):
+        u = urlsplit(page_url(args, page))
+        conn.request("GET", u.path + "?" + u.query)
+        answer = conn.getresponse()
+        bodies.append(answer.read())
+        if answer.status != 200:
+            wrong(f"page {page}: HTTP {answer.status}")
+    conn.close()
+    start, cpu = time.perf_counter(), cpu_now()
+    items = []
+    for body in bodies:
+        items.extend(loads(body)["items"])
+    seconds, cpu_seconds = time.perf_counter() - start, cpu_now() - cpu
+    rss = peak_rss_kb()
+    check_items(items, args.expect)
+    return {"seconds": seconds, "cpu_seconds": cpu_seconds, "decoder": name, "peak_rss_kb": rss}
+
+
 def run_curl_parallel(args) -> dict:
     import shutil
     import subprocess
@@ -452,6 +482,7 @@ MODES = {
     "sheaf-stream": run_sheaf_stream,
     "sheaf-fetch-404": run_sheaf_fetch_404,
     "curl-parallel": run_curl_parallel,
+    "decode-floor": run_decode_floor,
 }
 
 

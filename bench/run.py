@@ -1090,6 +1090,7 @@ class Scenarios:
                      b.py_spec("curl P5U W=8", "curl-parallel", lst, self.runs, warmup=1, server=server)]
             if self.python_rows:
                 specs.append(b.py_spec("Py fetch P5U", "sheaf-fetch", lst, self.runs, warmup=1, server=server))
+                specs.append(b.py_spec("decode floor P5U", "decode-floor", lst, self.runs, server=server))
             python = b.async_python()
             if python:
                 specs.append(b.py_spec("aiohttp-window P5U W=8", "aiohttp-window", lst, self.runs, python=python,
@@ -1111,6 +1112,12 @@ class Scenarios:
                 rows.append(self.ratio_row("P5U", f"  Python fetch_all ({decoder()}) against aiohttp, sliding window W=8",
                                            py, aio, 0.8, "aiohttp"))
             rows.append(self.ratio_row("P5U", f"  Python fetch_all ({decoder()}) against C fetch_all", py, c, 1.3, "C"))
+            floor = b.results["decode floor P5U"]
+            if floor.runs and c.runs:
+                rows.append(Row("P5U", f"  reference: {decoder()}.loads of the same pages alone, fetched beforehand (the least "
+                                       "a Python client handing out dicts spends), against C fetch_all",
+                                sheaf=secs(floor.median()), floor=f"{secs(c.median())} (C)",
+                                ratio=f"{floor.median() / c.median():.2f}x", target="(report)", runs=floor.runs_text))
         # CPU seconds per 1,000 items, each client's own process.
         def per_1000(m: Optional[Measured]) -> Optional[float]:
             if m is None or m.error or not m.runs or not m.values("cpu_seconds"):
