@@ -1075,9 +1075,10 @@ class Scenarios:
     # -- P5U --
     def P5U(self) -> List[Row]:
         """P5's list from a plain Python API server sharing the two cores (uvicorn, each page
-        built per request): C against the curl command fetching alone, Python against aiohttp and
-        against C, and the CPU seconds each client spends per 1,000 items (its own process only:
-        the server's CPU is the same for all, and is what they share the cores with)."""
+        answered from memory once built): C against the curl command fetching alone, Python
+        against aiohttp, against C and against decoding alone, and the CPU seconds each client
+        spends per 1,000 items (its own process only: the server's CPU is the same for all, and
+        is what they share the cores with)."""
         b = self.b
         label = f"N={P5_PAGES}x{P5_PER_PAGE} small items, L=0, W=8, from uvicorn (pages cached)"
         if importlib.util.find_spec("uvicorn") is None:
