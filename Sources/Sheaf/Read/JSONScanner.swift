@@ -119,8 +119,14 @@ struct JSONScanner {
         var position = 0
         while true {
             try requireValueStart(index)
-            let following = active.filter { targets[$0].pointer.tokens[matched] == String(position) }
-            let end = try walk(at: index, depth: depth + 1, matched: matched + 1, active: following, targets: &targets)
+            // An items array's elements are skipped straight away: no target lies inside them.
+            let end: Int
+            if active.isEmpty {
+                end = try skipValue(at: index, depth: depth + 1)
+            } else {
+                let following = active.filter { targets[$0].pointer.tokens[matched] == String(position) }
+                end = try walk(at: index, depth: depth + 1, matched: matched + 1, active: following, targets: &targets)
+            }
             if collecting { elements.append(index..<end) }
             index = skipWhitespace(end)
             position += 1

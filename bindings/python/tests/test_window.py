@@ -51,11 +51,14 @@ def test_a_server_that_refuses_above_4_in_flight_gets_4_and_few_refusals(api, ca
     with caplog.at_level(logging.INFO, logger="sheaf"), sheaf.Client(api.base_url) as client:
         seen = windows_seen(client, "/anchor?n=6000&latency_ms=30&limit=4")
     seen_by_server = stats(api)
-    # The first window's requests past the fourth are refused (8 - 4), then the window is 4;
-    # trying 5 again waits for more good answers each time it is refused: few refusals after.
+    # The first window's requests past the fourth are refused (8 - 4), then the window is 4 or
+    # less; trying 5 again waits for more good answers each time it is refused: few refusals
+    # after, and the list may end during such a try (its last snapshots then say 5).
     refused = seen_by_server["refused"]
     assert 1 <= refused <= (8 - 4) + 0.05 * seen_by_server["requests"], seen_by_server
-    assert seen[-1] <= 4, seen
+    after = seen[next(i for i, window in enumerate(seen) if window < 8):]
+    assert max(after) <= 5, seen
+    assert sorted(after[len(after) // 2:])[len(after) // 4] <= 4, seen   # mostly at or below what the server takes
     shrunk = [r.getMessage() for r in caplog.records if getattr(r, "sheaf_kind", None) == "window"]
     assert any("the server refused a request with" in message for message in shrunk), shrunk
 
