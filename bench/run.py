@@ -1400,15 +1400,21 @@ class Scenarios:
         m = b.results["Py fetch P13"]
         if m.error or not m.runs:
             return [failed_row("P13", label, m, "after <= in flight then")]
-        after, then = [], []
+        # The pages of the burst that holds page 10 left the client before its 404 (answered at
+        # once) could reach it; the server accepts them some 0.3 ms apart, so they arrive in the
+        # first milliseconds after it (0.2 to 2.2 ms in stop 37's runs). A request arriving later
+        # was sent after the library could know: there must be none.
+        grace = 0.005
+        after, late, then = [], [], []
         for run in m.runs:
             failure = run["timeline"]["failures"][0]
             after.append(sum(1 for at in run["timeline"]["arrivals"] if at > failure["at"]))
+            late.append(sum(1 for at in run["timeline"]["arrivals"] if at > failure["at"] + grace))
             then.append(failure["in_flight"] - 1)
-        met = all(a <= t for a, t in zip(after, then))
-        return [fill_counts(Row("P13", label, sheaf=f"{max(after)} request(s) after the 404 (most of {len(after)} runs)",
-                                floor=f"{min(then)}-{max(then)} in flight then", target="after <= in flight then",
-                                met=yes(met)), m)]
+        return [fill_counts(Row("P13", label, sheaf=f"{max(late)} request(s) over {grace * 1000:.0f} ms after the 404, "
+                                                    f"{max(after)} after it in all (most of {len(after)} runs)",
+                                floor=f"{min(then)}-{max(then)} in flight then",
+                                target=f"none over {grace * 1000:.0f} ms after", met=yes(max(late) == 0)), m)]
 
     # -- memory --
     def M1(self) -> List[Row]:

@@ -50,13 +50,19 @@ _CHANGED = re.compile(r"Column\(/items/\[\]((?:/[^)]*)?)\) changed from (\w+) to
 STOP_REASON_KEY = b"sheaf.stop_reason"
 RESUME_TOKEN_KEY = b"sheaf.resume_token"
 
-#: Both reads allocate from the system allocator, not pyarrow's default (jemalloc), which keeps the
-#: reader threads' freed buffers: P5's peak RSS was 140 MB with it, 125 MB without.
 #: The block pyarrow's reader gives each of its threads when lines are read together (at least:
 #: a longer line gets a block of its own size), and how many bytes of lines fetch_arrow gathers
 #: before reading them.
 _BLOCK_BYTES = 1 << 20
 _GATHER_BYTES = 4 << 20
+
+
+
+def _memory_pool(pa: Any) -> Any:
+    """Where pyarrow's JSON reader allocates: the system allocator, not pyarrow's default
+    (jemalloc), which keeps the reader threads' freed buffers (P5's peak RSS: 140 MB with it,
+    120 MB without)."""
+    return pa.system_memory_pool()
 
 
 class Line(NamedTuple):
@@ -164,7 +170,7 @@ class SnapshotBatches:
                                       block_size=max(_BLOCK_BYTES, max(len(line.wrapped) for line in lines) + 1))
         try:
             table = self._json.read_json(pa.BufferReader(data), read_options=read, parse_options=parse,
-                                         memory_pool=pa.system_memory_pool())
+                                         memory_pool=_memory_pool(pa))
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
             return None
         rows = table.column(0).type.value_type
@@ -208,7 +214,7 @@ class SnapshotBatches:
         # One block holds the whole line: one chunk, and a single thread (a line cannot be split).
         read = self._json.ReadOptions(use_threads=False, block_size=len(wrapped) + 1)
         table = self._json.read_json(pa.BufferReader(wrapped), read_options=read, parse_options=parse,
-                                     memory_pool=pa.system_memory_pool())
+                                     memory_pool=_memory_pool(pa))
         return table.column(0).chunk(0).flatten()
 
     def _conflict(self, wrapped: bytes, explicit: "pyarrow.StructType", error: Exception, line: Line) -> SchemaError:
