@@ -210,7 +210,7 @@ def main(argv: Any = None) -> int:
     labels = {"fetch_all": "one process, Client.fetch_all (adaptive window, Python objects)",
               "fetch_arrow": "one process, Client.fetch_arrow (adaptive window, a pyarrow.Table)",
               "ray": f"Ray, {WORKERS} CPUs: read_datasource(ListSource), {args.partitions} partitions, Arrow blocks to the driver",
-              "ray-unreserved": f"the same, DataContext.op_resource_reservation_enabled = False (the reads then overlap)",
+              "ray-unreserved": "the same, DataContext.op_resource_reservation_enabled = False (the reads then overlap)",
               "spark": f"Spark local[{WORKERS}]: the sheaf data source, {args.partitions} partitions, toArrow()",
               "dask": f"Dask LocalCluster, {WORKERS} worker processes: read_list, {args.partitions} partitions, compute()"}
     for scenario, result in results.items():
