@@ -91,7 +91,7 @@ final class ListHandle: Sendable, ErrorRecording {
     ///   - finishing: see `ListRun.finishing`.
     func start(keepingItems: Bool? = nil, onSnapshot: (@Sendable (Snapshot) -> Bool)?, pulling: Bool = false,
                finishing: (@Sendable (ListOutcome) -> ListOutcome)? = nil) throws(SheafError) -> ListRun {
-        let (run, pull) = try state.withLock { (state) throws(SheafError) -> (ListRun, SnapshotChannel<PulledSnapshot>?) in
+        let run = try state.withLock { (state) throws(SheafError) -> ListRun in
             let client = try clientForTheRun(state)
             if let keepingItems { state.keepsItems = keepingItems }
             let keepsItems = state.keepsItems
@@ -117,7 +117,7 @@ final class ListHandle: Sendable, ErrorRecording {
             }
             state.run = run
             state.pull = pull
-            return (run, pull)
+            return run
         }
         if let finishing { run.finishing(finishing) }
         try run.start()
