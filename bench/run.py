@@ -105,6 +105,17 @@ class Server:
         finally:
             conn.close()
 
+    def __enter__(self) -> "Server":
+        try:
+            self.start()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def __exit__(self, *_: Any) -> None:
+        self.stop()
+
     def reset(self) -> None:
         """Waits (at most 5 s) for requests of an earlier run still being served -- a client that
         cancelled requests, e.g. speculative pages past a list's end, leaves them sleeping out their
@@ -1083,9 +1094,7 @@ class Scenarios:
         label = f"N={P5_PAGES}x{P5_PER_PAGE} small items, L=0, W=8, from uvicorn (pages cached)"
         if importlib.util.find_spec("uvicorn") is None:
             return [Row("P5U", label, sheaf="not run: needs uvicorn (pip install uvicorn)")]
-        server = UvicornServer()
-        try:
-            server.start()
+        with UvicornServer() as server:
             lst = self.p5
             specs = [b.c_spec("C fetch P5U", "fetch", lst, self.runs, warmup=1, server=server),
                      b.py_spec("curl P5U W=8", "curl-parallel", lst, self.runs, warmup=1, server=server)]
@@ -1097,8 +1106,6 @@ class Scenarios:
                 specs.append(b.py_spec("aiohttp-window P5U W=8", "aiohttp-window", lst, self.runs, python=python,
                                        warmup=1, server=server))
             b.measure(*specs)
-        finally:
-            server.stop()
         c, curl = b.results["C fetch P5U"], b.results["curl P5U W=8"]
         py, aio = b.results.get("Py fetch P5U"), b.results.get("aiohttp-window P5U W=8")
         rows = [self.ratio_row("P5U", f"{label}: C fetch_all against `curl --parallel --parallel-max 8` fetching "
@@ -1243,9 +1250,7 @@ class Scenarios:
         label = f"N={N_PAGES}x{PER_PAGE}, L={L_MS} ms over TLS: HTTP/2"
         if importlib.util.find_spec("hypercorn") is None:
             return [Row("P10", label, sheaf="not run: needs hypercorn (pip install hypercorn)")]
-        server = H2Server()
-        try:
-            server.start()
+        with H2Server() as server:
             lst = ListDef(f"/anchor?n={N_PAGES * PER_PAGE}&latency_ms={L_MS}", N_PAGES, PER_PAGE)
             tls = ["--ca", server.ca]
             specs = []
@@ -1255,8 +1260,6 @@ class Scenarios:
                                           self.runs, window=window, adaptive=adaptive, warmup=1,
                                           extra=tls + ["--http", version], server=server))
             b.measure(*specs)
-        finally:
-            server.stop()
         rows = []
         for kind, text in (("8", "fixed W=8"), ("adaptive", "the default adaptive window")):
             h2, h1 = b.results[f"C fetch P10 auto {kind}"], b.results[f"C fetch P10 1.1 {kind}"]
@@ -1290,12 +1293,8 @@ class Scenarios:
         """The same list from a server that takes at most 6 connections per client and answers
         503 past them: HTTP/1.1 is held to 6 in flight, HTTP/2 takes the whole window over one."""
         n = P10_MAX_CONNECTIONS
-        server = H2Server(max_connections=n)
-        try:
-            server.start()
+        with H2Server(max_connections=n) as server:
             h2, h1 = self.p10_versions(f"{n} connections", lst, server)
-        finally:
-            server.stop()
         label = (f"N={N_PAGES}x{PER_PAGE}, L={L_MS} ms over TLS, a server taking {n} connections per client (503 past "
                  f"them): HTTP/2, the default adaptive window (fetch_all, C) against HTTP/1.1")
         rows = self.p10_pair_rows(label, h2, h1, 0.25)
