@@ -17,6 +17,8 @@ final class ClientHandle: Sendable {
         var hooks = HookSettings()
         /// The core client of the current settings; nil after a change.
         var client: SheafClient?
+        /// The holder of the origin windows every client made with these settings sends through.
+        var windows: SheafClient?
     }
 
     let baseURL: String
@@ -42,19 +44,23 @@ final class ClientHandle: Sendable {
                                 configuration: settings.configuration, hooks: settings.hooks.hooks(),
                                 credentialProvider: settings.credentialProvider)
             }
-            let client: SheafClient
-            if let made = settings.client {
-                client = made
+            let shared = listTransport == nil && extra.isEmpty
+            if shared, let client = settings.client { return client }
+            // Every core client made with these settings (the shared one, and a list's own for its
+            // transport or headers) sends through one set of origin windows: one budget per origin
+            // for everything the client runs. Their holder sends nothing itself.
+            let windows: SheafClient
+            if let made = settings.windows {
+                windows = made
             } else {
-                client = try make(defaultTransport(&settings))
-                settings.client = client
+                windows = try SheafClient(baseURL: baseURL, transport: WindowsOnly(), configuration: settings.configuration,
+                                          hooks: settings.hooks.hooks())
+                settings.windows = windows
             }
-            guard listTransport != nil || !extra.isEmpty else { return client }
-            // A list's own transport or headers: a client of its own, sending through this one's
-            // windows (one budget per origin for everything the client runs).
-            let own = try make(listTransport ?? defaultTransport(&settings), extra)
-            own.sendsThroughWindows(of: client)
-            return own
+            let client = try make(listTransport ?? defaultTransport(&settings), extra)
+            client.sendsThroughWindows(of: windows)
+            if shared { settings.client = client }
+            return client
         }
     }
 
@@ -103,6 +109,7 @@ final class ClientHandle: Sendable {
             }
             settings.configuration = try configuration.validated()
             settings.client = nil
+            settings.windows = nil
         }
     }
 
@@ -110,6 +117,7 @@ final class ClientHandle: Sendable {
         settings.withLock {
             $0.transport = transport
             $0.client = nil
+            $0.windows = nil
         }
     }
 
@@ -118,6 +126,7 @@ final class ClientHandle: Sendable {
         try settings.withLock { (settings) throws(SheafError) in
             try body(&settings)
             settings.client = nil
+            settings.windows = nil
         }
     }
 
@@ -309,5 +318,15 @@ public func sheaf_client_set_transport(_ client: OpaquePointer?, _ transport: sh
         withClient(client) { handle in
             handle.setTransport(transport.map { CFunctionTransport(function: $0, userData: owned) })
         }
+    }
+}
+
+/// The transport of the client that only holds origin windows (`Settings.windows`): it is never
+/// asked to send; if it were, it would answer with a failure rather than hang.
+private struct WindowsOnly: Transport {
+    func send(_ request: HTTPRequest,
+              completion: @escaping @Sendable (Result<HTTPResponse, TransportError>) -> Void) -> any TransportTask {
+        completion(.failure(TransportError(.other, "the windows' holder sends nothing")))
+        return FinishedTransportTask()
     }
 }
