@@ -145,6 +145,7 @@ void a_window_of_4_is_filled_and_not_exceeded(void);
 void page_numbers_without_a_total_still_fill_the_window(void);
 void a_blocking_transport_still_fills_the_window(void);
 void a_list_of_its_own_transport_sends_through_it_alone(void);
+void a_list_with_a_transport_of_its_own_shares_the_clients_window(void);
 
 /* user_data.c */
 void a_refused_registration_leaves_the_user_data_with_the_caller(void);

@@ -71,6 +71,7 @@ static const test_case tests[] = {
     TEST(page_numbers_without_a_total_still_fill_the_window, 0),
     TEST(a_blocking_transport_still_fills_the_window, 1),
     TEST(a_list_of_its_own_transport_sends_through_it_alone, 1),
+    TEST(a_list_with_a_transport_of_its_own_shares_the_clients_window, 0),
     TEST(destroy_functions_run_once_when_nothing_needs_the_user_data, 1),
     TEST(a_refused_registration_leaves_the_user_data_with_the_caller, 1),
     TEST(every_convention_arrives_whole_detected_and_by_preset, 0),

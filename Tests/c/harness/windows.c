@@ -134,6 +134,38 @@ void a_blocking_transport_still_fills_the_window(void) {
     }
 }
 
+/* A list with a transport of its own still sends through its client's window at the origin:
+ * one list on the client's libcurl and one on a blocking transport of its own, started together
+ * on a fixed window of 4, put at most 4 requests on the server. */
+void a_list_with_a_transport_of_its_own_shares_the_clients_window(void) {
+    blocking_transport own;
+    inspected_transport_init(&own, NULL);
+    sheaf_client *client = client_for(&g_server, NULL);
+    set_option(client, SHEAF_OPT_ADAPTIVE_WINDOW, 0);
+    set_option(client, SHEAF_OPT_WINDOW, 4);
+    fresh_server(&g_server);
+    char path[128];
+    snprintf(path, sizeof path, "/anchor?n=%d&latency_ms=100", 12 * page_size());
+    sheaf_list *a = anchor_list(client, path, page_size(), ANCHOR_ALL);
+    sheaf_list *b = anchor_list(client, path, page_size(), ANCHOR_ALL);
+    if (a != NULL && b != NULL) {
+        CHECK_LIST_RESULT(a, sheaf_list_set_transport(a, blocking_transport_get, &own, NULL), SHEAF_OK);
+        CHECK_LIST_RESULT(a, sheaf_list_start(a, NULL, NULL, NULL), SHEAF_OK);
+        CHECK_LIST_RESULT(b, sheaf_list_start(b, NULL, NULL, NULL), SHEAF_OK);
+        CHECK_LIST_RESULT(a, sheaf_list_wait(a), SHEAF_OK);
+        CHECK_LIST_RESULT(b, sheaf_list_wait(b), SHEAF_OK);
+        CHECK_INT(atomic_load(&own.calls), 12);
+        CHECK_INT(atomic_load(&own.api_errors), 0);
+        json_t *stats = test_server_stats(&g_server);
+        long long most = stats_max_in_flight(stats);
+        json_decref(stats);
+        if (!CHECK(most >= 1 && most <= 4)) fprintf(stderr, "    the server had %lld requests in flight at once\n", most);
+    }
+    sheaf_list_free(b);
+    sheaf_list_free(a);
+    sheaf_client_free(client);
+}
+
 void a_list_of_its_own_transport_sends_through_it_alone(void) {
     blocking_transport first, second;
     inspected_transport_init(&first, NULL);
