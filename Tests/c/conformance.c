@@ -44,10 +44,12 @@
 #define WINDOW 4   /* a fixed window: the bounds below are stated in it */
 
 /* GROUP and GROUP_PULL run the list as the one list of a group (sheaf_group_start, _start_pull): a
-   group's lists must behave as a list does on its own. */
-typedef enum mode { FETCH_ALL, CALLBACK, PULL, WRITE_FN, WRITE_FD, LOAD_MORE, GROUP, GROUP_PULL, MODES } mode;
-static const char *const mode_names[MODES] = {"fetch_all", "callback", "pull", "write_fn", "write_fd", "load_more",
-                                              "group", "group_pull"};
+   group's lists must behave as a list does on its own. OWN_HEADER is fetch_all of a list with a
+   header of its own (sheaf_list_add_header), which the library runs on a core client of its own
+   sending through its client's window. */
+typedef enum mode { FETCH_ALL, OWN_HEADER, CALLBACK, PULL, WRITE_FN, WRITE_FD, LOAD_MORE, GROUP, GROUP_PULL, MODES } mode;
+static const char *const mode_names[MODES] = {"fetch_all", "own_header", "callback", "pull", "write_fn", "write_fd",
+                                              "load_more", "group", "group_pull"};
 
 static test_server g_server;
 
@@ -148,6 +150,8 @@ static void consumer_init(consumer *c, mode m, sheaf_client *client, sheaf_list 
     c->list = list;
     c->items = json_array();
     c->pipe[0] = c->pipe[1] = -1;
+    if (m == OWN_HEADER && list != NULL)
+        CHECK_LIST_RESULT(list, sheaf_list_add_header(list, "X-Conformance", "own"), SHEAF_OK);
     sem_init(&c->release, 0, 0);
     pthread_mutex_init(&c->lock, NULL);
 }
@@ -291,6 +295,7 @@ static void run(consumer *c) {
     size_t length = 0;
     switch (c->mode) {
     case FETCH_ALL:
+    case OWN_HEADER:
         c->result = sheaf_list_fetch_all(c->list, &json, &length);
         if (json) append_items(c, json, length);
         sheaf_free(json);

@@ -46,6 +46,12 @@ def _fetch_all(client: sheaf.Client, path: str, run: Run, stop_at_first: bool, *
     run.items, run.stop_reason, run.token = list(items), items.stop_reason, items.resume_token
 
 
+def _own_headers(client: sheaf.Client, path: str, run: Run, stop_at_first: bool, **options: Any) -> None:
+    """fetch_all of a list with headers of its own: the library runs it on a core client of its
+    own, sending through its client's window."""
+    _fetch_all(client, path, run, stop_at_first, headers={"X-Conformance": "own"}, **options)
+
+
 def _fetch_partition(client: sheaf.Client, path: str, run: Run, stop_at_first: bool, **options: Any) -> None:
     """The list planned as one partition (the whole of it), then that partition fetched."""
     (partition,) = client.partitions(path, 1, **ANCHOR)
@@ -178,7 +184,7 @@ def _stream_many(client: sheaf.Client, path: str, run: Run, stop_at_first: bool,
 
 
 MODES: Dict[str, Callable[..., None]] = {
-    "fetch_all": _fetch_all, "fetch_partition": _fetch_partition, "stream": _stream, "fetch_to": _fetch_to, "pager": _pager,
+    "fetch_all": _fetch_all, "own_headers": _own_headers, "fetch_partition": _fetch_partition, "stream": _stream, "fetch_to": _fetch_to, "pager": _pager,
     "aio.fetch_all": _aio_fetch_all, "aio.stream": _aio_stream, "fetch_many": _fetch_many, "stream_many": _stream_many,
 }
 try:
@@ -201,7 +207,7 @@ def run_mode(mode: str, client: sheaf.Client, path: str, tmp_path: Any, stop_at_
     except sheaf.Error as error:
         run.error = error
         run.token = error.resume_token
-        if mode in ("fetch_all", "fetch_partition", "aio.fetch_all"):   # the others received their items already
+        if mode in ("fetch_all", "own_headers", "fetch_partition", "aio.fetch_all"):   # the others received their items already
             run.items = list(error.items)
         elif mode == "fetch_arrow":
             run.items = error.items.to_pylist()
