@@ -40,6 +40,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers only: importing sheaf 
 #: the reader is told values may span lines).
 _OPEN = b'{"items":'
 _CLOSE = b"}\n"
+_WRAPPING = len(_OPEN) + len(_CLOSE)
 
 #: Where pyarrow's JSON reader says a column changed kind: "Column(/items/[]/a/b) changed from
 #: number to string in row 0". The path below the wrapper's "/items/[]" is the field.
@@ -66,11 +67,20 @@ def _memory_pool(pa: Any) -> Any:
 
 
 class Line(NamedTuple):
-    """A snapshot's items wrapped as one JSON line, and where they are in the list."""
-    wrapped: bytes
+    """A snapshot's items (its JSON array, copied once from the library's delta), and where they
+    are in the list. Read, they are wrapped as one JSON line (`wrapped`)."""
+    items: bytes
     pages: Tuple[int, int]     # the first and last page, counted from 1 in this run
     first_item: int
     end_item: int              # the item after the last
+
+    def parts(self) -> Tuple[bytes, bytes, bytes]:
+        """The line's bytes in pieces, to be joined once with other lines' or alone."""
+        return _OPEN, self.items, _CLOSE
+
+    @property
+    def wrapped(self) -> bytes:
+        return b"".join(self.parts())
 
 
 def require_pyarrow() -> Tuple[Any, Any]:
@@ -124,16 +134,14 @@ class SnapshotBatches:
         return None if line is None else self.read_one(line)
 
     def take(self, snapshot: _ffi.SnapshotStruct) -> Optional[Line]:
-        """The items `snapshot` added as one wrapped line, with where they are in the list (the
-        bytes are copied: the snapshot's are the library's only until the next pull); None when
-        it added none."""
+        """The items `snapshot` added, with where they are in the list (the bytes are copied: the
+        snapshot's are the library's only until the next pull); None when it added none."""
         pages = (self._pages_before + 1, max(self._pages_before + 1, snapshot.pages))
         self._pages_before = snapshot.pages
         first_item, self._items_before = self._items_before, snapshot.items
         if snapshot.delta_items == 0:
             return None
-        wrapped = b"".join((_OPEN, ctypes.string_at(snapshot.delta_json, snapshot.delta_length), _CLOSE))
-        return Line(wrapped, pages, first_item, snapshot.items)
+        return Line(ctypes.string_at(snapshot.delta_json, snapshot.delta_length), pages, first_item, snapshot.items)
 
     def read_one(self, line: Line) -> "pyarrow.RecordBatch":
         """`line`'s rows under the list's schema so far, which they extend (a SchemaError when
@@ -161,13 +169,13 @@ class SnapshotBatches:
         types a new field and names a change with its pages)."""
         pa = self._pa
         explicit = _definite(pa, pa.struct(list(self.known)))
-        data = b"".join(line.wrapped for line in lines)
+        data = b"".join(part for line in lines for part in line.parts())
         parse = self._json.ParseOptions(explicit_schema=pa.schema([pa.field("items", pa.list_(explicit))]),
                                         unexpected_field_behavior="infer",
-                                        newlines_in_values=any(b"\n" in line.wrapped[:-1] for line in lines))
+                                        newlines_in_values=any(b"\n" in line.items for line in lines))
         # A block must hold a whole line; several lines a block, and the blocks read side by side.
         read = self._json.ReadOptions(use_threads=True,
-                                      block_size=max(_BLOCK_BYTES, max(len(line.wrapped) for line in lines) + 1))
+                                      block_size=max(_BLOCK_BYTES, max(len(line.items) for line in lines) + _WRAPPING + 1))
         try:
             table = self._json.read_json(pa.BufferReader(data), read_options=read, parse_options=parse,
                                          memory_pool=_memory_pool(pa))
@@ -285,7 +293,7 @@ class GatheredRows:
         if line is None:
             return
         self._lines.append((line, resume_before))
-        self._bytes += len(line.wrapped)
+        self._bytes += len(line.items)
         # The first rows fix the schema: read them at once, alone.
         if self._bytes >= _GATHER_BYTES or not self.of.known:
             self.flush()
