@@ -36,14 +36,6 @@ final class ClientHandle: Sendable {
     /// place of the client's own, and `headers` replacing the client's of the same name.
     func makeClient(transport listTransport: CFunctionTransport? = nil, headers extra: [HTTPHeader] = []) throws(SheafError) -> SheafClient {
         try settings.withLock { (settings) throws(SheafError) -> SheafClient in
-            func make(_ transport: any Transport, _ extra: [HTTPHeader] = []) throws(SheafError) -> SheafClient {
-                let names = Set(extra.map { $0.name.lowercased() })
-                return try SheafClient(baseURL: baseURL, credential: settings.credential,
-                                headers: settings.headers.filter { !names.contains($0.name.lowercased()) } + extra,
-                                secretParameters: settings.secretParameters, transport: transport,
-                                configuration: settings.configuration, hooks: settings.hooks.hooks(),
-                                credentialProvider: settings.credentialProvider)
-            }
             let shared = listTransport == nil && extra.isEmpty
             if shared, let client = settings.client { return client }
             // Every core client made with these settings (the shared one, and a list's own for its
@@ -57,7 +49,13 @@ final class ClientHandle: Sendable {
                                           hooks: settings.hooks.hooks())
                 settings.windows = windows
             }
-            let client = try make(listTransport ?? defaultTransport(&settings), extra)
+            let names = Set(extra.map { $0.name.lowercased() })
+            let client = try SheafClient(baseURL: baseURL, credential: settings.credential,
+                                         headers: settings.headers.filter { !names.contains($0.name.lowercased()) } + extra,
+                                         secretParameters: settings.secretParameters,
+                                         transport: listTransport ?? defaultTransport(&settings),
+                                         configuration: settings.configuration, hooks: settings.hooks.hooks(),
+                                         credentialProvider: settings.credentialProvider)
             client.sendsThroughWindows(of: windows)
             if shared { settings.client = client }
             return client
