@@ -1064,7 +1064,7 @@ SHEAF_API sheaf_error *sheaf_group_error(const sheaf_group *group);
 
 /** Options of a group (sheaf_group_set_option); each is 0 (off, the default) or 1. */
 typedef enum sheaf_group_option {
-    SHEAF_GROUP_ORDERED = 1,       /**< Deltas list after list, in the order the lists joined (a fan-out: the parent's item order); a list waiting its turn fetches at most a window of pages (SHEAF_OPT_WINDOW) ahead. Off: as they arrive, each list's own deltas still in order. */
+    SHEAF_GROUP_ORDERED = 1,       /**< Deltas list after list, in the order the lists joined (a fan-out: the parent's item order); a list waiting its turn stops asking once a window of its pages (SHEAF_OPT_WINDOW) waits; with the pages kept ahead of a slow one, it holds three windows at most. Off: as they arrive, each list's own deltas still in order. */
     SHEAF_GROUP_FAIL_FAST = 2,     /**< The first list that fails cancels the others; the group ends with its error. Off: a list that fails does not stop the others, and the group ends SHEAF_E_PARTIAL. */
     SHEAF_GROUP_MISSING_FAILS = 3  /**< A parent item without a value its template needs (missing, null, an object, an empty string in the path) fails the parent list. Off: the item is skipped with a warning log record (sheaf_client_set_log). */
 } sheaf_group_option;

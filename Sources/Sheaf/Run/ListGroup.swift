@@ -25,8 +25,9 @@ public struct GroupDelta: Sendable {
 ///   item that repeats is fetched once); a template of more levels makes each child a parent in
 ///   turn. A parent's items are not delivered, only its end.
 /// - **Order.** Each list's deltas come in its order. Across lists, as they arrive; or, `ordered`,
-///   list after list in the order they joined (a list waiting its turn fetches at most a window
-///   of pages ahead: its snapshots count as not taken).
+///   list after list in the order they joined (a list waiting its turn stops asking once a
+///   window of its pages waits, its snapshots counting as not taken; with the pages kept ahead of
+///   a slow one, it holds three windows at most).
 /// - **Failure.** A list that fails does not stop the others unless `failFast` (then the rest are
 ///   cancelled); each list's last delta carries its outcome, and the group's outcome is
 ///   `.partial` naming how many failed and the first failure. A parent item whose value the template
@@ -346,8 +347,13 @@ public final class ListGroup: Sendable {
     /// A member's snapshot (on its delivery thread): a parent's items make children; another's
     /// snapshot goes out, or waits for its turn. Returns false to stop the member.
     private func arrived(_ snapshot: Snapshot, from index: Int) -> Bool {
-        let member = state.withLock { state -> Member? in state.silenced == nil ? state.members[index] : nil }
-        guard let member else { return false }
+        let (member, silenced) = state.withLock { state in (state.members[index], state.silenced != nil) }
+        guard !silenced else {
+            // The group is being silenced and its cancel has not reached this run yet: the run
+            // ends as the silencing ends it (cancelled), not as a callback that asked to stop.
+            member.run?.cancel()
+            return true
+        }
         if let fanOut = member.fanOut {
             defer { member.run?.snapshotTaken() }
             return spawnChildren(of: snapshot.delta, fanOut: fanOut, parent: index)

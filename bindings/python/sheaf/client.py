@@ -531,7 +531,8 @@ class Client(Closing):
             resume: a resume token for each path (None: from the start), from an earlier run
                 of the same list (``ListOutcome.resume_token``).
             ordered: deliver the lists one after another, in the order of `paths` (a list
-                waiting its turn fetches at most a window of pages ahead); otherwise as they come.
+                waiting its turn stops asking once a window of its pages waits; with the pages
+                kept ahead of a slow one, it holds three windows at most); otherwise as they come.
             fail_fast: the first list that fails cancels the others.
             check: raise when a list failed (below); False returns the result whatever happened,
                 to be read with ``result.ok`` and ``result.failed``.
