@@ -409,23 +409,6 @@ final class Fetch: Sendable {
     }
 }
 
-/// A one-shot timer that can be stopped, and whose stopping releases it at once (an
-/// `asyncAfter` would keep every pending deadline of a long list until it fired).
-final class Deadline: @unchecked Sendable {
-    // Safe: the timer source is thread-safe; `timer` is never reassigned.
-    private let timer: any DispatchSourceTimer
-
-    /// Starts at once (libdispatch must never release a source that was not resumed).
-    init(after milliseconds: Int, _ body: @escaping @Sendable () -> Void) {
-        timer = DispatchSource.makeTimerSource(queue: .global())
-        timer.schedule(deadline: .now() + .milliseconds(milliseconds))
-        timer.setEventHandler(handler: body)
-        timer.resume()
-    }
-
-    func cancel() { timer.cancel() }
-}
-
 /// An abandoned fetch's attempt: cancelling it cancels it at the transport, then gives its place
 /// in the origin's window back (see `OriginPace.releaseAbandoned`).
 private struct AbandonedAttempt: TransportTask {

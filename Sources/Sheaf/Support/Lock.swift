@@ -68,6 +68,20 @@ package final class Lock: @unchecked Sendable {
         return pthread_cond_timedwait(condition, mutex, &deadline) != ETIMEDOUT
     }
 
+    /// Blocks until the condition is signalled or the wait clock reads `nanoseconds` (of
+    /// `nanosecondsNow`); returns false once that has passed. Call only with the mutex held.
+    package func wait(untilNanoseconds nanoseconds: UInt64) -> Bool {
+        let limit = min(nanoseconds, UInt64(Int64.max))
+        return wait(until: timespec(tv_sec: .init(limit / 1_000_000_000), tv_nsec: .init(limit % 1_000_000_000)))
+    }
+
+    /// Now, on the clock a timed wait measures on, in nanoseconds.
+    package static func nanosecondsNow() -> UInt64 {
+        var now = timespec()
+        clock_gettime(waitClock, &now)
+        return UInt64(now.tv_sec) * 1_000_000_000 + UInt64(now.tv_nsec)
+    }
+
     /// The clock a timed wait measures on.
     #if canImport(Darwin)
     private static let waitClock = CLOCK_REALTIME
