@@ -33,7 +33,7 @@ ITEMS, PER_PAGE, LATENCY_MS, CAPACITY = 1_000_000, 1000, 50, 64
 def list_path(items: int) -> str:
     return f"/anchor?n={items}&per_page={PER_PAGE}&cap={PER_PAGE}&latency_ms={LATENCY_MS}&capacity={CAPACITY}"
 WORKERS = 2
-SCENARIOS = ["fetch_all", "fetch_arrow", "ray", "ray-unreserved", "spark", "dask"]
+SCENARIOS = ["fetch_all", "fetch_arrow", "ray", "ray-unreserved", "ray-read-list", "ray-read-list-unreserved", "spark", "dask"]
 
 
 # ---- a child: one scenario, its engine started here ----------------------------------------------
@@ -73,7 +73,7 @@ def child(scenario: str, base: str, runs: int, partitions: int, items: int) -> D
             items = client.fetch_all(PATH)
             return len(items) if _ids_once([item["id"] for item in items]) else -1
         stop = client.close
-    elif scenario in ("ray", "ray-unreserved"):
+    elif scenario.startswith("ray"):
         import ray
 
         import sheaf.ray
@@ -81,16 +81,20 @@ def child(scenario: str, base: str, runs: int, partitions: int, items: int) -> D
         ray.init(num_cpus=WORKERS, include_dashboard=False, log_to_driver=False, configure_logging=False)
         context = ray.data.DataContext.get_current()
         context.enable_progress_bars = False
-        if scenario == "ray-unreserved":
+        if scenario.endswith("-unreserved"):
             # Ray Data holds part of the cluster's CPUs for each operator's outputs: on 2 CPUs its
-            # log shows the second read task "backpressured:tasks(ResourceBudget)" until the first
-            # ends, so the partitions' reads do not overlap.
+            # log shows the second read task "backpressured:tasks(ResourceBudget)" (a CPU budget of
+            # 0.0 left once one task runs, even one asking for 0.25 CPU) until the first ends, so
+            # the partitions' reads do not overlap.
             context.op_resource_reservation_enabled = False
 
         def read() -> int:
             import pyarrow as pa
 
-            dataset = ray.data.read_datasource(sheaf.ray.ListSource(url, partitions=partitions))
+            if scenario.startswith("ray-read-list"):
+                dataset = sheaf.ray.read_list(url, partitions=partitions)
+            else:
+                dataset = ray.data.read_datasource(sheaf.ray.ListSource(url, partitions=partitions))
             table = pa.concat_tables(ray.get(dataset.to_arrow_refs()))
             return table.num_rows if _ids_once(table.column("id").to_pylist()) else -1
         stop = ray.shutdown
@@ -211,6 +215,9 @@ def main(argv: Any = None) -> int:
               "fetch_arrow": "one process, Client.fetch_arrow (adaptive window, a pyarrow.Table)",
               "ray": f"Ray, {WORKERS} CPUs: read_datasource(ListSource), {args.partitions} partitions, Arrow blocks to the driver",
               "ray-unreserved": "the same, DataContext.op_resource_reservation_enabled = False (the reads then overlap)",
+              "ray-read-list": f"Ray, {WORKERS} CPUs: sheaf.ray.read_list, {args.partitions} partitions, a block each "
+                               "(read_datasource with override_num_blocks)",
+              "ray-read-list-unreserved": "the same, DataContext.op_resource_reservation_enabled = False",
               "spark": f"Spark local[{WORKERS}]: the sheaf data source, {args.partitions} partitions, toArrow()",
               "dask": f"Dask LocalCluster, {WORKERS} worker processes: read_list, {args.partitions} partitions, compute()"}
     for scenario, result in results.items():

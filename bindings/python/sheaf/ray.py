@@ -6,6 +6,10 @@ list's partitions.
 
     things = ray.data.read_datasource(sheaf.ray.ListSource("https://api.example.com/v1/things"))
 
+or, a block per partition (Ray does not split them), :func:`read_list`:
+
+    things = sheaf.ray.read_list("https://api.example.com/v1/things", partitions=8)
+
 ``get_read_tasks(parallelism)`` plans the partitions on the driver (:meth:`sheaf.Client.partitions`:
 one read of page one), ``parallelism`` of them unless ``partitions=`` says how many; each read task
 runs one on a client of its own and returns it as one Arrow table (a block). A task whose worker
@@ -111,4 +115,38 @@ class ListSource(_Datasource):  # type: ignore[misc,valid-type]
         return f"<sheaf.ray.ListSource {self._read.base_url}{self._read.path}>"
 
 
-__all__ = ["ListSource"]
+def read_list(url: str, *, partitions: Optional[int] = None,
+              description: Union[None, str, Description, Mapping[str, Any]] = None,
+              headers: Optional[Mapping[str, str]] = None, schema: Optional["pyarrow.Schema"] = None,
+              token_env: Optional[str] = None, client_options: Optional[Mapping[str, Any]] = None,
+              **read_args: Any) -> Any:
+    """The list at `url` as a ``ray.data.Dataset`` of a block per partition:
+    ``ray.data.read_datasource(ListSource(...), override_num_blocks=partitions)``.
+
+    Told only ``ListSource(partitions=N)``, Ray still asks for at least
+    ``DataContext.read_op_min_num_blocks`` blocks (200) and splits each partition's table to get
+    them: a 1,000,000-item list read in 2 partitions by 2 CPUs took 2.9 s that way, 2.3 s here
+    (``bench/engines.py``, the ``ray`` rows). Here the partitions are the blocks.
+
+    Args:
+        url, description, headers, schema, token_env, client_options: as for :class:`ListSource`.
+        partitions: how many partitions, and blocks; None: as many as Ray asks for (its
+            ``read_op_min_num_blocks`` rule, no fewer than twice the CPUs).
+        **read_args: passed to ``ray.data.read_datasource`` (``ray_remote_args``, ``concurrency``, ...).
+
+    Raises:
+        ImportError: Ray or pyarrow is not installed (``pip install 'sheaf[ray]'``).
+        UsageError: a malformed URL, description, header or option, or ``override_num_blocks``
+            given with ``partitions``.
+    """
+    data = _require()
+    source = ListSource(url, description=description, headers=headers, partitions=partitions, schema=schema,
+                        token_env=token_env, client_options=client_options)
+    if partitions is not None:
+        if read_args.get("override_num_blocks") not in (None, partitions):
+            raise UsageError(Result.INVALID_ARGUMENT, "override_num_blocks is the partitions here: give one of them")
+        read_args["override_num_blocks"] = partitions
+    return data.read_datasource(source, **read_args)
+
+
+__all__ = ["ListSource", "read_list"]

@@ -33,6 +33,14 @@ def test_an_engine_module_without_its_engine_names_the_extra_that_installs_it(mo
     assert missing.value.name == needed
 
 
+def test_ray_read_list_without_ray_names_the_extra_too(monkeypatch) -> None:
+    import sheaf.ray
+
+    monkeypatch.setitem(sys.modules, "ray.data", None)
+    with pytest.raises(ImportError, match=r"pip install 'sheaf\[ray\]'"):
+        sheaf.ray.read_list("http://127.0.0.1:1/list", partitions=2)
+
+
 def test_a_list_read_holds_no_credential_and_takes_the_token_from_the_environment(api, monkeypatch) -> None:
     read = ListRead.of(f"{api.base_url}/anchor?n=250&per_page=100", "anchor", '{"X-Trace": "t"}',
                        token_env="SHEAF_ENGINES_TEST_TOKEN", client_options={"max_concurrency": 4, "concurrency": 4})

@@ -50,6 +50,25 @@ def test_ray_asks_for_the_partitions_when_not_told_and_a_schema_shapes_each_bloc
     assert len(source.get_read_tasks(5)) == 5
 
 
+def test_read_list_makes_each_partition_one_block_where_ray_alone_splits_them(ray_cluster, api, whole_lists) -> None:
+    import sheaf.ray
+    from sheaf import UsageError
+
+    ray = ray_cluster
+    url = f"{api.base_url}{ADDRESSED['page-numbers']}"
+    blocks = ray.get(sheaf.ray.read_list(url, partitions=2, client_options=CLIENT_OPTIONS).to_arrow_refs())
+    assert len(blocks) == 2
+    import pyarrow as pa
+
+    assert rows_json(pa.concat_tables(blocks)) == whole_lists["page-numbers"]
+    assert_read_within_budget(api, pages_at_least=200)
+    # The same partitions through read_datasource alone: Ray splits each table into blocks.
+    split = ray.get(ray.data.read_datasource(_source(api, ADDRESSED["page-numbers"], partitions=2)).to_arrow_refs())
+    assert len(split) > 2
+    with pytest.raises(UsageError, match="override_num_blocks"):
+        sheaf.ray.read_list(url, partitions=2, override_num_blocks=4)
+
+
 def _read_task_processes() -> list:
     """The pids of Ray workers running one of our read tasks (Ray names the process after the task)."""
     pids = []
