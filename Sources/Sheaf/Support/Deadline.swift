@@ -13,8 +13,8 @@ import Dispatch
 ///
 /// Every deadline waits on the process's one clock thread (`DeadlineClock`): a request's timeout
 /// is set and stopped for each request a transport without timeouts of its own sends, and a
-/// timer source of its own per request cost two wake-ups of libdispatch's manager thread (a
-/// quarter of the CPU of a list read from memory; see `bench/sheaf_bench.c`, `--transport memory`).
+/// timer source of its own per request cost two wake-ups of libdispatch's manager thread (a fifth
+/// of the CPU of a list read from memory: `sheaf_bench fetch --transport memory`, P5's pages).
 final class Deadline: Sendable {
     private let id: UInt64
     private let clock: DeadlineClock
@@ -108,8 +108,9 @@ final class DeadlineClock: @unchecked Sendable {
             state.bodies[state.lastID] = body
             state.push(Entry(at: at, id: state.lastID))
             if at < state.sleepsUntil { lock.signal() }
-            defer { state.started = true }
-            return (state.lastID, !state.started)
+            let first = !state.started
+            state.started = true
+            return (state.lastID, first)
         }
         if startThread { start() }
         return id
