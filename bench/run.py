@@ -578,6 +578,12 @@ def print_table(rows: List[Row]) -> None:
         print("| " + " | ".join(v.ljust(w) for v, w in zip(c, widths)) + " |")
 
 
+def scan_driver_sources() -> List[Path]:
+    """scan_pages' sources: its main file and the library's scanner files it is built with."""
+    read = ROOT / "Sources" / "Sheaf" / "Read"
+    return [ROOT / "bench" / "scan" / "main.swift"] + [read / f"{f}.swift" for f in ("JSONScanner", "JSONPointer", "JSONSyntaxError")]
+
+
 def build_scan_driver(name: str, build_dir: str) -> Tuple[Optional[str], Optional[str]]:
     """bench/scan's drivers, built into BUILD_DIR/bench when missing or older than their sources:
     scan_pages (the library's scanner source files with its release flags, by swiftc) and
@@ -585,8 +591,7 @@ def build_scan_driver(name: str, build_dir: str) -> Tuple[Optional[str], Optiona
     out = Path(build_dir) / "bench" / name
     scan = ROOT / "bench" / "scan"
     if name == "scan_pages":
-        read = ROOT / "Sources" / "Sheaf" / "Read"
-        sources = [scan / "main.swift"] + [read / f"{f}.swift" for f in ("JSONScanner", "JSONPointer", "JSONSyntaxError")]
+        sources = scan_driver_sources()
         compiler = shutil.which("swiftc")
         argv = [compiler or "swiftc", "-O", "-wmo", *map(str, sources), "-o", str(out)]
         missing = None if compiler else "swiftc is not on PATH"
