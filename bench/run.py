@@ -578,6 +578,12 @@ def print_table(rows: List[Row]) -> None:
         print("| " + " | ".join(v.ljust(w) for v, w in zip(c, widths)) + " |")
 
 
+def page_record(body: bytes) -> bytes:
+    """A page as a pages file holds it (sheaf_bench --pages-file, bench/scan): its length in
+    decimal, a newline, its bytes."""
+    return b"%d\n" % len(body) + body
+
+
 def scan_driver_sources() -> List[Path]:
     """scan_pages' sources: its main file and the library's scanner files it is built with."""
     read = ROOT / "Sources" / "Sheaf" / "Read"
@@ -989,7 +995,7 @@ class Scenarios:
                     body = answer.read()
                     if answer.status != 200:
                         raise RuntimeError(f"P5 page {page}: HTTP {answer.status}")
-                    out.write(b"%d\n" % len(body) + body)
+                    out.write(page_record(body))
                     page_bytes += len(body)
             finally:
                 conn.close()

@@ -24,9 +24,7 @@ import run  # noqa: E402  (bench/run.py: the driver's sources and its pages file
 
 
 def _pages_file(path: Path, pages: list) -> Path:
-    with path.open("wb") as out:
-        for page in pages:
-            out.write(b"%d\n" % len(page) + page)
+    path.write_bytes(b"".join(map(run.page_record, pages)))
     return path
 
 

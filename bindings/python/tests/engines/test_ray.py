@@ -51,6 +51,8 @@ def test_ray_asks_for_the_partitions_when_not_told_and_a_schema_shapes_each_bloc
 
 
 def test_read_list_makes_each_partition_one_block_where_ray_alone_splits_them(ray_cluster, api, whole_lists) -> None:
+    import pyarrow as pa
+
     import sheaf.ray
     from sheaf import UsageError
 
@@ -58,8 +60,6 @@ def test_read_list_makes_each_partition_one_block_where_ray_alone_splits_them(ra
     url = f"{api.base_url}{ADDRESSED['page-numbers']}"
     blocks = ray.get(sheaf.ray.read_list(url, partitions=2, client_options=CLIENT_OPTIONS).to_arrow_refs())
     assert len(blocks) == 2
-    import pyarrow as pa
-
     assert rows_json(pa.concat_tables(blocks)) == whole_lists["page-numbers"]
     assert_read_within_budget(api, pages_at_least=200)
     # The same partitions through read_datasource alone: Ray splits each table into blocks.
