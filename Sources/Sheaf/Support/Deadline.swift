@@ -1,10 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import Dispatch
 
 /// A one-shot timer that can be stopped, and whose stopping releases its body at once (an
@@ -129,19 +122,8 @@ final class DeadlineClock: @unchecked Sendable {
     var counts: (pending: Int, entries: Int) { lock.withLock { (state.bodies.count, state.heap.count) } }
 
     private func start() {
-        let context = Unmanaged.passRetained(self).toOpaque()
-        var thread = pthread_t()
-        var attributes = pthread_attr_t()
-        pthread_attr_init(&attributes)
-        pthread_attr_setdetachstate(&attributes, Int32(PTHREAD_CREATE_DETACHED))
-        let result = pthread_create(&thread, &attributes, { context in
-            Unmanaged<DeadlineClock>.fromOpaque(context!).takeRetainedValue().run()
-            return nil
-        }, context)
-        pthread_attr_destroy(&attributes)
-        if result != 0 {
+        if !startDetachedThread({ [self] in run() }) {
             // No thread to be had: the clock waits on one of libdispatch's instead.
-            Unmanaged<DeadlineClock>.fromOpaque(context).release()
             DispatchQueue(label: "sheaf.deadlines").async { [self] in run() }
         }
     }

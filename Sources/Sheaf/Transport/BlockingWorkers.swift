@@ -42,20 +42,8 @@ package final class BlockingWorkers: Sendable {
     }
 
     private func startThread() {
-        let context = Unmanaged.passRetained(self).toOpaque()
-        var thread = pthread_t()
-        var attributes = pthread_attr_t()
-        pthread_attr_init(&attributes)
-        pthread_attr_setdetachstate(&attributes, Int32(PTHREAD_CREATE_DETACHED))
-        let result = pthread_create(&thread, &attributes, { context in
-            let workers = Unmanaged<BlockingWorkers>.fromOpaque(context!).takeRetainedValue()
-            workers.work()
-            return nil
-        }, context)
-        pthread_attr_destroy(&attributes)
-        if result != 0 {
+        if !startDetachedThread({ [self] in work() }) {
             // No thread to be had: run the job here rather than lose it.
-            Unmanaged<BlockingWorkers>.fromOpaque(context).release()
             state.withLock { $0.threads -= 1 }
             work(once: true)
         }

@@ -371,7 +371,7 @@ final class RequestTests: XCTestCase {
         let client = try SheafClient(baseURL: "https://a.example/", transport: recorder)
         let destination = folder + "/file.bin"
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
-        FileManager.default.createFile(atPath: destination, contents: Data("old".utf8))
+        XCTAssertTrue(FileManager.default.createFile(atPath: destination, contents: Data("old".utf8)))
         let run = try client.makeRequest(Request(path: "part"), downloadingTo: destination)
         try run.start()
         let error = try run.wait().error
