@@ -868,6 +868,17 @@ SHEAF_API sheaf_result sheaf_list_next(sheaf_list *list, int64_t timeout_ms,
                                        const sheaf_snapshot **out_snapshot);
 
 /**
+ * Whether the delta of the snapshot the caller has now holds 19 or more digits in a row: the one
+ * sheaf_list_next last handed out, or, inside the list's snapshot callback, the one being
+ * delivered. *out_long is 1 when it does (an integer that may not fit in 64 bits, or digits in a
+ * string), 0 when it does not: every number in delta_json then fits in a signed 64-bit integer,
+ * and a decoder that reads integers as 64 bits can read it as it is. 0 before the first
+ * snapshot. Found by the library as it makes the snapshot (a pass at memory speed, on its own
+ * thread). Does not block.
+ */
+SHEAF_API sheaf_result sheaf_list_delta_has_long_digits(sheaf_list *list, int *out_long);
+
+/**
  * Blocks until the started list has finished and every snapshot callback has returned, then
  * returns its outcome: SHEAF_OK (complete, or stopped at the caller's item limit or budget:
  * sheaf_list_get_status's stop_reason says which), SHEAF_E_STOPPED, SHEAF_E_CANCELLED or another

@@ -24,6 +24,9 @@ final class ListHandle: Sendable, ErrorRecording {
         /// The last snapshot sheaf_list_next handed out: its C memory stays alive (at least
         /// until the next call, as the header promises), and the prefix a puller saw ends there.
         var lastTaken: PulledSnapshot?
+        /// Whether the delta of the snapshot the caller has now (taken, or in the callback)
+        /// holds 19 or more digits in a row (sheaf_list_delta_has_long_digits).
+        var deltaHasLongDigits = false
         /// The outcome's error, or the last failed call's (sheaf_list_error).
         var lastError: SheafError?
         /// Whether a group runs the list: nobody waits on it, so its outcome's error is read
@@ -222,8 +225,18 @@ final class ListHandle: Sendable, ErrorRecording {
     var pull: SnapshotChannel<PulledSnapshot>? { state.withLock { $0.pull } }
 
     /// Keeps `pulled` as the snapshot handed out last; returns its C view.
+    /// The callback's snapshot's (SnapshotCallback), set before the callback runs.
+    func setDeltaHasLongDigits(_ value: Bool) {
+        state.withLock { $0.deltaHasLongDigits = value }
+    }
+
+    var deltaHasLongDigits: Bool { state.withLock { $0.deltaHasLongDigits } }
+
     func handOut(_ pulled: PulledSnapshot) -> UnsafePointer<sheaf_snapshot> {
-        state.withLock { $0.lastTaken = pulled }
+        state.withLock {
+            $0.lastTaken = pulled
+            $0.deltaHasLongDigits = pulled.hasLongDigits
+        }
         return UnsafePointer(pulled.value)
     }
 
@@ -699,6 +712,15 @@ public func sheaf_list_next(_ list: OpaquePointer?, _ timeoutMs: Int64,
 }
 
 @c @implementation
+public func sheaf_list_delta_has_long_digits(_ list: OpaquePointer?, _ outLong: UnsafeMutablePointer<Int32>?) -> sheaf_result {
+    guard let handle = ListHandle.from(list), let outLong else {
+        return failure(SheafError(.invalidArgument, "the list and out_long must not be NULL"))
+    }
+    outLong.pointee = handle.deltaHasLongDigits ? 1 : 0
+    return success()
+}
+
+@c @implementation
 public func sheaf_list_wait(_ list: OpaquePointer?) -> sheaf_result {
     guard let handle = ListHandle.from(list) else { return failure(SheafError(.invalidArgument, "the list must not be NULL")) }
     if let pager = handle.pager {
@@ -859,6 +881,7 @@ private struct SnapshotCallback: Sendable {
     let list: ListHandle
 
     func call(_ snapshot: Snapshot) -> Bool {
+        list.setDeltaHasLongDigits(hasLongDigitRun(snapshot.delta.json))
         var json = snapshot.delta.json
         json.append(0)
         return json.withUnsafeBufferPointer { buffer in
@@ -877,10 +900,13 @@ final class PulledSnapshot: @unchecked Sendable {
     let value: UnsafeMutablePointer<sheaf_snapshot>
     /// The snapshot without its delta (the counts, and where the prefix ends).
     let snapshot: Snapshot
+    /// Whether the delta holds 19 or more digits in a row (found here, on the library's thread).
+    let hasLongDigits: Bool
     private let json: UnsafeMutablePointer<CChar>?
 
     init(_ snapshot: Snapshot) {
         self.snapshot = snapshot.counts
+        hasLongDigits = hasLongDigitRun(snapshot.delta.json)
         json = CString.mallocCopy(snapshot.delta.json)
         value = .allocate(capacity: 1)
         value.initialize(to: cSnapshot(snapshot, json: json.map { UnsafePointer($0) } ?? UnsafePointer(emptyText.pointer),
@@ -890,5 +916,34 @@ final class PulledSnapshot: @unchecked Sendable {
     deinit {
         value.deallocate()
         free(json)
+    }
+}
+
+/// Whether `json` holds 19 or more ASCII digits in a row: an integer that may not fit 64 bits
+/// (18 digits always do), or digits in a string. Such a run covers a whole aligned 8-byte word
+/// of digits, so words are tested 8 bytes at a time and a run is measured only around one.
+func hasLongDigitRun(_ json: [UInt8]) -> Bool {
+    json.withUnsafeBytes { bytes in
+        let count = bytes.count
+        @inline(__always) func isDigit(_ index: Int) -> Bool { bytes[index] &- UInt8(ascii: "0") < 10 }
+        let ones: UInt64 = 0x0101_0101_0101_0101
+        let highs: UInt64 = 0x8080_8080_8080_8080
+        var word = 0
+        while word + 8 <= count {
+            let value = bytes.loadUnaligned(fromByteOffset: word, as: UInt64.self)
+            let low = value & ~highs
+            // A byte is a digit when its high bit is clear, it is at least 0x30 and below 0x3A.
+            let notDigit = (~(low &+ 0x50 &* ones) | (low &+ 0x46 &* ones) | value) & highs
+            if notDigit == 0 {
+                var start = word, end = word + 8
+                while start > 0, isDigit(start - 1) { start -= 1 }
+                while end < count, isDigit(end) { end += 1 }
+                if end - start >= 19 { return true }
+                word = (end + 7) / 8 * 8
+            } else {
+                word += 8
+            }
+        }
+        return false
     }
 }

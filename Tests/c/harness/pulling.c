@@ -185,3 +185,72 @@ void waiting_on_a_pulled_list_stops_the_pulling(void) {
     sheaf_list_free(list);
     sheaf_client_free(client);
 }
+
+/* Pages of /digits from memory, walked by next links: 23 digits in an integer, 18 (always within
+ * 64 bits), 19 in a string, 19 in a fraction (a run is a run), 8 at most. */
+static const char *const g_digit_pages[] = {
+    "{\"items\":[{\"id\":0,\"n\":12345678901234567890123}],\"next_page\":\"/digits?page=2\"}",
+    "{\"items\":[{\"id\":1,\"n\":-123456789012345678,\"m\":123456789012345678}],\"next_page\":\"/digits?page=3\"}",
+    "{\"items\":[{\"id\":2,\"s\":\"x1234567890123456789\"}],\"next_page\":\"/digits?page=4\"}",
+    "{\"items\":[{\"id\":3,\"n\":1234567.1234567890123456789}],\"next_page\":\"/digits?page=5\"}",
+    "{\"items\":[{\"id\":4,\"n\":1.5e300,\"s\":\"item-12345678\"}],\"next_page\":null}",
+};
+static const int g_digit_runs[] = {1, 0, 1, 1, 0};
+
+static void digit_pages_transport(sheaf_exchange *exchange, void *user_data) {
+    (void)user_data;
+    const char *at = strstr(sheaf_exchange_url(exchange), "page=");
+    int page = at != NULL ? atoi(at + 5) - 1 : 0;
+    if (page < 0 || page > 4) page = 0;
+    sheaf_exchange_respond(exchange, 200, g_digit_pages[page], strlen(g_digit_pages[page]));
+}
+
+static int g_callback_digit_runs[5];
+
+static int record_digit_run(sheaf_list *list, const sheaf_snapshot *snapshot, void *user_data) {
+    (void)user_data;
+    int long_digits = -1;
+    CHECK_LIST_RESULT(list, sheaf_list_delta_has_long_digits(list, &long_digits), SHEAF_OK);
+    if (CHECK(snapshot->items >= 1 && snapshot->items <= 5)) g_callback_digit_runs[snapshot->items - 1] = long_digits;
+    return 0;
+}
+
+static sheaf_list *digit_pages_list(sheaf_client *client) {
+    sheaf_list *list = anchor_list(client, "/digits", 1, NEXT);
+    if (list != NULL)
+        CHECK_LIST_RESULT(list, sheaf_list_set_transport(list, digit_pages_transport, NULL, NULL), SHEAF_OK);
+    return list;
+}
+
+void a_delta_says_whether_it_holds_19_digits_in_a_row(void) {
+    sheaf_client *client = client_for(&g_server, NULL);
+    sheaf_list *list = digit_pages_list(client);
+    if (list != NULL) {
+        int long_digits = -1;
+        CHECK_RESULT(sheaf_list_delta_has_long_digits(NULL, &long_digits), SHEAF_E_INVALID_ARGUMENT);
+        CHECK_LIST_RESULT(list, sheaf_list_delta_has_long_digits(list, NULL), SHEAF_E_INVALID_ARGUMENT);
+        CHECK_LIST_RESULT(list, sheaf_list_delta_has_long_digits(list, &long_digits), SHEAF_OK);
+        CHECK_INT(long_digits, 0);   /* before any snapshot */
+        CHECK_LIST_RESULT(list, sheaf_list_start_pull(list), SHEAF_OK);
+        for (int pulls = 0; pulls < 10; pulls++) {
+            const sheaf_snapshot *snapshot = NULL;
+            if (!CHECK_LIST_RESULT(list, sheaf_list_next(list, 10000, &snapshot), SHEAF_OK) || snapshot == NULL) break;
+            CHECK_LIST_RESULT(list, sheaf_list_delta_has_long_digits(list, &long_digits), SHEAF_OK);
+            /* One page a snapshot here (each answers at once, in order): the delta is that page's item. */
+            if (CHECK_INT(snapshot->delta_items, 1) && CHECK(snapshot->items >= 1 && snapshot->items <= 5))
+                CHECK_INT(long_digits, g_digit_runs[snapshot->items - 1]);
+        }
+        CHECK_LIST_RESULT(list, sheaf_list_wait(list), SHEAF_OK);
+    }
+    sheaf_list_free(list);
+    /* The same inside a snapshot callback. */
+    list = digit_pages_list(client);
+    if (list != NULL) {
+        memset(g_callback_digit_runs, 0xff, sizeof g_callback_digit_runs);
+        CHECK_LIST_RESULT(list, sheaf_list_start(list, record_digit_run, NULL, NULL), SHEAF_OK);
+        CHECK_LIST_RESULT(list, sheaf_list_wait(list), SHEAF_OK);
+        for (int page = 0; page < 5; page++) CHECK_INT(g_callback_digit_runs[page], g_digit_runs[page]);
+    }
+    sheaf_list_free(list);
+    sheaf_client_free(client);
+}

@@ -563,6 +563,8 @@ def declare(library: Any) -> None:
     fn("sheaf_list_set_notify_fd", _sheaf_result, [ListHandle, c_int])
     # sheaf_result sheaf_list_next(sheaf_list *list, int64_t timeout_ms, const sheaf_snapshot **out_snapshot);
     fn("sheaf_list_next", _sheaf_result, [ListHandle, c_int64, POINTER(POINTER(SnapshotStruct))])
+    # sheaf_result sheaf_list_delta_has_long_digits(sheaf_list *list, int *out_long);
+    fn("sheaf_list_delta_has_long_digits", _sheaf_result, [ListHandle, POINTER(c_int)])
     # sheaf_result sheaf_list_wait(sheaf_list *list);
     fn("sheaf_list_wait", _sheaf_result, [ListHandle])
     # sheaf_result sheaf_list_cancel(sheaf_list *list);

@@ -114,6 +114,8 @@ class ListRun:
         self.sync_state: Optional[Dict[str, Any]] = None
         self.ended = False                           # the outcome was read
         self._pulled = POINTER(_ffi.SnapshotStruct)()   # where sheaf_list_next puts its answer
+        #: Whether the snapshot taken last holds 19 digits in a row (sheaf_list_delta_has_long_digits).
+        self._long_digits = ctypes.c_int(1)
         self.decode: Optional[Callable[[Any], Any]] = None   # decode= of fetch_all / stream, per item
         self.items_seen = 0                                # items pulled so far (an item's index)
         if self.transport is not None:   # the list's own transport, with this run as user_data
@@ -162,6 +164,8 @@ class ListRun:
         snapshot = pull(lib.sheaf_list_next, self.handle, milliseconds, self._pulled, _ffi.SNAPSHOT_VERSION, "snapshot")
         if snapshot is None:
             self._read_outcome()
+        elif snapshot is not PENDING:
+            lib.sheaf_list_delta_has_long_digits(self.handle, byref(self._long_digits))
         return snapshot
 
     def status(self) -> _ffi.ListStatusStruct:
@@ -195,7 +199,7 @@ class ListRun:
 
     def items_of(self, snapshot: _ffi.SnapshotStruct) -> List[Any]:
         """The items `snapshot` added, through `decode` when set."""
-        return self._decoded(_items(snapshot))
+        return self._decoded(_items(snapshot, bool(self._long_digits.value)))
 
     def _decoded(self, items: List[Any]) -> List[Any]:
         """`items` through the run's `decode`; raises ItemDecodeError (with the items of this
@@ -368,8 +372,17 @@ def _name_of(decode: Callable[[Any], Any]) -> str:
     return getattr(owner if isinstance(owner, type) else decode, "__qualname__", None) or repr(decode)
 
 
-def _items(snapshot: _ffi.SnapshotStruct) -> List[Any]:
-    return decode_items(ctypes.string_at(snapshot.delta_json, snapshot.delta_length) if snapshot.delta_length else b"[]")
+def _items(snapshot: _ffi.SnapshotStruct, long_digits: bool = True) -> List[Any]:
+    """The items of the snapshot just taken. `long_digits`: whether the library found 19 digits in
+    a row in them; when not, orjson reads the library's memory as it is (no copy, no pass)."""
+    if not snapshot.delta_length:
+        return []
+    if _orjson is not None and not long_digits:
+        try:
+            return _orjson.loads(memoryview((ctypes.c_char * snapshot.delta_length).from_address(snapshot.delta_json)))
+        except _orjson.JSONDecodeError:
+            pass   # read by json below, as decode_items does
+    return decode_items(ctypes.string_at(snapshot.delta_json, snapshot.delta_length))
 
 
 def decode_items(raw: bytes) -> List[Any]:

@@ -476,6 +476,7 @@ functions! {
     fn sheaf_list_start_pull(list: *mut sheaf_list) -> sheaf_result;
     fn sheaf_list_set_notify_fd(list: *mut sheaf_list, fd: c_int) -> sheaf_result;
     fn sheaf_list_next(list: *mut sheaf_list, timeout_ms: i64, out_snapshot: *mut *const sheaf_snapshot) -> sheaf_result;
+    fn sheaf_list_delta_has_long_digits(list: *mut sheaf_list, out_long: *mut c_int) -> sheaf_result;
     fn sheaf_list_wait(list: *mut sheaf_list) -> sheaf_result;
     fn sheaf_list_cancel(list: *mut sheaf_list) -> sheaf_result;
     fn sheaf_list_requests_made(list: *const sheaf_list) -> i64;
