@@ -224,14 +224,14 @@ final class ListHandle: Sendable, ErrorRecording {
 
     var pull: SnapshotChannel<PulledSnapshot>? { state.withLock { $0.pull } }
 
-    /// Keeps `pulled` as the snapshot handed out last; returns its C view.
-    /// The callback's snapshot's (SnapshotCallback), set before the callback runs.
-    func setDeltaHasLongDigits(_ value: Bool) {
-        state.withLock { $0.deltaHasLongDigits = value }
+    /// Whether the delta of the snapshot the caller has now holds 19 digits in a row; set for a
+    /// callback's snapshot (SnapshotCallback) before the callback runs, and by `handOut`.
+    var deltaHasLongDigits: Bool {
+        get { state.withLock { $0.deltaHasLongDigits } }
+        set { state.withLock { $0.deltaHasLongDigits = newValue } }
     }
 
-    var deltaHasLongDigits: Bool { state.withLock { $0.deltaHasLongDigits } }
-
+    /// Keeps `pulled` as the snapshot handed out last; returns its C view.
     func handOut(_ pulled: PulledSnapshot) -> UnsafePointer<sheaf_snapshot> {
         state.withLock {
             $0.lastTaken = pulled
@@ -881,7 +881,7 @@ private struct SnapshotCallback: Sendable {
     let list: ListHandle
 
     func call(_ snapshot: Snapshot) -> Bool {
-        list.setDeltaHasLongDigits(hasLongDigitRun(snapshot.delta.json))
+        list.deltaHasLongDigits = hasLongDigitRun(snapshot.delta.json)
         var json = snapshot.delta.json
         json.append(0)
         return json.withUnsafeBufferPointer { buffer in
