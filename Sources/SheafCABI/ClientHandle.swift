@@ -17,8 +17,14 @@ final class ClientHandle: Sendable {
         var hooks = HookSettings()
         /// The core client of the current settings; nil after a change.
         var client: SheafClient?
-        /// The holder of the origin windows every client made with these settings sends through.
-        var windows: SheafClient?
+        /// The origin windows every client made with these settings sends through.
+        var windows: OriginWindows?
+
+        /// The settings changed: clients and windows are made anew for the next list.
+        mutating func changed() {
+            client = nil
+            windows = nil
+        }
     }
 
     let baseURL: String
@@ -40,15 +46,9 @@ final class ClientHandle: Sendable {
             if shared, let client = settings.client { return client }
             // Every core client made with these settings (the shared one, and a list's own for its
             // transport or headers) sends through one set of origin windows: one budget per origin
-            // for everything the client runs. Their holder sends nothing itself.
-            let windows: SheafClient
-            if let made = settings.windows {
-                windows = made
-            } else {
-                windows = try SheafClient(baseURL: baseURL, transport: WindowsOnly(), configuration: settings.configuration,
-                                          hooks: settings.hooks.hooks())
-                settings.windows = windows
-            }
+            // for everything the client runs.
+            let windows = settings.windows ?? OriginWindows(configuration: settings.configuration, hooks: settings.hooks.hooks())
+            settings.windows = windows
             let names = Set(extra.map { $0.name.lowercased() })
             let client = try SheafClient(baseURL: baseURL, credential: settings.credential,
                                          headers: settings.headers.filter { !names.contains($0.name.lowercased()) } + extra,
@@ -56,7 +56,7 @@ final class ClientHandle: Sendable {
                                          transport: listTransport ?? defaultTransport(&settings),
                                          configuration: settings.configuration, hooks: settings.hooks.hooks(),
                                          credentialProvider: settings.credentialProvider)
-            client.sendsThroughWindows(of: windows)
+            client.sendsThroughWindows(windows)
             if shared { settings.client = client }
             return client
         }
@@ -106,16 +106,14 @@ final class ClientHandle: Sendable {
             default: throw SheafError(.invalidArgument, "unknown option \(option.rawValue)")
             }
             settings.configuration = try configuration.validated()
-            settings.client = nil
-            settings.windows = nil
+            settings.changed()
         }
     }
 
     func setTransport(_ transport: CFunctionTransport?) {
         settings.withLock {
             $0.transport = transport
-            $0.client = nil
-            $0.windows = nil
+            $0.changed()
         }
     }
 
@@ -123,8 +121,7 @@ final class ClientHandle: Sendable {
     func change(_ body: (inout Settings) throws(SheafError) -> Void) throws(SheafError) {
         try settings.withLock { (settings) throws(SheafError) in
             try body(&settings)
-            settings.client = nil
-            settings.windows = nil
+            settings.changed()
         }
     }
 
@@ -316,15 +313,5 @@ public func sheaf_client_set_transport(_ client: OpaquePointer?, _ transport: sh
         withClient(client) { handle in
             handle.setTransport(transport.map { CFunctionTransport(function: $0, userData: owned) })
         }
-    }
-}
-
-/// The transport of the client that only holds origin windows (`Settings.windows`): it is never
-/// asked to send; if it were, it would answer with a failure rather than hang.
-private struct WindowsOnly: Transport {
-    func send(_ request: HTTPRequest,
-              completion: @escaping @Sendable (Result<HTTPResponse, TransportError>) -> Void) -> any TransportTask {
-        completion(.failure(TransportError(.other, "the windows' holder sends nothing")))
-        return FinishedTransportTask()
     }
 }

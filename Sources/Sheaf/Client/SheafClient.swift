@@ -13,10 +13,9 @@ public final class SheafClient: Sendable {
     private let headers: [HTTPHeader]
     /// Where log records and events go; nil when no one listens.
     let hooks: Hooks?
-    /// The window of each origin the client has sent to (see `pace(for:)`).
-    private let paces = Locked<[Origin: OriginPace]>([:])
-    /// The client whose windows this one sends through instead of its own (`sendsThroughWindows(of:)`).
-    private let windowsOwner = Locked<SheafClient?>(nil)
+    /// The windows of the origins the client sends to (see `pace(for:)`): its own, or those it
+    /// was given (`sendsThroughWindows(_:)`).
+    private let windows: Locked<OriginWindows>
 
     /// - Parameters:
     ///   - baseURL: an absolute http or https URL, without user:password.
@@ -47,6 +46,7 @@ public final class SheafClient: Sendable {
         self.transport = transport
         self.configuration = try configuration.validated()
         self.hooks = hooks
+        self.windows = Locked(OriginWindows(configuration: self.configuration, hooks: hooks))
     }
 
     /// A client sending `Authorization: Bearer <bearerToken>` (when given) to its origin.
@@ -65,13 +65,7 @@ public final class SheafClient: Sendable {
     /// there: made with the client's configuration when the first one starts, and kept with what
     /// it learns for the next (a URL with no origin gets a window of its own).
     func pace(for url: String) -> OriginPace {
-        guard let origin = Origin(url) else { return OriginPace(configuration, hooks: hooks) }
-        return windows.paces.withLock { paces in
-            if let pace = paces[origin] { return pace }
-            let pace = OriginPace(configuration, hooks: hooks)
-            paces[origin] = pace
-            return pace
-        }
+        windows.withLock { $0 }.pace(for: url)
     }
 
     /// Whether a list at `url` may ask for a window of pages before its page one answers (see
@@ -83,19 +77,16 @@ public final class SheafClient: Sendable {
         guard let target = Origin(url) else { return false }
         let sendsCredential = credential != nil || credentialProvider != nil
             || headers.contains { HeaderRules.credentialHeaders.contains($0.name.lowercased()) }
-        return (sendsCredential && target == origin) || windows.paces.withLock { $0[target] }?.hasAnsweredPageOne == true
+        return (sendsCredential && target == origin) || windows.withLock { $0 }.hasAnsweredPageOne(target)
     }
 
-    /// Makes this client send through `other`'s origin windows, for every list, request and
+    /// Makes this client send through `windows` instead of its own, for every list, request and
     /// download it starts from now on: a list with headers or a transport of its own runs on a
     /// client of its own, and still shares its client's budget at each origin. Call before the
-    /// client starts anything; `other` must not send through this one.
-    package func sendsThroughWindows(of other: SheafClient) {
-        windowsOwner.withLock { $0 = other.windows }
+    /// client starts anything.
+    package func sendsThroughWindows(_ windows: OriginWindows) {
+        self.windows.withLock { $0 = windows }
     }
-
-    /// The client whose windows this one sends through: itself, or the one it was given.
-    private var windows: SheafClient { windowsOwner.withLock { $0 } ?? self }
 
     /// Checks a base URL and credential as `init` does, without a transport.
     /// - Throws: `.invalidArgument` for a base URL that is not absolute http(s), or a credential
