@@ -872,9 +872,9 @@ SHEAF_API sheaf_result sheaf_list_next(sheaf_list *list, int64_t timeout_ms,
  * sheaf_list_next last handed out, or, inside the list's snapshot callback, the one being
  * delivered. *out_long is 1 when it does (an integer that may not fit in 64 bits, or digits in a
  * string), 0 when it does not: every number in delta_json then fits in a signed 64-bit integer,
- * and a decoder that reads integers as 64 bits can read it as it is. 0 before the first
- * snapshot. Found by the library as it makes the snapshot (a pass at memory speed, on its own
- * thread). Does not block.
+ * and a decoder that reads integers as 64 bits can read it as it is. 0 when the caller has no
+ * snapshot (before the first; outside the callback of a list that is not pulled). Found when
+ * asked, by a pass over the delta at memory speed (8 bytes a step). Does not block.
  */
 SHEAF_API sheaf_result sheaf_list_delta_has_long_digits(sheaf_list *list, int *out_long);
 

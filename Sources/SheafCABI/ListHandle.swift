@@ -24,9 +24,9 @@ final class ListHandle: Sendable, ErrorRecording {
         /// The last snapshot sheaf_list_next handed out: its C memory stays alive (at least
         /// until the next call, as the header promises), and the prefix a puller saw ends there.
         var lastTaken: PulledSnapshot?
-        /// Whether the delta of the snapshot the caller has now (taken, or in the callback)
-        /// holds 19 or more digits in a row (sheaf_list_delta_has_long_digits).
-        var deltaHasLongDigits = false
+        /// The delta of the snapshot a callback is being given, while it runs
+        /// (sheaf_list_delta_has_long_digits; a pulled list's is `lastTaken`'s).
+        var delivering: [UInt8]?
         /// The outcome's error, or the last failed call's (sheaf_list_error).
         var lastError: SheafError?
         /// Whether a group runs the list: nobody waits on it, so its outcome's error is read
@@ -224,19 +224,24 @@ final class ListHandle: Sendable, ErrorRecording {
 
     var pull: SnapshotChannel<PulledSnapshot>? { state.withLock { $0.pull } }
 
-    /// Whether the delta of the snapshot the caller has now holds 19 digits in a row; set for a
-    /// callback's snapshot (SnapshotCallback) before the callback runs, and by `handOut`.
+    /// Whether the delta of the snapshot the caller has now (the callback's, or the one taken
+    /// last) holds 19 digits in a row: found when asked, so no snapshot pays for it unasked.
     var deltaHasLongDigits: Bool {
-        get { state.withLock { $0.deltaHasLongDigits } }
-        set { state.withLock { $0.deltaHasLongDigits = newValue } }
+        let (delivering, taken) = state.withLock { ($0.delivering, $0.lastTaken) }
+        if let delivering { return delivering.withUnsafeBytes(hasLongDigitRun) }
+        return taken?.deltaHasLongDigits ?? false
+    }
+
+    /// Runs `callback` with `delta` as the snapshot being delivered (`deltaHasLongDigits`).
+    func delivering<Result>(_ delta: [UInt8], _ callback: () -> Result) -> Result {
+        state.withLock { $0.delivering = delta }
+        defer { state.withLock { $0.delivering = nil } }
+        return callback()
     }
 
     /// Keeps `pulled` as the snapshot handed out last; returns its C view.
     func handOut(_ pulled: PulledSnapshot) -> UnsafePointer<sheaf_snapshot> {
-        state.withLock {
-            $0.lastTaken = pulled
-            $0.deltaHasLongDigits = pulled.hasLongDigits
-        }
+        state.withLock { $0.lastTaken = pulled }
         return UnsafePointer(pulled.value)
     }
 
@@ -881,14 +886,13 @@ private struct SnapshotCallback: Sendable {
     let list: ListHandle
 
     func call(_ snapshot: Snapshot) -> Bool {
-        list.deltaHasLongDigits = hasLongDigitRun(snapshot.delta.json)
         var json = snapshot.delta.json
         json.append(0)
         return json.withUnsafeBufferPointer { buffer in
             var value = cSnapshot(snapshot, json: UnsafeRawPointer(buffer.baseAddress!).assumingMemoryBound(to: CChar.self),
                                   length: buffer.count - 1)
             let listPointer = OpaquePointer(Unmanaged.passUnretained(list).toOpaque())
-            return function(listPointer, &value, userData.pointer) == 0
+            return list.delivering(snapshot.delta.json) { function(listPointer, &value, userData.pointer) == 0 }
         }
     }
 }
@@ -900,17 +904,19 @@ final class PulledSnapshot: @unchecked Sendable {
     let value: UnsafeMutablePointer<sheaf_snapshot>
     /// The snapshot without its delta (the counts, and where the prefix ends).
     let snapshot: Snapshot
-    /// Whether the delta holds 19 or more digits in a row (found here, on the library's thread).
-    let hasLongDigits: Bool
     private let json: UnsafeMutablePointer<CChar>?
 
     init(_ snapshot: Snapshot) {
         self.snapshot = snapshot.counts
-        hasLongDigits = hasLongDigitRun(snapshot.delta.json)
         json = CString.mallocCopy(snapshot.delta.json)
         value = .allocate(capacity: 1)
         value.initialize(to: cSnapshot(snapshot, json: json.map { UnsafePointer($0) } ?? UnsafePointer(emptyText.pointer),
                                        length: json == nil ? 0 : snapshot.delta.json.count))
+    }
+
+    /// Whether the delta holds 19 or more digits in a row.
+    var deltaHasLongDigits: Bool {
+        hasLongDigitRun(UnsafeRawBufferPointer(start: json, count: json == nil ? 0 : value.pointee.delta_length))
     }
 
     deinit {
@@ -922,28 +928,26 @@ final class PulledSnapshot: @unchecked Sendable {
 /// Whether `json` holds 19 or more ASCII digits in a row: an integer that may not fit 64 bits
 /// (18 digits always do), or digits in a string. Such a run covers a whole aligned 8-byte word
 /// of digits, so words are tested 8 bytes at a time and a run is measured only around one.
-func hasLongDigitRun(_ json: [UInt8]) -> Bool {
-    json.withUnsafeBytes { bytes in
-        let count = bytes.count
-        @inline(__always) func isDigit(_ index: Int) -> Bool { bytes[index] &- UInt8(ascii: "0") < 10 }
-        let ones: UInt64 = 0x0101_0101_0101_0101
-        let highs: UInt64 = 0x8080_8080_8080_8080
-        var word = 0
-        while word + 8 <= count {
-            let value = bytes.loadUnaligned(fromByteOffset: word, as: UInt64.self)
-            let low = value & ~highs
-            // A byte is a digit when its high bit is clear, it is at least 0x30 and below 0x3A.
-            let notDigit = (~(low &+ 0x50 &* ones) | (low &+ 0x46 &* ones) | value) & highs
-            if notDigit == 0 {
-                var start = word, end = word + 8
-                while start > 0, isDigit(start - 1) { start -= 1 }
-                while end < count, isDigit(end) { end += 1 }
-                if end - start >= 19 { return true }
-                word = (end + 7) / 8 * 8
-            } else {
-                word += 8
-            }
+func hasLongDigitRun(_ bytes: UnsafeRawBufferPointer) -> Bool {
+    let count = bytes.count
+    @inline(__always) func isDigit(_ index: Int) -> Bool { bytes[index] &- UInt8(ascii: "0") < 10 }
+    let ones: UInt64 = 0x0101_0101_0101_0101
+    let highs: UInt64 = 0x8080_8080_8080_8080
+    var word = 0
+    while word + 8 <= count {
+        let value = bytes.loadUnaligned(fromByteOffset: word, as: UInt64.self)
+        let low = value & ~highs
+        // A byte is a digit when its high bit is clear, it is at least 0x30 and below 0x3A.
+        let notDigit = (~(low &+ 0x50 &* ones) | (low &+ 0x46 &* ones) | value) & highs
+        if notDigit == 0 {
+            var start = word, end = word + 8
+            while start > 0, isDigit(start - 1) { start -= 1 }
+            while end < count, isDigit(end) { end += 1 }
+            if end - start >= 19 { return true }
+            word = (end + 7) / 8 * 8
+        } else {
+            word += 8
         }
-        return false
     }
+    return false
 }
