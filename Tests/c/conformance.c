@@ -1,7 +1,7 @@
 /*
  * conformance.c - the same behaviours checked against every way a C caller can run a list:
- * fetch-all, a snapshot callback, pulling (sheaf_list_next), a write function, a file descriptor
- * and load-more. What the header promises of a list holds whichever way it is consumed:
+ * fetch-all (also with a header or a transport of its own), a snapshot callback, pulling
+ * (sheaf_list_next), a write function, a file descriptor, load-more and a group. What the header promises of a list holds whichever way it is consumed:
  *
  *   - every item arrives, in order, exactly once, and the list ends SHEAF_OK / SHEAF_STOP_COMPLETE;
  *   - a consumer that stops at its first delivery stops the list: no request reaches the server
@@ -30,6 +30,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "blocking_transport.h"
 #include "check.h"
 #include "sheaf.h"
 #include "test_server.h"
@@ -46,10 +47,17 @@
 /* GROUP and GROUP_PULL run the list as the one list of a group (sheaf_group_start, _start_pull): a
    group's lists must behave as a list does on its own. OWN_HEADER is fetch_all of a list with a
    header of its own (sheaf_list_add_header), which the library runs on a core client of its own
-   sending through its client's window. */
-typedef enum mode { FETCH_ALL, OWN_HEADER, CALLBACK, PULL, WRITE_FN, WRITE_FD, LOAD_MORE, GROUP, GROUP_PULL, MODES } mode;
-static const char *const mode_names[MODES] = {"fetch_all", "own_header", "callback", "pull", "write_fn", "write_fd",
-                                              "load_more", "group", "group_pull"};
+   sending through its client's window. OWN_TRANSPORT is fetch_all of a list with a transport of
+   its own (sheaf_list_set_transport: blocking_transport.c, a socket GET per request), which keeps
+   no time itself: the library times its requests. */
+typedef enum mode { FETCH_ALL, OWN_HEADER, OWN_TRANSPORT, CALLBACK, PULL, WRITE_FN, WRITE_FD, LOAD_MORE, GROUP, GROUP_PULL,
+                    MODES } mode;
+static const char *const mode_names[MODES] = {"fetch_all", "own_header", "own_transport", "callback", "pull", "write_fn",
+                                              "write_fd", "load_more", "group", "group_pull"};
+
+/* OWN_TRANSPORT's transport: one for every list, alive for the whole run (an exchange a freed
+   list abandoned may still be answered through it). */
+static blocking_transport g_transport;
 
 static test_server g_server;
 
@@ -152,6 +160,8 @@ static void consumer_init(consumer *c, mode m, sheaf_client *client, sheaf_list 
     c->pipe[0] = c->pipe[1] = -1;
     if (m == OWN_HEADER && list != NULL)
         CHECK_LIST_RESULT(list, sheaf_list_add_header(list, "X-Conformance", "own"), SHEAF_OK);
+    if (m == OWN_TRANSPORT && list != NULL)
+        CHECK_LIST_RESULT(list, sheaf_list_set_transport(list, blocking_transport_get, &g_transport, NULL), SHEAF_OK);
     sem_init(&c->release, 0, 0);
     pthread_mutex_init(&c->lock, NULL);
 }
@@ -296,6 +306,7 @@ static void run(consumer *c) {
     switch (c->mode) {
     case FETCH_ALL:
     case OWN_HEADER:
+    case OWN_TRANSPORT:
         c->result = sheaf_list_fetch_all(c->list, &json, &length);
         if (json) append_items(c, json, length);
         sheaf_free(json);
@@ -628,6 +639,7 @@ int main(int argc, char **argv) {
         printf("0 passed, 1 failed\n");
         return 1;
     }
+    blocking_transport_init(&g_transport);
     int passed = 0, failed = 0;
     for (size_t i = 0; i < sizeof tests / sizeof tests[0]; i++) {
         int selected = argc < 2;

@@ -65,7 +65,7 @@ c_harness)
     (cd "$build" && ./harness) > "$log" 2>&1 && status=0 || status=$?
     ;;
 c_conformance)
-    build_c conformance Tests/c/conformance.c Tests/c/check.c Tests/c/http_get.c Tests/c/test_server.c
+    build_c conformance Tests/c/conformance.c Tests/c/check.c Tests/c/http_get.c Tests/c/test_server.c Tests/c/blocking_transport.c
     (cd "$build" && ./conformance) > "$log" 2>&1 && status=0 || status=$?
     ;;
 c_stress)

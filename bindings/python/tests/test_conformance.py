@@ -1,4 +1,5 @@
-"""The same behaviours, whichever way Python runs a list: fetch_all, stream, fetch_to, pager,
+"""The same behaviours, whichever way Python runs a list: fetch_all (also with headers or a Python
+transport of its own), stream, fetch_to, pager,
 fetch_arrow, stream_batches (when pyarrow is installed), fetch_partition (the list as one partition), and
 AsyncClient's fetch_all and stream. (Tests/c/conformance.c holds the C modes to the same.)
 
@@ -50,6 +51,17 @@ def _own_headers(client: sheaf.Client, path: str, run: Run, stop_at_first: bool,
     """fetch_all of a list with headers of its own: the library runs it on a core client of its
     own, sending through its client's window."""
     _fetch_all(client, path, run, stop_at_first, headers={"X-Conformance": "own"}, **options)
+
+
+def _own_transport(client: sheaf.Client, path: str, run: Run, stop_at_first: bool, attempts: int = 4,
+                   **options: Any) -> None:
+    """fetch_all on a client of `client`'s URL with a Python transport (test_transport's
+    BlockingTransport, an http.client GET per request), which keeps no time of its own: the
+    library times each request."""
+    from test_transport import BlockingTransport
+
+    with sheaf.Client(client.base_url, transport=BlockingTransport(), max_attempts=attempts, **_ASYNC_OPTIONS) as own:
+        _fetch_all(own, path, run, stop_at_first, **options)
 
 
 def _fetch_partition(client: sheaf.Client, path: str, run: Run, stop_at_first: bool, **options: Any) -> None:
@@ -184,7 +196,8 @@ def _stream_many(client: sheaf.Client, path: str, run: Run, stop_at_first: bool,
 
 
 MODES: Dict[str, Callable[..., None]] = {
-    "fetch_all": _fetch_all, "own_headers": _own_headers, "fetch_partition": _fetch_partition, "stream": _stream, "fetch_to": _fetch_to, "pager": _pager,
+    "fetch_all": _fetch_all, "own_headers": _own_headers, "own_transport": _own_transport, "fetch_partition": _fetch_partition,
+    "stream": _stream, "fetch_to": _fetch_to, "pager": _pager,
     "aio.fetch_all": _aio_fetch_all, "aio.stream": _aio_stream, "fetch_many": _fetch_many, "stream_many": _stream_many,
 }
 try:
@@ -197,17 +210,18 @@ _ASYNC_OPTIONS = dict(concurrency=4, adaptive_window=False)
 
 def run_mode(mode: str, client: sheaf.Client, path: str, tmp_path: Any, stop_at_first: bool = False,
              attempts: int = 4, **options: Any) -> Run:
-    """Runs `path` in `mode` (an async mode on an AsyncClient of `client`'s URL, with `attempts`)."""
+    """Runs `path` in `mode` (an async mode, or own_transport, on a client of its own of `client`'s
+    URL, with `attempts`)."""
     run = Run()
     extra: Dict[str, Any] = {"tmp_path": tmp_path} if mode == "fetch_to" else {}
-    if mode.startswith("aio."):
+    if mode.startswith("aio.") or mode == "own_transport":
         extra["attempts"] = attempts
     try:
         MODES[mode](client, path, run, stop_at_first, **extra, **options)
     except sheaf.Error as error:
         run.error = error
         run.token = error.resume_token
-        if mode in ("fetch_all", "own_headers", "fetch_partition", "aio.fetch_all"):   # the others received their items already
+        if mode in ("fetch_all", "own_headers", "own_transport", "fetch_partition", "aio.fetch_all"):   # the others received their items already
             run.items = list(error.items)
         elif mode == "fetch_arrow":
             run.items = error.items.to_pylist()
