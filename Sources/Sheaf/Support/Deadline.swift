@@ -93,9 +93,7 @@ final class DeadlineClock: @unchecked Sendable {
 
     /// Sets a deadline `milliseconds` from now (0 or less: at once); returns its id.
     func schedule(after milliseconds: Int, _ body: @escaping @Sendable () -> Void) -> UInt64 {
-        // A timeout of days saturates instead of wrapping.
-        let delay = UInt64(min(max(milliseconds, 0), Int(Int32.max))) * 1_000_000
-        let at = Lock.nanosecondsNow() &+ delay
+        let at = Lock.nanoseconds(afterMilliseconds: milliseconds)
         let (id, startThread) = lock.withLock { () -> (UInt64, Bool) in
             state.lastID += 1
             state.bodies[state.lastID] = body

@@ -68,11 +68,9 @@ package final class Lock: @unchecked Sendable {
         return pthread_cond_timedwait(condition, mutex, &deadline) != ETIMEDOUT
     }
 
-    /// Blocks until the condition is signalled or the wait clock reads `nanoseconds` (of
-    /// `nanosecondsNow`); returns false once that has passed. Call only with the mutex held.
+    /// As `wait(until:)`, the end given as the wait clock's nanoseconds (of `nanosecondsNow`).
     package func wait(untilNanoseconds nanoseconds: UInt64) -> Bool {
-        let limit = min(nanoseconds, UInt64(Int64.max))
-        return wait(until: timespec(tv_sec: .init(limit / 1_000_000_000), tv_nsec: .init(limit % 1_000_000_000)))
+        wait(until: Self.timespecAt(nanoseconds))
     }
 
     /// Now, on the clock a timed wait measures on, in nanoseconds.
@@ -89,13 +87,20 @@ package final class Lock: @unchecked Sendable {
     private static let waitClock = CLOCK_MONOTONIC
     #endif
 
-    /// The moment `milliseconds` from now, for `wait(until:)`.
+    /// The moment `milliseconds` from now, for `wait(untilNanoseconds:)`: at once for 0 or less,
+    /// and no further than some 31 years (a longer wait is as good as forever, and cannot wrap).
+    package static func nanoseconds(afterMilliseconds milliseconds: Int) -> UInt64 {
+        nanosecondsNow() + UInt64(min(max(0, milliseconds), 1_000_000_000_000)) * 1_000_000
+    }
+
+    /// The same moment, for `wait(until:)`.
     package static func deadline(afterMilliseconds milliseconds: Int) -> timespec {
-        var now = timespec()
-        clock_gettime(waitClock, &now)
-        let nanoseconds = Int(now.tv_nsec) + (milliseconds % 1000) * 1_000_000
-        return timespec(tv_sec: now.tv_sec + milliseconds / 1000 + nanoseconds / 1_000_000_000,
-                        tv_nsec: nanoseconds % 1_000_000_000)
+        timespecAt(nanoseconds(afterMilliseconds: milliseconds))
+    }
+
+    private static func timespecAt(_ nanoseconds: UInt64) -> timespec {
+        let limit = min(nanoseconds, UInt64(Int64.max))
+        return timespec(tv_sec: .init(limit / 1_000_000_000), tv_nsec: .init(limit % 1_000_000_000))
     }
 
     /// Wakes every thread blocked in `wait`.
@@ -135,11 +140,11 @@ package final class Locked<State>: @unchecked Sendable {
     package func withLock<Result>(when ready: (State) -> Bool, timeoutMilliseconds: Int?,
                                   _ body: (inout State, Bool) -> Result) -> Result {
         lock.withLock {
-            let deadline = timeoutMilliseconds.map { Lock.deadline(afterMilliseconds: max(0, $0)) }
+            let deadline = timeoutMilliseconds.map(Lock.nanoseconds(afterMilliseconds:))
             var isReady = ready(state)
             while !isReady {
                 if let deadline {
-                    guard lock.wait(until: deadline) else { break }
+                    guard lock.wait(untilNanoseconds: deadline) else { break }
                 } else {
                     lock.wait()
                 }
