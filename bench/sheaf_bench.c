@@ -13,7 +13,8 @@
  *   --items PTR (/items)  --next PTR (/next_page; "" = none)
  *   --total PTR (/total; "" = none)  --page-param NAME (none: next links only)  --first-page K (1)
  *   --size-param NAME  --page-size S  --max-pages M  --identity PTR (none)
- * Connection options: --http auto|1.1|2 (SHEAF_OPT_HTTP_VERSION; auto) --ca PEM (a CA to trust)
+ * Connection options: --http auto|1.1|2 (SHEAF_OPT_HTTP_VERSION; auto) --ca PEM (a CA to trust) --token T (a bearer
+ * token: the client sends a credential, so its first list asks a window ahead of page one)
  * --warm 1 (stream): first a one-page list on the same client, untimed (a client in use already)
  *        (fetch): first the whole list on the same client, untimed: the list then timed starts
  *        with the window its origin learnt (the server's counts include both)
@@ -159,6 +160,7 @@ typedef struct options {
     int http_version;         /* --http: a sheaf_http_version */
     int warm;                 /* --warm 1: a one-page list (stream) or the whole list (fetch) on the same client first, not timed */
     const char *ca_file;      /* --ca PEM: SHEAF_TLS_CA_FILE */
+    const char *token;        /* --token T: a bearer token (the client then sends a credential) */
     const char *child_template; /* --template T (each) */
     const char *child_description; /* --child JSON (each): the children's description */
 } options;
@@ -170,7 +172,7 @@ static void usage(void) {
             "       [--items PTR] [--next PTR] [--total PTR] [--page-param NAME] [--first-page K]\n"
             "       [--size-param NAME] [--page-size S] [--max-pages M] [--identity PTR] [--preset NAME] [--detect 0|1]\n"
             "       [--transport curl|blocking|memory] [--pages-file F] [--keep 0|1] [--pages P] [--reps R] [--check 0|1]\n"
-            "       [--http auto|1.1|2] [--ca PEM] [--warm 0|1]\n"
+            "       [--http auto|1.1|2] [--ca PEM] [--token T] [--warm 0|1]\n"
             "       sheaf_bench each --base URL --path PARENT --template T --expect N [--adaptive 0|1] [--window W]\n");
     exit(EXIT_USAGE);
 }
@@ -219,6 +221,7 @@ static options parse_options(int argc, char **argv) {
         else if (strcmp(name, "--reps") == 0) o.reps = (int)number(value, name, 1, 1000);
         else if (strcmp(name, "--check") == 0) o.check = (int)number(value, name, 0, 1);
         else if (strcmp(name, "--ca") == 0) o.ca_file = value;
+        else if (strcmp(name, "--token") == 0) o.token = value;
         else if (strcmp(name, "--warm") == 0) o.warm = (int)number(value, name, 0, 1);
         else if (strcmp(name, "--template") == 0) o.child_template = value;
         else if (strcmp(name, "--child") == 0) o.child_description = value;
@@ -327,6 +330,8 @@ static sheaf_client *make_client(const options *o, blocking_transport *transport
     if (sheaf_client_set_option(client, SHEAF_OPT_HTTP_VERSION, o->http_version) != SHEAF_OK ||
         (o->ca_file != NULL && sheaf_client_set_tls_file(client, SHEAF_TLS_CA_FILE, o->ca_file) != SHEAF_OK))
         die(EXIT_SETUP, "connection: %s", last_message());
+    if (o->token != NULL && sheaf_client_set_credential(client, SHEAF_AUTH_BEARER, NULL, o->token) != SHEAF_OK)
+        die(EXIT_SETUP, "token: %s", last_message());
     if (o->max_pages > 0 && sheaf_client_set_option(client, SHEAF_OPT_MAX_PAGES, o->max_pages) != SHEAF_OK)
         die(EXIT_SETUP, "max pages: %s", last_message());
     if (strcmp(o->transport, "blocking") == 0 &&
