@@ -735,7 +735,7 @@ SHEAF_API sheaf_result sheaf_list_resume_token(sheaf_list *list, char **out_toke
  * (the range's items from the server's total, or null when unknown), "window" (the most
  * requests its run has in flight: the planning client's SHEAF_OPT_MAX_WINDOW shared out evenly,
  * at least 1, so that all the partitions together never send more at once than one process
- * would), "why" (null, or why the list was not split) and "description" (the description as sheaf_list_description prints it,
+ * would; among those that run at once with sheaf_list_partitions_at_once), "why" (null, or why the list was not split) and "description" (the description as sheaf_list_description prints it,
  * detected parts resolved: nothing is detected again).
  *
  * A list splits when its pages are addressed (page numbers or offsets) and page one tells how
@@ -750,6 +750,19 @@ SHEAF_API sheaf_result sheaf_list_resume_token(sheaf_list *list, char **out_toke
  * thread at a time, as any call on a list.
  */
 SHEAF_API sheaf_result sheaf_list_partitions(sheaf_list *list, int64_t n, char **out_json, size_t *out_length);
+
+/**
+ * As sheaf_list_partitions, for a plan of which at most `at_once` partitions run at the same time
+ * (an engine's task slots, the workers of a queue): each partition's "window" is the planning
+ * client's SHEAF_OPT_MAX_WINDOW shared among min(n, at_once) of them, not among all n. Eight
+ * partitions read two at a time by two workers then have half the window each, and together send
+ * what one process would, not a quarter of it. The caller keeps the promise: more partitions run
+ * at once than `at_once` send more than one process would. `at_once` >= n is sheaf_list_partitions.
+ * SHEAF_E_INVALID_ARGUMENT for `at_once` < 1; otherwise as sheaf_list_partitions (ownership of
+ * *out_json included: the caller frees it with sheaf_free).
+ */
+SHEAF_API sheaf_result sheaf_list_partitions_at_once(sheaf_list *list, int64_t n, int64_t at_once,
+                                                     char **out_json, size_t *out_length);
 
 /**
  * Before the list starts, sets it to run exactly the partition `json` (one element of what

@@ -154,11 +154,11 @@ final class ListHandle: Sendable, ErrorRecording {
 
     /// Splits the list into up to `count` partitions from its page one (sheaf_list_partitions):
     /// a run of its own, on the client the list would run with; the list itself stays unstarted.
-    func partitions(count: Int) throws(SheafError) -> [Partition] {
+    func partitions(count: Int, atOnce: Int) throws(SheafError) -> [Partition] {
         let (client, description) = try state.withLock { (state) throws(SheafError) -> (SheafClient, ListDescription) in
             (try clientForTheRun(state), state.description)
         }
-        return try client.partitions(of: description, count: count)
+        return try client.partitions(of: description, count: count, atOnce: atOnce)
     }
 
     /// Sets the list to run exactly `partition` (sheaf_list_set_partition).
@@ -568,6 +568,13 @@ public func sheaf_list_resume_token(_ list: OpaquePointer?, _ outToken: UnsafeMu
 @c @implementation
 public func sheaf_list_partitions(_ list: OpaquePointer?, _ n: Int64, _ outJSON: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?,
                                   _ outLength: UnsafeMutablePointer<Int>?) -> sheaf_result {
+    sheaf_list_partitions_at_once(list, n, n, outJSON, outLength)
+}
+
+@c @implementation
+public func sheaf_list_partitions_at_once(_ list: OpaquePointer?, _ n: Int64, _ atOnce: Int64,
+                                          _ outJSON: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?,
+                                          _ outLength: UnsafeMutablePointer<Int>?) -> sheaf_result {
     outJSON?.pointee = nil
     outLength?.pointee = 0
     return withList(list) { (handle) throws(SheafError) in
@@ -575,7 +582,10 @@ public func sheaf_list_partitions(_ list: OpaquePointer?, _ n: Int64, _ outJSON:
         guard n >= 1, let count = Int(exactly: n) else {
             throw SheafError(.invalidArgument, "the number of partitions must be 1 or more, not \(n)")
         }
-        let partitions = try handle.partitions(count: count)
+        guard atOnce >= 1 else {
+            throw SheafError(.invalidArgument, "the partitions that run at once must be 1 or more, not \(atOnce)")
+        }
+        let partitions = try handle.partitions(count: count, atOnce: Int(clamping: atOnce))
         var json: [UInt8] = [UInt8(ascii: "[")]
         for (index, partition) in partitions.enumerated() {
             if index > 0 { json.append(UInt8(ascii: ",")) }

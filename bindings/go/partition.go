@@ -136,7 +136,19 @@ func (p Partition) Why() string { return p.fields.why }
 // once it has begun (the client's timeout and the list's Deadline bound it). Errors: a *Error of
 // CodeInvalidArgument for n below 1 or a list with a resume token or a partition set, CodeState
 // for a list that has run or was closed, and page one's failure as FetchAll would report it.
+//
+// Each partition's Window is the client's maximum window (WithAdaptiveWindow) shared among all
+// n; PartitionsAtOnce shares it among those that run at the same time.
 func (l *List) Partitions(ctx context.Context, n int) ([]Partition, error) {
+	return l.PartitionsAtOnce(ctx, n, n)
+}
+
+// PartitionsAtOnce is Partitions for a plan of which at most atOnce partitions run at the same
+// time (the workers that read them): each partition's Window is the client's maximum window
+// shared among min(n, atOnce) of them, so that 8 partitions read two at a time send what one
+// process would, not a quarter of it. More running at once than atOnce would send more. Errors:
+// as Partitions, and CodeInvalidArgument for atOnce below 1.
+func (l *List) PartitionsAtOnce(ctx context.Context, n, atOnce int) ([]Partition, error) {
 	if l == nil {
 		return nil, usage(CodeInvalidArgument, "Partitions needs a list, not nil")
 	}
@@ -150,7 +162,7 @@ func (l *List) Partitions(ctx context.Context, n int) ([]Partition, error) {
 	}
 	var out *C.char
 	c := l.c
-	if err := call(func() C.sheaf_result { return C.sheaf_list_partitions(c, C.int64_t(n), &out, nil) }); err != nil {
+	if err := call(func() C.sheaf_result { return C.sheaf_list_partitions_at_once(c, C.int64_t(n), C.int64_t(atOnce), &out, nil) }); err != nil {
 		return nil, err
 	}
 	var planned []json.RawMessage

@@ -46,6 +46,25 @@ func runPartition(t *testing.T, p sheaf.Partition, opts ...sheaf.Option) []item 
 	return items
 }
 
+func TestTheWindowIsSharedAmongThePartitionsThatRunAtOnce(t *testing.T) {
+	client := fresh(t, sheaf.WithAdaptiveWindow(true, 48))
+	ctx := context.Background()
+	for _, c := range []struct{ atOnce, window int }{{8, 6}, {2, 24}, {3, 16}, {100, 6}} {
+		partitions, err := list(t, client, "/anchor?n=400&per_page=20").PartitionsAtOnce(ctx, 8, c.atOnce)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range partitions {
+			if p.Window() != c.window {
+				t.Fatalf("at once %d: window %d, want %d: %s", c.atOnce, p.Window(), c.window, p)
+			}
+		}
+	}
+	if _, err := list(t, client, "/anchor?n=400&per_page=20").PartitionsAtOnce(ctx, 8, 0); !errors.Is(err, sheaf.CodeInvalidArgument) {
+		t.Fatalf("at once 0: %v, want CodeInvalidArgument", err)
+	}
+}
+
 func TestPartitionsCoverTheListOnceInOrder(t *testing.T) {
 	client := fresh(t)
 	partitions, err := list(t, client, "/anchor?n=5000&per_page=100").Partitions(context.Background(), 4)

@@ -10,8 +10,9 @@
 /// `pages`; the last partition is `open_ended`: it goes on to the list's end, taking the pages
 /// added since the plan was made), the page size page one was served (`page_size`), the items the
 /// range expects (`items_expected`, null when unknown), the most requests it has in flight
-/// (`window`: the planning client's maximum window shared out between the partitions, so that
-/// all of them together never send more at once than one process would) and, for a list that
+/// (`window`: the planning client's maximum window shared out between the partitions that run
+/// at once, all of them unless the plan was told fewer, so that together they never send more
+/// at once than one process would) and, for a list that
 /// could not be split, `why` (null otherwise).
 public struct Partition: Sendable, Equatable, CustomStringConvertible {
     /// The version of the JSON form this library writes and reads.
@@ -156,10 +157,11 @@ public struct Partition: Sendable, Equatable, CustomStringConvertible {
     /// `signals`: with `pageCount` known (and pages addressed), contiguous ranges of as even a
     /// size as can be (the first ones a page longer), never more partitions than pages, the last
     /// one open-ended; otherwise one partition covering the list, saying `why`. Each gets an
-    /// even share of `window` (at least 1).
+    /// even share of `window` (at least 1) among the partitions that run at once: all of them,
+    /// or `atOnce` when fewer.
     static func plan(count: Int, url: String, paging: Paging, signals: [Signal: SignalSource], preset: String?,
                      descriptionText: [UInt8]? = nil, pageCount: Int?, pageSize: Int, total: Int?, why: String?,
-                     window: Int) -> [Partition] {
+                     window: Int, atOnce: Int = .max) -> [Partition] {
         guard why == nil, let pageCount, pageCount > 1, paging.isNumbered, pageSize > 0 else {
             let reason = why ?? pageCount.map { $0 == 0 ? "the list is empty" : $0 == 1 ? "the list has one page" : nil } ?? nil
             var one = Partition(index: 0, count: 1, url: url, paging: paging, signals: signals, preset: preset, firstPage: 0,
@@ -187,7 +189,7 @@ public struct Partition: Sendable, Equatable, CustomStringConvertible {
                                       firstPage: first, pages: pages, openEnded: isLast, pageSize: pageSize,
                                       itemsExpected: expected, why: nil)
             partition.descriptionText = descriptionText
-            partition.window = max(1, window / parts)
+            partition.window = max(1, window / (atOnce >= 1 ? min(parts, atOnce) : parts))
             partitions.append(partition)
             first += pages
         }
@@ -351,7 +353,19 @@ extension SheafClient {
     /// - Throws: `.invalidArgument` for a count below 1, or a description with a resume token or
     ///   a partition of its own; `.reentrant` from inside a Sheaf callback; page one's failure.
     public func partitions(of description: ListDescription, count: Int) throws(SheafError) -> [Partition] {
+        try partitions(of: description, count: count, atOnce: count)
+    }
+
+    /// As `partitions(of:count:)`, for partitions of which at most `atOnce` run at the same time
+    /// (an engine's task slots): the window is shared among those, not among all of them, so
+    /// that eight partitions read by two workers at a time send as much at once as one process
+    /// would, not a quarter of it. An `atOnce` of `count` or more is `partitions(of:count:)`.
+    /// - Throws: as `partitions(of:count:)`, and `.invalidArgument` for an `atOnce` below 1.
+    public func partitions(of description: ListDescription, count: Int, atOnce: Int) throws(SheafError) -> [Partition] {
         guard count >= 1 else { throw SheafError(.invalidArgument, "the number of partitions must be 1 or more, not \(count)") }
+        guard atOnce >= 1 else {
+            throw SheafError(.invalidArgument, "the partitions that run at once must be 1 or more, not \(atOnce)")
+        }
         guard !CallbackContext.isInsideCallback else { throw SheafError.blockingCallInsideCallback }
         guard description.resume == nil else { throw SheafError(.invalidArgument, "a list resumed from a token is not split; split the list itself") }
         guard description.partition == nil else { throw SheafError(.invalidArgument, "a partition is not split again") }
@@ -378,6 +392,7 @@ extension SheafClient {
         }
         return Partition.plan(count: count, url: url, paging: read.paging, signals: read.signals, preset: read.preset,
                               descriptionText: run.descriptionJSON(), pageCount: pageCount, pageSize: facts.servedPageSize, total: facts.expectedTotal,
-                              why: Partition.whyNotSplit(read.paging, mode: facts.mode), window: configuration.maxWindow)
+                              why: Partition.whyNotSplit(read.paging, mode: facts.mode), window: configuration.maxWindow,
+                              atOnce: atOnce)
     }
 }

@@ -24,6 +24,18 @@ final class PartitionTests: XCTestCase {
         XCTAssertNil(try Partition(text).window, "a partition without a window: the running client's alone")
     }
 
+    func testTheWindowIsSharedAmongThePartitionsThatRunAtOnce() {
+        func windows(_ count: Int, atOnce: Int) -> [Int?] {
+            Partition.plan(count: count, url: "https://h/x?per_page=10&page=1", paging: numbered, signals: anchorList().signals,
+                           preset: nil, pageCount: 40, pageSize: 10, total: 400, why: nil, window: 64, atOnce: atOnce).map(\.window)
+        }
+        XCTAssertEqual(windows(8, atOnce: 2), Array(repeating: 32, count: 8), "two at a time: half the window each")
+        XCTAssertEqual(windows(8, atOnce: 3), Array(repeating: 21, count: 8), "three at a time: together at most 63")
+        XCTAssertEqual(windows(8, atOnce: 8), windows(8, atOnce: 100), "as many at once as there are, or more: all of them")
+        XCTAssertEqual(windows(8, atOnce: 8), Array(repeating: 8, count: 8))
+        XCTAssertEqual(windows(8, atOnce: 0), Array(repeating: 8, count: 8), "nonsense reads as all at once, the safe share")
+    }
+
     func testAPlanCoversEveryPageOnceInContiguousRangesAndItsLastIsOpenEnded() {
         for pages in 2...13 {
             for count in 1...16 {

@@ -163,6 +163,7 @@ void a_resume_token_of_another_list_or_no_token_is_refused(void);
 
 /* partitions.c */
 void the_partitions_of_a_list_together_give_its_items_once_in_order(void);
+void the_window_is_shared_among_the_partitions_that_run_at_once(void);
 void a_list_that_cannot_be_split_is_one_partition_saying_why(void);
 void a_malformed_or_foreign_partition_is_refused_naming_its_field(void);
 

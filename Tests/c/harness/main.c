@@ -89,6 +89,7 @@ static const test_case tests[] = {
     TEST(a_bound_ends_a_newest_first_list_ok_before_the_first_item_at_or_below_it, 1),
     TEST(a_resume_token_of_another_list_or_no_token_is_refused, 1),
     TEST(the_partitions_of_a_list_together_give_its_items_once_in_order, 1),
+    TEST(the_window_is_shared_among_the_partitions_that_run_at_once, 1),
     TEST(a_list_that_cannot_be_split_is_one_partition_saying_why, 1),
     TEST(a_malformed_or_foreign_partition_is_refused_naming_its_field, 1),
     TEST(a_fan_out_gives_every_childs_items_once_tagged_with_its_parent_value, 0),

@@ -115,6 +115,43 @@ void the_partitions_of_a_list_together_give_its_items_once_in_order(void) {
     check_split(path, 250, 3);
 }
 
+/* The window shared out: among all the partitions (sheaf_list_partitions), or among those that
+   run at once (sheaf_list_partitions_at_once); never below 1, never above the whole. */
+void the_window_is_shared_among_the_partitions_that_run_at_once(void) {
+    sheaf_client *client = client_for(&g_server, PARTITION_TOKEN);
+    sheaf_list *list = NULL;
+    const int64_t at_once[] = {8, 1, 2, 3, 100};
+    const json_int_t expected[] = {6, 48, 24, 16, 6};   /* 48 / min(8 partitions, at_once) */
+    if (client == NULL || !CHECK_CLIENT_RESULT(client, sheaf_client_set_option(client, SHEAF_OPT_MAX_WINDOW, 48), SHEAF_OK))
+        goto done;
+    for (size_t k = 0; k < sizeof at_once / sizeof at_once[0]; k++) {
+        char *json = NULL;
+        if (!CHECK_CLIENT_RESULT(client, sheaf_list_new(&list, client, "/anchor?n=400&per_page=20"), SHEAF_OK)) goto done;
+        if (CHECK_LIST_RESULT(list, sheaf_list_partitions_at_once(list, 8, at_once[k], &json, NULL), SHEAF_OK)) {
+            json_t *partitions = json_loads(json, 0, NULL);
+            CHECK_INT((int64_t)json_array_size(partitions), 8);
+            for (size_t i = 0; i < json_array_size(partitions); i++)
+                CHECK_INT(json_integer_value(json_object_get(json_array_get(partitions, i), "window")), expected[k]);
+            json_decref(partitions);
+        }
+        sheaf_free(json);
+        json = NULL;
+        if (k == 0) {   /* sheaf_list_partitions: all of them at once */
+            CHECK_LIST_RESULT(list, sheaf_list_partitions(list, 8, &json, NULL), SHEAF_OK);
+            CHECK(json != NULL && strstr(json, "\"window\":6,") != NULL);
+            sheaf_free(json);
+            json = (char *)"unchanged";
+            CHECK_LIST_RESULT(list, sheaf_list_partitions_at_once(list, 8, 0, &json, NULL), SHEAF_E_INVALID_ARGUMENT);
+            CHECK(json == NULL);
+        }
+        sheaf_list_free(list);
+        list = NULL;
+    }
+done:
+    sheaf_list_free(list);
+    sheaf_client_free(client);
+}
+
 void a_list_that_cannot_be_split_is_one_partition_saying_why(void) {
     sheaf_client *client = client_for(&g_server, PARTITION_TOKEN);
     sheaf_list *list = NULL;

@@ -141,10 +141,12 @@ class ListRead:
     def _description(self) -> Optional[Description]:
         return None if self.description is None else Description(json=self.description)
 
-    def plan(self, n: int) -> List[Partition]:
-        """Up to `n` partitions of the list (reads its first page)."""
+    def plan(self, n: int, at_once: Optional[int] = None) -> List[Partition]:
+        """Up to `n` partitions of the list (reads its first page), the window shared among
+        `at_once` of them (the engine's task slots; None: all of them)."""
         with self.client() as client:
-            return client.partitions(self.path, n, self._description(), headers=dict(self.headers) or None)
+            return client.partitions(self.path, n, self._description(), headers=dict(self.headers) or None,
+                                     at_once=at_once)
 
     def first_page_schema(self) -> "pyarrow.Schema":
         """The schema of the list's first page as Arrow (what an engine declares when told none)."""
@@ -167,6 +169,15 @@ class ListRead:
             table = client.fetch_partition_arrow(partition, schema=_readable(schema),
                                                  headers=dict(self.headers) or None)
         return table if schema is None else conformed(table, schema)
+
+
+def at_once_of(value: Any, name: str = "at_once") -> Optional[int]:
+    """The partitions an engine runs at the same time, as given (None: not said), checked."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise UsageError(Result.INVALID_ARGUMENT, f"{name} must be 1 or more, not {value!r}")
+    return value
 
 
 def _readable(schema: Optional["pyarrow.Schema"]) -> Optional["pyarrow.Schema"]:

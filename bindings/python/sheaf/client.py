@@ -688,12 +688,19 @@ class Client(Closing):
     # ---- partitions -------------------------------------------------------------------------
 
     def partitions(self, path: str, n: int, description: Optional[Description] = None, *,
-                   query: Optional[Query] = None, headers: Optional[Headers] = None, **parts: Any) -> List[Partition]:
+                   query: Optional[Query] = None, headers: Optional[Headers] = None, at_once: Optional[int] = None,
+                   **parts: Any) -> List[Partition]:
         """Splits the list at `path` into up to `n` partitions, for several processes or machines
         to read it: reads its first page (once; partition 0 fetches it again) and plans contiguous
         ranges of pages, the last one open-ended (it reads on to the list's end, pages added
         meanwhile included). A list whose pages are not addressed (next links, cursors) or whose
         page count page one does not tell is one partition, its ``why`` saying so.
+
+        Each partition's ``window`` is this client's ``max_concurrency`` shared among the
+        partitions that run at the same time: all of them, or `at_once` when given (the
+        workers or task slots that read them), so that eight partitions read two at a time
+        send what one process would, not a quarter of it. More than `at_once` running together
+        would send more.
 
         Takes the description arguments of :meth:`fetch_all` (`description`, `query`, `headers`
         and the parts such as ``preset=`` or ``items=``); budgets belong to a run, not to a plan:
@@ -703,15 +710,18 @@ class Client(Closing):
             The :class:`Partition` list: picklable, no credential in it.
 
         Raises:
-            UsageError: `n` below 1; Error: as :meth:`fetch_all`, when the first page fails.
+            UsageError: `n` or `at_once` below 1; Error: as :meth:`fetch_all`, when the first page fails.
         """
         count = _whole(n, "n")
         if count < 1:
             raise UsageError(Result.INVALID_ARGUMENT, f"n must be 1 or more, not {n!r}")
+        together = count if at_once is None else _whole(at_once, "at_once")
+        if together < 1:
+            raise UsageError(Result.INVALID_ARGUMENT, f"at_once must be 1 or more, not {at_once!r}")
         run = self._new_run(path, description, parts, query, headers)
         try:
             pointer, length = ctypes.c_void_p(), ctypes.c_size_t()
-            lib.sheaf_list_partitions(run.handle, count, byref(pointer), byref(length))
+            lib.sheaf_list_partitions_at_once(run.handle, count, min(together, count), byref(pointer), byref(length))
             planned = json.loads(_ffi.take_string(pointer, length.value))
         finally:
             run.close()

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Mapping, Optional, Union
 
-from ._engines import ListRead, require
+from ._engines import ListRead, at_once_of, require
 from .description import Description
 from .errors import Result, UsageError
 from .partition import Partition
@@ -40,9 +40,13 @@ def _read_frame(partition: Partition, read: ListRead, schema: "pyarrow.Schema") 
 def read_list(url: str, *, partitions: int = DEFAULT_PARTITIONS,
               description: Union[None, str, Description, Mapping[str, Any]] = None,
               headers: Optional[Mapping[str, str]] = None, schema: Optional["pyarrow.Schema"] = None,
-              token_env: Optional[str] = None, client_options: Optional[Mapping[str, Any]] = None) -> Any:
+              token_env: Optional[str] = None, client_options: Optional[Mapping[str, Any]] = None,
+              at_once: Optional[int] = None) -> Any:
     """The list at `url` as a ``dask.dataframe.DataFrame``, a partition per Sheaf partition, in
-    the list's order (no index: a range index per partition).
+    the list's order (no index: a range index per partition). The window (``max_concurrency``)
+    is shared among the tasks that run at once: the threads of the ``distributed`` cluster this
+    process is a client of when the list is planned, else all the partitions (the same machine
+    may compute them on as many threads), unless ``at_once=`` says how many.
 
     Args:
         url: the list's URL, query included.
@@ -55,7 +59,8 @@ def read_list(url: str, *, partitions: int = DEFAULT_PARTITIONS,
         token_env: the environment variable each task reads its bearer token from (this process
             reads it too, to plan).
         client_options: :class:`sheaf.Client` options for every task's client, such as
-            ``{"max_concurrency": 8}`` (each partition's window); no credential.
+            ``{"max_concurrency": 8}`` (the window the partitions share); no credential.
+        at_once: the tasks that read partitions at the same time; None: as said above.
 
     Raises:
         ImportError: Dask or pyarrow is not installed (``pip install 'sheaf[dask]'``).
@@ -67,7 +72,7 @@ def read_list(url: str, *, partitions: int = DEFAULT_PARTITIONS,
     if isinstance(partitions, bool) or not isinstance(partitions, int) or partitions < 1:
         raise UsageError(Result.INVALID_ARGUMENT, f"partitions must be 1 or more, not {partitions!r}")
     read = ListRead.of(url, description, headers, token_env, client_options)
-    planned = read.plan(partitions)
+    planned = read.plan(partitions, at_once_of(at_once) or _cluster_threads())
     if schema is None:
         import pyarrow as pa
 
@@ -77,6 +82,17 @@ def read_list(url: str, *, partitions: int = DEFAULT_PARTITIONS,
     meta = schema.empty_table().to_pandas()
     return frames.from_map(_read_frame, planned, read=read, schema=schema, meta=meta,
                            label="sheaf-read-list", enforce_metadata=False)
+
+
+def _cluster_threads() -> Optional[int]:
+    """The worker threads of the ``distributed`` cluster this process is a client of, None
+    when it is none (or distributed is not installed)."""
+    try:
+        from distributed import get_client
+        threads = sum(get_client().nthreads().values())
+    except (ImportError, ValueError):
+        return None
+    return threads or None
 
 
 __all__ = ["read_list", "DEFAULT_PARTITIONS"]

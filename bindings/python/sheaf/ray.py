@@ -12,7 +12,10 @@ or, a block per partition (Ray does not split them), :func:`read_list`:
 
 ``get_read_tasks(parallelism)`` plans the partitions on the driver (:meth:`sheaf.Client.partitions`:
 one read of page one), ``parallelism`` of them unless ``partitions=`` says how many; each read task
-runs one on a client of its own and returns it as one Arrow table (a block). A task whose worker
+runs one on a client of its own and returns it as one Arrow table (a block). The window
+(``max_concurrency``) is shared among the tasks that run at once, the cluster's CPUs when it is
+planned unless ``at_once=`` says how many: 200 partitions read two at a time on 2 CPUs have half
+the window each, not a 200th. A task whose worker
 dies is run again whole by Ray (tasks' ``max_retries``, 3 by default); pass
 ``ray_remote_args={"retry_exceptions": True}`` to ``read_datasource`` to retry a partition that
 failed with an error too (Ray 2.60 warns that ``ray_remote_args`` is deprecated, and names no
@@ -29,7 +32,7 @@ from __future__ import annotations
 import functools
 from typing import TYPE_CHECKING, Any, Iterable, List, Mapping, Optional, Union
 
-from ._engines import ListRead, require
+from ._engines import ListRead, at_once_of, require
 from .description import Description
 from .errors import Result, UsageError
 from .partition import Partition
@@ -66,7 +69,9 @@ class ListSource(_Datasource):  # type: ignore[misc,valid-type]
             types (missing fields null); None: each block's columns as its items show them.
         token_env: the environment variable each task reads its bearer token from.
         client_options: :class:`sheaf.Client` options for every task's client, such as
-            ``{"max_concurrency": 8}`` (each partition's window); no credential.
+            ``{"max_concurrency": 8}`` (the window the partitions share); no credential.
+        at_once: the read tasks that run at the same time, among which the window is shared;
+            None: the cluster's CPUs when the tasks are planned (a task takes one).
 
     Raises:
         ImportError: Ray or pyarrow is not installed (``pip install 'sheaf[ray]'``).
@@ -76,7 +81,7 @@ class ListSource(_Datasource):  # type: ignore[misc,valid-type]
     def __init__(self, url: str, *, description: Union[None, str, Description, Mapping[str, Any]] = None,
                  headers: Optional[Mapping[str, str]] = None, partitions: Optional[int] = None,
                  schema: Optional["pyarrow.Schema"] = None, token_env: Optional[str] = None,
-                 client_options: Optional[Mapping[str, Any]] = None) -> None:
+                 client_options: Optional[Mapping[str, Any]] = None, at_once: Optional[int] = None) -> None:
         _require()
         super().__init__()
         if partitions is not None and (not isinstance(partitions, int) or partitions < 1):
@@ -84,6 +89,7 @@ class ListSource(_Datasource):  # type: ignore[misc,valid-type]
         self._read = ListRead.of(url, description, headers, token_env, client_options)
         self._partitions = partitions
         self._schema = schema
+        self._at_once = at_once_of(at_once)
 
     def get_name(self) -> str:
         """The name Ray gives the read tasks."""
@@ -101,7 +107,7 @@ class ListSource(_Datasource):  # type: ignore[misc,valid-type]
 
         count = self._partitions or max(1, int(parallelism))
         tasks = []
-        for partition in self._read.plan(count):
+        for partition in self._read.plan(count, self._at_once or _cpus()):
             metadata = BlockMetadata(num_rows=partition.items_expected, size_bytes=None, exec_stats=None,
                                      input_files=None)
             read = functools.partial(_read_partition, self._read, partition, self._schema)
@@ -115,11 +121,31 @@ class ListSource(_Datasource):  # type: ignore[misc,valid-type]
         return f"<sheaf.ray.ListSource {self._read.base_url}{self._read.path}>"
 
 
+def _cpus() -> Optional[int]:
+    """The cluster's CPUs now (a read task takes one), None when Ray does not say."""
+    import ray
+
+    cpus = ray.cluster_resources().get("CPU") if ray.is_initialized() else None
+    return max(1, int(cpus)) if cpus else None
+
+
+def _tasks_at_once(read_args: Mapping[str, Any]) -> Optional[int]:
+    """The read tasks Ray runs at once under `read_args`: the cluster's CPUs over each task's
+    (``ray_remote_args={"num_cpus": ...}``), within ``concurrency`` when that is a number."""
+    cpus = _cpus()
+    each = (read_args.get("ray_remote_args") or {}).get("num_cpus", 1)
+    slots = int(cpus / each) if cpus and isinstance(each, (int, float)) and each > 0 else cpus
+    limit = read_args.get("concurrency")
+    if isinstance(limit, int) and not isinstance(limit, bool) and limit >= 1:
+        slots = min(slots, limit) if slots else limit
+    return max(1, slots) if slots else None
+
+
 def read_list(url: str, *, partitions: Optional[int] = None,
               description: Union[None, str, Description, Mapping[str, Any]] = None,
               headers: Optional[Mapping[str, str]] = None, schema: Optional["pyarrow.Schema"] = None,
               token_env: Optional[str] = None, client_options: Optional[Mapping[str, Any]] = None,
-              **read_args: Any) -> Any:
+              at_once: Optional[int] = None, **read_args: Any) -> Any:
     """The list at `url` as a ``ray.data.Dataset`` of a block per partition:
     ``ray.data.read_datasource(ListSource(...), override_num_blocks=partitions)``.
 
@@ -130,6 +156,8 @@ def read_list(url: str, *, partitions: Optional[int] = None,
 
     Args:
         url, description, headers, schema, token_env, client_options: as for :class:`ListSource`.
+        at_once: as for :class:`ListSource`; None: the cluster's CPUs over each task's
+            (``ray_remote_args``' ``num_cpus``), within ``concurrency`` when that is a number.
         partitions: how many partitions, and blocks; None: as many as Ray asks for (its
             ``read_op_min_num_blocks`` rule, no fewer than twice the CPUs).
         **read_args: passed to ``ray.data.read_datasource`` (``ray_remote_args``, ``concurrency``, ...).
@@ -141,7 +169,8 @@ def read_list(url: str, *, partitions: Optional[int] = None,
     """
     data = _require()
     source = ListSource(url, description=description, headers=headers, partitions=partitions, schema=schema,
-                        token_env=token_env, client_options=client_options)
+                        token_env=token_env, client_options=client_options,
+                        at_once=at_once_of(at_once) or _tasks_at_once(read_args))
     if partitions is not None:
         if read_args.get("override_num_blocks") not in (None, partitions):
             raise UsageError(Result.INVALID_ARGUMENT, "override_num_blocks is the partitions here: give one of them")

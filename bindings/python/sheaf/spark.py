@@ -6,6 +6,7 @@
     things = (spark.read.format("sheaf")
               .option("url", "https://api.example.com/v1/things")
               .option("partitions", 8)
+              .option("at_once", spark.sparkContext.defaultParallelism)
               .load())
 
 The driver plans the partitions (:meth:`sheaf.Client.partitions`: one read of page one); each
@@ -18,13 +19,17 @@ Options (strings, as Spark passes them):
 - ``url`` (or ``load(url)``): the list's URL, query included.
 - ``partitions``: how many partitions to plan (default 8); a list whose pages are not addressed
   (next links, cursors) is one.
+- ``at_once``: how many of them Spark runs at the same time (its task slots: the executors'
+  cores, ``spark.sparkContext.defaultParallelism``); the window (``max_concurrency``) is shared
+  among those. Not given: among all the partitions, which is safe and slower when fewer run at
+  once (8 partitions on ``local[2]``: a quarter of the window in flight).
 - ``description``: how the list paginates: a preset's name (``github``) or the description JSON
   (what ``sheaf get --explain --format json`` prints); detected from page one when not given.
 - ``headers``: a JSON object of extra headers (no credential: ``Authorization`` is refused).
 - ``token_env``: the environment variable each process reads its bearer token from (default
   ``SHEAF_TOKEN``); the token is in no option, plan, task or log. Set it in the driver's and
   executors' environment (``spark.executorEnv.NAME`` on a cluster).
-- client options: ``concurrency``, ``max_concurrency`` (each partition's window), ``adaptive_window``,
+- client options: ``concurrency``, ``max_concurrency`` (the window the partitions share), ``adaptive_window``,
   ``max_attempts``, ``timeout``, ``connect_timeout``, ``retry_base``, ``retry_max``, ``max_pages``,
   ``max_body_bytes``, ``max_redirects``, ``verify``, ``cert``, ``http_version``, as
   :class:`sheaf.Client` takes them.
@@ -38,7 +43,7 @@ Needs pyspark 4 and pyarrow: ``pip install 'sheaf[spark]'``.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Mapping, Tuple
+from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Mapping, Optional, Tuple
 
 from ._engines import CLIENT_OPTIONS, ListRead, require
 from .errors import Result, UsageError
@@ -66,7 +71,7 @@ _OPTION_TYPES: Dict[str, Any] = {
     "adaptive_window": bool, "verify": bool, "cert": str, "http_version": str,
 }
 
-_READ_OPTIONS = frozenset({"url", "path", "partitions", "description", "headers", "token_env"})
+_READ_OPTIONS = frozenset({"url", "path", "partitions", "at_once", "description", "headers", "token_env"})
 
 
 def register(spark: Any) -> None:
@@ -93,8 +98,22 @@ def _flag(text: str, name: str) -> bool:
     raise UsageError(Result.INVALID_ARGUMENT, f"option {name} must be true or false, not {text!r}")
 
 
-def _options(options: Mapping[str, Any]) -> Tuple[ListRead, int]:
-    """The list to read and the partitions to plan, from the data source's options."""
+def _whole_option(given: Mapping[str, Any], name: str, default: Optional[int]) -> Optional[int]:
+    """Option `name` as a whole number of 1 or more (`default` when not given)."""
+    if name not in given:
+        return default
+    try:
+        value = int(given[name])
+    except ValueError:
+        raise UsageError(Result.INVALID_ARGUMENT, f"option {name} must be a whole number, not {given[name]!r}") from None
+    if value < 1:
+        raise UsageError(Result.INVALID_ARGUMENT, f"option {name} must be 1 or more, not {value}")
+    return value
+
+
+def _options(options: Mapping[str, Any]) -> Tuple[ListRead, int, Optional[int]]:
+    """The list to read, the partitions to plan and how many run at once, from the data
+    source's options."""
     given = {str(key).lower(): value for key, value in options.items()}
     known = _READ_OPTIONS | CLIENT_OPTIONS
     unknown = sorted(set(given) - known)
@@ -112,15 +131,9 @@ def _options(options: Mapping[str, Any]) -> Tuple[ListRead, int]:
             client_options[name] = _flag(text, name) if read is bool else read(text)
         except ValueError:
             raise UsageError(Result.INVALID_ARGUMENT, f"option {name} must be a {read.__name__}, not {text!r}") from None
-    try:
-        partitions = int(given.get("partitions", DEFAULT_PARTITIONS))
-    except ValueError:
-        raise UsageError(Result.INVALID_ARGUMENT, f"option partitions must be a whole number, not "
-                                                  f"{given['partitions']!r}") from None
-    if partitions < 1:
-        raise UsageError(Result.INVALID_ARGUMENT, f"option partitions must be 1 or more, not {partitions}")
-    return ListRead.of(str(url), given.get("description"), given.get("headers"), given.get("token_env"),
-                       client_options), partitions
+    partitions = _whole_option(given, "partitions", DEFAULT_PARTITIONS)
+    return (ListRead.of(str(url), given.get("description"), given.get("headers"), given.get("token_env"),
+                        client_options), partitions or DEFAULT_PARTITIONS, _whole_option(given, "at_once", None))
 
 
 class ListDataSource(_DataSource):  # type: ignore[misc,valid-type]
@@ -135,7 +148,7 @@ class ListDataSource(_DataSource):  # type: ignore[misc,valid-type]
     def __init__(self, options: Dict[str, str]) -> None:
         _require()
         super().__init__(options)
-        self._read, self._partitions = _options(options)
+        self._read, self._partitions, self._at_once = _options(options)
 
     def schema(self) -> Any:
         """The first page's schema (when ``.schema(...)`` gives none), as a Spark ``StructType``;
@@ -154,21 +167,22 @@ class ListDataSource(_DataSource):  # type: ignore[misc,valid-type]
         from pyspark.sql.pandas.types import to_arrow_schema
 
         # The Arrow schema Spark checks each batch against (its own conversion, UTC timestamps).
-        return ListReader(self._read, self._partitions, to_arrow_schema(schema, timezone="UTC"))
+        return ListReader(self._read, self._partitions, to_arrow_schema(schema, timezone="UTC"), self._at_once)
 
 
 class ListReader(_DataSourceReader):  # type: ignore[misc,valid-type]
     """Plans the partitions on the driver and reads each in a task (no credential in either)."""
 
-    def __init__(self, read: ListRead, partitions: int, schema: "pyarrow.Schema") -> None:
+    def __init__(self, read: ListRead, partitions: int, schema: "pyarrow.Schema", at_once: Optional[int] = None) -> None:
         self._read = read
         self._count = partitions
+        self._at_once = at_once
         self._schema = schema
 
     def partitions(self) -> List[Any]:
         """The list's partitions (:meth:`sheaf.Client.partitions`), each an ``InputPartition``
         whose value is a :class:`sheaf.Partition`."""
-        return [_InputPartition(partition) for partition in self._read.plan(self._count)]
+        return [_InputPartition(partition) for partition in self._read.plan(self._count, self._at_once)]
 
     def read(self, partition: Any) -> Iterator["pyarrow.RecordBatch"]:
         """The rows of one partition, a record batch per snapshot, under the DataFrame's schema."""

@@ -806,6 +806,16 @@ def test_partitions_print_the_plan_and_each_partition_runs_alone(api, tmp_path):
     assert items == expected(237)
 
 
+def test_at_once_shares_the_window_among_the_partitions_that_run_together(api):
+    url = f"{api}/anchor?n=400&per_page=20"
+    windows = {at_once: {json.loads(line)["window"] for line in
+                         run_cli(url, "--partitions", "8", "--max-concurrency", "48", *at_once).stdout.decode().splitlines()}
+               for at_once in ((), ("--at-once", "2"), ("--at-once", "3"))}
+    assert windows == {(): {6}, ("--at-once", "2"): {24}, ("--at-once", "3"): {16}}
+    alone = run_cli(url, "--at-once", "2")
+    assert alone.returncode == 2 and "give it with --partitions" in alone.stderr.decode(), alone.stderr
+
+
 def test_a_partition_flag_refuses_what_it_holds_itself(api, tmp_path):
     line = run_cli(f"{api}/anchor?n=100&per_page=10", "--partitions", "2").stdout.decode().splitlines()[1]
     for extra, words in ((["--preset", "github"], "--partition holds the list's description"),

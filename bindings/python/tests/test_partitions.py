@@ -162,6 +162,28 @@ def test_partitions_share_the_planning_clients_window_and_together_never_exceed_
     assert stats(api)["max_in_flight"] <= 12
 
 
+def test_partitions_read_two_at_a_time_share_the_window_between_those_two(api):
+    # Six partitions, two workers: at_once=2 gives each half of a window of 12, so the two
+    # running together fill it (a share among all six would hold them to 4 between them).
+    from concurrent.futures import ThreadPoolExecutor
+    path = "/anchor?n=6000&latency_ms=20"
+    with sheaf.Client(api.base_url, max_concurrency=12) as planner:
+        partitions = planner.partitions(path, 6, paging="page:page", size_param="per_page", page_size=50, at_once=2)
+        assert [p.window for p in partitions] == [6] * 6
+        assert [p.window for p in planner.partitions(path, 6, paging="page:page", size_param="per_page",
+                                                     page_size=50, at_once=50)] == [2] * 6
+        with pytest.raises(sheaf.UsageError, match="at_once must be 1 or more"):
+            planner.partitions(path, 6, at_once=0)
+
+    def run(partition):
+        with sheaf.Client(api.base_url) as worker:
+            return worker.fetch_partition(partition)
+    with ThreadPoolExecutor(2) as workers:
+        parts = list(workers.map(run, partitions))
+    assert [item for part in parts for item in part] == expected_items(6000)
+    assert 4 < stats(api)["max_in_flight"] <= 12
+
+
 @pytest.mark.parametrize("name", sorted(SPLIT) + ["drf-cursor"])
 def test_the_partitions_as_arrow_tables_together_are_the_lists_table(api, name: str) -> None:
     pa = pytest.importorskip("pyarrow", reason="pyarrow is not installed (pip install sheaf[arrow])")

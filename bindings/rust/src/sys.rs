@@ -470,6 +470,7 @@ functions! {
     fn sheaf_list_set_resume(list: *mut sheaf_list, token: *const c_char) -> sheaf_result;
     fn sheaf_list_resume_token(list: *mut sheaf_list, out_token: *mut *mut c_char) -> sheaf_result;
     fn sheaf_list_partitions(list: *mut sheaf_list, n: i64, out_json: *mut *mut c_char, out_length: *mut usize) -> sheaf_result;
+    fn sheaf_list_partitions_at_once(list: *mut sheaf_list, n: i64, at_once: i64, out_json: *mut *mut c_char, out_length: *mut usize) -> sheaf_result;
     fn sheaf_list_set_partition(list: *mut sheaf_list, json: *const c_char) -> sheaf_result;
     fn sheaf_list_set_keep_items(list: *mut sheaf_list, keep: c_int) -> sheaf_result;
     fn sheaf_list_start(list: *mut sheaf_list, on_snapshot: sheaf_snapshot_fn, user_data: *mut c_void, destroy: sheaf_destroy_fn) -> sheaf_result;

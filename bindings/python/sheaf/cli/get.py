@@ -151,7 +151,7 @@ def _plan(api, args: argparse.Namespace, base: str, path: str, token: Optional[s
     list_options = {name: value for name, value in list_options.items() if name not in RUN_OPTIONS}
     try:
         with open_client(api, base, client_options) as client:
-            partitions = client.partitions(path, args.partitions, **list_options)
+            partitions = client.partitions(path, args.partitions, at_once=args.at_once, **list_options)
     except api.Error as e:
         report(error_message(api, e, token))
         return exit_status(api, e)
@@ -188,6 +188,8 @@ def run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         if given:
             parser.error(f"{flag} is for several lists: give several URLs, --urls or --each")
     args.url = urls[0] if urls else None
+    if args.at_once is not None and args.partitions is None:
+        parser.error("--at-once says how many of the partitions run at the same time: give it with --partitions")
     partition = None
     if args.partition is not None:
         if args.url is not None:

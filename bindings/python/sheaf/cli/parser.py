@@ -386,6 +386,9 @@ def build_parser() -> argparse.ArgumentParser:
     limits.add_argument("--partitions", metavar="N", type=_positive,
                         help="read the first page only and print the list split into up to N partitions, "
                              "one JSON per line, for several processes to run with --partition; then exit")
+    limits.add_argument("--at-once", metavar="K", type=_positive, dest="at_once",
+                        help="with --partitions: at most K of them run at the same time (parallel -j K), "
+                             "so each gets the window divided by K rather than by N")
     limits.add_argument("--partition", metavar="FILE|JSON",
                         help="run one partition printed by --partitions (from FILE, - for stdin, or inline "
                              "starting with '{'): its items, written as for a list; no URL or description flags")

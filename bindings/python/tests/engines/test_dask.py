@@ -36,6 +36,18 @@ def test_the_partitions_read_by_dask_are_the_list_exactly(dask_client, api, whol
     assert_read_within_budget(api, pages_at_least=100)
 
 
+def test_the_window_is_shared_among_the_clusters_threads(dask_client, api, monkeypatch) -> None:
+    from sheaf._engines import ListRead
+
+    planned = []
+    plan = ListRead.plan
+    monkeypatch.setattr(ListRead, "plan", lambda read, n, at_once=None: planned.append(plan(read, n, at_once)) or planned[-1])
+    _frame(api, "/anchor?n=3000&per_page=100", partitions=8, client_options={"max_concurrency": 16})
+    assert [p.window for p in planned[-1]] == [8] * 8, "16 shared by the cluster's 2 threads, not by all 8 partitions"
+    _frame(api, "/anchor?n=3000&per_page=100", partitions=8, client_options={"max_concurrency": 16}, at_once=8)
+    assert [p.window for p in planned[-1]] == [2] * 8
+
+
 def test_a_schema_gives_the_columns_and_a_description_pins_the_shape(dask_client, api) -> None:
     import pyarrow as pa
 

@@ -38,6 +38,25 @@ def test_the_partitions_read_by_ray_are_the_list_exactly(ray_cluster, api, whole
     assert_read_within_budget(api, pages_at_least=100)
 
 
+def test_the_window_is_shared_among_the_read_tasks_ray_runs_at_once(ray_cluster, api, monkeypatch) -> None:
+    import sheaf.ray
+    from sheaf._engines import ListRead
+
+    assert sheaf.ray._tasks_at_once({}) == 2, "2 CPUs, a CPU a task"
+    assert sheaf.ray._tasks_at_once({"ray_remote_args": {"num_cpus": 0.5}}) == 4
+    assert sheaf.ray._tasks_at_once({"concurrency": 1}) == 1
+    planned = []
+    plan = ListRead.plan
+    monkeypatch.setattr(ListRead, "plan", lambda read, n, at_once=None: planned.append(plan(read, n, at_once)) or planned[-1])
+    path = "/anchor?n=3000&per_page=100"
+    assert len(_source(api, path, partitions=8, client_options={"max_concurrency": 16}).get_read_tasks(2)) == 8
+    assert [p.window for p in planned[-1]] == [8] * 8, "16 shared by the 2 that run at once, not by all 8"
+    _source(api, path, partitions=8, client_options={"max_concurrency": 16}, at_once=4).get_read_tasks(2)
+    assert [p.window for p in planned[-1]] == [4] * 8
+    with pytest.raises(sheaf.UsageError, match="at_once must be 1 or more"):
+        _source(api, path, at_once=0)
+
+
 def test_ray_asks_for_the_partitions_when_not_told_and_a_schema_shapes_each_block(ray_cluster, api) -> None:
     import pyarrow as pa
 

@@ -67,6 +67,8 @@ def test_the_url_may_be_given_to_load(spark, api) -> None:
 
 
 def test_options_are_checked_on_the_driver(spark, api) -> None:
+    with pytest.raises(Exception, match="option at_once must be 1 or more"):
+        spark.read.format("sheaf").option("url", f"{api.base_url}/anchor").option("at_once", 0).load()
     with pytest.raises(Exception, match="unknown option.*parts"):
         spark.read.format("sheaf").option("url", f"{api.base_url}/anchor").option("parts", 2).load()
     with pytest.raises(Exception, match="may not carry a credential"):
@@ -85,6 +87,10 @@ def test_no_token_is_in_the_data_source_its_reader_or_partitions(api) -> None:
     reader = source.reader(StructType([StructField("id", LongType())]))
     partitions = reader.partitions()
     assert len(partitions) == 4
+    assert [p.value.window for p in partitions] == [1] * 4, "the window (4) shared by all 4: at_once not given"
+    told = ListDataSource({"url": f"{api.base_url}/anchor?n=1000&per_page=100", "partitions": "4", "at_once": "2",
+                           **{k: str(v) for k, v in CLIENT_OPTIONS.items()}})
+    assert [p.value.window for p in told.reader(StructType([StructField("id", LongType())])).partitions()] == [2] * 4
     for what, thing in (("the data source", source), ("the reader", reader), ("a partition", partitions)):
         secret_free(cloudpickle.dumps(thing), what)
     assert sum(batch.num_rows for p in partitions for batch in reader.read(p)) == 1000
