@@ -24,7 +24,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any, Callable, Dict, List
+from typing import Any, Callable, Dict, List, Optional
 
 ROOT = Path(__file__).resolve().parent.parent
 ITEMS, PER_PAGE, LATENCY_MS, CAPACITY = 1_000_000, 1000, 50, 64
@@ -52,7 +52,7 @@ def _reset(base: str) -> None:
     _get(base, "/_reset")
 
 
-def child(scenario: str, base: str, runs: int, partitions: int, items: int) -> Dict[str, Any]:
+def child(scenario: str, base: str, runs: int, partitions: int, items: int, at_once: Optional[int]) -> Dict[str, Any]:
     """Starts the scenario's engine, then times a warm-up and `runs` reads of the list; each read
     must hold every item once."""
     global ITEMS
@@ -92,9 +92,9 @@ def child(scenario: str, base: str, runs: int, partitions: int, items: int) -> D
             import pyarrow as pa
 
             if scenario.startswith("ray-read-list"):
-                dataset = sheaf.ray.read_list(url, partitions=partitions)
+                dataset = sheaf.ray.read_list(url, partitions=partitions, at_once=at_once)
             else:
-                dataset = ray.data.read_datasource(sheaf.ray.ListSource(url, partitions=partitions))
+                dataset = ray.data.read_datasource(sheaf.ray.ListSource(url, partitions=partitions, at_once=at_once))
             table = pa.concat_tables(ray.get(dataset.to_arrow_refs()))
             return table.num_rows if _ids_once(table.column("id").to_pylist()) else -1
         stop = ray.shutdown
@@ -111,6 +111,7 @@ def child(scenario: str, base: str, runs: int, partitions: int, items: int) -> D
 
         def read() -> int:
             table = (spark.read.format("sheaf").option("url", url).option("partitions", partitions)
+                     .option("at_once", at_once or spark.sparkContext.defaultParallelism)
                      .schema("id long, name string").load().toArrow())
             return table.num_rows if _ids_once(table.column("id").to_pylist()) else -1
         stop = spark.stop
@@ -126,7 +127,7 @@ def child(scenario: str, base: str, runs: int, partitions: int, items: int) -> D
         schema = pa.schema([("id", pa.int64()), ("name", pa.string())])
 
         def read() -> int:
-            frame = sheaf.dask.read_list(url, partitions=partitions, schema=schema).compute()
+            frame = sheaf.dask.read_list(url, partitions=partitions, schema=schema, at_once=at_once).compute()
             return len(frame) if _ids_once(frame["id"].tolist()) else -1
 
         def stop() -> None:
@@ -164,6 +165,8 @@ def main(argv: Any = None) -> int:
     parser.add_argument("--runs", type=int, default=3, help="measured reads per row (median quoted; default 3)")
     parser.add_argument("--only", default=",".join(SCENARIOS), help="comma-separated: " + ",".join(SCENARIOS))
     parser.add_argument("--partitions", type=int, default=8, help="partitions each engine plans (default 8)")
+    parser.add_argument("--at-once", type=int, default=0, help="the partitions the window is shared among (default: "
+                        "each engine's task slots, 2 here; give --partitions' value for the share among all of them)")
     parser.add_argument("--build-dir", default=str(ROOT / "build"))
     parser.add_argument("--items", type=int, default=ITEMS, help="items in the list (default 1,000,000; "
                         "fewer for a smoke run)")
@@ -171,7 +174,7 @@ def main(argv: Any = None) -> int:
     parser.add_argument("--base", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
-        print(json.dumps(child(args.child, args.base, args.runs, args.partitions, args.items)))
+        print(json.dumps(child(args.child, args.base, args.runs, args.partitions, args.items, args.at_once or None)))
         return 0
 
     build = Path(args.build_dir).resolve()
@@ -202,7 +205,7 @@ def main(argv: Any = None) -> int:
             print(f"engines bench: {scenario} ...", file=sys.stderr)
             done = subprocess.run([sys.executable, __file__, "--child", scenario, "--base", server.base,
                                    "--runs", str(args.runs), "--partitions", str(args.partitions),
-                                   "--items", str(args.items)],
+                                   "--items", str(args.items), "--at-once", str(args.at_once)],
                                   env=env, capture_output=True, text=True, timeout=1800)
             if done.returncode != 0:
                 rows.append(bench.Row("E1", scenario, sheaf=f"failed: {done.stderr.strip().splitlines()[-1:]}"))
@@ -211,15 +214,16 @@ def main(argv: Any = None) -> int:
     finally:
         server.stop()
     single = results.get("fetch_all")
+    shared = f"the window shared among {args.at_once or 'the task slots'}"
     labels = {"fetch_all": "one process, Client.fetch_all (adaptive window, Python objects)",
               "fetch_arrow": "one process, Client.fetch_arrow (adaptive window, a pyarrow.Table)",
-              "ray": f"Ray, {WORKERS} CPUs: read_datasource(ListSource), {args.partitions} partitions, Arrow blocks to the driver",
+              "ray": f"Ray, {WORKERS} CPUs: read_datasource(ListSource), {args.partitions} partitions, {shared}, Arrow blocks to the driver",
               "ray-unreserved": "the same, DataContext.op_resource_reservation_enabled = False (the reads then overlap)",
-              "ray-read-list": f"Ray, {WORKERS} CPUs: sheaf.ray.read_list, {args.partitions} partitions, a block each "
+              "ray-read-list": f"Ray, {WORKERS} CPUs: sheaf.ray.read_list, {args.partitions} partitions, {shared}, a block each "
                                "(read_datasource with override_num_blocks)",
               "ray-read-list-unreserved": "the same, DataContext.op_resource_reservation_enabled = False",
-              "spark": f"Spark local[{WORKERS}]: the sheaf data source, {args.partitions} partitions, toArrow()",
-              "dask": f"Dask LocalCluster, {WORKERS} worker processes: read_list, {args.partitions} partitions, compute()"}
+              "spark": f"Spark local[{WORKERS}]: the sheaf data source, {args.partitions} partitions, {shared}, toArrow()",
+              "dask": f"Dask LocalCluster, {WORKERS} worker processes: read_list, {args.partitions} partitions, {shared}, compute()"}
     for scenario, result in results.items():
         seconds = statistics.median(run["seconds"] for run in result["runs"])
         against = statistics.median(run["seconds"] for run in single["runs"]) if single else None

@@ -256,7 +256,9 @@ public final class ListRun: Sendable {
             start = ResumePoint(url: firstURL, skip: token.point.skip, itemsBefore: token.point.itemsBefore)
         }
         var partitionEnd: Int?
-        // For a partition, the pages its plan gave the run: no more are asked for ahead of page one.
+        // For a partition, the pages its plan gave the run: no more are asked for ahead of page one,
+        // and as many as the window the origin's answers have grown (these pages exist: the plan
+        // counted them), not only the window a list starts with.
         var plannedPages: Int?
         if let partition, let parameter = description.paging.parameter,
            let range = try partition.range(resumedAt: description.resume == nil ? nil : description.paging.first ?? partition.paging.first) {
@@ -287,7 +289,7 @@ public final class ListRun: Sendable {
                                   window: window, maxPages: configuration.maxPages,
                                   pageBudget: pageBudget, pageGate: pageGate, origin: origin,
                                   resumedPageSize: resumedPageSize, pagesAhead: min(plannedPages ?? .max,
-                                      Self.pagesAhead(description, window: min(window, configuration.window),
+                                      Self.pagesAhead(description, window: plannedPages == nil ? min(window, configuration.window) : window,
                                                       asksAhead: client.asksAhead(of: firstURL))))
         let assembler = Assembler(keepsItems: keepsItems, maxItems: description.maxItems,
                                   deduplicates: description.source(of: .identity) != .none, skipsOnFirstPage: start.skip,
@@ -421,7 +423,8 @@ public final class ListRun: Sendable {
     }
 
     /// Pages asked for before page one answers (when they can be addressed): a window (the one a
-    /// list starts with, not what the origin's has grown to: these pages may not exist), within
+    /// list starts with, not what the origin's has grown to: these pages may not exist; a
+    /// partition's, whose pages its plan counted, may take the grown one), within
     /// the request budget, and no more than the item limit needs at the size asked for (none
     /// ahead when that size is unknown). Without a credential, on an origin that has not yet
     /// answered a page one on this client (`SheafClient.asksAhead(of:)`), page one and page two
@@ -603,8 +606,10 @@ public final class ListRun: Sendable {
     /// origin that has not answered one yet.
     static let pagesAheadOfAnUntriedOrigin = 2
 
-    /// The most a page asked for ahead of page one may bring (4 MiB, eight of them 32 MiB).
-    static let aheadBodyCap = 4 << 20
+    /// The most the pages asked for ahead of page one may bring between them (32 MiB): each of
+    /// `pagesAhead` may bring its share, and never less than an eighth (4 MiB for the eight a
+    /// list starts with; 1 MiB each for the 32 of a partition sent on a window grown to 32).
+    static func aheadBodyCap(pagesAhead: Int) -> Int { (32 << 20) / max(8, pagesAhead) }
 
     /// A page asked for ahead of page one came back bigger than such a page may be: it is asked
     /// for again without that cap, at once when page one's plan already needs it, otherwise when
@@ -744,7 +749,7 @@ public final class ListRun: Sendable {
                     // a window of those must not all be held at once.
                     let capped = index > 0 && state.planner.mode == .firstPage
                     var template = FetchTemplate()
-                    if capped { template.maxBodyBytes = Self.aheadBodyCap }
+                    if capped { template.maxBodyBytes = Self.aheadBodyCap(pagesAhead: state.planner.pagesAhead) }
                     // The one page a list asks for with none other in flight (page one, the next
                     // of a walk) goes first at its origin, ahead of the pages of batches: a walk
                     // never waits behind pages another list could have asked for at any time.

@@ -145,6 +145,42 @@ final class PartitionTests: XCTestCase {
         XCTAssertEqual(all, Array(0..<95))
     }
 
+    func testAPartitionAsksAheadOfItsPageOneAsManyPagesAsItsOriginsWindowHasGrownTo() throws {
+        // Its pages exist (the plan counted them): a client whose window grew on an earlier
+        // partition sends that window at once, each page's body capped at its share of 32 MiB.
+        let api = FakeAnchorAPI(count: 400)
+        let planner = ScriptedTransport()
+        planner.on(scriptedList) { request, _ in api.reply(request) }
+        let partitions = try scriptedClient(planner).partitions(of: anchorList(), count: 2, atOnce: 1)
+        XCTAssertEqual(partitions.map(\.pages), [20, 20])
+        XCTAssertEqual(partitions.map(\.window), [64, 64])
+        let transport = ScriptedTransport()
+        transport.on(scriptedList) { request, _ in
+            request.url == scriptedPage(21) ? api.reply(request).after(100) : api.reply(request).after(5)
+        }
+        let client = try scriptedClient(transport) { $0.adaptsWindow = true; $0.maxWindow = 32 }
+        func run(_ partition: Partition) throws -> [Int] {
+            var description = ListDescription(path: "/elsewhere")
+            description.partition = partition
+            let run = try client.makeList(description)
+            try run.start()
+            XCTAssertEqual(try run.wait(), .complete)
+            return itemIDs(run.prefixJSON())
+        }
+        XCTAssertEqual(try run(partitions[0]), Array(0..<200))
+        let grown = client.pace(for: scriptedList).window
+        XCTAssertGreaterThan(grown, ClientConfiguration().window, "the first partition grew the window")
+        let before = transport.requests.count
+        XCTAssertEqual(try run(partitions[1]), Array(200..<400))
+        let ahead = min(20, grown)
+        let second = transport.requests.dropFirst(before)
+        XCTAssertEqual(second.filter { $0.maxBodyBytes == ListRun.aheadBodyCap(pagesAhead: ahead) }.count, ahead - 1,
+                       "page one of the range, and the grown window's other pages with it")
+        XCTAssertEqual(second.count, 20, "its pages alone")
+        XCTAssertEqual(ListRun.aheadBodyCap(pagesAhead: 8), 4 << 20)
+        XCTAssertEqual(ListRun.aheadBodyCap(pagesAhead: 32), 1 << 20, "32 MiB between them, whatever their number")
+    }
+
     func testAPartitionKeepsItsTokenInsideItsRange() throws {
         let api = FakeAnchorAPI(count: 95)
         let transport = ScriptedTransport()

@@ -11,9 +11,12 @@ by the engine (its rows are discarded with the failed task), never resumed half-
 
 from __future__ import annotations
 
+import contextlib
 import os
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Iterator, List, Mapping, Optional, Tuple, Union
+from typing import TYPE_CHECKING, Any, ContextManager, Dict, Iterator, List, Mapping, Optional, Tuple, Union
 from urllib.parse import urlsplit
 
 from .arrow import require_pyarrow
@@ -33,6 +36,42 @@ CLIENT_OPTIONS = frozenset({
     "concurrency", "adaptive_window", "max_concurrency", "max_pages", "max_body_bytes", "max_attempts",
     "retry_base", "retry_max", "timeout", "connect_timeout", "max_redirects", "verify", "cert", "http_version",
 })
+
+#: The clients a process keeps for the reads it runs (see `ListRead.client`): at most this many,
+#: the least recently used closed first.
+KEPT_CLIENTS = 4
+
+
+class _KeptClients:
+    """A process's clients for engine reads, one per (base URL, token, client options), so that
+    the partitions a worker reads one after another run on one client: the second starts with
+    the window the first learnt and asks a window ahead of its page one (the origin has answered
+    one on that client), instead of ramping from the start again. Forgotten in a forked child
+    (the parent's client is the parent's), never shared across processes."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._pid = os.getpid()
+        self._clients: "OrderedDict[Tuple[Any, ...], Client]" = OrderedDict()
+
+    def get(self, key: Tuple[Any, ...], make: Any) -> Client:
+        evicted: List[Client] = []
+        with self._lock:
+            if self._pid != os.getpid():
+                self._pid, self._clients = os.getpid(), OrderedDict()
+            client = self._clients.get(key)
+            if client is None:
+                client = self._clients[key] = make()
+                while len(self._clients) > KEPT_CLIENTS:
+                    evicted.append(self._clients.popitem(last=False)[1])
+            self._clients.move_to_end(key)
+        for old in evicted:
+            old.close()
+        return client
+
+
+_KEPT = _KeptClients()
+
 
 #: Headers that carry credentials: refused in a read's headers, which every task's arguments hold.
 CREDENTIAL_HEADERS = frozenset({"authorization", "proxy-authorization", "cookie"})
@@ -129,14 +168,18 @@ class ListRead:
         return cls(f"{parts.scheme}://{parts.netloc}", path, description_of(description), headers_of(headers),
                    token_env, tuple(sorted(options.items())))
 
-    def client(self) -> Client:
-        """A client of this process, its token read from this process's environment now."""
+    def client(self) -> ContextManager[Client]:
+        """This process's client for the read, its token read from this process's environment
+        now: kept for the process's next partitions of the list's origin (`_KeptClients`), so
+        leaving the block does not close it."""
         token = os.environ.get(self.token_env)
         if token is None and self.token_env != DEFAULT_TOKEN_ENV:
             raise CredentialError(Result.CREDENTIAL,
                                   f"the environment variable {self.token_env} (token_env) is not set in this "
                                   f"process (pid {os.getpid()}): each worker reads its token from its own environment")
-        return Client(self.base_url, token or None, **dict(self.client_options))
+        key = (self.base_url, token or None, self.client_options)
+        return contextlib.nullcontext(_KEPT.get(key, lambda: Client(self.base_url, token or None,
+                                                                    **dict(self.client_options))))
 
     def _description(self) -> Optional[Description]:
         return None if self.description is None else Description(json=self.description)

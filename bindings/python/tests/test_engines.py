@@ -58,6 +58,35 @@ def test_a_list_read_holds_no_credential_and_takes_the_token_from_the_environmen
     assert {entry["authorization"] for entry in api.state.snapshot()["log"]} == {f"Bearer {TOKEN}"}
 
 
+def test_a_process_reads_one_partition_after_another_on_one_client_that_keeps_the_window(api, monkeypatch) -> None:
+    # A worker's second partition starts where its first left the window (and asks it ahead of
+    # page one: the origin has answered one on that client), not at page one and page two alone.
+    from sheaf import _engines
+
+    monkeypatch.delenv("SHEAF_TOKEN", raising=False)
+    read = ListRead.of(f"{api.base_url}/anchor?n=4000&per_page=50&latency_ms=50", "anchor",
+                       client_options={"max_concurrency": 32})
+    partitions = read.plan(4, at_once=1)
+    assert [p.window for p in partitions] == [32] * 4 and [p.pages for p in partitions] == [20] * 4
+    bursts = []
+    for partition in partitions[1:3]:
+        api.state.reset()
+        with read.client() as client:
+            assert [item["id"] for item in client.fetch_partition(partition)] == list(
+                range(partition.first_page * 50, (partition.first_page + 20) * 50))
+        arrivals = list(api.state.arrivals)
+        bursts.append(sum(1 for at in arrivals if at - arrivals[0] < 0.025))
+    assert bursts[1] > 8, f"the second partition's first burst: {bursts} (a new client sends 2, then 8)"
+    with read.client() as one, read.client() as again:
+        assert one is again
+    monkeypatch.setenv("SHEAF_TOKEN", TOKEN)
+    with read.client() as other:
+        assert other is not one, "another token: another client"
+    monkeypatch.setattr(_engines.os, "getpid", lambda: -1)
+    with read.client() as forked:
+        assert forked is not other, "a forked child does not use its parent's clients"
+
+
 @pytest.mark.parametrize("given, refused", [
     (dict(headers={"Authorization": "Bearer x"}), "may not carry a credential"),
     (dict(headers='{"cookie": "a=b"}'), "may not carry a credential"),
