@@ -1188,6 +1188,15 @@ SHEAF_API sheaf_result sheaf_group_set_notify_fd(sheaf_group *group, int fd);
 SHEAF_API sheaf_result sheaf_group_next(sheaf_group *group, int64_t timeout_ms, const sheaf_group_delta **out_delta);
 
 /**
+ * Whether the items of the delta the caller has now hold 19 or more digits in a row: the one
+ * sheaf_group_next last handed out, or, inside the group's callback, the one being delivered.
+ * As sheaf_list_delta_has_long_digits says for a list's snapshot: *out_long is 0 when every
+ * number in delta_json fits in a signed 64-bit integer, 1 when one may not (or digits run on in
+ * a string), 0 when the caller has no delta. Found when asked; does not block.
+ */
+SHEAF_API sheaf_result sheaf_group_delta_has_long_digits(sheaf_group *group, int *out_long);
+
+/**
  * Blocks until every list has ended and (for a callback) its last delta was delivered; returns
  * SHEAF_OK when every list ended SHEAF_OK, SHEAF_E_PARTIAL when some failed (the others are whole),
  * SHEAF_E_STOPPED or SHEAF_E_CANCELLED for the group itself, or with SHEAF_GROUP_FAIL_FAST the

@@ -14,6 +14,9 @@ final class GroupHandle: Sendable, ErrorRecording {
         var pulling = false
         /// The delta sheaf_group_next handed out last: its C memory lives until the next call.
         var lastTaken: GroupDeltaCopy?
+        /// The items of the delta a callback is being given, while it runs
+        /// (sheaf_group_delta_has_long_digits; a pulled group's are `lastTaken`'s).
+        var delivering: [UInt8]?
         var lastError: SheafError?
     }
 
@@ -79,6 +82,21 @@ final class GroupHandle: Sendable, ErrorRecording {
         }
     }
 
+    /// Whether the items of the delta the caller has now (the callback's, or the one taken
+    /// last) hold 19 digits in a row: found when asked (see ListHandle.deltaHasLongDigits).
+    var deltaHasLongDigits: Bool {
+        let (delivering, taken) = state.withLock { ($0.delivering, $0.lastTaken) }
+        if let delivering { return delivering.withUnsafeBytes(hasLongDigitRun) }
+        return taken?.deltaHasLongDigits ?? false
+    }
+
+    /// Runs `callback` with `items` as the delta being delivered (`deltaHasLongDigits`).
+    func delivering<Result>(_ items: [UInt8], _ callback: () -> Result) -> Result {
+        state.withLock { $0.delivering = items }
+        defer { state.withLock { $0.delivering = nil } }
+        return callback()
+    }
+
     /// Keeps `delta` as the one handed out last; returns its C view.
     func handOut(_ delta: GroupDeltaCopy) -> UnsafePointer<sheaf_group_delta> {
         state.withLock { $0.lastTaken = delta }
@@ -106,6 +124,11 @@ final class GroupDeltaCopy: @unchecked Sendable {
         value.initialize(to: cGroupDelta(delta, tag: tag.map { UnsafePointer($0) } ?? UnsafePointer(emptyText.pointer),
                                          json: json.map { UnsafePointer($0) } ?? UnsafePointer(emptyArrayText.pointer),
                                          length: json == nil ? 2 : items.count))
+    }
+
+    /// Whether the items hold 19 or more digits in a row.
+    var deltaHasLongDigits: Bool {
+        hasLongDigitRun(UnsafeRawBufferPointer(start: json, count: json == nil ? 0 : value.pointee.delta_length))
     }
 
     deinit {
@@ -272,14 +295,14 @@ public func sheaf_group_start(_ group: OpaquePointer?, _ onDelta: sheaf_group_fn
                 return withExtendedLifetime((owned, handle)) {
                     guard let onDelta else { return true }
                     let pointer = OpaquePointer(Unmanaged.passUnretained(handle).toOpaque())
-                    var items = delta.snapshot?.delta.json ?? Array("[]".utf8)
+                    let json = delta.snapshot?.delta.json ?? Array("[]".utf8)
                     let tag = OwnedCString(delta.tag)
-                    items.append(0)
+                    let items = json + [0]
                     return items.withUnsafeBufferPointer { buffer in
                         var value = cGroupDelta(delta, tag: UnsafePointer(tag.pointer),
                                                 json: UnsafeRawPointer(buffer.baseAddress!).assumingMemoryBound(to: CChar.self),
                                                 length: buffer.count - 1)
-                        return onDelta(pointer, &value, owned.pointer) == 0
+                        return handle.delivering(json) { onDelta(pointer, &value, owned.pointer) == 0 }
                     }
                 }
             }
@@ -319,6 +342,15 @@ public func sheaf_group_next(_ group: OpaquePointer?, _ timeoutMs: Int64,
     case .pending:
         return success(SHEAF_PENDING)
     }
+    return success()
+}
+
+@c @implementation
+public func sheaf_group_delta_has_long_digits(_ group: OpaquePointer?, _ outLong: UnsafeMutablePointer<Int32>?) -> sheaf_result {
+    guard let handle = GroupHandle.from(group), let outLong else {
+        return failure(SheafError(.invalidArgument, "the group and out_long must not be NULL"))
+    }
+    outLong.pointee = handle.deltaHasLongDigits ? 1 : 0
     return success()
 }
 

@@ -132,6 +132,7 @@ void max_items_stops_the_list_at_exactly_that_many(void);
 /* pulling.c */
 void a_pulled_list_arrives_in_order_on_the_callers_thread(void);
 void a_delta_says_whether_it_holds_19_digits_in_a_row(void);
+void a_group_delta_says_whether_it_holds_19_digits_in_a_row(void);
 void a_pulled_list_notifies_an_eventfd_or_a_socket_when_a_snapshot_is_ready(void);
 void a_list_started_with_a_callback_cannot_be_pulled(void);
 void pulling_says_pending_until_a_snapshot_comes_and_a_cancel_ends_it(void);

@@ -60,6 +60,7 @@ static const test_case tests[] = {
     TEST(a_list_that_keeps_no_items_still_streams_every_delta, 1),
     TEST(a_pulled_list_arrives_in_order_on_the_callers_thread, 1),
     TEST(a_delta_says_whether_it_holds_19_digits_in_a_row, 1),
+    TEST(a_group_delta_says_whether_it_holds_19_digits_in_a_row, 1),
     TEST(a_list_started_with_a_callback_cannot_be_pulled, 1),
     TEST(pulling_says_pending_until_a_snapshot_comes_and_a_cancel_ends_it, 1),
     TEST(a_pulled_list_notifies_an_eventfd_or_a_socket_when_a_snapshot_is_ready, 1),

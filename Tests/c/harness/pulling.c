@@ -222,6 +222,62 @@ static sheaf_list *digit_pages_list(sheaf_client *client) {
     return list;
 }
 
+/* Whether items [first, end) of the digit pages hold 19 digits in a row. */
+static int digit_run_in(size_t first, size_t end) {
+    int any = 0;
+    for (size_t item = first; item < end && item < 5; item++) any |= g_digit_runs[item];
+    return any;
+}
+
+static int g_group_callback_checked;
+
+static int check_group_digit_run(sheaf_group *group, const sheaf_group_delta *delta, void *user_data) {
+    (void)user_data;
+    int long_digits = -1;
+    CHECK_RESULT(sheaf_group_delta_has_long_digits(group, &long_digits), SHEAF_OK);
+    if (delta->delta_items > 0 && CHECK_INT(long_digits, digit_run_in(delta->items - delta->delta_items, delta->items)))
+        g_group_callback_checked += (int)delta->delta_items;
+    return 0;
+}
+
+void a_group_delta_says_whether_it_holds_19_digits_in_a_row(void) {
+    sheaf_client *client = client_for(&g_server, NULL);
+    for (int pulled = 1; pulled >= 0; pulled--) {
+        sheaf_group *group = NULL;
+        sheaf_list *list = digit_pages_list(client);
+        if (list == NULL || !CHECK_RESULT(sheaf_group_new(&group, client), SHEAF_OK) ||
+            !CHECK_RESULT(sheaf_group_add(group, list, "digits", NULL), SHEAF_OK)) {
+            sheaf_list_free(list);
+            sheaf_group_free(group);
+            break;
+        }
+        int long_digits = -1;
+        CHECK_RESULT(sheaf_group_delta_has_long_digits(NULL, &long_digits), SHEAF_E_INVALID_ARGUMENT);
+        CHECK_RESULT(sheaf_group_delta_has_long_digits(group, NULL), SHEAF_E_INVALID_ARGUMENT);
+        CHECK_RESULT(sheaf_group_delta_has_long_digits(group, &long_digits), SHEAF_OK);
+        CHECK_INT(long_digits, 0);   /* before any delta */
+        if (pulled) {
+            size_t items = 0;
+            CHECK_RESULT(sheaf_group_start_pull(group), SHEAF_OK);
+            for (int pulls = 0; pulls < 20; pulls++) {
+                const sheaf_group_delta *delta = NULL;
+                if (!CHECK_RESULT(sheaf_group_next(group, 10000, &delta), SHEAF_OK) || delta == NULL) break;
+                CHECK_RESULT(sheaf_group_delta_has_long_digits(group, &long_digits), SHEAF_OK);
+                CHECK_INT(long_digits, digit_run_in(delta->items - delta->delta_items, delta->items));
+                items += delta->delta_items;
+            }
+            CHECK_INT(items, 5);
+        } else {
+            g_group_callback_checked = 0;
+            CHECK_RESULT(sheaf_group_start(group, check_group_digit_run, NULL, NULL), SHEAF_OK);
+        }
+        CHECK_RESULT(sheaf_group_wait(group), SHEAF_OK);
+        if (!pulled) CHECK_INT(g_group_callback_checked, 5);
+        sheaf_group_free(group);
+    }
+    sheaf_client_free(client);
+}
+
 void a_delta_says_whether_it_holds_19_digits_in_a_row(void) {
     sheaf_client *client = client_for(&g_server, NULL);
     sheaf_list *list = digit_pages_list(client);

@@ -621,6 +621,8 @@ def declare(library: Any) -> None:
     fn("sheaf_group_set_notify_fd", _sheaf_result, [GroupHandle, c_int])
     # sheaf_result sheaf_group_next(sheaf_group *group, int64_t timeout_ms, const sheaf_group_delta **out_delta);
     fn("sheaf_group_next", _sheaf_result, [GroupHandle, c_int64, POINTER(POINTER(GroupDeltaStruct))])
+    # sheaf_result sheaf_group_delta_has_long_digits(sheaf_group *group, int *out_long);
+    fn("sheaf_group_delta_has_long_digits", _sheaf_result, [GroupHandle, POINTER(c_int)])
     # sheaf_result sheaf_group_wait(sheaf_group *group);
     fn("sheaf_group_wait", _sheaf_result, [GroupHandle])
     # sheaf_result sheaf_group_cancel(sheaf_group *group);

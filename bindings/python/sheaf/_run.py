@@ -199,7 +199,7 @@ class ListRun:
 
     def items_of(self, snapshot: _ffi.SnapshotStruct) -> List[Any]:
         """The items `snapshot` added, through `decode` when set."""
-        return self._decoded(_items(snapshot, bool(self._long_digits.value)))
+        return self._decoded(delta_items(snapshot.delta_json, snapshot.delta_length, bool(self._long_digits.value)))
 
     def _decoded(self, items: List[Any]) -> List[Any]:
         """`items` through the run's `decode`; raises ItemDecodeError (with the items of this
@@ -372,17 +372,18 @@ def _name_of(decode: Callable[[Any], Any]) -> str:
     return getattr(owner if isinstance(owner, type) else decode, "__qualname__", None) or repr(decode)
 
 
-def _items(snapshot: _ffi.SnapshotStruct, long_digits: bool = True) -> List[Any]:
-    """The items of the snapshot just taken. `long_digits`: whether the library found 19 digits in
-    a row in them; when not, orjson reads the library's memory as it is (no copy, no pass)."""
-    if not snapshot.delta_length:
+def delta_items(address: Any, length: int, long_digits: bool = True) -> List[Any]:
+    """The items of a delta the library holds (a snapshot's, a group delta's: `length` bytes of
+    JSON array at `address`). `long_digits`: whether the library found 19 digits in a row in
+    them; when not, orjson reads the library's memory as it is (no copy, no pass)."""
+    if not length:
         return []
     if _orjson is not None and not long_digits:
         try:
-            return _orjson.loads(memoryview((ctypes.c_char * snapshot.delta_length).from_address(snapshot.delta_json)))
+            return _orjson.loads(memoryview((ctypes.c_char * length).from_address(address)))
         except _orjson.JSONDecodeError:
             pass   # read by json below, as decode_items does
-    return decode_items(ctypes.string_at(snapshot.delta_json, snapshot.delta_length))
+    return decode_items(ctypes.string_at(address, length))
 
 
 def decode_items(raw: bytes) -> List[Any]:

@@ -24,7 +24,7 @@ from typing import Any, Dict, Generator, Iterator, List, Optional, Sequence, Tup
 from . import _ffi
 from ._closing import Closing
 from ._ffi import lib
-from ._run import PENDING, ListRun, decode_items, pull
+from ._run import PENDING, ListRun, delta_items, pull
 from .errors import Error, PartialError, Result, UsageError, encode, error_for
 from .snapshot import StopReason
 
@@ -183,6 +183,8 @@ class GroupRun:
         self.started = False
         self.ended = False
         self.cancel_requested = False
+        #: Whether the delta taken last holds 19 digits in a row (sheaf_group_delta_has_long_digits).
+        self._long_digits = ctypes.c_int(1)
         self.outcome = _ffi.SHEAF_OK
         self.detail: Dict[str, Any] = {}
         self._pulled = POINTER(_ffi.GroupDeltaStruct)()
@@ -248,7 +250,10 @@ class GroupRun:
         if delta is None:
             self._read_outcome()
             return None
-        return delta if delta is PENDING else self._delta_of(delta)
+        if delta is PENDING:
+            return delta
+        lib.sheaf_group_delta_has_long_digits(self.handle, byref(self._long_digits))
+        return self._delta_of(delta)
 
     def next_delta(self) -> Optional[GroupDelta]:
         """The next delta, or None once the group has ended. Interruptible by Ctrl-C between waits."""
@@ -263,8 +268,7 @@ class GroupRun:
         if member is None:   # a fan-out's child, joined as its parent's pages came
             tag = _ffi.decode(delta.tag)
             member = self.members[index] = _Member(tag, self._url_of(index))
-        raw = ctypes.string_at(delta.delta_json, delta.delta_length) if delta.delta_length else b"[]"
-        items = decode_items(raw) if delta.delta_items else []
+        items = delta_items(delta.delta_json, delta.delta_length, bool(self._long_digits.value)) if delta.delta_items else []
         taken = GroupDelta(index, member.tag, items, delta.items, bool(delta.finished), parent=member.parent)
         if delta.finished and delta.result not in _ffi.SUCCESSES:
             taken.error, taken.resume_token = self.list_failure(index, delta.result)

@@ -107,3 +107,15 @@ def test_a_delta_without_19_digits_in_a_row_goes_to_orjson_from_the_library_s_me
                            {"id": 3, "s": "item-12345678"}]
     # Pages 1 and 3 were read in place; page 2's 23 digits went to json (orjson would make a float).
     assert [type(raw) for raw in given] == [memoryview, memoryview]
+
+
+def test_a_group_delta_without_19_digits_in_a_row_goes_to_orjson_from_the_library_s_memory(api, monkeypatch) -> None:
+    import sheaf
+
+    given = _spy_on_orjson(monkeypatch)
+    with sheaf.Client(api.base_url) as client:
+        many = client.fetch_many(["/anchor?n=40&per_page=10", "/anchor?n=25&per_page=10"])
+    assert [len(outcome.items) for outcome in many.lists] == [40, 25]
+    assert [item["id"] for item in many.lists[0].items] == list(range(40))
+    # Every delta was read in place (ids and "item-N" names never run to 19 digits).
+    assert given and all(type(raw) is memoryview for raw in given)

@@ -500,6 +500,7 @@ functions! {
     fn sheaf_group_start_pull(group: *mut sheaf_group) -> sheaf_result;
     fn sheaf_group_set_notify_fd(group: *mut sheaf_group, fd: c_int) -> sheaf_result;
     fn sheaf_group_next(group: *mut sheaf_group, timeout_ms: i64, out_delta: *mut *const sheaf_group_delta) -> sheaf_result;
+    fn sheaf_group_delta_has_long_digits(group: *mut sheaf_group, out_long: *mut c_int) -> sheaf_result;
     fn sheaf_group_wait(group: *mut sheaf_group) -> sheaf_result;
     fn sheaf_group_cancel(group: *mut sheaf_group) -> sheaf_result;
     fn sheaf_group_count(group: *const sheaf_group) -> usize;
