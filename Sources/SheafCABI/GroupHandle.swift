@@ -14,15 +14,14 @@ final class GroupHandle: Sendable, ErrorRecording {
         var pulling = false
         /// The delta sheaf_group_next handed out last: its C memory lives until the next call.
         var lastTaken: GroupDeltaCopy?
-        /// The items of the delta a callback is being given, while it runs
-        /// (sheaf_group_delta_has_long_digits; a pulled group's are `lastTaken`'s).
-        var delivering: [UInt8]?
         var lastError: SheafError?
     }
 
     let client: ClientHandle
     let group: ListGroup
     private let state = Locked(State())
+    /// The delta the callback is being given (sheaf_group_delta_has_long_digits).
+    let beingDelivered = DeltaBeingDelivered()
     /// Written to when a delta or the end is ready (sheaf_group_set_notify_fd); -1: none, and -1
     /// once the group is freed (under the lock each write holds).
     let notifyTarget = Locked<Int32>(-1)
@@ -85,16 +84,7 @@ final class GroupHandle: Sendable, ErrorRecording {
     /// Whether the items of the delta the caller has now (the callback's, or the one taken
     /// last) hold 19 digits in a row: found when asked (see ListHandle.deltaHasLongDigits).
     var deltaHasLongDigits: Bool {
-        let (delivering, taken) = state.withLock { ($0.delivering, $0.lastTaken) }
-        if let delivering { return delivering.withUnsafeBytes(hasLongDigitRun) }
-        return taken?.deltaHasLongDigits ?? false
-    }
-
-    /// Runs `callback` with `items` as the delta being delivered (`deltaHasLongDigits`).
-    func delivering<Result>(_ items: [UInt8], _ callback: () -> Result) -> Result {
-        state.withLock { $0.delivering = items }
-        defer { state.withLock { $0.delivering = nil } }
-        return callback()
+        beingDelivered.hasLongDigits ?? state.withLock { $0.lastTaken }?.deltaHasLongDigits ?? false
     }
 
     /// Keeps `delta` as the one handed out last; returns its C view.
@@ -127,9 +117,7 @@ final class GroupDeltaCopy: @unchecked Sendable {
     }
 
     /// Whether the items hold 19 or more digits in a row.
-    var deltaHasLongDigits: Bool {
-        hasLongDigitRun(UnsafeRawBufferPointer(start: json, count: json == nil ? 0 : value.pointee.delta_length))
-    }
+    var deltaHasLongDigits: Bool { hasLongDigitRun(json, count: value.pointee.delta_length) }
 
     deinit {
         value.deallocate()
@@ -302,7 +290,7 @@ public func sheaf_group_start(_ group: OpaquePointer?, _ onDelta: sheaf_group_fn
                         var value = cGroupDelta(delta, tag: UnsafePointer(tag.pointer),
                                                 json: UnsafeRawPointer(buffer.baseAddress!).assumingMemoryBound(to: CChar.self),
                                                 length: buffer.count - 1)
-                        return handle.delivering(json) { onDelta(pointer, &value, owned.pointer) == 0 }
+                        return handle.beingDelivered.during(json) { onDelta(pointer, &value, owned.pointer) == 0 }
                     }
                 }
             }

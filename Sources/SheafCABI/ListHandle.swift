@@ -24,9 +24,6 @@ final class ListHandle: Sendable, ErrorRecording {
         /// The last snapshot sheaf_list_next handed out: its C memory stays alive (at least
         /// until the next call, as the header promises), and the prefix a puller saw ends there.
         var lastTaken: PulledSnapshot?
-        /// The delta of the snapshot a callback is being given, while it runs
-        /// (sheaf_list_delta_has_long_digits; a pulled list's is `lastTaken`'s).
-        var delivering: [UInt8]?
         /// The outcome's error, or the last failed call's (sheaf_list_error).
         var lastError: SheafError?
         /// Whether a group runs the list: nobody waits on it, so its outcome's error is read
@@ -50,6 +47,8 @@ final class ListHandle: Sendable, ErrorRecording {
     /// is freed, under the lock each write holds.
     let notifyTarget = Locked<Int32>(-1)
     private let state: Locked<State>
+    /// The delta the snapshot callback is being given (sheaf_list_delta_has_long_digits).
+    let beingDelivered = DeltaBeingDelivered()
 
     init(client: ClientHandle, path: String) {
         self.client = client
@@ -227,16 +226,7 @@ final class ListHandle: Sendable, ErrorRecording {
     /// Whether the delta of the snapshot the caller has now (the callback's, or the one taken
     /// last) holds 19 digits in a row: found when asked, so no snapshot pays for it unasked.
     var deltaHasLongDigits: Bool {
-        let (delivering, taken) = state.withLock { ($0.delivering, $0.lastTaken) }
-        if let delivering { return delivering.withUnsafeBytes(hasLongDigitRun) }
-        return taken?.deltaHasLongDigits ?? false
-    }
-
-    /// Runs `callback` with `delta` as the snapshot being delivered (`deltaHasLongDigits`).
-    func delivering<Result>(_ delta: [UInt8], _ callback: () -> Result) -> Result {
-        state.withLock { $0.delivering = delta }
-        defer { state.withLock { $0.delivering = nil } }
-        return callback()
+        beingDelivered.hasLongDigits ?? state.withLock { $0.lastTaken }?.deltaHasLongDigits ?? false
     }
 
     /// Keeps `pulled` as the snapshot handed out last; returns its C view.
@@ -902,7 +892,7 @@ private struct SnapshotCallback: Sendable {
             var value = cSnapshot(snapshot, json: UnsafeRawPointer(buffer.baseAddress!).assumingMemoryBound(to: CChar.self),
                                   length: buffer.count - 1)
             let listPointer = OpaquePointer(Unmanaged.passUnretained(list).toOpaque())
-            return list.delivering(snapshot.delta.json) { function(listPointer, &value, userData.pointer) == 0 }
+            return list.beingDelivered.during(snapshot.delta.json) { function(listPointer, &value, userData.pointer) == 0 }
         }
     }
 }
@@ -925,14 +915,34 @@ final class PulledSnapshot: @unchecked Sendable {
     }
 
     /// Whether the delta holds 19 or more digits in a row.
-    var deltaHasLongDigits: Bool {
-        hasLongDigitRun(UnsafeRawBufferPointer(start: json, count: json == nil ? 0 : value.pointee.delta_length))
-    }
+    var deltaHasLongDigits: Bool { hasLongDigitRun(json, count: value.pointee.delta_length) }
 
     deinit {
         value.deallocate()
         free(json)
     }
+}
+
+/// The delta a handle's callback is being given, while the callback runs: what
+/// sheaf_list_delta_has_long_digits and sheaf_group_delta_has_long_digits read then (a pulled
+/// list's or group's is the one it handed out last).
+final class DeltaBeingDelivered: Sendable {
+    private let bytes = Locked<[UInt8]?>(nil)
+
+    /// Runs `callback` with `delta` as the one being delivered.
+    func during<Result>(_ delta: [UInt8], _ callback: () -> Result) -> Result {
+        bytes.withLock { $0 = delta }
+        defer { bytes.withLock { $0 = nil } }
+        return callback()
+    }
+
+    /// Whether it holds 19 digits in a row; nil while no callback runs.
+    var hasLongDigits: Bool? { bytes.withLock { $0 }?.withUnsafeBytes(hasLongDigitRun) }
+}
+
+/// Whether the `count` bytes of C text at `text` hold 19 or more digits in a row.
+func hasLongDigitRun(_ text: UnsafePointer<CChar>?, count: Int) -> Bool {
+    hasLongDigitRun(UnsafeRawBufferPointer(start: text, count: text == nil ? 0 : count))
 }
 
 /// Whether `json` holds 19 or more ASCII digits in a row: an integer that may not fit 64 bits
