@@ -572,9 +572,6 @@ public func sheaf_list_partitions_at_once(_ list: OpaquePointer?, _ n: Int64, _ 
         guard n >= 1, let count = Int(exactly: n) else {
             throw SheafError(.invalidArgument, "the number of partitions must be 1 or more, not \(n)")
         }
-        guard atOnce >= 1 else {
-            throw SheafError(.invalidArgument, "the partitions that run at once must be 1 or more, not \(atOnce)")
-        }
         let partitions = try handle.partitions(count: count, atOnce: Int(clamping: atOnce))
         var json: [UInt8] = [UInt8(ascii: "[")]
         for (index, partition) in partitions.enumerated() {

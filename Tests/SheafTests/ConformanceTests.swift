@@ -3,15 +3,16 @@ import XCTest
 @testable import Sheaf
 
 /// The same behaviours whichever way Swift runs a list: `fetchAll` (decoded), `snapshots` (an
-/// `AsyncSequence`), a pager (`more()`), a run with a snapshot callback, and a group of one list
-/// (`ListGroup`, its deltas to a callback). Tests/c/conformance.c
+/// `AsyncSequence`), a pager (`more()`), a run with a snapshot callback, a group of one list
+/// (`ListGroup`, its deltas to a callback), and the list planned as one partition, that
+/// partition then fetched (`partitions(of:count:atOnce:)`, `ListDescription.partition`). Tests/c/conformance.c
 /// and bindings/python/tests/test_conformance.py hold the C and Python modes to the same.
 private struct Item: Decodable, Sendable {
     let id: Int
 }
 
 private enum Mode: String, CaseIterable {
-    case fetchAll, snapshots, pager, callback, group
+    case fetchAll, snapshots, pager, callback, group, partition
 }
 
 /// What a mode made of a list: the ids its consumer received, in order, and how it ended.
@@ -25,7 +26,16 @@ private struct Ran {
 private func consume(_ mode: Mode, _ client: SheafClient, _ list: ListDescription, stopAtFirst: Bool = false) async -> Ran {
     var ran = Ran()
     switch mode {
-    case .fetchAll:
+    case .fetchAll, .partition:
+        var list = list
+        if mode == .partition {
+            do {
+                list.partition = try client.partitions(of: list, count: 1, atOnce: 1)[0]
+            } catch {
+                ran.error = error
+                return ran
+            }
+        }
         do {
             let items = try await client.fetchAll(Item.self, list)
             ran.ids = items.map(\.id)

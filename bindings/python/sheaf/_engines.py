@@ -11,12 +11,11 @@ by the engine (its rows are discarded with the failed task), never resumed half-
 
 from __future__ import annotations
 
-import contextlib
 import os
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ContextManager, Dict, Iterator, List, Mapping, Optional, Tuple, Union
+from typing import TYPE_CHECKING, Any, Callable, Iterator, List, Mapping, Optional, Tuple, Union
 from urllib.parse import urlsplit
 
 from .arrow import require_pyarrow
@@ -54,7 +53,7 @@ class _KeptClients:
         self._pid = os.getpid()
         self._clients: "OrderedDict[Tuple[Any, ...], Client]" = OrderedDict()
 
-    def get(self, key: Tuple[Any, ...], make: Any) -> Client:
+    def get(self, key: Tuple[Any, ...], make: Callable[[], Client]) -> Client:
         evicted: List[Client] = []
         with self._lock:
             if self._pid != os.getpid():
@@ -168,18 +167,17 @@ class ListRead:
         return cls(f"{parts.scheme}://{parts.netloc}", path, description_of(description), headers_of(headers),
                    token_env, tuple(sorted(options.items())))
 
-    def client(self) -> ContextManager[Client]:
+    def client(self) -> Client:
         """This process's client for the read, its token read from this process's environment
         now: kept for the process's next partitions of the list's origin (`_KeptClients`), so
-        leaving the block does not close it."""
+        not to be closed by its user."""
         token = os.environ.get(self.token_env)
         if token is None and self.token_env != DEFAULT_TOKEN_ENV:
             raise CredentialError(Result.CREDENTIAL,
                                   f"the environment variable {self.token_env} (token_env) is not set in this "
                                   f"process (pid {os.getpid()}): each worker reads its token from its own environment")
         key = (self.base_url, token or None, self.client_options)
-        return contextlib.nullcontext(_KEPT.get(key, lambda: Client(self.base_url, token or None,
-                                                                    **dict(self.client_options))))
+        return _KEPT.get(key, lambda: Client(self.base_url, token or None, **dict(self.client_options)))
 
     def _description(self) -> Optional[Description]:
         return None if self.description is None else Description(json=self.description)
@@ -187,30 +185,27 @@ class ListRead:
     def plan(self, n: int, at_once: Optional[int] = None) -> List[Partition]:
         """Up to `n` partitions of the list (reads its first page), the window shared among
         `at_once` of them (the engine's task slots; None: all of them)."""
-        with self.client() as client:
-            return client.partitions(self.path, n, self._description(), headers=dict(self.headers) or None,
-                                     at_once=at_once)
+        return self.client().partitions(self.path, n, self._description(), headers=dict(self.headers) or None,
+                                        at_once=at_once)
 
     def first_page_schema(self) -> "pyarrow.Schema":
         """The schema of the list's first page as Arrow (what an engine declares when told none)."""
-        with self.client() as client:
-            table = client.fetch_arrow(self.path, self._description(), headers=dict(self.headers) or None, max_pages=1)
+        table = self.client().fetch_arrow(self.path, self._description(), headers=dict(self.headers) or None,
+                                          max_pages=1)
         return table.schema.remove_metadata()
 
     def batches(self, partition: Partition, schema: Optional["pyarrow.Schema"] = None) -> Iterator["pyarrow.RecordBatch"]:
         """The partition's rows as record batches, a snapshot each, as they arrive; under `schema`
         exactly when one is given (see :func:`conformed`)."""
-        with self.client() as client:
-            with client.stream_partition_batches(partition, schema=_readable(schema),
-                                                 headers=dict(self.headers) or None) as batches:
-                for batch in batches:
-                    yield batch if schema is None else conformed(batch, schema)
+        with self.client().stream_partition_batches(partition, schema=_readable(schema),
+                                                    headers=dict(self.headers) or None) as batches:
+            for batch in batches:
+                yield batch if schema is None else conformed(batch, schema)
 
     def table(self, partition: Partition, schema: Optional["pyarrow.Schema"] = None) -> "pyarrow.Table":
         """The partition's rows as one table; under `schema` exactly when one is given."""
-        with self.client() as client:
-            table = client.fetch_partition_arrow(partition, schema=_readable(schema),
-                                                 headers=dict(self.headers) or None)
+        table = self.client().fetch_partition_arrow(partition, schema=_readable(schema),
+                                                    headers=dict(self.headers) or None)
         return table if schema is None else conformed(table, schema)
 
 

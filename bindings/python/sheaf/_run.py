@@ -114,7 +114,7 @@ class ListRun:
         self.sync_state: Optional[Dict[str, Any]] = None
         self.ended = False                           # the outcome was read
         self._pulled = POINTER(_ffi.SnapshotStruct)()   # where sheaf_list_next puts its answer
-        #: Whether the snapshot taken last holds 19 digits in a row (sheaf_list_delta_has_long_digits).
+        #: Where sheaf_list_delta_has_long_digits answers (see items_of).
         self._long_digits = ctypes.c_int(1)
         self.decode: Optional[Callable[[Any], Any]] = None   # decode= of fetch_all / stream, per item
         self.items_seen = 0                                # items pulled so far (an item's index)
@@ -164,8 +164,6 @@ class ListRun:
         snapshot = pull(lib.sheaf_list_next, self.handle, milliseconds, self._pulled, _ffi.SNAPSHOT_VERSION, "snapshot")
         if snapshot is None:
             self._read_outcome()
-        elif snapshot is not PENDING:
-            lib.sheaf_list_delta_has_long_digits(self.handle, byref(self._long_digits))
         return snapshot
 
     def status(self) -> _ffi.ListStatusStruct:
@@ -198,7 +196,11 @@ class ListRun:
         return None if snapshot is None else self.items_of(snapshot)
 
     def items_of(self, snapshot: _ffi.SnapshotStruct) -> List[Any]:
-        """The items `snapshot` added, through `decode` when set."""
+        """The items `snapshot` (the one taken last) added, through `decode` when set. Asks the
+        library whether they hold 19 digits in a row only here: a reader of the delta's bytes
+        (fetch_arrow, fetch_to) leaves that scan undone."""
+        if snapshot.delta_length:
+            lib.sheaf_list_delta_has_long_digits(self.handle, byref(self._long_digits))
         return self._decoded(delta_items(snapshot.delta_json, snapshot.delta_length, bool(self._long_digits.value)))
 
     def _decoded(self, items: List[Any]) -> List[Any]:

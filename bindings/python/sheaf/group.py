@@ -183,7 +183,7 @@ class GroupRun:
         self.started = False
         self.ended = False
         self.cancel_requested = False
-        #: Whether the delta taken last holds 19 digits in a row (sheaf_group_delta_has_long_digits).
+        #: Where sheaf_group_delta_has_long_digits answers (see _delta_of).
         self._long_digits = ctypes.c_int(1)
         self.outcome = _ffi.SHEAF_OK
         self.detail: Dict[str, Any] = {}
@@ -250,10 +250,7 @@ class GroupRun:
         if delta is None:
             self._read_outcome()
             return None
-        if delta is PENDING:
-            return delta
-        lib.sheaf_group_delta_has_long_digits(self.handle, byref(self._long_digits))
-        return self._delta_of(delta)
+        return delta if delta is PENDING else self._delta_of(delta)
 
     def next_delta(self) -> Optional[GroupDelta]:
         """The next delta, or None once the group has ended. Interruptible by Ctrl-C between waits."""
@@ -268,7 +265,10 @@ class GroupRun:
         if member is None:   # a fan-out's child, joined as its parent's pages came
             tag = _ffi.decode(delta.tag)
             member = self.members[index] = _Member(tag, self._url_of(index))
-        items = delta_items(delta.delta_json, delta.delta_length, bool(self._long_digits.value)) if delta.delta_items else []
+        items: List[Any] = []
+        if delta.delta_items:
+            lib.sheaf_group_delta_has_long_digits(self.handle, byref(self._long_digits))
+            items = delta_items(delta.delta_json, delta.delta_length, bool(self._long_digits.value))
         taken = GroupDelta(index, member.tag, items, delta.items, bool(delta.finished), parent=member.parent)
         if delta.finished and delta.result not in _ffi.SUCCESSES:
             taken.error, taken.resume_token = self.list_failure(index, delta.result)

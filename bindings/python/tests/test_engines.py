@@ -71,20 +71,19 @@ def test_a_process_reads_one_partition_after_another_on_one_client_that_keeps_th
     bursts = []
     for partition in partitions[1:3]:
         api.state.reset()
-        with read.client() as client:
-            assert [item["id"] for item in client.fetch_partition(partition)] == list(
-                range(partition.first_page * 50, (partition.first_page + 20) * 50))
+        assert [item["id"] for item in read.client().fetch_partition(partition)] == list(
+            range(partition.first_page * 50, (partition.first_page + 20) * 50))
         arrivals = list(api.state.arrivals)
         bursts.append(sum(1 for at in arrivals if at - arrivals[0] < 0.025))
     assert bursts[1] > 8, f"the second partition's first burst: {bursts} (a new client sends 2, then 8)"
-    with read.client() as one, read.client() as again:
-        assert one is again
+    one, again = read.client(), read.client()
+    assert one is again
     monkeypatch.setenv("SHEAF_TOKEN", TOKEN)
-    with read.client() as other:
-        assert other is not one, "another token: another client"
+    other = read.client()
+    assert other is not one, "another token: another client"
     monkeypatch.setattr(_engines.os, "getpid", lambda: -1)
-    with read.client() as forked:
-        assert forked is not other, "a forked child does not use its parent's clients"
+    forked = read.client()
+    assert forked is not other, "a forked child does not use its parent's clients"
 
 
 @pytest.mark.parametrize("given, refused", [
