@@ -2,6 +2,8 @@
 # The engine suite: sheaf.spark, sheaf.ray and sheaf.dask on real engines in local mode (Spark
 # local[2], Ray with 2 CPUs, a Dask LocalCluster of 2 worker processes) against the test API server.
 # usage: bindings/python/tests/engines/run.sh BUILD_DIR [pytest arguments]
+#        bindings/python/tests/engines/run.sh BUILD_DIR --venv-only   (makes the venv, runs nothing:
+#        bench/engines.py runs under it)
 # Makes (or reuses) a venv at BUILD_DIR/engines-venv with requirements.txt beside this script and
 # this source tree's package (a .pth file: nothing is built), then runs pytest on this folder with
 # SHEAF_LIBRARY_PATH (set by CTest; else BUILD_DIR's library). Needs Python 3.9+ with venv and
@@ -9,8 +11,10 @@
 # (CTest's SKIP_RETURN_CODE) when there is no Java and it cannot be installed, or no venv module.
 set -euo pipefail
 
-build_dir=$(mkdir -p "${1:?usage: run.sh BUILD_DIR [pytest arguments]}" && cd "$1" && pwd)
+build_dir=$(mkdir -p "${1:?usage: run.sh BUILD_DIR [pytest arguments | --venv-only]}" && cd "$1" && pwd)
 shift
+venv_only=
+[[ ${1:-} == --venv-only ]] && venv_only=1
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 package=$(cd "$here/../.." && pwd)          # bindings/python
 python=${PYTHON3:-python3}
@@ -49,6 +53,7 @@ site=$("$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["pur
 echo "$package" > "$site/sheaf-source.pth"
 echo "== venv ready in $((SECONDS - start)) s: $("$venv/bin/python" -c 'import pyspark, ray, dask, pyarrow, pandas
 print(f"pyspark {pyspark.__version__}, ray {ray.__version__}, dask {dask.__version__}, pyarrow {pyarrow.__version__}, pandas {pandas.__version__}")')"
+[[ -n $venv_only ]] && exit 0
 
 export SHEAF_ENGINE_TESTS=1 PYSPARK_PYTHON="$venv/bin/python" PYSPARK_DRIVER_PYTHON="$venv/bin/python"
 export RAY_AUTH_MODE=disabled RAY_USAGE_STATS_ENABLED=0
