@@ -40,6 +40,10 @@ CLIENT_OPTIONS = frozenset({
 #: the least recently used closed first.
 KEPT_CLIENTS = 4
 
+#: The rows an engine's batch holds at least (`ListRead.batches`), as Spark's own Arrow batches
+#: do (spark.sql.execution.arrow.maxRecordsPerBatch).
+BATCH_ROWS = 10_000
+
 
 class _KeptClients:
     """A process's clients for engine reads, one per (base URL, token, client options), so that
@@ -194,13 +198,24 @@ class ListRead:
                                           max_pages=1)
         return table.schema.remove_metadata()
 
-    def batches(self, partition: Partition, schema: Optional["pyarrow.Schema"] = None) -> Iterator["pyarrow.RecordBatch"]:
-        """The partition's rows as record batches, a snapshot each, as they arrive; under `schema`
-        exactly when one is given (see :func:`conformed`)."""
+    def batches(self, partition: Partition, schema: "pyarrow.Schema",
+                rows: int = BATCH_ROWS) -> Iterator["pyarrow.RecordBatch"]:
+        """The partition's rows under `schema` (see :func:`conformed`) as record batches of at
+        least `rows` rows each but the last: its snapshots, joined as they arrive. An engine
+        pays for each batch it is handed (Spark about 17 ms), and a snapshot may be one page."""
+        pa, _ = require_pyarrow()
+        held: List["pyarrow.RecordBatch"] = []
+        count = 0
         with self.client().stream_partition_batches(partition, schema=_readable(schema),
                                                     headers=dict(self.headers) or None) as batches:
             for batch in batches:
-                yield batch if schema is None else conformed(batch, schema)
+                held.append(conformed(batch, schema))
+                count += batch.num_rows
+                if count >= rows:
+                    yield from pa.Table.from_batches(held, schema).combine_chunks().to_batches()
+                    held, count = [], 0
+        if held:
+            yield from pa.Table.from_batches(held, schema).combine_chunks().to_batches()
 
     def table(self, partition: Partition, schema: Optional["pyarrow.Schema"] = None) -> "pyarrow.Table":
         """The partition's rows as one table; under `schema` exactly when one is given."""

@@ -187,8 +187,8 @@ class SnapshotBatches:
                 or explicit.get_field_index(field.name) >= 0 and explicit.field(field.name).type != field.type
                 for field in rows):
             return None
-        return [self._extend(pa.RecordBatch.from_struct_array(chunk.flatten()))
-                for chunk in table.column(0).chunks if len(chunk.flatten())]
+        rows_of = [_rows_of(chunk) for chunk in table.column(0).chunks]
+        return [self._extend(pa.RecordBatch.from_struct_array(rows)) for rows in rows_of if len(rows)]
 
     def _extend(self, rows: "pyarrow.RecordBatch") -> "pyarrow.RecordBatch":
         """`rows` with the list's schema extended by their fields, in the order fields were seen."""
@@ -223,7 +223,7 @@ class SnapshotBatches:
         read = self._json.ReadOptions(use_threads=False, block_size=len(wrapped) + 1)
         table = self._json.read_json(pa.BufferReader(wrapped), read_options=read, parse_options=parse,
                                      memory_pool=_memory_pool(pa))
-        return table.column(0).chunk(0).flatten()
+        return _rows_of(table.column(0).chunk(0))
 
     def _conflict(self, wrapped: bytes, explicit: "pyarrow.StructType", error: Exception, line: Line) -> SchemaError:
         """The SchemaError for a snapshot pyarrow refused: which field, what it was, what it is."""
@@ -312,6 +312,14 @@ class GatheredRows:
             except SchemaError as error:
                 error.resume_token = resume_before
                 raise
+
+
+def _rows_of(lines: "pyarrow.ListArray") -> "pyarrow.Array":
+    """The items of the lines the JSON reader read (a list per line: none of them null), one
+    after the other: the list's values between its first and last offset. (``flatten()`` gives
+    the same, but imports ``pyarrow.compute``: 70 ms on a list's first read in a process.)"""
+    first, end = lines.offsets[0].as_py(), lines.offsets[-1].as_py()
+    return lines.values.slice(first, end - first)
 
 
 def _where(line: Line) -> str:

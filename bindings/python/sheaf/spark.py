@@ -10,8 +10,9 @@
               .load())
 
 The driver plans the partitions (:meth:`sheaf.Client.partitions`: one read of page one); each
-Spark task runs one partition on a client of its own and yields its snapshots as
-``pyarrow.RecordBatch`` es. A task that fails is run again whole by Spark (``spark.task.maxFailures``;
+Spark task runs one partition on a client of its own and yields its rows as
+``pyarrow.RecordBatch`` es of 10,000 rows or more (its snapshots joined: Spark pays for each batch,
+and a snapshot may be one page). A task that fails is run again whole by Spark (``spark.task.maxFailures``;
 ``local[N, F]`` in local mode).
 
 Options (strings, as Spark passes them):
@@ -185,7 +186,8 @@ class ListReader(_DataSourceReader):  # type: ignore[misc,valid-type]
         return [_InputPartition(partition) for partition in self._read.plan(self._count, self._at_once)]
 
     def read(self, partition: Any) -> Iterator["pyarrow.RecordBatch"]:
-        """The rows of one partition, a record batch per snapshot, under the DataFrame's schema."""
+        """The rows of one partition under the DataFrame's schema, in record batches of 10,000
+        rows or more (but the last)."""
         yield from self._read.batches(partition.value, self._schema)
 
 

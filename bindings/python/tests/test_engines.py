@@ -86,6 +86,21 @@ def test_a_process_reads_one_partition_after_another_on_one_client_that_keeps_th
     assert forked is not other, "a forked child does not use its parent's clients"
 
 
+def test_an_engine_is_handed_batches_of_many_snapshots_under_its_schema(api, monkeypatch) -> None:
+    # A cursor list comes a page per snapshot; Spark pays for each batch it is handed, so the
+    # snapshots are joined into batches of at least `rows` rows (the last one may hold fewer).
+    pa = pytest.importorskip("pyarrow", reason="pyarrow is not installed (pip install sheaf[arrow])")
+    monkeypatch.delenv("SHEAF_TOKEN", raising=False)
+    read = ListRead.of(f"{api.base_url}/conv/drf-cursor?n=1050&page_size=100")
+    [partition] = read.plan(4)
+    schema = pa.schema([("name", pa.string()), ("id", pa.int64()), ("absent", pa.float64())])
+    batches = list(read.batches(partition, schema, rows=300))
+    assert [batch.num_rows for batch in batches] == [300, 300, 300, 150]
+    assert all(batch.schema == schema for batch in batches)
+    assert [i for batch in batches for i in batch.column("id").to_pylist()] == list(range(1050))
+    assert batches[0].column("absent").null_count == 300
+
+
 @pytest.mark.parametrize("given, refused", [
     (dict(headers={"Authorization": "Bearer x"}), "may not carry a credential"),
     (dict(headers='{"cookie": "a=b"}'), "may not carry a credential"),
