@@ -1,7 +1,8 @@
 /*
  * conformance.c - the same behaviours checked against every way a C caller can run a list:
- * fetch-all (also with a header or a transport of its own), a snapshot callback, pulling
- * (sheaf_list_next), a write function, a file descriptor, load-more and a group. What the header promises of a list holds whichever way it is consumed:
+ * fetch-all (also with a header or a transport of its own, or set to a partition of itself), a
+ * snapshot callback, pulling (sheaf_list_next), a write function, a file descriptor, load-more and
+ * a group. What the header promises of a list holds whichever way it is consumed:
  *
  *   - every item arrives, in order, exactly once, and the list ends SHEAF_OK / SHEAF_STOP_COMPLETE;
  *   - a consumer that stops at its first delivery stops the list: no request reaches the server
@@ -49,11 +50,13 @@
    header of its own (sheaf_list_add_header), which the library runs on a core client of its own
    sending through its client's window. OWN_TRANSPORT is fetch_all of a list with a transport of
    its own (sheaf_list_set_transport: blocking_transport.c, a socket GET per request), which keeps
-   no time itself: the library times its requests. */
-typedef enum mode { FETCH_ALL, OWN_HEADER, OWN_TRANSPORT, CALLBACK, PULL, WRITE_FN, WRITE_FD, LOAD_MORE, GROUP, GROUP_PULL,
-                    MODES } mode;
-static const char *const mode_names[MODES] = {"fetch_all", "own_header", "own_transport", "callback", "pull", "write_fn",
-                                              "write_fd", "load_more", "group", "group_pull"};
+   no time itself: the library times its requests. PARTITION is fetch_all of a list set to the one
+   partition its own plan makes (sheaf_list_partitions with n = 1: a range of every page, its URL
+   and resolved description replacing the list's), as a worker runs what a planner sent it. */
+typedef enum mode { FETCH_ALL, OWN_HEADER, OWN_TRANSPORT, PARTITION, CALLBACK, PULL, WRITE_FN, WRITE_FD, LOAD_MORE, GROUP,
+                    GROUP_PULL, MODES } mode;
+static const char *const mode_names[MODES] = {"fetch_all", "own_header", "own_transport", "partition", "callback", "pull",
+                                              "write_fn", "write_fd", "load_more", "group", "group_pull"};
 
 /* OWN_TRANSPORT's transport: one for every list, alive for the whole run (an exchange a freed
    list abandoned may still be answered through it). */
@@ -151,6 +154,19 @@ typedef struct consumer {
     sheaf_result result;
 } consumer;
 
+/* PARTITION: plans `list` (its page one read once, by a run of its own) as one partition, and sets
+   the list to it; the list itself has not started. */
+static void set_to_its_partition(sheaf_list *list) {
+    char *plan = NULL;
+    if (!CHECK_LIST_RESULT(list, sheaf_list_partitions(list, 1, &plan, NULL), SHEAF_OK)) return;
+    json_t *partitions = json_loads(plan, 0, NULL);
+    char *partition = json_array_size(partitions) == 1 ? json_dumps(json_array_get(partitions, 0), JSON_COMPACT) : NULL;
+    if (CHECK(partition != NULL)) CHECK_LIST_RESULT(list, sheaf_list_set_partition(list, partition), SHEAF_OK);
+    free(partition);
+    json_decref(partitions);
+    sheaf_free(plan);
+}
+
 static void consumer_init(consumer *c, mode m, sheaf_client *client, sheaf_list *list) {
     memset(c, 0, sizeof *c);
     c->mode = m;
@@ -162,6 +178,7 @@ static void consumer_init(consumer *c, mode m, sheaf_client *client, sheaf_list 
         CHECK_LIST_RESULT(list, sheaf_list_add_header(list, "X-Conformance", "own"), SHEAF_OK);
     if (m == OWN_TRANSPORT && list != NULL)
         CHECK_LIST_RESULT(list, sheaf_list_set_transport(list, blocking_transport_get, &g_transport, NULL), SHEAF_OK);
+    if (m == PARTITION && list != NULL) set_to_its_partition(list);
     sem_init(&c->release, 0, 0);
     pthread_mutex_init(&c->lock, NULL);
 }
@@ -307,6 +324,7 @@ static void run(consumer *c) {
     case FETCH_ALL:
     case OWN_HEADER:
     case OWN_TRANSPORT:
+    case PARTITION:
         c->result = sheaf_list_fetch_all(c->list, &json, &length);
         if (json) append_items(c, json, length);
         sheaf_free(json);
