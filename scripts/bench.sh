@@ -21,8 +21,9 @@ cmake --build build
 if [[ ! -e /usr/include/simdjson.h ]]; then
     echo "bench: installing libsimdjson-dev" >&2
     if [[ $(id -u) -eq 0 ]]; then sudo=(); else sudo=(sudo); fi
-    DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y --no-install-recommends libsimdjson-dev \
-        || { "${sudo[@]}" apt-get update && DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y --no-install-recommends libsimdjson-dev; }
+    apt=("${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get)
+    "${apt[@]}" install -y --no-install-recommends libsimdjson-dev \
+        || { "${apt[@]}" update && "${apt[@]}" install -y --no-install-recommends libsimdjson-dev; }
 fi
 if ! python3 -c "import uvicorn" >/dev/null 2>&1; then
     echo "bench: installing uvicorn for $(command -v python3)" >&2

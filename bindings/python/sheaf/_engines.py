@@ -202,7 +202,7 @@ class ListRead:
                 rows: int = BATCH_ROWS) -> Iterator["pyarrow.RecordBatch"]:
         """The partition's rows under `schema` (see :func:`conformed`) as record batches of at
         least `rows` rows each but the last: its snapshots, joined as they arrive. An engine
-        pays for each batch it is handed (Spark about 17 ms), and a snapshot may be one page."""
+        pays for each batch it is handed (Spark about 4 ms), and a snapshot may be one page."""
         pa, _ = require_pyarrow()
         held: List["pyarrow.RecordBatch"] = []
         count = 0
