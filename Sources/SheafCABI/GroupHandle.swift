@@ -335,11 +335,7 @@ public func sheaf_group_next(_ group: OpaquePointer?, _ timeoutMs: Int64,
 
 @c @implementation
 public func sheaf_group_delta_has_long_digits(_ group: OpaquePointer?, _ outLong: UnsafeMutablePointer<Int32>?) -> sheaf_result {
-    guard let handle = GroupHandle.from(group), let outLong else {
-        return failure(SheafError(.invalidArgument, "the group and out_long must not be NULL"))
-    }
-    outLong.pointee = handle.deltaHasLongDigits ? 1 : 0
-    return success()
+    answerLongDigits(of: GroupHandle.from(group), "the group", into: outLong)
 }
 
 @c @implementation

@@ -715,11 +715,7 @@ public func sheaf_list_next(_ list: OpaquePointer?, _ timeoutMs: Int64,
 
 @c @implementation
 public func sheaf_list_delta_has_long_digits(_ list: OpaquePointer?, _ outLong: UnsafeMutablePointer<Int32>?) -> sheaf_result {
-    guard let handle = ListHandle.from(list), let outLong else {
-        return failure(SheafError(.invalidArgument, "the list and out_long must not be NULL"))
-    }
-    outLong.pointee = handle.deltaHasLongDigits ? 1 : 0
-    return success()
+    answerLongDigits(of: ListHandle.from(list), "the list", into: outLong)
 }
 
 @c @implementation
@@ -918,6 +914,23 @@ final class PulledSnapshot: @unchecked Sendable {
         value.deallocate()
         free(json)
     }
+}
+
+/// A handle that hands out deltas (a list's snapshots, a group's deltas) and says whether the one
+/// the caller has now holds 19 digits in a row.
+protocol HandsOutDeltas {
+    var deltaHasLongDigits: Bool { get }
+}
+
+extension ListHandle: HandsOutDeltas {}
+extension GroupHandle: HandsOutDeltas {}
+
+/// sheaf_list_delta_has_long_digits and sheaf_group_delta_has_long_digits: `handle`'s answer
+/// (`what` names it) into `outLong`.
+func answerLongDigits(of handle: (some HandsOutDeltas)?, _ what: String, into outLong: UnsafeMutablePointer<Int32>?) -> sheaf_result {
+    guard let handle, let outLong else { return failure(SheafError(.invalidArgument, "\(what) and out_long must not be NULL")) }
+    outLong.pointee = handle.deltaHasLongDigits ? 1 : 0
+    return success()
 }
 
 /// The delta a handle's callback is being given, while the callback runs: what
