@@ -30,6 +30,8 @@ _SECTION = re.compile(r"^/\*\s*-{3,}\s*(.*?)\s*-{3,}\s*\*/$")
 _DEFINE = re.compile(r"^#\s*define\s+(\w+)(\([^)]*\))?\s*(.*)$")
 _ENUM_VALUE = re.compile(r"^(\w+)\s*(?:=\s*([^,/]+?))?\s*,?\s*(?:/\*\*<\s*(.*?)\s*\*/)?$")
 _FIELD = re.compile(r"^(.+?[\s*])(\w+)\s*;\s*(?:/\*\*<\s*(.*?)\s*\*/)?$")
+#: A member that is a function pointer: "void (*release)(struct ArrowSchema *);".
+_FUNCTION_FIELD = re.compile(r"^(.+?)\(\s*\*\s*(\w+)\s*\)\s*(\(.*\))\s*;\s*(?:/\*\*<\s*(.*?)\s*\*/)?$")
 _CALLBACK = re.compile(r"^typedef\s+(.+?)\(\s*\*\s*(\w+)\s*\)\s*\((.*)\)\s*;$")
 _HANDLE = re.compile(r"^typedef\s+struct\s+(\w+)\s+(\w+)\s*;$")
 _SKIPPED = re.compile(r'^(#\s*(include|ifdef|ifndef|endif)\b.*|extern "C" \{|\})$')
@@ -145,16 +147,20 @@ def parse(path: Path) -> Header:
             declaration = " ".join(take_until(";").split())
             match = re.search(r"(\w+)\s*\(", declaration)
             add("function", match.group(1) if match else "?", declaration.replace("SHEAF_API ", "", 1), line_number)
-        elif re.match(r"^typedef\s+(enum|struct)\s+\w+\s*\{$", stripped):
-            kind = stripped.split()[1]
+        elif re.match(r"^(typedef\s+(enum|struct)|struct)\s+\w+\s*\{$", stripped):
+            # "typedef struct x {" ... "} x;", or a plain "struct x {" ... "};" (the Arrow structs).
+            plain = stripped.startswith("struct")
+            kind = "struct" if plain else stripped.split()[1]
+            closing = r"^\}\s*;$" if plain else r"^\}\s*\w+\s*;$"
             end = index + 1
-            while end < len(lines) and not re.match(r"^\}\s*\w+\s*;$", lines[end].strip()):
+            while end < len(lines) and not re.match(closing, lines[end].strip()):
                 end += 1
             if end == len(lines):
-                problems.append(f"{path}:{line_number}: no closing '}} name;' for this {kind}")
+                problems.append(f"{path}:{line_number}: no closing '}}{'' if plain else ' name'};' for this {kind}")
                 break
             members = _members(kind, lines[index + 1:end], path, line_number + 1, problems)
-            add(kind, lines[end].strip()[1:-1].strip(), stripped.replace(" {", ""), line_number, members)
+            name = stripped.split()[1] if plain else lines[end].strip()[1:-1].strip()
+            add(kind, name, stripped.replace(" {", ""), line_number, members)
             index = end + 1
         elif stripped.startswith("typedef"):
             declaration = " ".join(take_until(";").split())
@@ -183,6 +189,12 @@ def _members(kind: str, body: List[str], path: Path, first_line: int, problems: 
             continue
         if stripped.startswith("/**") and stripped.endswith("*/") and not stripped.startswith("/**<"):
             doc = comment_text(stripped)
+            continue
+        function = _FUNCTION_FIELD.match(stripped) if kind != "enum" else None
+        if function is not None:
+            members.append(Member(function.group(2), f"{' '.join(function.group(1).split())} (*){function.group(3)}",
+                                  function.group(4) or doc))
+            doc = ""
             continue
         match = (_ENUM_VALUE if kind == "enum" else _FIELD).match(stripped)
         if match is None:

@@ -26,6 +26,8 @@
  *                        budgets, resume tokens, partitions
  *   Running a list       fetch_all, snapshots (callback or pulled), writing, status
  *   Loading more         a list page by page, as its caller asks
+ *   Groups               many lists as one job
+ *   Items as Arrow       a delta's items as an Arrow struct array (the C data interface)
  *   Single requests      any method, bodies, downloads
  *   Writing a transport  for embedders that replace libcurl
  *
@@ -1218,6 +1220,82 @@ SHEAF_API size_t sheaf_group_count(const sheaf_group *group);
  * sheaf_list_description and the other calls that read a list. NULL for an index past the count.
  */
 SHEAF_API sheaf_list *sheaf_group_list(sheaf_group *group, size_t index);
+
+/* ---- Items as Arrow --------------------------------------------------------------------- */
+
+/*
+ * The Arrow C data interface (https://arrow.apache.org/docs/format/CDataInterface.html): two
+ * structs whose layout Arrow fixes for every version, so any Arrow implementation (pyarrow's
+ * _import_from_c, arrow-rs's FFI, nanoarrow) takes what sheaf_arrow_from_json fills. Declared
+ * here exactly as the interface defines them, under its own guard.
+ */
+#ifndef ARROW_C_DATA_INTERFACE
+#define ARROW_C_DATA_INTERFACE
+
+#define ARROW_FLAG_DICTIONARY_ORDERED 1
+#define ARROW_FLAG_NULLABLE 2
+#define ARROW_FLAG_MAP_KEYS_SORTED 4
+
+struct ArrowSchema {
+    const char *format;                    /**< The type: "+s" struct, "+l" list, "l" int64, "g" double, "u" utf8, "b" bool, "n" null, ... */
+    const char *name;                      /**< The field's name ("" for the top). */
+    const char *metadata;                  /**< NULL here. */
+    int64_t flags;                         /**< ARROW_FLAG_NULLABLE on every field. */
+    int64_t n_children;                    /**< Fields of a struct; 1 for a list. */
+    struct ArrowSchema **children;         /**< The children's schemas. */
+    struct ArrowSchema *dictionary;        /**< NULL here. */
+    void (*release)(struct ArrowSchema *); /**< Frees it and its children; NULL once released. */
+    void *private_data;                    /**< The producer's. */
+};
+
+struct ArrowArray {
+    int64_t length;                        /**< Rows (values). */
+    int64_t null_count;                    /**< Null rows. */
+    int64_t offset;                        /**< 0 here. */
+    int64_t n_buffers;                     /**< Buffers of the type: validity first (NULL when no row is null). */
+    int64_t n_children;                    /**< As the schema's. */
+    const void **buffers;                  /**< The buffers. */
+    struct ArrowArray **children;          /**< The children's arrays. */
+    struct ArrowArray *dictionary;         /**< NULL here. */
+    void (*release)(struct ArrowArray *);  /**< Frees it, its buffers and its children; NULL once released. */
+    void *private_data;                    /**< The producer's. */
+};
+
+#endif /* ARROW_C_DATA_INTERFACE */
+
+/**
+ * Reads `json` (`length` bytes: a JSON array of objects, such as a snapshot's delta_json) into
+ * one Arrow struct array, a row per object, in one pass and without a tree: what a caller that
+ * wants a table (pyarrow, a columnar writer) takes instead of parsing the items again.
+ *
+ * The columns follow Arrow's own JSON reader, so the batch equals what pyarrow.json reads from
+ * the same objects:
+ *   - `known` (borrowed, may be NULL) is a struct schema ("+s") whose fields keep their types:
+ *     bool "b", int64 "l", double "g" (an integer read as a double), utf8 "u", struct "+s",
+ *     list "+l" of these. Its fields come first, in its order.
+ *   - Every other field takes the type of its first value that is not null: int64 for an
+ *     integer, double for a number with a fraction or exponent (an inferred int64 field that
+ *     meets one becomes double), utf8, bool, struct (fields in the order first seen), list
+ *     (element field "item"); null while only nulls came. These follow the known fields, in
+ *     the order they first appear. An absent field is null. Every field is nullable.
+ *
+ * On SHEAF_OK, *out_schema and *out_array are filled; the caller owns both and releases each
+ * with its own release callback (importing them into pyarrow does). On any failure both are
+ * left released (release NULL) and nothing is allocated:
+ *   SHEAF_E_BAD_PAGE       the items do not fit, where Arrow's reader would read them otherwise
+ *                          or refuse them: an item that is not an object, a value of another
+ *                          kind than its field's, a name given twice in an object, an integer
+ *                          beyond 64 bits, a number beyond a double's range, a lone surrogate
+ *                          escape, bytes that are not JSON. The error names the item (from 0)
+ *                          and the field ("owner.id", "tags[]").
+ *   SHEAF_E_UNSUPPORTED    `known` holds a type this reader does not build (a timestamp, a
+ *                          32-bit integer, a field not nullable, ...); the error names the field
+ *                          and its format.
+ *   SHEAF_E_INVALID_ARGUMENT   json, out_schema or out_array NULL, or `known` not a struct.
+ * Does not block; callable from any thread, and from callbacks.
+ */
+SHEAF_API sheaf_result sheaf_arrow_from_json(const char *json, size_t length, const struct ArrowSchema *known,
+                                             struct ArrowSchema *out_schema, struct ArrowArray *out_array);
 
 /* ---- Single requests -------------------------------------------------------------------- */
 

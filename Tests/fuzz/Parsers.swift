@@ -20,6 +20,12 @@
 //   transport records and never answers) sending only to that origin, with the client's
 //   credential; a client of another origin refuses it. One that does not read is refused with
 //   invalidArgument.
+// - 0x04, Arrow columns (`arrow-*` seeds): the rest is a JSON array of objects, as a snapshot's
+//   delta. One that reads is JSON to the scanner too, has a row per element, and its columns hold
+//   together as Arrow needs: every column of a struct as long as it, a list's and a string's
+//   offsets rising from 0 to the length of what they index, as many validity bits and values as
+//   rows, a null column's count its length. One that does not read names its item and leaves
+//   nothing to free but the columns.
 // - anything else, the small parsers: URL resolution and origins, Retry-After, JSON pointers, the
 //   JSON scanner with pointer targets, server error fields, the redactor and percent-decoding.
 //   Input: a first line (a URL, a header value, a pointer), the rest a body.
@@ -34,6 +40,7 @@ public func sheafFuzzParsers(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt 
     case 0x01: fuzzResumeToken(Array(bytes.dropFirst()))
     case 0x02: fuzzRequestBuilder(Array(bytes.dropFirst()))
     case 0x03: fuzzPartition(Array(bytes.dropFirst()))
+    case 0x04: fuzzArrowColumns(Array(bytes.dropFirst()))
     default: fuzzSmallParsers(bytes, size)
     }
     return 0
@@ -435,5 +442,60 @@ private func fuzzRequestBuilder(_ bytes: [UInt8]) {
 private extension URLText {
     static func hasPrefixIgnoringCase(_ text: String, _ prefix: String) -> Bool {
         text.prefix(prefix.count).lowercased() == prefix
+    }
+}
+
+// MARK: - Arrow columns
+
+private func fuzzArrowColumns(_ bytes: [UInt8]) {
+    bytes.withUnsafeBufferPointer { buffer in
+        let root = ArrowColumn(kind: .structure, known: false)
+        let scanner = JSONScanner(buffer)
+        let start = scanner.skipWhitespace(0)
+        let isJSON = start < buffer.count && (try? scanner.skipValue(at: start, depth: 0)).map { scanner.skipWhitespace($0) == buffer.count } == true
+        do throws(ArrowMismatch) {
+            try ArrowColumns.read(buffer, into: root)
+        } catch {
+            guard error.item >= 0, !error.reason.isEmpty else { violated("a mismatch without its item or reason: \(error.message)") }
+            return
+        }
+        guard isJSON else { violated("Arrow columns read bytes the scanner refuses") }
+        checkColumn(root, rows: root.length, path: "")
+    }
+}
+
+/// `column` holds together as an Arrow array of `rows` rows.
+private func checkColumn(_ column: ArrowColumn, rows: Int, path: String) {
+    guard column.length == rows else { violated("\(path): \(column.length) rows, its parent \(rows)") }
+    guard column.nullCount <= rows else { violated("\(path): more nulls than rows") }
+    guard column.validity.bits == rows else { violated("\(path): \(column.validity.bits) validity bits for \(rows) rows") }
+    func offsets(ending end: Int) {
+        column.offsets.withValues(Int32.self) { offsets in
+            guard offsets.count == rows + 1, offsets.first == 0, Int(offsets.last!) == end,
+                  zip(offsets, offsets.dropFirst()).allSatisfy({ $0 <= $1 }) else {
+                violated("\(path): offsets \(Array(offsets.prefix(8))) do not rise from 0 to \(end) over \(rows) rows")
+            }
+        }
+    }
+    switch column.kind {
+    case .null:
+        guard column.nullCount == rows else { violated("\(path): a null column with \(column.nullCount) nulls of \(rows)") }
+    case .boolean:
+        guard column.flags.bits == rows else { violated("\(path): \(column.flags.bits) booleans for \(rows) rows") }
+    case .int64, .float64:
+        guard column.values.count == rows * 8 else { violated("\(path): \(column.values.count) value bytes for \(rows) rows") }
+    case .utf8:
+        offsets(ending: column.values.count)
+        column.values.withValues(UInt8.self) { text in
+            guard String(validating: text, as: UTF8.self) != nil else { violated("\(path): strings that are not UTF-8") }
+        }
+    case .list:
+        offsets(ending: column.children[0].length)
+        checkColumn(column.children[0], rows: column.children[0].length, path: path + "[]")
+    case .structure:
+        guard Set(column.names).count == column.names.count else { violated("\(path): a field name twice") }
+        for (name, child) in zip(column.names, column.children) {
+            checkColumn(child, rows: rows, path: path + "." + String(decoding: name, as: UTF8.self))
+        }
     }
 }

@@ -276,7 +276,7 @@ struct JSONScanner {
         return index + count
     }
 
-    private func skipNumber(at start: Int) throws(JSONSyntaxError) -> Int {
+    func skipNumber(at start: Int) throws(JSONSyntaxError) -> Int {
         var index = start
         @inline(__always) func digits() -> Int {
             let first = index

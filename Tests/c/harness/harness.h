@@ -107,6 +107,12 @@ void the_clients_window_holds_for_every_list_of_a_group(void);
 void a_pulled_group_gives_the_same_deltas_on_the_callers_thread(void);
 void a_group_stops_when_its_callback_asks_and_misuse_is_refused(void);
 
+/* arrow.c */
+void items_become_an_arrow_struct_array_with_a_column_per_field(void);
+void a_known_schema_keeps_its_types_and_its_fields_come_first(void);
+void items_that_do_not_fit_arrow_are_refused_with_the_item_and_field_named(void);
+void a_pulled_lists_deltas_read_as_arrow_give_every_item_in_order(void);
+
 /* contract.c */
 void versions_agree_and_every_result_has_a_text(void);
 void null_handles_and_bad_arguments_are_rejected(void);

@@ -244,6 +244,40 @@ class GroupDeltaStruct(Structure):
     ]
 
 
+class ArrowSchemaStruct(Structure):
+    """``struct ArrowSchema`` of the Arrow C data interface (its layout is Arrow's, for good).
+    Filled by sheaf_arrow_from_json; pyarrow's ``_import_from_c`` takes it (and releases it)."""
+
+    _fields_ = [
+        ("format", c_void_p),           # const char *format;
+        ("name", c_void_p),             # const char *name;
+        ("metadata", c_void_p),         # const char *metadata;
+        ("flags", c_int64),             # int64_t flags;
+        ("n_children", c_int64),        # int64_t n_children;
+        ("children", c_void_p),         # struct ArrowSchema **children;
+        ("dictionary", c_void_p),       # struct ArrowSchema *dictionary;
+        ("release", c_void_p),          # void (*release)(struct ArrowSchema *);
+        ("private_data", c_void_p),     # void *private_data;
+    ]
+
+
+class ArrowArrayStruct(Structure):
+    """``struct ArrowArray`` of the Arrow C data interface."""
+
+    _fields_ = [
+        ("length", c_int64),            # int64_t length;
+        ("null_count", c_int64),        # int64_t null_count;
+        ("offset", c_int64),            # int64_t offset;
+        ("n_buffers", c_int64),         # int64_t n_buffers;
+        ("n_children", c_int64),        # int64_t n_children;
+        ("buffers", c_void_p),          # const void **buffers;
+        ("children", c_void_p),         # struct ArrowArray **children;
+        ("dictionary", c_void_p),       # struct ArrowArray *dictionary;
+        ("release", c_void_p),          # void (*release)(struct ArrowArray *);
+        ("private_data", c_void_p),     # void *private_data;
+    ]
+
+
 class ListStatusStruct(Structure):
     """``struct sheaf_list_status`` (``version`` is set to LIST_STATUS_VERSION before the call)."""
 
@@ -631,6 +665,12 @@ def declare(library: Any) -> None:
     fn("sheaf_group_count", c_size_t, [GroupHandle])
     # sheaf_list *sheaf_group_list(sheaf_group *group, size_t index);   (borrowed: the group owns it)
     fn("sheaf_group_list", ListHandle, [GroupHandle, c_size_t])
+
+    # ---- Items as Arrow
+    # sheaf_result sheaf_arrow_from_json(const char *json, size_t length, const struct ArrowSchema *known,
+    #                                    struct ArrowSchema *out_schema, struct ArrowArray *out_array);
+    fn("sheaf_arrow_from_json", _sheaf_result, [c_char_p, c_size_t, c_void_p, POINTER(ArrowSchemaStruct),
+                                                POINTER(ArrowArrayStruct)])
 
     # ---- Single requests
     # sheaf_result sheaf_request_new(sheaf_request **out_request, sheaf_client *client,

@@ -4,13 +4,23 @@ Client.stream_batches).
 pyarrow is optional (``pip install sheaf[arrow]``) and imported only when a list is read this way.
 
 How: a pulled snapshot hands over the items it added as one JSON array, the bytes the pages
-brought (``sheaf_snapshot.delta_json``). Wrapped as ``{"items":<that array>}``, they are one JSON
-line that pyarrow's own JSON reader turns into a one-row table whose single column is a list of
-structs; its values, flattened, are the snapshot's rows. So no item is ever a Python object, the
-bytes are read once (by pyarrow, in C++), and a batch is exactly a snapshot, its pages known, with
-the list run as ``fetch_all`` runs it (budgets, resume tokens, Ctrl-C). Writing JSON lines to a
-pipe (``sheaf_list_start_write_fd``) would cost a second file descriptor and a reader that
-counts line breaks to find where one snapshot ends.
+brought (``sheaf_snapshot.delta_json``). The library reads them into the columns of one Arrow
+struct array in a single pass (``sheaf_arrow_from_json``, the GIL released), by the rules of
+pyarrow's own JSON reader and with the types the list has so far, and hands them over through
+the Arrow C data interface: pyarrow imports them without a copy. So no item is ever a Python
+object, the bytes are read once more only by the library's own reader, and a batch is exactly a
+snapshot, its pages known, with the list run as ``fetch_all`` runs it (budgets, resume tokens,
+Ctrl-C).
+
+Where that reader would read a snapshot otherwise or refuse it (a value that changes a field's
+kind, an integer past 64 bits, an item that is not an object, a name given twice), the library
+reads nothing and pyarrow's JSON reader reads that snapshot, wrapped as ``{"items":<array>}``,
+one JSON line whose single column is a list of structs; it also words the error. A caller's
+schema naming a type the library does not build (a timestamp, a 32-bit integer) has pyarrow's
+reader read every snapshot, a few MB at a time on its threads. Either way the batches are the
+same, but for one thing: pyarrow's reader loses the nulls that open a list whose element type it
+learns later in that list (``[null, "a"]`` reads as ``["a"]``, its offsets spanning more values
+than there are: apache/arrow#51305, open in pyarrow 21 to 25), and the library keeps them.
 
 One schema for the whole list: the first page that shows a field fixes its type, and later
 snapshots are read with the types known so far (``ParseOptions.explicit_schema``), fields not
@@ -45,6 +55,10 @@ _WRAPPING = len(_OPEN) + len(_CLOSE)
 #: Where pyarrow's JSON reader says a column changed kind: "Column(/items/[]/a/b) changed from
 #: number to string in row 0". The path below the wrapper's "/items/[]" is the field.
 _CHANGED = re.compile(r"Column\(/items/\[\]((?:/[^)]*)?)\) changed from (\w+) to (\w+)")
+
+#: Where pyarrow says two schemas disagree: "Unable to merge: Field when has incompatible types:
+#: list<item: null> vs bool".
+_CLASH = re.compile(r"Field (\S+) has incompatible types: (.+) vs (.+)$")
 
 #: Schema metadata of the table fetch_arrow returns: how the list ended (Items.stop_reason and
 #: Items.resume_token, which a pyarrow.Table has no room for).
@@ -127,6 +141,9 @@ class SnapshotBatches:
         self.known: "pyarrow.Schema" = schema if schema is not None else self._pa.schema([])
         self._pages_before = 0   # pages of the snapshots already read
         self._items_before = 0
+        #: Whether the library reads the snapshots (sheaf_arrow_from_json); False once it says it
+        #: does not build a type the caller's schema names (pyarrow's reader reads them all then).
+        self.in_library = True
 
     def batch_of(self, snapshot: _ffi.SnapshotStruct) -> Optional["pyarrow.RecordBatch"]:
         """The rows `snapshot` added, or None when it added none."""
@@ -145,7 +162,11 @@ class SnapshotBatches:
 
     def read_one(self, line: Line) -> "pyarrow.RecordBatch":
         """`line`'s rows under the list's schema so far, which they extend (a SchemaError when
-        they do not fit it)."""
+        they do not fit it). The library reads them when it can, else pyarrow's reader."""
+        if self.in_library:
+            rows = self._read_in_library(line)
+            if rows is not None:
+                return self._extend(rows, line)
         wrapped, pages = line.wrapped, line.pages
         explicit = _definite(self._pa, self._pa.struct(list(self.known)))
         try:
@@ -160,7 +181,28 @@ class SnapshotBatches:
         if not self._pa.types.is_struct(batch.type):
             raise SchemaError(f"the items of {_where(line)} are not JSON objects "
                               f"(they are read as {batch.type}): rows need objects", "", pages)
-        return self._extend(self._pa.RecordBatch.from_struct_array(batch))
+        return self._extend(self._pa.RecordBatch.from_struct_array(batch), line)
+
+    def _read_in_library(self, line: Line) -> Optional["pyarrow.RecordBatch"]:
+        """`line`'s rows as the library reads them in one pass (sheaf_arrow_from_json, the GIL
+        released), the types known so far kept: the batch pyarrow's reader gives. None when the
+        library did not read them: a value that reader would read another way or refuse (it
+        then reads the line, and words the error), or a type of the caller's schema the library
+        does not build."""
+        pa = self._pa
+        known = _ffi.ArrowSchemaStruct()
+        _definite(pa, pa.struct(list(self.known)))._export_to_c(ctypes.addressof(known))
+        schema, array = _ffi.ArrowSchemaStruct(), _ffi.ArrowArrayStruct()
+        try:
+            result = _ffi.lib.sheaf_arrow_from_json(line.items, len(line.items), ctypes.addressof(known),
+                                                    ctypes.byref(schema), ctypes.byref(array))
+        finally:
+            pa.DataType._import_from_c(ctypes.addressof(known))   # releases what was exported
+        if result == Result.UNSUPPORTED:
+            self.in_library = False
+        if result != Result.OK:
+            return None
+        return pa.RecordBatch._import_from_c(ctypes.addressof(array), ctypes.addressof(schema))
 
     def read_together(self, lines: List[Line]) -> Optional[List["pyarrow.RecordBatch"]]:
         """The rows of `lines`, read in one call on pyarrow's threads, when they hold exactly the
@@ -190,9 +232,20 @@ class SnapshotBatches:
         rows_of = [_rows_of(chunk) for chunk in table.column(0).chunks]
         return [self._extend(pa.RecordBatch.from_struct_array(rows)) for rows in rows_of if len(rows)]
 
-    def _extend(self, rows: "pyarrow.RecordBatch") -> "pyarrow.RecordBatch":
-        """`rows` with the list's schema extended by their fields, in the order fields were seen."""
-        self.known = self._pa.unify_schemas([self.known, rows.schema], promote_options="default")
+    def _extend(self, rows: "pyarrow.RecordBatch", line: Optional[Line] = None) -> "pyarrow.RecordBatch":
+        """`rows` with the list's schema extended by their fields, in the order fields were seen
+        (a SchemaError naming `line` when a field known only as an empty list or a struct of
+        nulls so far comes as another kind)."""
+        try:
+            self.known = self._pa.unify_schemas([self.known, rows.schema], promote_options="default")
+        except (self._pa.ArrowTypeError, self._pa.ArrowInvalid) as error:
+            clash = _CLASH.search(str(error))
+            field = clash.group(1) if clash else None
+            where = _where(line) if line is not None else "a snapshot"
+            before = f"{clash.group(2)} in the pages before" if clash else "another type before"
+            now = clash.group(3) if clash else str(error)
+            raise SchemaError(f"the field {field!r} changes type in {where}: it was {before}, and is {now} there "
+                              f"(pass schema= to say what it is)", field, line.pages if line is not None else (0, 0)) from None
         if rows.schema.names != [name for name in self.known.names if name in rows.schema.names]:
             # A field known only as null so far came back last, inferred: put it where it was first seen.
             rows = rows.select([name for name in self.known.names if name in rows.schema.names])
@@ -291,6 +344,13 @@ class GatheredRows:
     def add(self, line: Optional[Line], resume_before: Optional[str]) -> None:
         """Takes a snapshot's line (None: it added no item); `resume_before` goes on before it."""
         if line is None:
+            return
+        if self.of.in_library and not self._lines:
+            try:
+                self.batches.append(self.of.read_one(line))
+            except SchemaError as error:
+                error.resume_token = resume_before
+                raise
             return
         self._lines.append((line, resume_before))
         self._bytes += len(line.items)

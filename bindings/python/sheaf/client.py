@@ -417,8 +417,9 @@ class Client(Closing):
                     max_requests: Optional[int] = None, deadline: Optional[float] = None, resume: Optional[str] = None,
                     headers: Optional[Headers] = None, **parts: Any) -> pyarrow.Table:
         """Fetches every item of the list at `path` as a ``pyarrow.Table``, a row per item, in
-        order. pyarrow's JSON reader reads each snapshot's bytes as the library holds them: no
-        item becomes a Python object. Needs pyarrow (``pip install sheaf[arrow]``).
+        order. The library reads each snapshot's bytes into Arrow columns in one pass, by the
+        rules of pyarrow's JSON reader, and pyarrow takes them without a copy: no item becomes a
+        Python object. Needs pyarrow (``pip install sheaf[arrow]``).
 
         Takes the same arguments as :meth:`fetch_all` (but ``decode``), and:
             schema: a ``pyarrow.Schema`` for some or all fields: their values are converted to

@@ -9,7 +9,9 @@
 //! (names, parameter and field types as text, offsets and sizes, constant values, and the address
 //! of every function). `tests/sys_drift.rs` compares that record with the header itself (parsed,
 //! and compiled by `cc` into a program that prints `sizeof`/`offsetof` and every constant), so
-//! this file cannot drift from `sheaf.h` unnoticed. All 91 functions are here (1.0.0's 89 and the partitions' two).
+//! this file cannot drift from `sheaf.h` unnoticed. All 110 functions are here (1.0.0's 89, the partitions'
+//! three, the groups' fifteen, `sheaf_list_url`, `sheaf_list_delta_has_long_digits` and
+//! `sheaf_arrow_from_json`).
 //!
 //! C enums are `c_int` type aliases with one constant per value (a C enum is an `int` on every
 //! platform Sheaf supports; the drift test checks the size), so a value a newer library appends
@@ -170,6 +172,10 @@ pub const SHEAF_EVENT_VERSION: c_uint = 1;
 pub const SHEAF_SNAPSHOT_VERSION: c_uint = 1;
 pub const SHEAF_LIST_STATUS_VERSION: c_uint = 1;
 pub const SHEAF_GROUP_DELTA_VERSION: c_uint = 1;
+// The Arrow C data interface's flags, for `ArrowSchema::flags` (an i64 there, so i64 here).
+pub const ARROW_FLAG_DICTIONARY_ORDERED: i64 = 1;
+pub const ARROW_FLAG_NULLABLE: i64 = 2;
+pub const ARROW_FLAG_MAP_KEYS_SORTED: i64 = 4;
 
 /// The integer `#define`s of the header with their values: for the drift test.
 #[doc(hidden)]
@@ -184,6 +190,9 @@ pub const DEFINES: &[(&str, i64)] = &[
     ("SHEAF_SNAPSHOT_VERSION", SHEAF_SNAPSHOT_VERSION as i64),
     ("SHEAF_LIST_STATUS_VERSION", SHEAF_LIST_STATUS_VERSION as i64),
     ("SHEAF_GROUP_DELTA_VERSION", SHEAF_GROUP_DELTA_VERSION as i64),
+    ("ARROW_FLAG_DICTIONARY_ORDERED", ARROW_FLAG_DICTIONARY_ORDERED),
+    ("ARROW_FLAG_NULLABLE", ARROW_FLAG_NULLABLE),
+    ("ARROW_FLAG_MAP_KEYS_SORTED", ARROW_FLAG_MAP_KEYS_SORTED),
 ];
 
 /* ---- handles ---------------------------------------------------------------------------- */
@@ -427,6 +436,32 @@ structs! {
         finished: c_int,
         result: sheaf_result,
     }
+    // The Arrow C data interface's two structs (plain `struct ArrowSchema`/`struct ArrowArray` in
+    // C, laid out as Arrow fixes them). Being Copy, a copy is a move in Arrow's sense: release
+    // once, through the copy that owns it. A zeroed one (`std::mem::zeroed()`) is released.
+    ArrowSchema {
+        format: *const c_char,
+        name: *const c_char,
+        metadata: *const c_char,
+        flags: i64,
+        n_children: i64,
+        children: *mut *mut ArrowSchema,
+        dictionary: *mut ArrowSchema,
+        release: Option<unsafe extern "C" fn(*mut ArrowSchema)>,
+        private_data: *mut c_void,
+    }
+    ArrowArray {
+        length: i64,
+        null_count: i64,
+        offset: i64,
+        n_buffers: i64,
+        n_children: i64,
+        buffers: *mut *const c_void,
+        children: *mut *mut ArrowArray,
+        dictionary: *mut ArrowArray,
+        release: Option<unsafe extern "C" fn(*mut ArrowArray)>,
+        private_data: *mut c_void,
+    }
 }
 
 functions! {
@@ -505,6 +540,7 @@ functions! {
     fn sheaf_group_cancel(group: *mut sheaf_group) -> sheaf_result;
     fn sheaf_group_count(group: *const sheaf_group) -> usize;
     fn sheaf_group_list(group: *mut sheaf_group, index: usize) -> *mut sheaf_list;
+    fn sheaf_arrow_from_json(json: *const c_char, length: usize, known: *const ArrowSchema, out_schema: *mut ArrowSchema, out_array: *mut ArrowArray) -> sheaf_result;
     fn sheaf_request_new(out_request: *mut *mut sheaf_request, client: *mut sheaf_client, method: *const c_char, path: *const c_char) -> sheaf_result;
     fn sheaf_request_free(request: *mut sheaf_request);
     fn sheaf_request_add_segment(request: *mut sheaf_request, segment: *const c_char) -> sheaf_result;

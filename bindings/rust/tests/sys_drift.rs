@@ -10,11 +10,14 @@
 //! * callback typedefs (`typedef R (*name)(...)`): return and parameter types likewise;
 //! * opaque handles (`typedef struct x x;`);
 //! * enums: every constant and its value, read from the header's text and from a C program;
-//! * structs: field names, order and types (by the table), and the layout: each field's offset
+//! * structs (the `typedef struct`s and the Arrow C data interface's plain `struct ArrowSchema`
+//!   and `struct ArrowArray`, function-pointer fields included): field names, order and types
+//!   (by the table), and the layout: each field's offset
 //!   and size, the struct's size and alignment, printed by a C program compiled with `cc`
 //!   against the header (`offsetof`, `sizeof`, `_Alignof`) and compared with what Rust computes
 //!   (`offset_of!`, `size_of`, `align_of`); the size of every C enum type is `c_int`'s;
-//! * integer `#define`s (`SHEAF_*_VERSION`, the version numbers) and `SHEAF_VERSION_STRING`;
+//! * integer `#define`s (`SHEAF_*_VERSION`, the version numbers, `ARROW_FLAG_*`) and
+//!   `SHEAF_VERSION_STRING`;
 //! * the header installed through pkg-config (what the build linked against) is the source's,
 //!   and the crate's version (Cargo.toml) is the header's.
 
@@ -48,6 +51,17 @@ fn squash(text: &str) -> String {
 
 /// The Rust text a C type is declared with here (whitespace removed).
 fn rust_type(c: &str) -> String {
+    // A function pointer ("void (*)(struct ArrowSchema *)", a struct field's type as c_field
+    // gives it) is a nullable `Option<unsafe extern "C" fn(..)>`. Its parameters are bare types,
+    // as the Arrow interface writes them (a named one stops at the table below).
+    if let Some(open) = c.find("(*)") {
+        let ret = rust_type(&c[..open]);
+        let params = c[open + 3..].trim().trim_start_matches('(').trim_end_matches(')');
+        let params: Vec<String> =
+            params.split(',').map(str::trim).filter(|p| !p.is_empty() && *p != "void").map(rust_type).collect();
+        let ret = if ret == "c_void" { String::new() } else { format!("->{ret}") };
+        return format!("Option<unsafeextern\"C\"fn({}){ret}>", params.join(","));
+    }
     let stars = c.matches('*').count();
     let mut base = c.replace('*', " ");
     let constant = base.split_whitespace().next() == Some("const");
@@ -59,6 +73,9 @@ fn rust_type(c: &str) -> String {
         "int64_t" => "i64".to_string(),
         "size_t" => "usize".to_string(),
         "void" => "c_void".to_string(),
+        // The Arrow C data interface's structs have no typedef: `ArrowSchema` here.
+        "struct ArrowSchema" => "ArrowSchema".to_string(),
+        "struct ArrowArray" => "ArrowArray".to_string(),
         // A handle, struct, callback or enum keeps its name (an enum is `pub type sheaf_x = c_int`,
         // whose size the layout test checks).
         other if other.starts_with("sheaf_") => other.to_string(),
@@ -88,6 +105,17 @@ fn c_param(param: &str) -> Option<(String, String)> {
     Some((param[split..].to_string(), param[..split].trim().to_string()))
 }
 
+/// A struct field: "int64_t flags" -> ("flags", "int64_t"); a function pointer
+/// "void (*release)(struct ArrowSchema *)" -> ("release", "void (*)(struct ArrowSchema *)").
+fn c_field(field: &str) -> Option<(String, String)> {
+    if let Some(open) = field.find("(*") {
+        let close = field[open..].find(')').unwrap() + open;
+        let name = field[open + 2..close].trim().to_string();
+        return Some((name, format!("{}(*){}", &field[..open], &field[close + 1..])));
+    }
+    c_param(field)
+}
+
 #[derive(Debug, PartialEq)]
 struct Signature {
     ret: String,
@@ -109,11 +137,18 @@ fn rust_signature(ret: &str, params: &[(&str, &str)]) -> Signature {
     }
 }
 
+/// A struct with a body: how C spells its type ("sheaf_error", "struct ArrowSchema") and its
+/// fields (name, C type) in order.
+struct CStruct {
+    spelled: String,
+    fields: Vec<(String, String)>,
+}
+
 struct Header {
     functions: BTreeMap<String, (String, String)>,
     callbacks: BTreeMap<String, (String, String)>,
     enums: BTreeMap<String, Vec<(String, i64)>>,
-    structs: BTreeMap<String, Vec<(String, String)>>,
+    structs: BTreeMap<String, CStruct>,
     opaque: BTreeSet<String>,
     defines: Vec<String>,
 }
@@ -136,9 +171,11 @@ fn parse_header() -> Header {
     };
     for line in text.lines() {
         let line = line.trim();
-        if let Some(rest) = line.strip_prefix("#define SHEAF_") {
-            let name = format!("SHEAF_{}", rest.split(|c: char| c.is_whitespace() || c == '(').next().unwrap());
-            let after = &rest[name.len() - 6..];
+        // Every object-like #define with a value but a string or an attribute: SHEAF_* and
+        // ARROW_FLAG_* (the include guards have none).
+        if let Some(rest) = line.strip_prefix("#define ") {
+            let name = rest.split(|c: char| c.is_whitespace() || c == '(').next().unwrap().to_string();
+            let after = &rest[name.len()..];
             let function_like = after.starts_with('(');
             let value = after.trim();
             if !function_like && !value.is_empty() && !value.starts_with('"') && !value.starts_with("__attribute__") {
@@ -189,22 +226,32 @@ fn parse_header() -> Header {
             header.functions.insert(head[split..].to_string(), (head[..split].trim().to_string(), params));
         }
     }
-    // Struct fields, in order.
+    // Struct fields, in order: `typedef struct x { ... } x;` (named by its typedef) and a plain
+    // `struct X { ... };` (the Arrow interface's: `struct X` in C, `X` in sys.rs). A `struct X`
+    // not followed by a body (a handle's typedef, a parameter or field type) is passed over.
+    let word = |c: char| c.is_alphanumeric() || c == '_';
     let mut rest = code.as_str();
-    while let Some(at) = rest.find("typedef struct ") {
-        let after_kw = &rest[at..];
-        let semicolon = after_kw.find(';').unwrap();
-        let brace = after_kw.find('{');
-        match brace {
-            Some(brace) if brace < semicolon => {
-                let (body, after) = between(after_kw, "{", "}");
-                let name = after[..after.find(';').unwrap()].trim().to_string();
-                let fields = body.split(';').filter_map(c_param).collect();
-                header.structs.insert(name, fields);
-                rest = after;
-            }
-            _ => rest = &after_kw[semicolon..],
+    while let Some(at) = rest.find("struct ") {
+        let after_kw = &rest[at + "struct ".len()..];
+        let tag_end = after_kw.find(|c: char| !word(c)).unwrap();
+        let tag = after_kw[..tag_end].to_string();
+        if rest[..at].ends_with(word) || !after_kw[tag_end..].trim_start().starts_with('{') {
+            rest = &after_kw[tag_end..];
+            continue;
         }
+        let typedef = rest[..at].trim_end().ends_with("typedef");
+        let (body, after) = between(after_kw, "{", "}");
+        let fields = body.split(';').filter_map(c_field).collect();
+        let end = after.find(';').unwrap();
+        let (name, spelled) = if typedef {
+            let name = after[..end].trim().to_string();
+            (name.clone(), name)
+        } else {
+            assert!(after[..end].trim().is_empty(), "struct {tag}: a declarator after its body");
+            (tag.clone(), format!("struct {tag}"))
+        };
+        header.structs.insert(name, CStruct { spelled, fields });
+        rest = &after[end..];
     }
     header
 }
@@ -223,7 +270,7 @@ fn assert_same_names(what: &str, header: BTreeSet<String>, rust: BTreeSet<String
 fn functions_match_the_header() {
     let header = parse_header();
     let rust = sys::functions();
-    assert_eq!(header.functions.len(), 109, "sheaf.h declares 109 functions (1.0.0's 89, the partitions' three, the groups' fifteen, sheaf_list_url, sheaf_list_delta_has_long_digits)");
+    assert_eq!(header.functions.len(), 110, "sheaf.h declares 110 functions (1.0.0's 89, the partitions' three, the groups' fifteen, sheaf_list_url, sheaf_list_delta_has_long_digits, sheaf_arrow_from_json)");
     assert_same_names("functions", names(&header.functions), rust.iter().map(|f| f.name.to_string()).collect());
     for function in &rust {
         let (ret, params) = &header.functions[function.name];
@@ -268,7 +315,7 @@ fn enum_constants_and_struct_fields_match_the_header_text() {
     for decl in &rust {
         let fields: Vec<(String, String)> = decl.fields.iter().map(|f| (f.name.to_string(), normal(f.ty))).collect();
         let expected: Vec<(String, String)> =
-            header.structs[decl.name].iter().map(|(n, t)| (n.clone(), rust_type(t))).collect();
+            header.structs[decl.name].fields.iter().map(|(n, t)| (n.clone(), rust_type(t))).collect();
         assert_eq!(fields, expected, "struct {}: sys.rs (left) differs from sheaf.h (right)", decl.name);
     }
     let defines: BTreeSet<String> = header.defines.iter().cloned().collect();
@@ -279,11 +326,11 @@ fn enum_constants_and_struct_fields_match_the_header_text() {
 fn c_facts(header: &Header) -> BTreeMap<String, String> {
     let include = header_path().parent().unwrap().to_path_buf();
     let mut program = String::from("#include <stddef.h>\n#include <stdio.h>\n#include <sheaf.h>\nint main(void) {\n");
-    for (name, fields) in &header.structs {
-        program += &format!("printf(\"struct {name} %zu %zu\\n\", sizeof({name}), (size_t)_Alignof({name}));\n");
+    for (name, CStruct { spelled: c, fields }) in &header.structs {
+        program += &format!("printf(\"struct {name} %zu %zu\\n\", sizeof({c}), (size_t)_Alignof({c}));\n");
         for (field, _) in fields {
             program += &format!(
-                "printf(\"field {name}.{field} %zu %zu\\n\", offsetof({name}, {field}), sizeof((({name} *)0)->{field}));\n"
+                "printf(\"field {name}.{field} %zu %zu\\n\", offsetof({c}, {field}), sizeof((({c} *)0)->{field}));\n"
             );
         }
     }
