@@ -88,15 +88,45 @@ private enum KnownTypes {
     }
 }
 
+/// The children a schema or an array hands out: each struct allocated alone, the array of
+/// pointers to them too; the parent's release releases them (a child a consumer moved out has
+/// its release NULL, and is only deallocated here).
+private struct ExportedChildren<Child> {
+    let pointers: UnsafeMutablePointer<UnsafeMutablePointer<Child>?>?
+    let count: Int
+
+    init(_ children: [Child]) {
+        count = children.count
+        guard !children.isEmpty else {
+            pointers = nil
+            return
+        }
+        let pointers = UnsafeMutablePointer<UnsafeMutablePointer<Child>?>.allocate(capacity: children.count)
+        for (index, child) in children.enumerated() {
+            let slot = UnsafeMutablePointer<Child>.allocate(capacity: 1)
+            slot.initialize(to: child)
+            pointers[index] = slot
+        }
+        self.pointers = pointers
+    }
+
+    func release(_ releaseChild: (UnsafeMutablePointer<Child>) -> Void) {
+        for index in 0..<count {
+            guard let child = pointers?[index] else { continue }
+            releaseChild(child)
+            child.deallocate()
+        }
+        pointers?.deallocate()
+    }
+}
+
 /// An ArrowSchema's owned parts: its strings and its children.
 private final class ExportedSchema {
     var strings: [UnsafeMutablePointer<CChar>?] = []
-    var children: UnsafeMutablePointer<UnsafeMutablePointer<ArrowSchema>?>?
-    var childCount = 0
+    var children = ExportedChildren<ArrowSchema>([])
 
     deinit {
         for string in strings { free(string) }
-        children?.deallocate()
     }
 
     static func make(_ column: ArrowColumn, name: [UInt8]) -> ArrowSchema {
@@ -116,31 +146,17 @@ private final class ExportedSchema {
         case .structure: zip(column.names, column.children).map { make($1, name: $0) }
         default: []
         }
-        parts.childCount = childSchemas.count
-        if !childSchemas.isEmpty {
-            let children = UnsafeMutablePointer<UnsafeMutablePointer<ArrowSchema>?>.allocate(capacity: childSchemas.count)
-            for (index, child) in childSchemas.enumerated() {
-                let slot = UnsafeMutablePointer<ArrowSchema>.allocate(capacity: 1)
-                slot.initialize(to: child)
-                children[index] = slot
-            }
-            parts.children = children
-        }
+        parts.children = ExportedChildren(childSchemas)
         return ArrowSchema(format: UnsafePointer(parts.strings[0]), name: UnsafePointer(parts.strings[1]), metadata: nil,
                            flags: name.isEmpty && column.kind == .structure ? 0 : Int64(ARROW_FLAG_NULLABLE),
-                           n_children: Int64(childSchemas.count), children: parts.children, dictionary: nil,
+                           n_children: Int64(childSchemas.count), children: parts.children.pointers, dictionary: nil,
                            release: releaseSchema, private_data: Unmanaged.passRetained(parts).toOpaque())
     }
 }
 
 private func releaseSchema(_ schema: UnsafeMutablePointer<ArrowSchema>?) {
     guard let schema, schema.pointee.release != nil, let data = schema.pointee.private_data else { return }
-    let parts = Unmanaged<ExportedSchema>.fromOpaque(data).takeRetainedValue()
-    for index in 0..<parts.childCount {
-        guard let child = parts.children?[index] else { continue }
-        child.pointee.release?(child)
-        child.deallocate()
-    }
+    Unmanaged<ExportedSchema>.fromOpaque(data).takeRetainedValue().children.release { $0.pointee.release?($0) }
     schema.pointee.release = nil
     schema.pointee.private_data = nil
 }
@@ -149,8 +165,7 @@ private func releaseSchema(_ schema: UnsafeMutablePointer<ArrowSchema>?) {
 private final class ExportedArray {
     var buffers: UnsafeMutablePointer<UnsafeRawPointer?>
     var bufferCount: Int
-    var children: UnsafeMutablePointer<UnsafeMutablePointer<ArrowArray>?>?
-    var childCount = 0
+    var children = ExportedChildren<ArrowArray>([])
 
     init(_ owned: [UnsafeMutableRawPointer?]) {
         bufferCount = owned.count
@@ -161,7 +176,6 @@ private final class ExportedArray {
     deinit {
         for index in 0..<bufferCount { free(UnsafeMutableRawPointer(mutating: buffers[index])) }
         buffers.deallocate()
-        children?.deallocate()
     }
 
     /// The column's arrays; its buffers are handed over (the column is empty after).
@@ -183,31 +197,17 @@ private final class ExportedArray {
         }
         let parts = ExportedArray(owned)
         let childArrays = column.kind == .null ? [] : column.children.map(make)
-        parts.childCount = childArrays.count
-        if !childArrays.isEmpty {
-            let children = UnsafeMutablePointer<UnsafeMutablePointer<ArrowArray>?>.allocate(capacity: childArrays.count)
-            for (index, child) in childArrays.enumerated() {
-                let slot = UnsafeMutablePointer<ArrowArray>.allocate(capacity: 1)
-                slot.initialize(to: child)
-                children[index] = slot
-            }
-            parts.children = children
-        }
+        parts.children = ExportedChildren(childArrays)
         return ArrowArray(length: Int64(column.length), null_count: Int64(column.nullCount), offset: 0,
                           n_buffers: Int64(owned.count), n_children: Int64(childArrays.count),
-                          buffers: parts.buffers, children: parts.children, dictionary: nil,
+                          buffers: parts.buffers, children: parts.children.pointers, dictionary: nil,
                           release: releaseArray, private_data: Unmanaged.passRetained(parts).toOpaque())
     }
 }
 
 private func releaseArray(_ array: UnsafeMutablePointer<ArrowArray>?) {
     guard let array, array.pointee.release != nil, let data = array.pointee.private_data else { return }
-    let parts = Unmanaged<ExportedArray>.fromOpaque(data).takeRetainedValue()
-    for index in 0..<parts.childCount {
-        guard let child = parts.children?[index] else { continue }
-        child.pointee.release?(child)
-        child.deallocate()
-    }
+    Unmanaged<ExportedArray>.fromOpaque(data).takeRetainedValue().children.release { $0.pointee.release?($0) }
     array.pointee.release = nil
     array.pointee.private_data = nil
 }
