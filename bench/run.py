@@ -1091,7 +1091,25 @@ class Scenarios:
                             sheaf=f"{arrow.rss_mb():.1f} MB", floor=f"{m.rss_mb():.1f} MB",
                             ratio=f"{arrow.rss_mb() / m.rss_mb():.2f}x", target="<= C fetch_all's",
                             met=yes(arrow.rss_mb() <= m.rss_mb()), runs=arrow.runs_text))
+            rows += self.p5_list_memory(m, arrow)
         return rows
+
+    def p5_list_memory(self, m: Measured, arrow: Measured) -> List[Row]:
+        """The memory the list itself takes: each reader's peak RSS above the same reader's on a
+        one-item list (the process, its imports and the library's fixed cost taken out)."""
+        b = self.b
+        one = ListDef("/anchor?n=1", 1, 1)
+        b.measure(b.c_spec("C fetch one item", "fetch", one, self.runs),
+                  b.py_spec("Py arrow one item", "sheaf-arrow", one, self.runs))
+        c_one, arrow_one = b.results["C fetch one item"], b.results["Py arrow one item"]
+        if not (c_one.runs and arrow_one.runs):
+            return []
+        c_list, arrow_list = m.rss_mb() - c_one.rss_mb(), arrow.rss_mb() - arrow_one.rss_mb()
+        return [Row("P5", f"  the list's own memory: Python fetch_arrow's peak RSS above a one-item list's "
+                          f"({arrow_one.rss_mb():.1f} MB) against C fetch_all's above its one ({c_one.rss_mb():.1f} MB)",
+                    sheaf=f"{arrow_list:.1f} MB", floor=f"{c_list:.1f} MB",
+                    ratio=f"{arrow_list / c_list:.2f}x" if c_list > 0 else "-", target="<= C fetch_all's",
+                    met=yes(arrow_list <= c_list), runs=arrow.runs_text)]
 
     def ratio_row(self, id_: str, label: str, m: Measured, against: Measured, limit: float, name: str) -> Row:
         """m's median against `against`'s (both measured in this run): at most `limit` times it."""
