@@ -220,8 +220,8 @@ def main(argv: Any = None) -> int:
               "ray": f"Ray, {WORKERS} CPUs: read_datasource(ListSource), {args.partitions} partitions, {shared}, Arrow blocks to the driver",
               "ray-unreserved": "the same, DataContext.op_resource_reservation_enabled = False (the reads then overlap)",
               "ray-read-list": f"Ray, {WORKERS} CPUs: sheaf.ray.read_list, {args.partitions} partitions, {shared}, a block each "
-                               "(read_datasource with override_num_blocks)",
-              "ray-read-list-unreserved": "the same, DataContext.op_resource_reservation_enabled = False",
+                               "(read_datasource with override_num_blocks; the reservation off in the dataset's context)",
+              "ray-read-list-unreserved": "the same, DataContext.op_resource_reservation_enabled = False for the whole session",
               "spark": f"Spark local[{WORKERS}]: the sheaf data source, {args.partitions} partitions, {shared}, toArrow()",
               "dask": f"Dask LocalCluster, {WORKERS} worker processes: read_list, {args.partitions} partitions, {shared}, compute()"}
     for scenario, result in results.items():

@@ -10,8 +10,8 @@ import time
 from pathlib import Path
 
 import pytest
-from .engine_lists import (ADDRESSED, CLIENT_OPTIONS, LISTS, OTHER_SECRET, asked_again, assert_read_within_budget,
-                           authorizations, rows_json, secret_free)
+from .engine_lists import (ADDRESSED, CLIENT_OPTIONS, LISTS, OTHER_SECRET, WINDOW, asked_again,
+                           assert_read_within_budget, authorizations, rows_json, secret_free)
 
 
 def _source(server, path: str, **options):
@@ -86,6 +86,29 @@ def test_read_list_makes_each_partition_one_block_where_ray_alone_splits_them(ra
     assert len(split) > 2
     with pytest.raises(UsageError, match="override_num_blocks"):
         sheaf.ray.read_list(url, partitions=2, override_num_blocks=4)
+    # Not told, two partitions (and blocks) for each task Ray runs at once: 4 on 2 CPUs, not Ray's 200.
+    blocks = ray.get(sheaf.ray.read_list(url, client_options=CLIENT_OPTIONS).to_arrow_refs())
+    assert len(blocks) == 4
+    assert rows_json(pa.concat_tables(blocks)) == whole_lists["page-numbers"]
+
+
+def test_read_list_runs_its_read_tasks_at_once_and_leaves_the_current_context_alone(ray_cluster, api) -> None:
+    # Ray Data's resource reservation would hold the second read task until the first ends (on 2
+    # CPUs): read_list turns it off in the dataset's own context, so the server sees both
+    # partitions' windows at once (2 each, of the 4 shared), and nothing else changes. (With
+    # resource_reservation=True this fails: 2 in flight at most.)
+    import sheaf.ray
+
+    ray = ray_cluster
+    context = ray.data.DataContext.get_current()
+    assert context.op_resource_reservation_enabled
+    api.state.reset()
+    dataset = sheaf.ray.read_list(f"{api.base_url}/anchor?n=2000&per_page=50&latency_ms=40", partitions=2,
+                                  client_options=CLIENT_OPTIONS)
+    assert context.op_resource_reservation_enabled, "the current context is left as it was"
+    assert sum(block.num_rows for block in ray.get(dataset.to_arrow_refs())) == 2000
+    assert api.state.snapshot()["max_in_flight"] > WINDOW // 2, "the two partitions' reads overlapped"
+    assert_read_within_budget(api, pages_at_least=40)
 
 
 def _read_task_processes() -> list:
