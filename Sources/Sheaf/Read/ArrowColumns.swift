@@ -552,32 +552,16 @@ package enum ArrowColumns {
             let end: Int
             do { end = try scanner.skipNumber(at: start) } catch { throw mismatch("not JSON: invalid number at byte \(start)") }
             index = end
-            var integral = true
-            var negative = false
-            var magnitude: UInt64 = 0
-            var overflow = false
-            for position in start..<end {
-                let digit = bytes[position] &- UInt8(ascii: "0")
-                if digit < 10 {
-                    let (times, o1) = magnitude.multipliedReportingOverflow(by: 10)
-                    let (plus, o2) = times.addingReportingOverflow(UInt64(digit))
-                    magnitude = plus
-                    overflow = overflow || o1 || o2
-                } else if bytes[position] == UInt8(ascii: "-") {
-                    negative = true
-                } else {
-                    integral = false
-                    break
-                }
-            }
+            // What the short-integer path above left: a fraction or exponent, 19 digits or more,
+            // or a float64 column. Rare enough to read through a String.
+            let digits = UnsafeBufferPointer(rebasing: bytes[start..<end])
+            let text = String(decoding: digits, as: UTF8.self)
             let fits: Bool
-            if integral && column.kind != .float64 {
-                let limit: UInt64 = negative ? UInt64(Int64.max) + 1 : UInt64(Int64.max)
+            if column.kind != .float64, !digits.contains(where: { $0 == UInt8(ascii: ".") || $0 | 0x20 == UInt8(ascii: "e") }) {
                 // Arrow's reader widens an integer beyond 64 bits to a float: read those its way.
-                guard !overflow, magnitude <= limit else { throw mismatch("an integer beyond 64 bits") }
-                fits = column.appendInteger(negative ? Int64(truncatingIfNeeded: 0 &- magnitude) : Int64(magnitude))
+                guard let value = Int64(text) else { throw mismatch("an integer beyond 64 bits") }
+                fits = column.appendInteger(value)
             } else {
-                let text = String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<end]), as: UTF8.self)
                 guard let value = Double(text), value.isFinite else { throw mismatch("a number beyond a double's range") }
                 fits = column.appendFloat(value)
             }

@@ -163,12 +163,12 @@ class SnapshotBatches:
     def read_one(self, line: Line) -> "pyarrow.RecordBatch":
         """`line`'s rows under the list's schema so far, which they extend (a SchemaError when
         they do not fit it). The library reads them when it can, else pyarrow's reader."""
+        explicit = _definite(self._pa, self._pa.struct(list(self.known)))
         if self.in_library:
-            rows = self._read_in_library(line)
+            rows = self._read_in_library(line, explicit)
             if rows is not None:
                 return self._extend(rows, line)
         wrapped, pages = line.wrapped, line.pages
-        explicit = _definite(self._pa, self._pa.struct(list(self.known)))
         try:
             batch = self._read(wrapped, explicit)
             kept = _strings_kept(self._pa, batch.type, explicit)
@@ -183,15 +183,15 @@ class SnapshotBatches:
                               f"(they are read as {batch.type}): rows need objects", "", pages)
         return self._extend(self._pa.RecordBatch.from_struct_array(batch), line)
 
-    def _read_in_library(self, line: Line) -> Optional["pyarrow.RecordBatch"]:
+    def _read_in_library(self, line: Line, explicit: "pyarrow.StructType") -> Optional["pyarrow.RecordBatch"]:
         """`line`'s rows as the library reads them in one pass (sheaf_arrow_from_json, the GIL
-        released), the types known so far kept: the batch pyarrow's reader gives. None when the
+        released), the types `explicit` gives kept: the batch pyarrow's reader gives. None when the
         library did not read them: a value that reader would read another way or refuse (it
         then reads the line, and words the error), or a type of the caller's schema the library
         does not build."""
         pa = self._pa
         known = _ffi.ArrowSchemaStruct()
-        _definite(pa, pa.struct(list(self.known)))._export_to_c(ctypes.addressof(known))
+        explicit._export_to_c(ctypes.addressof(known))
         schema, array = _ffi.ArrowSchemaStruct(), _ffi.ArrowArrayStruct()
         try:
             result = _ffi.lib.sheaf_arrow_from_json(line.items, len(line.items), ctypes.addressof(known),

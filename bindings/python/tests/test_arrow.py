@@ -320,7 +320,7 @@ def test_the_library_reads_what_pyarrows_reader_reads_or_leaves_it_to_that_reade
     # library reads a batch, it equals pyarrow's (types, field order, values, nulls); where
     # pyarrow refuses, the library never reads (it leaves those bytes to pyarrow, which words
     # the SchemaError). Both ways must be exercised.
-    from sheaf.arrow import Line, SchemaError, SnapshotBatches
+    from sheaf.arrow import Line, SchemaError, SnapshotBatches, _definite
 
     rng = random.Random(20261127)
     read_here = refused = lost = 0
@@ -331,7 +331,7 @@ def test_the_library_reads_what_pyarrows_reader_reads_or_leaves_it_to_that_reade
         for snapshot in range(3):
             items = _items(rng, rng.randrange(1, 12), kinds).encode()
             line = Line(items, (snapshot + 1, snapshot + 1), 0, 1)
-            ours = library._read_in_library(line)
+            ours = library._read_in_library(line, _definite(pa, pa.struct(list(library.known))))
             try:
                 theirs = reader.read_one(line)
             except SchemaError as error:
