@@ -31,6 +31,9 @@ struct Assembler {
 
     private var pending: [Int: Page] = [:]
     private var nextIndex = 0
+    /// Where the order goes on after a page that ends a piece of a split list (`jump`): the
+    /// first page of the next piece, not the page after it.
+    private var jumps: [Int: Int] = [:]
     private var seen = Set<IdentityKey>()
     /// When items are not kept, the identities in the order they were seen, oldest dropped past
     /// `streamingIdentityLimit`: a stream's memory must not grow with the list.
@@ -49,6 +52,9 @@ struct Assembler {
     private(set) var itemCount = 0
     /// Pages in the prefix.
     private(set) var pageCount = 0
+    /// The index of the prefix's last page (-1 before any): `pageCount - 1` but where a split
+    /// list's pieces number their pages apart.
+    private(set) var lastIndex = -1
     /// Whether `maxItems` was reached (the prefix is then exactly that long).
     private(set) var reachedLimit = false
     /// Where `maxItems` cut a page short: the page, and how many of its items were taken or
@@ -89,8 +95,8 @@ struct Assembler {
         var open = false // pages were added since the last delta was closed
         func close() {
             if deltasCarryItems { json.append(UInt8(ascii: "]")) }
-            deltas.append(SnapshotDelta(json: json, items: added, totalItems: itemCount, pages: pageCount, prefixBytes: prefixCount,
-                                        itemEnds: ends, greatestSyncValue: greatestSyncValue))
+            deltas.append(SnapshotDelta(json: json, items: added, totalItems: itemCount, pages: pageCount, lastIndex: lastIndex,
+                                        prefixBytes: prefixCount, itemEnds: ends, greatestSyncValue: greatestSyncValue))
             json = opening
             ends = []
             added = 0
@@ -98,17 +104,19 @@ struct Assembler {
         }
         while let page = pending.removeValue(forKey: nextIndex) {
             if !page.items.isEmpty {
-                if let last = lastPage, last.index == nextIndex - 1, Self.sameItems(page, last.page) {
+                if let last = lastPage, last.index == lastIndex, Self.sameItems(page, last.page) {
                     repeatedPage = nextIndex
                     pending.removeAll()
                     break
                 }
                 lastPage = (nextIndex, page)
             }
-            nextIndex += 1
+            let index = nextIndex
+            nextIndex = jumps.removeValue(forKey: index) ?? index + 1
+            lastIndex = index
             pageCount += 1
             open = true
-            added += append(page, index: nextIndex - 1, to: &json, ends: &ends, first: added == 0)
+            added += append(page, index: index, to: &json, ends: &ends, first: added == 0)
             if reachedLimit || reachedBound {
                 pending.removeAll()
                 break
@@ -130,6 +138,16 @@ struct Assembler {
                 memcmp(bytes.baseAddress! + first.lowerBound, otherBytes.baseAddress! + otherFirst.lowerBound,
                        last.upperBound - first.lowerBound) == 0
             }
+        }
+    }
+
+    /// The page after page `index` is page `next` (a split list's next piece starts there).
+    /// Said before the page after it arrives.
+    mutating func jump(after index: Int, to next: Int) {
+        if lastIndex == index, nextIndex == index + 1 {
+            nextIndex = next // said once the page was in (page one, planned after it was added)
+        } else {
+            jumps[index] = next
         }
     }
 
@@ -265,6 +283,8 @@ public struct SnapshotDelta: Sendable {
     public var totalItems: Int
     /// Pages in the prefix now.
     public var pages: Int
+    /// The index of the prefix's last page (the planner's numbering).
+    var lastIndex: Int = -1
     /// Bytes of the kept prefix once this delta is in it (0 when items are not kept).
     var prefixBytes: Int
     /// Where each item ends in `json` (the next one starts after a comma).

@@ -12,7 +12,8 @@ extension ListDescription {
 
     /// As `json(resolution:plan:)`, with the state a syncing run got to and the list it is of,
     /// printed as "sync_state" (nil: none).
-    package func json(resolution: Detector.Resolution?, plan: String?, sync: (list: String?, state: SyncState)?) -> [UInt8] {
+    package func json(resolution: Detector.Resolution?, plan: String?, sync: (list: String?, state: SyncState)?,
+                      splitPlan: String? = nil) -> [UInt8] {
         let summary = preset.flatMap { name in Preset.all.first { $0.name == name }?.summary }
         var out = "{\"paging\":{\"kind\":\(JSONText.quote(paging.kindName)),\"param\":\(JSONText.quote(paging.parameter))"
         out += ",\"first\":\(paging.first ?? 0),\"size_param\":\(JSONText.quote(paging.size?.parameter))"
@@ -28,6 +29,8 @@ extension ListDescription {
         out += "},\"plan\":\(JSONText.quote(plan)),\"preset\":\(JSONText.quote(preset))"
         if let summary { out += ",\"summary\":\(JSONText.quote(summary))" }
         out += syncJSONMembers()
+        if let split { out += ",\"split\":" + split.json }
+        if let splitPlan { out += ",\"split_plan\":" + JSONText.quote(splitPlan) }
         if let sync { out += ",\"sync_state\":" + sync.state.json(list: sync.list) }
         out += "}"
         return Array(out.utf8)

@@ -166,16 +166,18 @@ extension Signal {
 
 /// The reading of a parsed description (see `ListDescription.describe(json:)`).
 enum DescriptionReading {
-    static let planNames = ["parallel", "speculative", "sequential", "single"]
+    static let planNames = ["parallel", "speculative", "sequential", "single", "split"]
 
     static func read(_ value: JSONValue, onto original: ListDescription) throws(DescriptionRefusal) -> ListDescription {
-        let top = try members(value, at: "", allowed: ["paging", "signals", "preset", "plan", "summary", "until", "since", "sync_state"])
+        let top = try members(value, at: "", allowed: ["paging", "signals", "preset", "plan", "summary", "until", "since", "sync_state",
+                                                               "split", "split_plan"])
         var description = original
         description.paging = .detect
         description.signals = [:]
         description.preset = nil
         description.until = nil
         description.since = nil
+        description.split = nil
         var preset: Preset?
         if let named = top["preset"] {
             switch named {
@@ -212,6 +214,10 @@ enum DescriptionReading {
         }
         if let until = top["until"] { description.until = try readUntil(until) }
         if let since = top["since"] { description.since = try readSince(since) }
+        if let split = top["split"] { description.split = try readSplit(split) }
+        if let plan = top["split_plan"], plan != .null, plan.kindName != "a string" {
+            throw DescriptionRefusal("/split_plan", "is printed, not read: a sentence, null, or left out")
+        }
         if let state = top["sync_state"] { try checkSyncState(state) }
         try checkSyncFields(description)
         try crossCheck(description)

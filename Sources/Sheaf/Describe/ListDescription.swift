@@ -32,6 +32,9 @@ public struct ListDescription: Sendable {
     public var until: SyncBound? = nil
     /// Ask the server only for items since a stored value, and record the greatest delivered.
     public var since: SinceFilter? = nil
+    /// The range filter a cursor list takes on the field its items are ordered by: with it, the
+    /// list is read as pieces of that range walked side by side (see `RangeFilter`).
+    public var split: RangeFilter? = nil
 
     public init(path: String) {
         self.path = path

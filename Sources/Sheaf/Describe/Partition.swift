@@ -337,7 +337,7 @@ extension Partition {
             case .parallel: return nil
             case .speculative:
                 return "no count is known from page one (no total, page count or last link): the pages are read ahead of an end not known"
-            case .sequential:
+            case .sequential, .pieces:
                 return "the pages after page one are walked by next link: they cannot be addressed"
             case .firstPage:
                 return nil // one page, or none: the plan says so

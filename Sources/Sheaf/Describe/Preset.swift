@@ -7,6 +7,8 @@ public struct Preset: Sendable {
     public let paging: Paging
     /// Where each signal is read; a signal absent here is `.none` (items absent: `.detect`).
     public let signals: [Signal: SignalSource]
+    /// The range filter the API's lists take on the field they are ordered by, when it has one.
+    public let split: RangeFilter?
 
     /// Every preset, in the order they are listed.
     public static let all: [Preset] = [
@@ -43,10 +45,19 @@ public struct Preset: Sendable {
                 .pageCount: body("/page/totalPages")]),
         Preset("stripe", "Stripe: {\"data\", \"has_more\"}, the last item's id sent as starting_after",
                .cursor(parameter: "starting_after", size: size("limit")),
-               [.items: body("/data"), .cursor: .lastItem(JSONPointer("/id")!), .hasMore: body("/has_more")]),
+               [.items: body("/data"), .cursor: .lastItem(JSONPointer("/id")!), .hasMore: body("/has_more")],
+               split: RangeFilter(field: JSONPointer("/created")!, lower: .init(parameter: "created[gte]", inclusive: true),
+                                  upper: .init(parameter: "created[lt]", inclusive: false), kind: .integer)),
         Preset("slack", "Slack Web API: response_metadata.next_cursor sent as cursor",
                .cursor(parameter: "cursor", size: size("limit")),
-               [.items: .detect, .cursor: body("/response_metadata/next_cursor")]),
+               [.items: .detect, .cursor: body("/response_metadata/next_cursor")],
+               // conversations.history: newest first; oldest and latest exclude the ts they name.
+               split: RangeFilter(field: JSONPointer("/ts")!, lower: .init(parameter: "oldest", inclusive: false),
+                                  upper: .init(parameter: "latest", inclusive: false), kind: .decimal)),
+        Preset("shopify", "Shopify REST Admin: {\"orders\": [...]}, Link rel=\"next\" with page_info (filters on the first request only), ?limit=L",
+               .next, [.items: .detect, .next: .link("next")],
+               split: RangeFilter(field: JSONPointer("/created_at")!, lower: .init(parameter: "created_at_min", inclusive: true),
+                                  upper: .init(parameter: "created_at_max", inclusive: true), kind: .time)),
         Preset("google", "Google APIs: nextPageToken sent as pageToken",
                .cursor(parameter: "pageToken", size: size("pageSize")),
                [.items: .detect, .cursor: body("/nextPageToken")]),
@@ -85,11 +96,13 @@ public struct Preset: Sendable {
         for signal in Signal.allCases where signal != .identity {
             description.signals[signal] = signals[signal] ?? (signal == .items ? .detect : .none)
         }
+        description.split = split
         description.preset = name
         return description
     }
 
-    private init(_ name: String, _ summary: String, _ paging: Paging, _ signals: [Signal: SignalSource]) {
+    private init(_ name: String, _ summary: String, _ paging: Paging, _ signals: [Signal: SignalSource], split: RangeFilter? = nil) {
+        self.split = split
         self.name = name
         self.summary = summary
         self.paging = paging

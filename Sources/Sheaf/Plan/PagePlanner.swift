@@ -9,6 +9,11 @@ struct PagePlanner {
         case fetch(index: Int, url: String)
         /// Hand page `index`, as it arrived, to the assembler.
         case accept(index: Int)
+        /// Hand these items of page `index` to the assembler (a split list's page, kept to its
+        /// piece's range); `endsPiece`: the piece ends with it, and the page says nothing more.
+        case acceptPart(index: Int, items: Range<Int>, endsPiece: Bool)
+        /// The page after page `index` in the list's order is page `next` (a piece ends).
+        case jump(after: Int, to: Int)
         /// Hand page `index` to the assembler as an empty page: the server answered 404 for it
         /// and for every page after it, so the list really ends before it.
         case acceptEmpty(index: Int)
@@ -43,6 +48,8 @@ struct PagePlanner {
         case speculative
         /// One page at a time, by next link or by page number.
         case sequential
+        /// A cursor list split by its range filter: pieces walked side by side (`RangeSplitter`).
+        case pieces
     }
 
     private(set) var paging: Paging
@@ -97,6 +104,12 @@ struct PagePlanner {
     /// The earliest page the list cannot go past, and why (a failure, or a budget's stop).
     private var cut: (index: Int, ending: Ending)?
     private(set) var isFinished = false
+    /// A cursor list's range filter, and what pieces are built on (see `RangeSplitter`).
+    private let rangeFilter: (filter: RangeFilter, template: String, pieceTarget: Int)?
+    /// The split of a list walked in pieces (`Mode.pieces`).
+    private(set) var split: RangeSplitter?
+    /// Why a list with a range filter is walked as one piece, when page one said so.
+    private(set) var unsplitReason: String?
 
     /// - Parameters:
     ///   - firstURL: the first page's URL, with its page parameters already set.
@@ -105,7 +118,8 @@ struct PagePlanner {
     ///     alone; within the window, the page cap, the page budget and a load-more gate).
     init(firstURL: String, paging: Paging = .next, pagesSignalTheEnd: Bool = true, window: Int, maxPages: Int,
          pageBudget: Int? = nil, pageGate: Int? = nil, origin: Int? = nil, resumedPageSize: Int? = nil,
-         pagesAhead: Int = 1) {
+         pagesAhead: Int = 1, rangeFilter: (filter: RangeFilter, template: String, pieceTarget: Int)? = nil) {
+        self.rangeFilter = rangeFilter
         template = firstURL
         self.pagesAhead = pagesAhead
         self.pageGate = pageGate
@@ -174,6 +188,7 @@ struct PagePlanner {
         guard !isFinished, inFlight.remove(index) != nil else { return [] }
         // A speculative plan reads each page before anything else: it may end the list there.
         if mode == .speculative { return speculativePageArrived(index, page) }
+        if mode == .pieces { return piecePageArrived(index, page) }
         if let cut, index > cut.index { return settleCut() }
         var actions: [Action] = [.accept(index: index)]
         if cut != nil { return actions + settleCut() }
@@ -194,6 +209,10 @@ struct PagePlanner {
     /// Page `index` failed for good (retries are the fetcher's business).
     mutating func pageFailed(_ index: Int, _ error: SheafError) -> [Action] {
         guard !isFinished, inFlight.remove(index) != nil else { return [] }
+        if mode == .pieces, index >= RangeSplitter.probeBase {
+            split!.probeFailed(index, error)
+            return cut == nil ? fillPieces() : settleCut()
+        }
         // A 404 for a page the total promised may mean the list is shorter than it said. Which
         // it is shows once the pages in flight are in (nothing more is requested): 404s only at
         // the tail are the real end (reported as incomplete, every item kept); a 404 before a
@@ -285,7 +304,25 @@ struct PagePlanner {
         if let next = page.next, let number = position(of: next), number == position(forIndex: 1) {
             template = next // page k's URL keeps whatever the server put in its own next link
         }
-        guard step != nil else { return followSequentially(after: 0, page) }
+        guard step != nil else {
+            // A resumed run starts inside the list: its page one's walk may end where the list does not.
+            if let rangeFilter, cut == nil, let resumed = Optional(template != rangeFilter.template),
+               resumed || page.more != false || page.next != nil {
+                let (splitter, reason) = RangeSplitter.start(filter: rangeFilter.filter, template: rangeFilter.template,
+                                                             sizeParameter: paging.size?.parameter, pieceTarget: rangeFilter.pieceTarget,
+                                                             pageOne: page, resumed: resumed)
+                unsplitReason = reason
+                if let splitter {
+                    split = splitter
+                    mode = .pieces
+                    if let next = page.next { fetchedURLs.insert(next.hashValue) }
+                    let next = page.more == false ? nil : page.next
+                    let jump: [Action] = next == nil ? [.jump(after: 0, to: split!.firstIndex(after: 0))] : []
+                    return jump + launchProbes(split!.begin(nextOfPageOne: next)) + fillPieces()
+                }
+            }
+            return followSequentially(after: 0, page)
+        }
         guard let pageCount = pageCount(of: page) else {
             return planSpeculation(after: page, requestedSize: paging.size?.value)
         }
@@ -423,6 +460,8 @@ struct PagePlanner {
                 return actions + followNextLink(next, index: end)
             }
             return actions + finishIfIdle()
+        case .pieces:
+            return fillPieces()
         case .firstPage, .sequential:
             return []
         }
@@ -537,6 +576,68 @@ struct PagePlanner {
         }
         isFinished = true
         return [.finish(.allPages(expectedTotal: expectedTotal, missingPages: missingPages))]
+    }
+
+    // MARK: Pieces (a cursor list split by its range filter)
+
+    /// Pages of the list sent in pieces, page one included: what the page cap and budget count
+    /// (probes are requests, not pages).
+    private var piecePagesSent = 1
+
+    /// The probes `RangeSplitter.begin` sends, as fetches in flight.
+    private mutating func launchProbes(_ actions: [Action]) -> [Action] {
+        for case .fetch(let index, _) in actions { inFlight.insert(index) }
+        return actions
+    }
+
+    private mutating func piecePageArrived(_ index: Int, _ page: Page) -> [Action] {
+        if index >= RangeSplitter.probeBase {
+            split!.probeArrived(index, page)
+            return cut == nil ? fillPieces() : settleCut()
+        }
+        if let cut, index > cut.index { return settleCut() }
+        switch split!.pageArrived(index, page) {
+        case .failure(let error):
+            return fail(index: index, error)
+        case .accept(let items, let endsPiece):
+            var actions: [Action] = []
+            if endsPiece { actions.append(.jump(after: index, to: split!.firstIndex(after: index / RangeSplitter.piecePages))) }
+            actions.append(.acceptPart(index: index, items: items, endsPiece: endsPiece))
+            if cut != nil { return actions + settleCut() }
+            if !endsPiece, let next = page.next {
+                guard fetchedURLs.insert(next.hashValue).inserted else {
+                    return actions + fail(index: index + 1, SheafError(.loop, "the next link of \(page.url) repeats a URL already fetched: \(next)", url: next))
+                }
+            }
+            return actions + fillPieces()
+        }
+    }
+
+    /// Sends the next page of the earliest pieces that have one while the window has room
+    /// (probes aside); finishes once every piece is walked.
+    private mutating func fillPieces() -> [Action] {
+        var actions: [Action] = []
+        let probes = split!.probesOut.count
+        while cut == nil, inFlight.count - probes < window, let (index, url) = split!.nextToSend() {
+            if let pageBudget, piecePagesSent >= pageBudget {
+                return actions + settle(cutting: index, .stopped(index: index, reason: .pageBudget))
+            }
+            guard piecePagesSent < maxPages else {
+                return actions + fail(index: index, SheafError(.pageLimit, "the list has more than the page cap of \(maxPages) pages", url: url))
+            }
+            piecePagesSent += 1
+            split!.sent(index)
+            inFlight.insert(index)
+            actions.append(.fetch(index: index, url: url))
+        }
+        if cut == nil, inFlight.isEmpty, split!.isComplete { return actions + finishIfIdle() }
+        return actions
+    }
+
+    /// Where a split list goes on after page `index` (`page` as it arrived, `kept` its items the
+    /// piece took): see `RangeSplitter.continuation`.
+    func pieceContinuation(after index: Int, _ page: Page, kept: Range<Int>) -> (url: String?, skip: Int) {
+        split?.continuation(after: index, page, kept: kept) ?? (nil, 0)
     }
 
     // MARK: Page URLs

@@ -9,6 +9,9 @@ struct Page: Sendable {
     /// Each item's value of the sync field (same order), when the list syncs (`ListDescription.until`,
     /// `.since`); nil for an item without it.
     var syncValues: [SyncValue?] = []
+    /// Each item's value of the range filter's field (same order), when the list is split
+    /// (`ListDescription.split`); nil for an item without it.
+    var rangeValues: [SyncValue?] = []
     /// The absolute URL of the next page, when the page names one (a next link, a header's page
     /// number or a cursor, made into a URL).
     var next: String? = nil
@@ -33,4 +36,29 @@ struct Page: Sendable {
 /// The identity of an item: its JSON value at the identity pointer, in a canonical byte form.
 struct IdentityKey: Hashable, Sendable {
     let bytes: [UInt8]
+}
+
+extension Page {
+    /// The page with only the items in `range` (a split list's page kept to its piece's range);
+    /// `endsList`: it names no next page and says nothing of more (its piece ends with it).
+    func part(_ range: Range<Int>, endsList: Bool) -> Page {
+        var part = range == items.indices ? self
+            : Page(body: body, items: Array(items[range]), identities: identities.isEmpty ? [] : Array(identities[range]))
+        if range != items.indices {
+            if !syncValues.isEmpty { part.syncValues = Array(syncValues[range]) }
+            if !rangeValues.isEmpty { part.rangeValues = Array(rangeValues[range]) }
+            part.total = total
+            part.pageCount = pageCount
+            part.lastPosition = lastPosition
+            part.headers = headers
+            part.url = url
+            part.next = next
+            part.more = more
+        }
+        if endsList {
+            part.next = nil
+            part.more = false
+        }
+        return part
+    }
 }

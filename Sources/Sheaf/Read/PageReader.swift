@@ -11,6 +11,8 @@ struct PageReader: Sendable {
     let identity: JSONPointer?
     /// The field an incremental sync compares, read from each item.
     let syncField: JSONPointer?
+    /// The field a split list is ordered by, read from each item.
+    let rangeField: JSONPointer?
 
     /// - Parameter description: a description whose `.detect` parts count as absent (the
     ///   detector resolves them before a run reads pages).
@@ -29,6 +31,7 @@ struct PageReader: Sendable {
         isLast = resolved(.isLast)
         if case .item(let pointer) = description.source(of: .identity) { identity = pointer } else { identity = nil }
         syncField = description.syncField
+        rangeField = description.split?.field
     }
 
     /// Whether pages of this list say where the list ends (a next signal or an end flag).
@@ -69,6 +72,9 @@ struct PageReader: Sendable {
             var page = Page(body: body, items: elements, identities: identities(of: elements, scanner))
             if let syncField {
                 page.syncValues = elements.map { element in scanner.locate(syncField, in: element).flatMap { SyncValue(scanner, $0) } }
+            }
+            if let rangeField {
+                page.rangeValues = elements.map { element in scanner.locate(rangeField, in: element).flatMap { SyncValue(scanner, $0) } }
             }
             page.headers = headers
             page.url = url

@@ -112,7 +112,7 @@ public final class ListRun: Sendable {
         /// The page with the highest index accepted so far: where the end of the list is checked.
         var lastPage: (index: Int, page: Page)?
         /// Of each accepted page not yet in the prefix: its URL, and the URL of the page after it.
-        var pageEnds: [Int: (url: String?, next: String?)] = [:]
+        var pageEnds: [Int: (url: String?, next: String?, skip: Int)] = [:]
         /// Where the list goes on after the prefix assembled so far.
         var assembledResume: ResumePoint
         /// Ends the run when the caller's deadline passes.
@@ -233,6 +233,8 @@ public final class ListRun: Sendable {
             }
         }
         fingerprint = ResumeToken.fingerprint(description, firstURL: firstURL, redactor: client.redactor)
+        // A split list's pieces are the list's own URL with their bounds (a resumed run's too).
+        let pieceTemplate = firstURL
         var start = ResumePoint(url: firstURL)
         var origin: Int?
         var resumedPageSize: Int?
@@ -290,7 +292,8 @@ public final class ListRun: Sendable {
                                   pageBudget: pageBudget, pageGate: pageGate, origin: origin,
                                   resumedPageSize: resumedPageSize, pagesAhead: min(plannedPages ?? .max,
                                       Self.pagesAhead(description, window: plannedPages == nil ? min(window, configuration.window) : window,
-                                                      asksAhead: client.asksAhead(of: firstURL))))
+                                                      asksAhead: client.asksAhead(of: firstURL))),
+                                  rangeFilter: description.split.map { ($0, pieceTemplate, Self.pieceTarget(configuration, pageBudget: pageBudget)) })
         let assembler = Assembler(keepsItems: keepsItems, maxItems: description.maxItems,
                                   deduplicates: description.source(of: .identity) != .none, skipsOnFirstPage: start.skip,
                                   deltaPerPage: pageGate != nil, deltasCarryItems: onSnapshot != nil,
@@ -437,6 +440,13 @@ public final class ListRun: Sendable {
         guard let maxItems = description.maxItems else { return ahead }
         guard let size = description.paging.size?.value, size > 0 else { return 1 }
         return min(ahead, maxItems / size + (maxItems % size == 0 ? 0 : 1))
+    }
+
+    /// The pieces a split list is cut into: four per request the window may have in flight
+    /// (a piece that proves long leaves the others to fill the window), and no more than a page
+    /// budget can reach after page one (a budget of 4 pages delivers 3 pieces' worth, not 3 of 256).
+    static func pieceTarget(_ configuration: ClientConfiguration, pageBudget: Int?) -> Int {
+        min(4 * max(configuration.window, configuration.maxWindow), pageBudget.map { max(1, $0 - 1) } ?? .max)
     }
 
     // MARK: Events
@@ -658,6 +668,9 @@ public final class ListRun: Sendable {
             case .parallel(let pages): "the \(pages) pages are addressed and their count is known: \(windowText) in flight"
             case .speculative: "the pages are addressed, their count unknown: \(windowText) in flight ahead of the end"
             case .sequential, .firstPage: "each page names the next (a link or a cursor): one at a time"
+                + (state.planner.unsplitReason.map { " (not split: \($0))" } ?? "")
+            case .pieces: "a cursor list with a range filter: \(state.planner.split?.summary ?? ""), each walked by its cursor, "
+                + "\(windowText) in flight"
             }
             let url = client.redactor.redact(url)
             return LogRecord(level: .info, kind: .plan, message: "\(url): \(why); the list as read: \(client.redactor.redact(json))",
@@ -704,9 +717,12 @@ public final class ListRun: Sendable {
         case .parallel: plan = "parallel"
         case .speculative: plan = "speculative"
         case .sequential: plan = resolution?.description.paging == .single ? "single" : "sequential"
+        case .pieces: plan = "split"
         }
+        let splitPlan = description.split == nil ? nil
+            : state.planner.split?.summary ?? state.planner.unsplitReason.map { "walked as one piece: \($0)" }
         let sync = description.syncState(greatest: snapshot?.delta.greatestSyncValue).map { (list: url, state: $0) }
-        return (resolution?.description ?? description).json(resolution: resolution, plan: plan, sync: sync)
+        return (resolution?.description ?? description).json(resolution: resolution, plan: plan, sync: sync, splitPlan: splitPlan)
     }
 
     /// Asks the planner (through `decide`) and carries out its actions: planning, assembly and
@@ -776,28 +792,24 @@ public final class ListRun: Sendable {
                     }
                     guard state.ending == nil else { continue }
                     if index >= (state.lastPage?.index ?? 0) { state.lastPage = (index, content) }
-                    state.pageEnds[index] = (content.url, action == .acceptEmpty(index: index)
-                                                ? nil : state.planner.continuation(after: index, content))
-                    for delta in state.assembler.add(index, content) {
-                        state.assembledResume = resumePoint(after: delta, &state)
-                        let snapshot = Snapshot(delta: delta, expectedItems: state.planner.expectedTotal,
-                                                expectedPages: state.planner.expectedPages, resumePoint: state.assembledResume)
-                        state.queuedPageTotals.append(delta.pages)
-                        delivery.async { [self] in deliver(snapshot) }
+                    if action == .acceptEmpty(index: index) {
+                        state.pageEnds[index] = (content.url, nil, 0)
+                    } else if state.planner.mode == .pieces {
+                        let (next, skip) = state.planner.pieceContinuation(after: index, content, kept: content.items.indices)
+                        state.pageEnds[index] = (content.url, next, skip)
+                    } else {
+                        state.pageEnds[index] = (content.url, state.planner.continuation(after: index, content), 0)
                     }
-                    if state.assembler.reachedLimit {
-                        toCancel += end(&state, .finished(.itemLimit))
-                    }
-                    if state.assembler.reachedBound {
-                        // Pages in flight past the bound are abandoned, and none is asked for.
-                        toCancel += end(&state, .complete)
-                    }
-                    if let repeated = state.assembler.repeatedPage {
-                        toCancel += end(&state, .failed(SheafError(.repeatedPage,
-                            "page \(repeated + 1) repeats the items of page \(repeated) byte for byte: the server ignores the paging "
-                            + "parameter, or the list is described with the wrong one", url: state.lastPage?.page.url,
-                            hint: "check the paging parameter (--paging), or --paging single")))
-                    }
+                    accept(index, content, &state, &toCancel)
+                case .acceptPart(let index, let items, let endsPiece):
+                    guard state.ending == nil, let page, page.index == index else { continue }
+                    let content = page.page.part(items, endsList: endsPiece)
+                    if index >= (state.lastPage?.index ?? 0) { state.lastPage = (index, content) }
+                    let (next, skip) = state.planner.pieceContinuation(after: index, page.page, kept: items)
+                    state.pageEnds[index] = (page.page.url, next, skip)
+                    accept(index, content, &state, &toCancel)
+                case .jump(let index, let next):
+                    state.assembler.jump(after: index, to: next)
                 case .cancel(let indices):
                     toCancel += indices.compactMap { state.fetches.removeValue(forKey: $0)?.fetch.abandon() }
                 case .discard(let index):
@@ -812,6 +824,31 @@ public final class ListRun: Sendable {
         toCancel.forEach { $0.cancel() }
     }
 
+    /// Hands page `index` (as the plan accepted it) to the assembler, queues the snapshots it
+    /// makes, and ends the run where the page reached a limit, a bound or a repeat.
+    private func accept(_ index: Int, _ content: Page, _ state: inout State, _ toCancel: inout [any TransportTask]) {
+        for delta in state.assembler.add(index, content) {
+            state.assembledResume = resumePoint(after: delta, &state)
+            let snapshot = Snapshot(delta: delta, expectedItems: state.planner.expectedTotal,
+                                    expectedPages: state.planner.expectedPages, resumePoint: state.assembledResume)
+            state.queuedPageTotals.append(delta.pages)
+            delivery.async { [self] in deliver(snapshot) }
+        }
+        if state.assembler.reachedLimit {
+            toCancel += end(&state, .finished(.itemLimit))
+        }
+        if state.assembler.reachedBound {
+            // Pages in flight past the bound are abandoned, and none is asked for.
+            toCancel += end(&state, .complete)
+        }
+        if let repeated = state.assembler.repeatedPage {
+            toCancel += end(&state, .failed(SheafError(.repeatedPage,
+                "page \(repeated + 1) repeats the items of page \(repeated) byte for byte: the server ignores the paging "
+                + "parameter, or the list is described with the wrong one", url: state.lastPage?.page.url,
+                hint: "check the paging parameter (--paging), or --paging single")))
+        }
+    }
+
     /// For a list that syncs (a bound or a since filter), a page in flight per page delivered (at
     /// least one): a sync run mostly fetches a page or two of what is new, and a full window sent
     /// at once would mostly ask for pages past its bound, or past the end of a filtered list whose
@@ -823,10 +860,10 @@ public final class ListRun: Sendable {
     /// Where the list goes on after the prefix that now ends with `delta`: after its last page,
     /// or inside it where the item limit cut it.
     private func resumePoint(after delta: SnapshotDelta, _ state: inout State) -> ResumePoint {
-        let last = delta.pages - 1
+        let last = delta.lastIndex
         let ends = state.pageEnds[last]
         state.pageEnds = state.pageEnds.filter { $0.key > last }
-        var point = ResumePoint(url: ends?.next, itemsBefore: state.assembledResume.itemsBefore + delta.items)
+        var point = ResumePoint(url: ends?.next, skip: ends?.skip ?? 0, itemsBefore: state.assembledResume.itemsBefore + delta.items)
         if let cut = state.assembler.cut, cut.index == last, let url = ends?.url {
             point.url = url
             point.skip = cut.consumed

@@ -97,6 +97,8 @@ private func generated(_ random: inout SplitMix64) -> JSONValue {
     if pick([true, false, false, false]) {
         let preset = pick(Preset.all)
         members += [("preset", .string(preset.name)), ("summary", .string(preset.summary))]
+        // A preset's range filter is the description's unless it says otherwise.
+        if let split = preset.split { members.append(("split", try! JSONValue(parsing: Array(split.json.utf8)))) }
     } else {
         members.append(("preset", .null))
     }
