@@ -50,6 +50,8 @@ Endpoints:
                                   drf-limit, drf-cursor, jsonapi, odata, hal, stripe, slack,
                                   google, zendesk, fastapi-page, fastapi-limit-offset,
                                   content-range, jira, elastic (conventions.py documents each)
+  GET /range/<name>               cursor lists with a range filter: stripe, slack, shopify, with
+                                  bursts, inserts during a run and a filter ignored (ranges.py)
   ANY /req/...                    single requests: echo, flaky, redirect, error shapes
                                   (requests_api.py documents each)
   GET /orgs/<org>/repos, /repos/<org>/<repo>/issues
@@ -235,6 +237,18 @@ class Query:
     def flag(self, name: str) -> bool:
         v = self.values.get(name)
         return bool(v) and v[0] not in ("", "0", "false", "no")
+
+    def names(self) -> list:
+        """The parameters' names, in order, each once."""
+        return list(self.values)
+
+    def raw_value(self, name: str) -> str:
+        """The first value of `name` as the query writes it (escapes kept)."""
+        for seg in self.raw.split("&"):
+            key, _, value = seg.partition("=")
+            if unquote_plus(key) == name:
+                return value
+        return ""
 
     def with_param(self, name: str, value) -> str:
         """The raw query with `name` set to `value`: replaced in place (first occurrence, later
@@ -489,6 +503,7 @@ class Handler(BaseHTTPRequestHandler):
         elif path == "/_reset":
             self.server.state.reset()
             requests_api.reset()
+            ranges.reset()
             self.send_json(200, {"ok": True})
         else:
             self.send_json(404, {"error": "not found"})
@@ -513,7 +528,8 @@ class Handler(BaseHTTPRequestHandler):
             if not admitted:
                 self.send_json(429, {"error": "too many requests"}, headers=[("Retry-After", str(reset))])
                 return False
-        limit = q.integer("limit", None, 1, 10000)
+        # /range/ lists take limit as their page size (Stripe's, Slack's, Shopify's name for it).
+        limit = None if self.path.startswith("/range/") else q.integer("limit", None, 1, 10000)
         if limit is not None and not state.enter_limit(limit):
             wait = q.integer("limit_retry_after", None, 0, 3600)
             self.send_json(429, {"error": "too many requests"},
@@ -659,9 +675,11 @@ ROUTES = {
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import conventions  # noqa: E402
 import org_api  # noqa: E402
+import ranges  # noqa: E402
 import requests_api  # noqa: E402
 
 conventions.register(ROUTES)
+ranges.register(ROUTES)
 
 
 # ---- server ------------------------------------------------------------------------------------

@@ -110,6 +110,11 @@ public struct RangeValue: Sendable, Hashable, Comparable {
         case decimal
         /// An RFC 3339 time, sent in UTC with microseconds where it has them.
         case time
+
+        /// The units a query parameter can be sent (a time's years 0001 to 9999); nil: any.
+        var writable: ClosedRange<Int>? {
+            self == .time ? RangeValue.firstTime...(RangeValue.endOfTime - 1) : nil
+        }
     }
 
     public let units: Int
@@ -241,10 +246,12 @@ public struct RangeValue: Sendable, Hashable, Comparable {
     }
 
     /// `micros` since 1970 as RFC 3339 in UTC; nil outside years 0001 to 9999.
+    /// 0001-01-01 and 10000-01-01, in microseconds since 1970.
+    static let firstTime = -62_135_596_800 * 1_000_000
+    static let endOfTime = 253_402_300_800 * 1_000_000
+
     private static func formatTime(_ micros: Int) -> String? {
-        let limit = 253_402_300_800 * 1_000_000 // 10000-01-01
-        let first = -62_135_596_800 * 1_000_000 // 0001-01-01
-        guard micros >= first, micros < limit else { return nil }
+        guard micros >= firstTime, micros < endOfTime else { return nil }
         var seconds = micros / 1_000_000
         var fraction = micros % 1_000_000
         if fraction < 0 {

@@ -63,6 +63,8 @@ struct RangeSplitter {
     let farKey: Int?
     /// Page one's last key: piece 0 keeps what is at or above it.
     let x: Int
+    /// The keys page one spans (at least 1): a page's worth of the range, where it is as dense.
+    let pageSpan: Int
     private(set) var pieces: [Piece]
     private(set) var phase: Phase
     /// The bands' lower ends (`bandBottoms[i]` for band `i + 1`; band `i + 1` is below band `i`),
@@ -135,12 +137,15 @@ struct RangeSplitter {
         // The bands: [x - s, x), [x - 4s, x - s), ... where s is what page one spans, down to
         // the caller's bound; the last open below when there is none.
         let span = max(1, top.subtractingReportingOverflow(x).overflow ? 1 : top - x)
+        pageSpan = span
         var upper = x
         var depth = span
         var reachedFarEnd = farKey.map { $0 >= x } ?? false
+        // The deepest key a parameter can say (a time's year 0001 or 9999): below it, open.
+        let floor = kind.writable.map { filter.order == .newestFirst ? $0.lowerBound : -$0.upperBound }
         for _ in 0..<Self.bands where !reachedFarEnd {
             let (below, overflow) = x.subtractingReportingOverflow(depth)
-            if overflow { break }
+            if overflow || floor.map({ below <= $0 }) == true { break }
             var bottom = below
             if let farKey, bottom <= farKey {
                 bottom = farKey
@@ -242,7 +247,10 @@ struct RangeSplitter {
         let bottom = bandBottoms[deepest]
         let base = bottom ?? (deepest > 0 ? bandBottoms[deepest - 1]! : x)
         let width = x - base // > 0: every band is below x and non-empty
-        let count = max(0, min(pieceTarget - (bottom == nil ? 1 : 0), width))
+        // Pieces of two pages or so where the range is as dense as page one (a piece's last page
+        // is short: smaller pieces cost requests), within the target.
+        let pages = width / pageSpan + 1
+        let count = max(0, min(pieceTarget - (bottom == nil ? 1 : 0), width, max(1, pages / 2)))
         var upper = x
         if count > 0 {
             let step = width / count

@@ -163,8 +163,11 @@ final class RangeSplitTests: XCTestCase {
         let transport = ScriptedTransport()
         let failing = Shared(false)
         transport.on(charges) { request, _ in
-            // The first request for a piece below the middle fails for good.
-            if request.url.contains("created%5Blt%5D=17000050") || request.url.contains("created[lt]=17000050") {
+            // Every page of a piece below the middle of the range fails for good (probes are of
+            // one item, and answer).
+            let query = URLComponents(string: request.url)?.queryItems ?? []
+            if let upper = query.first(where: { $0.name == "created[lt]" })?.value.flatMap({ Int($0) }), upper < 1_700_005_000,
+               query.contains(where: { $0.name == "limit" && $0.value == "100" }) {
                 failing.update { $0 = true }
                 return .status(404, body: #"{"error":{"message":"gone"}}"#)
             }

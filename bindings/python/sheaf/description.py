@@ -22,6 +22,13 @@ item without the field does not stop it). ``since=("since", "/updated_at", value
 ``?since=value`` on the first request (not while `value` is None) and records the field. Either
 way the run's ``sync_state`` is the value to give the next run.
 
+Splitting a cursor list: ``split="/created:created[gte],created[lt]"`` (FIELD:LOWER,UPPER, and
+``:oldest_first`` for a list served oldest first) names the field the list is ordered by and the
+query parameters of its range filter (an end is in the range when its name says so: ``[gte]``,
+``[lte]``, ``_min``, ``_max``); the list is then read as pieces of that range side by side, each
+item once, in the list's order. The ``stripe``, ``slack`` and ``shopify`` presets carry theirs;
+``split="none"`` walks such a list one page at a time.
+
 Each of these is a spelling of the library's description JSON (``sheaf_list_set_description``;
 the schema is ``include/sheaf/description.schema.json``): ``to_json()`` writes it, ``json=`` takes
 one as it is (what ``from_json``, ``presets()`` and ``sheaf get --explain --format json`` give)
@@ -86,6 +93,8 @@ class Description:
     until: Optional[Tuple[str, Any]] = None
     #: A server-side filter: (query parameter, pointer) or (query parameter, pointer, value).
     since: Optional[Tuple[Any, ...]] = None
+    #: A cursor list's range filter, ``"FIELD:LOWER,UPPER[:ORDER]"``, read in pieces; "none": not split.
+    split: Optional[str] = None
 
     def merged(self, parts: Mapping[str, Any]) -> "Description":
         """This description with `parts` (keyword arguments of the same names) replacing fields."""
@@ -146,6 +155,8 @@ class Description:
             document["until"] = _until(self.until)
         if self.since is not None:
             document["since"] = _since(self.since)
+        if self.split is not None:
+            document["split"] = _split(self.split)
         return _json.dumps(document)
 
     @classmethod
@@ -170,6 +181,8 @@ class Description:
         if data.get("since"):
             since = data["since"]
             parts["since"] = (since["param"], since["pointer"], since.get("value"))
+        if data.get("split"):
+            parts["split"] = _split_spelling(data["split"])
         for name, _ in SIGNALS + (("identity", 0),):
             value = data["signals"].get(name)
             spelled = "none" if value is None else _spelling(value)
@@ -195,6 +208,8 @@ class Description:
             out += ["--until", f"{self.until[0]}={_json.dumps(self.until[1])}"]
         if self.since is not None and len(self.since) >= 2:
             out += ["--since-param", str(self.since[0]), "--since-field", str(self.since[1])]
+        if self.split is not None:
+            out += ["--split", self.split]
         return out
 
     def command_line(self, url: str) -> str:
@@ -230,6 +245,43 @@ def _since(value: Any) -> Dict[str, Any]:
                          f"since must be (param, pointer) or (param, pointer, value), as (\"since\", \"/updated_at\", None); not {value!r}")
     stored = value[2] if len(value) == 3 else None
     return {"param": value[0], "pointer": value[1], "value": None if stored is None else _sync_value(stored, "since's value")}
+
+
+#: Endings of a range parameter's name that say its value is in the range (as the library reads them).
+_INCLUSIVE_ENDINGS = ("[gte]", "[lte]", "_gte", "_lte", "_min", "_max", "since")
+
+
+def _split(value: Any) -> Optional[Dict[str, Any]]:
+    """``split="FIELD:LOWER,UPPER[:ORDER]"`` as the library's {"field", "lower", "upper", "order"};
+    "none" as null (a preset's split left out)."""
+    if not isinstance(value, str):
+        raise UsageError(Result.INVALID_ARGUMENT, f"split must be a str, not {type(value).__name__}")
+    if value == "none":
+        return None
+    field, _, rest = value.partition(":")
+    bounds, _, order = rest.partition(":")
+    lower, comma, upper = bounds.partition(",")
+    if not field.startswith("/") or not comma or not lower or not upper or "," in upper:
+        raise UsageError(Result.INVALID_ARGUMENT,
+                         "a split is FIELD:LOWER,UPPER[:ORDER] (a JSON pointer into each item, the query parameters of "
+                         "the range's ends, newest_first or oldest_first), as /created:created[gte],created[lt]; "
+                         f"or none; not {value!r}")
+    document: Dict[str, Any] = {"field": field, "lower": lower, "upper": upper}
+    if order:
+        document["order"] = order
+    return document
+
+
+def _split_spelling(split: Mapping[str, Any]) -> Optional[str]:
+    """The spelling of the library's "split" member, when the spelling says all of it (the ends'
+    inclusiveness as their names say it, no kind pinned); else None (the JSON keeps it)."""
+    ends = [split.get("lower", {}), split.get("upper", {})]
+    if split.get("kind") or not all(isinstance(end, dict) and isinstance(end.get("param"), str) for end in ends):
+        return None
+    if any(end["param"].endswith(_INCLUSIVE_ENDINGS) != bool(end.get("inclusive")) for end in ends):
+        return None
+    order = split.get("order", "newest_first")
+    return f"{split['field']}:{ends[0]['param']},{ends[1]['param']}" + ("" if order == "newest_first" else f":{order}")
 
 
 def _sync_value(value: Any, what: str) -> Any:

@@ -8,7 +8,9 @@ AsyncClient's fetch_all and stream. (Tests/c/conformance.c holds the C modes to 
   with the object still held: nothing reaches the server afterwards;
 - each budget ends without an error, with its stop reason, and its token completes the list;
 - a failure mid-list raises with the items before it, and its token completes the list;
-- a cancel racing the list's end may win, but a list that ends without an error is whole.
+- a cancel racing the list's end may win, but a list that ends without an error is whole;
+- a cursor list split by its range filter (Tests/server/ranges.py, the stripe preset) arrives
+  whole, in the list's order, once, and a page budget's token goes on exactly.
 """
 
 from __future__ import annotations
@@ -43,7 +45,7 @@ class Run:
 
 def _fetch_all(client: sheaf.Client, path: str, run: Run, stop_at_first: bool, **options: Any) -> None:
     run.started.set()
-    items = client.fetch_all(path, **ANCHOR, **options)
+    items = client.fetch_all(path, **{**ANCHOR, **options})
     run.items, run.stop_reason, run.token = list(items), items.stop_reason, items.resume_token
 
 
@@ -66,14 +68,15 @@ def _own_transport(client: sheaf.Client, path: str, run: Run, stop_at_first: boo
 
 def _fetch_partition(client: sheaf.Client, path: str, run: Run, stop_at_first: bool, **options: Any) -> None:
     """The list planned as one partition (the whole of it), then that partition fetched."""
-    (partition,) = client.partitions(path, 1, **ANCHOR)
+    described = {name: options.pop(name) for name in ("preset", "split") if name in options}
+    (partition,) = client.partitions(path, 1, **{**ANCHOR, **described})
     run.started.set()
     items = client.fetch_partition(partition, **options)
     run.items, run.stop_reason, run.token = list(items), items.stop_reason, items.resume_token
 
 
 def _stream(client: sheaf.Client, path: str, run: Run, stop_at_first: bool, **options: Any) -> None:
-    stream = run.held = run.stoppable = client.stream(path, **ANCHOR, **options)
+    stream = run.held = run.stoppable = client.stream(path, **{**ANCHOR, **options})
     run.started.set()
     for snapshot in stream:
         run.items += snapshot.items
@@ -88,14 +91,14 @@ def _fetch_to(client: sheaf.Client, path: str, run: Run, stop_at_first: bool, tm
     run.started.set()
     try:
         with open(target, "wb") as out:
-            written = client.fetch_to(path, out, format="jsonl", **ANCHOR, **options)
+            written = client.fetch_to(path, out, format="jsonl", **{**ANCHOR, **options})
         run.stop_reason, run.token = written.stop_reason, written.resume_token
     finally:
         run.items = [json.loads(line) for line in target.read_bytes().splitlines()]
 
 
 def _pager(client: sheaf.Client, path: str, run: Run, stop_at_first: bool, **options: Any) -> None:
-    pager = run.held = run.stoppable = client.pager(path, look_ahead=1, **ANCHOR, **options)
+    pager = run.held = run.stoppable = client.pager(path, look_ahead=1, **{**ANCHOR, **options})
     run.started.set()
     try:
         for page in pager:
@@ -119,13 +122,13 @@ def _table_outcome(table: Any) -> Tuple[Optional[sheaf.StopReason], Optional[str
 
 def _fetch_arrow(client: sheaf.Client, path: str, run: Run, stop_at_first: bool, **options: Any) -> None:
     run.started.set()
-    table = client.fetch_arrow(path, **ANCHOR, **options)
+    table = client.fetch_arrow(path, **{**ANCHOR, **options})
     run.items = table.to_pylist()
     run.stop_reason, run.token = _table_outcome(table)
 
 
 def _stream_batches(client: sheaf.Client, path: str, run: Run, stop_at_first: bool, **options: Any) -> None:
-    stream = run.held = run.stoppable = client.stream_batches(path, **ANCHOR, **options)
+    stream = run.held = run.stoppable = client.stream_batches(path, **{**ANCHOR, **options})
     run.started.set()
     for batch in stream:
         run.items += batch.to_pylist()
@@ -139,7 +142,7 @@ def _aio_fetch_all(client: sheaf.Client, path: str, run: Run, stop_at_first: boo
     async def main() -> None:
         async with sheaf.AsyncClient(client.base_url, max_attempts=attempts, **_ASYNC_OPTIONS) as aclient:
             run.started.set()
-            items = await aclient.fetch_all(path, **ANCHOR, **options)
+            items = await aclient.fetch_all(path, **{**ANCHOR, **options})
             run.items, run.stop_reason, run.token = list(items), items.stop_reason, items.resume_token
     asyncio.run(main())
 
@@ -148,7 +151,7 @@ def _aio_stream(client: sheaf.Client, path: str, run: Run, stop_at_first: bool, 
                 **options: Any) -> None:
     async def main() -> None:
         async with sheaf.AsyncClient(client.base_url, max_attempts=attempts, **_ASYNC_OPTIONS) as aclient:
-            stream = run.held = aclient.stream(path, **ANCHOR, **options)
+            stream = run.held = aclient.stream(path, **{**ANCHOR, **options})
             run.started.set()
             try:
                 async for snapshot in stream:
@@ -179,14 +182,14 @@ def _one_of_many(options: Dict[str, Any]) -> Dict[str, Any]:
 def _fetch_many(client: sheaf.Client, path: str, run: Run, stop_at_first: bool, **options: Any) -> None:
     """The list as the one list of a group (Client.fetch_many)."""
     run.started.set()
-    (outcome,) = client.fetch_many([path], **ANCHOR, check=False, **_one_of_many(options))
+    (outcome,) = client.fetch_many([path], **{**ANCHOR, **_one_of_many(options)}, check=False)
     run.items = list(outcome.items)
     _group_outcome(run, outcome)
 
 
 def _stream_many(client: sheaf.Client, path: str, run: Run, stop_at_first: bool, **options: Any) -> None:
     """The list as the one list of a group streamed (Client.stream_many)."""
-    stream = run.held = run.stoppable = client.stream_many([path], **ANCHOR, check=False, **_one_of_many(options))
+    stream = run.held = run.stoppable = client.stream_many([path], **{**ANCHOR, **_one_of_many(options)}, check=False)
     run.started.set()
     for delta in stream:
         run.items += delta.items
@@ -324,3 +327,36 @@ def _into(run: Run, mode: str, client: sheaf.Client, path: str) -> None:
         MODES[mode](client, path, run, False)
     except sheaf.Error as error:
         run.error = error
+
+
+SPLIT = "/range/stripe?n=1500&limit=100&burst=150:2&latency_ms=2"
+
+
+def _served_in_order(client: sheaf.Client, path: str) -> List[str]:
+    return [item["id"] for item in client.fetch_all(path, preset="stripe", split="none")]
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_cursor_list_split_by_its_range_filter_arrives_whole_in_order_once(mode, client, tmp_path):
+    expected = _served_in_order(client, SPLIT)
+    run = run_mode(mode, client, SPLIT, tmp_path, preset="stripe")
+    assert run.error is None, mode
+    assert [item["id"] for item in run.items] == expected, mode
+    assert run.stop_reason == sheaf.StopReason.COMPLETE and run.token is None
+    assert sheaf._live_runs() == 0
+
+
+@pytest.mark.parametrize("mode", [mode for mode in MODES if mode != "fetch_partition"])
+def test_a_split_lists_page_budget_stops_it_and_its_token_goes_on_exactly(mode, client, tmp_path):
+    expected = _served_in_order(client, SPLIT)
+    got: List[str] = []
+    token = None
+    for _ in range(40):
+        run = run_mode(mode, client, SPLIT, tmp_path, preset="stripe", max_pages=4, resume=token)
+        assert run.error is None, mode
+        got += [item["id"] for item in run.items]
+        token = run.token
+        if run.stop_reason == sheaf.StopReason.COMPLETE:
+            break
+        assert run.stop_reason == sheaf.StopReason.PAGE_BUDGET and token, mode
+    assert got == expected, mode

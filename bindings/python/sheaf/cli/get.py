@@ -36,7 +36,7 @@ def _list_options(parser: argparse.ArgumentParser, args: argparse.Namespace) -> 
     options = {"json": described, "preset": args.preset, "paging": paging, "first": args.first, "size_param": args.size_param,
                "page_size": args.page_size, "items": args.items, "next": args.next, "cursor": args.cursor,
                "total": args.total, "page_count": args.page_count, "has_more": args.has_more,
-               "is_last": args.is_last, "id": args.id}
+               "is_last": args.is_last, "id": args.id, "split": args.split}
     # Without --description the flags alone must make sense; with it, the library judges the whole.
     if args.first is not None and paging is None and args.preset is None and described is None:
         parser.error("--first needs --paging (or --page-param, or a preset)")

@@ -184,7 +184,7 @@ def run(parser: argparse.ArgumentParser, args: argparse.Namespace, urls: List[st
 
 #: The description flags (_list_options' keys) that describe how lists paginate.
 _DESCRIPTION_PARTS = ("json", "preset", "paging", "first", "size_param", "page_size", "items", "next", "cursor",
-                      "total", "page_count", "has_more", "is_last", "id")
+                      "total", "page_count", "has_more", "is_last", "id", "split")
 
 
 def _write_group(stream, writer: FieldWriter, tag_name: Optional[str]) -> List[Tuple[Any, Tuple[str, ...]]]:

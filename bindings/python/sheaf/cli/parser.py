@@ -364,6 +364,11 @@ def build_parser() -> argparse.ArgumentParser:
         shape.add_argument(flag, metavar="SRC", help=what + ": /POINTER, header:NAME, link:REL, last-item:/POINTER or none")
     shape.add_argument("--id", metavar="PTR",
                        help="JSON pointer to each item's identity; repeats are dropped")
+    shape.add_argument("--split", metavar="FIELD:LOWER,UPPER[:ORDER]",
+                       help="a cursor list's range filter: the field it is ordered by and the query parameters "
+                            "of the range's ends (/created:created[gte],created[lt]; :oldest_first for a list "
+                            "served oldest first): read as pieces of the range side by side, each item once; "
+                            "none: one page at a time (the stripe, slack and shopify presets carry theirs)")
 
     limits = get.add_argument_group("fetching")
     limits.add_argument("--concurrency", metavar="N", type=_positive,
