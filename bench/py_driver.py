@@ -471,6 +471,88 @@ def run_sheaf_cli(args) -> dict:
     return {"seconds": whole - startup, "cli_seconds": whole, "startup_seconds": startup, "peak_rss_kb": 0}
 
 
+def _identity(item: dict):
+    return item.get("id", item.get("ts"))
+
+
+def _served_ids(args) -> list:
+    """The ids of the split list as the server serves it, walked one page at a time by Sheaf with
+    no latency, inserts or capacity (untimed): what a split run must deliver, in that order."""
+    import re
+
+    import sheaf
+
+    path = re.sub(r"&(latency_ms|insert_rate|capacity)=[^&]*", "", args.path)
+    with sheaf.Client(args.base) as client:
+        return [_identity(item) for item in client.fetch_all(path, preset=args.preset, split="none")]
+
+
+def check_split(ids: list, served: list) -> dict:
+    """Every item the server had at the start once, in its order; added items at most once."""
+    if len(set(ids)) != len(ids):
+        wrong(f"{len(ids) - len(set(ids))} items came twice")
+    there = set(served)
+    kept = [i for i in ids if i in there]
+    if kept != served:
+        missing = len(there - set(kept))
+        wrong(f"{missing} items missing" if missing else "the items are out of the list's order")
+    return {"twice": 0, "missing": 0, "added_read": len(ids) - len(kept)}
+
+
+def run_sheaf_split(args) -> dict:
+    """A cursor list split by its range filter (--preset's), Python fetch_all."""
+    served = _served_ids(args)
+    client, _ = make_client(args)
+    start, cpu = time.perf_counter(), cpu_now()
+    items = client.fetch_all(args.path, preset=args.preset)
+    seconds, cpu_seconds = time.perf_counter() - start, cpu_now() - cpu
+    client.close()
+    out = {"seconds": seconds, "cpu_seconds": cpu_seconds, "peak_rss_kb": peak_rss_kb()}
+    out.update(check_split([_identity(item) for item in items], served))
+    return out
+
+
+def run_aiohttp_split(args) -> dict:
+    """The peer: an aiohttp range splitter as a good engineer writes one (Airbyte's
+    DatetimeBasedCursor.step): the created range, known to it, cut into a fixed number of equal
+    steps, each walked by starting_after, at most --window requests at once, joined in order."""
+    import asyncio
+
+    import aiohttp
+
+    served = _served_ids(args)
+    low, high = args.range_low, args.range_high + 1
+    steps = args.steps
+    bounds = [high - (high - low) * k // steps for k in range(steps + 1)]
+
+    async def main():
+        limit = asyncio.Semaphore(args.window)
+        connector = aiohttp.TCPConnector(limit=args.window)
+        async with aiohttp.ClientSession(connector=connector) as session:
+            async def walk(top, bottom):
+                ids, after = [], None
+                while True:
+                    url = f"{args.base}{args.path}&created%5Bgte%5D={bottom}&created%5Blt%5D={top}"
+                    if after:
+                        url += f"&starting_after={after}"
+                    async with limit:
+                        async with session.get(url) as answer:
+                            page = await answer.json()
+                    ids += [item["id"] for item in page["data"]]
+                    if not page["has_more"]:
+                        return ids
+                    after = page["data"][-1]["id"]
+            parts = await asyncio.gather(*(walk(bounds[k], bounds[k + 1]) for k in range(steps)))
+        return [i for part in parts for i in part]
+
+    start, cpu = time.perf_counter(), cpu_now()
+    ids = asyncio.run(main())
+    seconds, cpu_seconds = time.perf_counter() - start, cpu_now() - cpu
+    out = {"seconds": seconds, "cpu_seconds": cpu_seconds, "peak_rss_kb": peak_rss_kb()}
+    out.update(check_split(ids, served))
+    return out
+
+
 MODES = {
     "requests-serial": run_requests_serial,
     "sheaf-cli": run_sheaf_cli,
@@ -483,6 +565,8 @@ MODES = {
     "sheaf-fetch-404": run_sheaf_fetch_404,
     "curl-parallel": run_curl_parallel,
     "decode-floor": run_decode_floor,
+    "sheaf-split": run_sheaf_split,
+    "aiohttp-split": run_aiohttp_split,
 }
 
 
@@ -501,9 +585,14 @@ def main(argv=None) -> int:
     p.add_argument("--transport", choices=("curl", "python"), default="curl")
     p.add_argument("--max-pages", type=int, default=100000)
     p.add_argument("--fail-page", type=int, default=0, help="sheaf-fetch-404: the page that answers 404")
+    p.add_argument("--range-low", type=int, default=0, help="aiohttp-split: the created range's first second")
+    p.add_argument("--range-high", type=int, default=0, help="aiohttp-split: the created range's last second")
+    p.add_argument("--steps", type=int, default=64, help="aiohttp-split: the steps the range is cut into")
+    p.add_argument("--preset", default="stripe", help="sheaf-split: the preset of the list (stripe, slack, shopify)")
     args = p.parse_args(argv)
     result = MODES[args.mode](args)
-    result.update(mode=args.mode, ok=True, items=args.expect, window=args.window,
+    result.setdefault("items", args.expect)
+    result.update(mode=args.mode, ok=True, window=args.window,
                   transport=args.transport if args.mode.startswith("sheaf") else None)
     if "sheaf" in sys.modules:
         result["library"] = sys.modules["sheaf"].library_path

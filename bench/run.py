@@ -52,7 +52,11 @@ RUN_TIMEOUT_S = 300            # one measured run
 SLOW_RUNS = 3                  # runs of a 10 s scenario (serial walks) at most
 
 ALL_IDS = ["P1", "P1A", "P1D", "P2", "P3", "P4", "P4C", "P5", "P5U", "P6", "P7", "P10", "P11", "P12", "P13", "F1",
-           "M1", "M2", "M3"]
+           "M1", "M2", "M3", "R1", "R2", "R3"]
+# R1-R3: cursor lists split by their range filter (issue 43), on Tests/server/ranges.py
+R_PAGES, R_PER_PAGE, R_L_MS, R_CAPACITY = 1000, 100, 100, 64
+R_SPAN = R_PAGES * R_PER_PAGE * 10      # ten seconds an item, on average
+R3_PAGES = 200
 P13_PAGES, P13_FAILING = 20, 10        # P13: a 20-page list whose page 10 answers 404
 P10_MAX_CONNECTIONS = 6                # P10: a server taking this many connections per client
 P10_ONE_WAY_MS = 20                    # P10: the delay each way of the round-trip rows
@@ -1509,6 +1513,58 @@ class Scenarios:
                         met="NO")]
         return [Row(id_, scenario, sheaf=sheaf, floor=against, ratio=ratio, target=target, met=met,
                     runs=str(self.runs)) for id_, scenario, sheaf, against, ratio, target, met in json.loads(done.stdout)]
+
+    # -- R1-R3: cursor lists split by their range filter --
+    def split_row(self, id_: str, label: str, m: Measured, floor: float, limit: float) -> Row:
+        target = f"<= {limit:.2f}x floor; 0 twice, 0 missing"
+        if m.error or not m.runs:
+            return failed_row(id_, label, m, target)
+        ratio = m.median() / floor
+        return fill_counts(Row(id_, label, sheaf=secs(m.median()), floor=secs(floor), ratio=f"{ratio:.2f}x",
+                               target=target, met=yes(ratio <= limit)), m)
+
+    def split_rows(self, id_: str, query: str, label: str, limit: float = 1.3) -> List[Row]:
+        b = self.b
+        pages = R_PAGES if not self.quick else 200
+        path = (f"/range/stripe?n={pages * R_PER_PAGE}&span={R_SPAN // R_PAGES * pages}&limit={R_PER_PAGE}"
+                f"&latency_ms={R_L_MS}&capacity={R_CAPACITY}{query}")
+        lst = ListDef(path, pages, R_PER_PAGE, addressing="detect", total=False)
+        specs = [b.py_spec(f"sheaf {id_}", "sheaf-split", lst, self.slow_runs, extra=["--adaptive", "1"])]
+        python = b.async_python()
+        if python is not None:
+            high = 1_700_000_000
+            specs.append(b.py_spec(f"aiohttp {id_}", "aiohttp-split", lst, self.slow_runs, window=R_CAPACITY, python=python,
+                                   extra=["--range-low", str(high - R_SPAN // R_PAGES * pages), "--range-high", str(high),
+                                          "--steps", str(R_CAPACITY)]))
+        b.measure(*specs)
+        floor = math.ceil(pages / R_CAPACITY) * R_L_MS / 1000.0
+        rows = [self.split_row(id_, f"{label}, {pages}x{R_PER_PAGE}, L={R_L_MS} ms, capacity {R_CAPACITY}, "
+                               f"adaptive (Python fetch_all; a serial walk is {pages * R_L_MS / 1000:.0f} s)",
+                               b.results[f"sheaf {id_}"], floor, limit)]
+        if python is not None:
+            rows += self.baseline_rows(id_, b.results[f"sheaf {id_}"],
+                                       [(f"aiohttp range splitter, {R_CAPACITY} fixed steps of the known range, "
+                                         f"Semaphore({R_CAPACITY})", f"aiohttp {id_}")])
+        return rows
+
+    def R1(self) -> List[Row]:
+        return self.split_rows("R1", "", "Stripe-shaped cursor list, created filter")
+
+    def R2(self) -> List[Row]:
+        return self.split_rows("R2", "&burst=450:20&insert_rate=20",
+                               "R1 with 20 bursts of 450 items in one second and 20 inserts a second")
+
+    def R3(self) -> List[Row]:
+        """P4c's Slack list read through its range filter (oldest/latest)."""
+        b = self.b
+        pages = R3_PAGES
+        lst = ListDef(f"/range/slack?n={pages * PER_PAGE}&limit={PER_PAGE}&latency_ms={L_MS}&capacity=64", pages, PER_PAGE,
+                      addressing="detect", total=False)
+        b.measure(b.py_spec("sheaf R3", "sheaf-split", lst, self.slow_runs, extra=["--adaptive", "1", "--preset", "slack"]))
+        floor = math.ceil(pages / 64) * L_MS / 1000.0
+        return [self.split_row("R3", f"P4c with its range filter: Slack-shaped, {pages}x{PER_PAGE}, L={L_MS} ms, "
+                               "capacity 64, slack preset, adaptive (Python fetch_all; P4c walks it in N x L)",
+                               b.results["sheaf R3"], floor, 1.3)]
 
     def M3(self) -> List[Row]:
         b = self.b

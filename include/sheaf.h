@@ -582,7 +582,7 @@ SHEAF_API sheaf_result sheaf_list_use_preset(sheaf_list *list, const char *name)
 /**
  * The list's description as a JSON object: before the first page, what is pinned (detected parts
  * as "detect"); once the first page has been read, what the run uses, detected parts resolved
- * and marked, and the plan chosen ("parallel", "speculative", "sequential", "single"). Keys:
+ * and marked, and the plan chosen ("parallel", "speculative", "sequential", "single", "split"). Keys:
  * "paging" {"kind", "param", "first", "size_param", "size", "detected"}, "signals" {name:
  * {"source", "where", "detected"} or null}, "plan", "preset", and "summary" when a preset is
  * named (its sentence); "until" and "since" when the list syncs (see sheaf_list_set_description),
@@ -591,7 +591,13 @@ SHEAF_API sheaf_result sheaf_list_use_preset(sheaf_list *list, const char *name)
  * JSON pointer, "value": the greatest value of the field among the items the caller has seen
  * (delivered to the callback, taken with sheaf_list_next), or the bound or since value the run
  * started from when no new item arrived (null when there was none)}. Store "value" after a
- * SHEAF_OK run and give it as the next run's "until" or "since" value.
+ * SHEAF_OK run and give it as the next run's "until" or "since" value. "split" when the list
+ * has a range filter (a cursor list's: {"field", "lower", "upper" each {"param", "inclusive"},
+ * "order", "kind"}; the stripe, slack and shopify presets carry one), with the output-only
+ * "split_plan" once page one is in: "split on /created into 64 pieces", or why the list is walked
+ * as one piece (page one not in the field's order, a server that ignores the filter, a failed
+ * probe of it). A split list is read as pieces of the range side by side, each by its own cursor,
+ * each item once, in the list's order; its resume token goes on inside the piece it stopped in.
  * sheaf_list_set_description takes it back. On success *out_json is freed with sheaf_free.
  * Non-blocking; callable from the list's snapshot callback.
  */

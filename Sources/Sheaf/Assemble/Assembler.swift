@@ -34,6 +34,7 @@ struct Assembler {
     /// Where the order goes on after a page that ends a piece of a split list (`jump`): the
     /// first page of the next piece, not the page after it.
     private var jumps: [Int: Int] = [:]
+    private var jumped = false
     private var seen = Set<IdentityKey>()
     /// When items are not kept, the identities in the order they were seen, oldest dropped past
     /// `streamingIdentityLimit`: a stream's memory must not grow with the list.
@@ -85,7 +86,9 @@ struct Assembler {
     /// Adds page `index`; returns what the prefix gained: nothing when it did not advance, else
     /// one delta (with `deltaPerPage`, one delta per page added).
     mutating func add(_ index: Int, _ page: Page) -> [SnapshotDelta] {
-        guard !reachedLimit, !reachedBound, repeatedPage == nil, index >= nextIndex else { return [] }
+        // A page before the next one was added already; but where pieces jump, the order is not
+        // the numbering (a piece split as it goes has its new pieces after it, numbered later).
+        guard !reachedLimit, !reachedBound, repeatedPage == nil, jumped || index >= nextIndex else { return [] }
         pending[index] = page
         var deltas: [SnapshotDelta] = []
         let opening: [UInt8] = deltasCarryItems ? [UInt8(ascii: "[")] : []
@@ -144,6 +147,7 @@ struct Assembler {
     /// The page after page `index` is page `next` (a split list's next piece starts there).
     /// Said before the page after it arrives.
     mutating func jump(after index: Int, to next: Int) {
+        jumped = true
         if lastIndex == index, nextIndex == index + 1 {
             nextIndex = next // said once the page was in (page one, planned after it was added)
         } else {

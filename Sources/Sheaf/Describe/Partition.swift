@@ -26,6 +26,8 @@ public struct Partition: Sendable, Equatable, CustomStringConvertible {
     var paging: Paging
     var signals: [Signal: SignalSource]
     var preset: String?
+    /// A cursor list's range filter: a partition of a split list is a range of it, in its URL.
+    var split: RangeFilter?
     /// The description's JSON as the planning run printed it (detected parts marked, the plan
     /// named), or as the partition's text held it; nil: printed from `paging` and `signals`.
     var descriptionText: [UInt8]?
@@ -67,6 +69,7 @@ public struct Partition: Sendable, Equatable, CustomStringConvertible {
         description.paging = paging
         description.signals = signals
         description.preset = preset
+        description.split = split
         return description
     }
 
@@ -281,6 +284,7 @@ public struct Partition: Sendable, Equatable, CustomStringConvertible {
         paging = read.paging
         signals = read.signals
         preset = read.preset
+        split = read.split
         descriptionText = Self.text(of: described)
         if paging == .detect || Signal.allCases.contains(where: { read.source(of: $0) == .detect }) {
             throw refuse("/description", "must be resolved (as a plan prints it): nothing is detected again in a partition")
@@ -331,14 +335,18 @@ extension Partition {
         switch paging {
         case .single: return "the list is one response"
         case .next, .cursor, .detect:
+            if mode == .pieces { return nil }
             return "the pages are walked by next link or cursor: a page cannot be reached without the one before it"
+                + " (a range filter would split it: --split, a description's split)"
         case .pageNumber, .offset:
             switch mode {
             case .parallel: return nil
             case .speculative:
                 return "no count is known from page one (no total, page count or last link): the pages are read ahead of an end not known"
-            case .sequential, .pieces:
+            case .sequential:
                 return "the pages after page one are walked by next link: they cannot be addressed"
+            case .pieces:
+                return nil
             case .firstPage:
                 return nil // one page, or none: the plan says so
             }
@@ -389,6 +397,18 @@ extension SheafClient {
         case .parallel(let pages): pages
         case .firstPage: facts.servedPageSize > 0 ? 1 : 0
         default: nil
+        }
+        if let ranges = facts.split?.partitionURLs(count: count, of: url) {
+            // A cursor list split by its range filter: each partition a range of it, run as a split list.
+            return ranges.enumerated().map { index, rangeURL in
+                var partition = Partition(index: index, count: ranges.count, url: rangeURL, paging: read.paging, signals: read.signals,
+                                          preset: read.preset, firstPage: 0, pages: 1, openEnded: true, pageSize: facts.servedPageSize,
+                                          itemsExpected: nil, why: nil)
+                partition.split = facts.description.split
+                partition.descriptionText = run.descriptionJSON()
+                partition.window = max(1, configuration.maxWindow / min(ranges.count, atOnce))
+                return partition
+            }
         }
         return Partition.plan(count: count, url: url, paging: read.paging, signals: read.signals, preset: read.preset,
                               descriptionText: run.descriptionJSON(), pageCount: pageCount, pageSize: facts.servedPageSize, total: facts.expectedTotal,

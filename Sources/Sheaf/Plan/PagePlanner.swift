@@ -596,7 +596,9 @@ struct PagePlanner {
             return cut == nil ? fillPieces() : settleCut()
         }
         if let cut, index > cut.index { return settleCut() }
-        switch split!.pageArrived(index, page) {
+        // The room the window will have once this answer is in that no piece asks for.
+        let idle = max(0, window - (inFlight.count - split!.probesOut.count) - split!.ready - 1)
+        switch split!.pageArrived(index, page, idle: idle) {
         case .failure(let error):
             return fail(index: index, error)
         case .accept(let items, let endsPiece):
@@ -620,6 +622,9 @@ struct PagePlanner {
         let probes = split!.probesOut.count
         while cut == nil, inFlight.count - probes < window, let (index, url) = split!.nextToSend() {
             if let pageBudget, piecePagesSent >= pageBudget {
+                // The probes out are let in first: the plan they make is what the token (and a
+                // plan of partitions) goes on with.
+                guard probes == 0 else { return actions }
                 return actions + settle(cutting: index, .stopped(index: index, reason: .pageBudget))
             }
             guard piecePagesSent < maxPages else {

@@ -65,7 +65,13 @@ struct RangeSplitter {
     let x: Int
     /// The keys page one spans (at least 1): a page's worth of the range, where it is as dense.
     let pageSpan: Int
+    /// Page one's first key: the run's top (what is added later is above it).
+    let top: Int
+    /// Every piece by its number (what its pages' indices carry), in the order they were made.
     private(set) var pieces: [Piece]
+    /// The pieces' numbers in the list's order: a piece split as it goes has the new pieces
+    /// after it.
+    private(set) var order: [Int] = [0]
     private(set) var phase: Phase
     /// The bands' lower ends (`bandBottoms[i]` for band `i + 1`; band `i + 1` is below band `i`),
     /// and whether each probe found an item. The last band may be open below (nil).
@@ -138,6 +144,7 @@ struct RangeSplitter {
         // the caller's bound; the last open below when there is none.
         let span = max(1, top.subtractingReportingOverflow(x).overflow ? 1 : top - x)
         pageSpan = span
+        self.top = top
         var upper = x
         var depth = span
         var reachedFarEnd = farKey.map { $0 >= x } ?? false
@@ -227,9 +234,11 @@ struct RangeSplitter {
         oneWalkReason = reason
         phase = .walking
         pieces = Array(pieces.prefix(1))
+        order = [0]
         if pieces[0].done, let rest = chainRest {
             // Piece 0 stopped at its lower end: the rest of its walk is a piece of its own.
             pieces.append(Piece(lo: nil, hi: x, next: rest, first: rest))
+            order.append(1)
         } else {
             pieces[0].lo = nil
         }
@@ -241,7 +250,12 @@ struct RangeSplitter {
         guard let deepest = bandFound.lastIndex(of: true) else {
             // Nothing below page one's last key: piece 0 is the list, but what its walk finds
             // below that key (it stopped there) is walked on, not lost.
-            if pieces[0].done, let rest = chainRest { pieces.append(Piece(lo: nil, hi: x, next: rest, first: rest)) } else { pieces[0].lo = nil }
+            if pieces[0].done, let rest = chainRest {
+                pieces.append(Piece(lo: nil, hi: x, next: rest, first: rest))
+                order.append(1)
+            } else {
+                pieces[0].lo = nil
+            }
             return
         }
         let bottom = bandBottoms[deepest]
@@ -251,25 +265,60 @@ struct RangeSplitter {
         // is short: smaller pieces cost requests), within the target.
         let pages = width / pageSpan + 1
         let count = max(0, min(pieceTarget - (bottom == nil ? 1 : 0), width, max(1, pages / 2)))
-        var upper = x
-        if count > 0 {
-            let step = width / count
-            let remainder = width % count
-            for k in 1...count {
-                let lower = x - k * step - min(k, remainder)
-                pieces.append(Piece(lo: lower, hi: upper))
-                upper = lower
-            }
-        }
-        if bottom == nil { pieces.append(Piece(lo: farKey, hi: upper)) }
-        for index in pieces.indices.dropFirst() {
-            pieces[index].first = rangeURL(pieces[index])
-            pieces[index].next = pieces[index].first
-        }
-        if let missing = pieces.indices.dropFirst().first(where: { pieces[$0].next == nil }) {
+        var planned = cuts(from: base, to: x, count: count)
+        if bottom == nil { planned.append(Piece(lo: farKey, hi: planned.last?.lo ?? x)) }
+        guard insert(planned, after: 0) else {
             pieces.removeSubrange(1...)
-            _ = walkAsOne("cannot write the bounds of piece \(missing) into the URL")
+            order = [0]
+            _ = walkAsOne("cannot write the bounds of a piece into the URL")
+            return
         }
+    }
+
+    /// `[low, high)` cut into `count` pieces of equal width (the first ones a key wider), highest first.
+    private func cuts(from low: Int, to high: Int, count: Int) -> [Piece] {
+        guard count > 0, high > low else { return [] }
+        let width = high - low
+        let step = width / count, remainder = width % count
+        var out: [Piece] = []
+        var upper = high
+        for k in 1...count {
+            let lower = high - k * step - min(k, remainder)
+            out.append(Piece(lo: lower, hi: upper))
+            upper = lower
+        }
+        return out
+    }
+
+    /// Adds `new` pieces, with their first URLs, right after piece `number` in the list's order;
+    /// false (nothing added) when a bound cannot be written.
+    private mutating func insert(_ new: [Piece], after number: Int) -> Bool {
+        var made: [Piece] = []
+        for var piece in new {
+            guard let url = rangeURL(piece) else { return false }
+            piece.first = url
+            piece.next = url
+            made.append(piece)
+        }
+        let place = (order.firstIndex(of: number) ?? order.count - 1) + 1
+        order.insert(contentsOf: made.indices.map { pieces.count + $0 }, at: place)
+        pieces += made
+        return true
+    }
+
+    /// Piece `number`, still walking with its last page spanning `keysPerPage` keys down to
+    /// `lastKey`, hands what is below its next page to new pieces after it when the window has
+    /// `idle` requests nobody asks for: a piece that proved longer than the plan thought does
+    /// not walk alone at the end.
+    private mutating func resplit(_ number: Int, lastKey: Int, keysPerPage: Int, idle: Int) {
+        guard phase == .walking, number != 0, idle > 0, let lo = pieces[number].lo else { return }
+        let keep = lastKey.subtractingReportingOverflow(max(1, keysPerPage))
+        guard !keep.overflow, keep.partialValue > lo else { return }
+        let rest = keep.partialValue - lo
+        let count = min(idle, rest / max(1, keysPerPage))
+        guard count >= 1, insert(cuts(from: lo, to: keep.partialValue, count: count), after: number) else { return }
+        pieces[number].lo = keep.partialValue
+        resplits += 1
     }
 
     /// How the arrival of page `index` of a piece changes it: the part of the page in the piece,
@@ -279,7 +328,8 @@ struct RangeSplitter {
         case failure(SheafError)
     }
 
-    mutating func pageArrived(_ index: Int, _ page: Page) -> Arrival {
+    /// - Parameter idle: requests the window has room for that no piece asks for (see `resplit`).
+    mutating func pageArrived(_ index: Int, _ page: Page, idle: Int = 0) -> Arrival {
         let number = index / Self.piecePages
         guard number < pieces.count else { return .failure(SheafError(.badPage, "an answer for a piece the plan does not have")) }
         var piece = pieces[number]
@@ -320,6 +370,11 @@ struct RangeSplitter {
             piece.next = nil
         } else {
             piece.next = page.next
+            if let first = keys.first, let last = keys.last {
+                pieces[number] = piece
+                resplit(number, lastKey: last, keysPerPage: first - last, idle: idle)
+                piece.lo = pieces[number].lo
+            }
         }
         return .accept(items: min(start, end)..<end, endsPiece: piece.done)
     }
@@ -334,12 +389,19 @@ struct RangeSplitter {
 
     /// The earliest piece with a page to send and none in flight: its next page's index and URL.
     func nextToSend() -> (index: Int, url: String)? {
-        for (number, piece) in pieces.enumerated() where !piece.done && !piece.inFlight {
-            guard let url = piece.next else { continue }
+        for number in order {
+            let piece = pieces[number]
+            guard !piece.done, !piece.inFlight, let url = piece.next else { continue }
             return (number * Self.piecePages + piece.pages, url)
         }
         return nil
     }
+
+    /// Pieces with a page to send and none in flight.
+    var ready: Int { pieces.reduce(0) { $0 + (!$1.done && !$1.inFlight && $1.next != nil ? 1 : 0) } }
+
+    /// Pieces split as they went (`resplit`).
+    private(set) var resplits = 0
 
     /// Whether every piece is planned and walked to its end.
     var isComplete: Bool { phase == .walking && pieces.allSatisfy(\.done) }
@@ -350,8 +412,12 @@ struct RangeSplitter {
         return []
     }
 
-    /// The index the list goes on at after piece `number` ends: the next piece's first page.
-    func firstIndex(after number: Int) -> Int { (number + 1) * Self.piecePages }
+    /// The index the list goes on at after piece `number` ends: the next piece's first page (the
+    /// next in the list's order; while the pieces are not planned, the first that will be).
+    func firstIndex(after number: Int) -> Int {
+        guard let place = order.firstIndex(of: number), place + 1 < order.count else { return pieces.count * Self.piecePages }
+        return order[place + 1] * Self.piecePages
+    }
 
     /// Where the list goes on after page `index` (accepted as `page`, its items `kept`): the next
     /// page of its piece, or the next piece's first; nil after the last piece's end. While the
@@ -360,7 +426,7 @@ struct RangeSplitter {
         let number = index / Self.piecePages
         guard number < pieces.count else { return (nil, 0) }
         if !pieces[number].done { return (page.next, 0) }
-        if number + 1 < pieces.count { return (pieces[number + 1].first, 0) }
+        if let place = order.firstIndex(of: number), place + 1 < order.count { return (pieces[order[place + 1]].first, 0) }
         return phase == .walking ? (nil, 0) : (page.url, kept.upperBound)
     }
 
@@ -370,7 +436,25 @@ struct RangeSplitter {
         switch phase {
         case .probing: return "split on \(filter.field): probing the range"
         case .walking: return "split on \(filter.field) into \(pieces.count) pieces"
+            + (resplits > 0 ? " (\(resplits) split again as they went)" : "")
         }
+    }
+
+    /// The list cut into up to `count` ranges of whole pieces, in the list's order, for
+    /// partitions: each is `url` asking for its keys (the first bounded by page one's first key, so
+    /// that what is added after the plan is in none). Nil while the pieces are not planned, or
+    /// when the list is walked as one piece.
+    func partitionURLs(count: Int, of url: String) -> [String]? {
+        guard phase == .walking, oneWalkReason == nil, count >= 1 else { return nil }
+        let parts = min(count, order.count)
+        var urls: [String] = []
+        for part in 0..<parts {
+            let first = pieces[order[part * order.count / parts]], last = pieces[order[(part + 1) * order.count / parts - 1]]
+            let hi = part == 0 ? top.addingReportingOverflow(1).partialValue : first.hi
+            guard let bounded = bounded(url, lo: last.lo, hi: hi) else { return nil }
+            urls.append(bounded)
+        }
+        return urls
     }
 
     // MARK: URLs

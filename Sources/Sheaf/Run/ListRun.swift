@@ -444,9 +444,10 @@ public final class ListRun: Sendable {
 
     /// The pieces a split list is cut into: four per request the window may have in flight
     /// (a piece that proves long leaves the others to fill the window), and no more than a page
-    /// budget can reach after page one (a budget of 4 pages delivers 3 pieces' worth, not 3 of 256).
+    /// budget can reach after page one (a budget of 4 pages delivers 3 pieces' worth, not 3 of 256;
+    /// a budget of page one alone, a plan of partitions, plans them all).
     static func pieceTarget(_ configuration: ClientConfiguration, pageBudget: Int?) -> Int {
-        min(4 * max(configuration.window, configuration.maxWindow), pageBudget.map { max(1, $0 - 1) } ?? .max)
+        min(4 * max(configuration.window, configuration.maxWindow), pageBudget.map { $0 > 1 ? $0 - 1 : .max } ?? .max)
     }
 
     // MARK: Events
@@ -680,10 +681,11 @@ public final class ListRun: Sendable {
 
     /// What page one decided, for a plan of partitions: the description read, the walk chosen,
     /// the page size served and the server's total.
-    func planFacts() -> (description: ListDescription, mode: PagePlanner.Mode, servedPageSize: Int, expectedTotal: Int?) {
+    func planFacts() -> (description: ListDescription, mode: PagePlanner.Mode, servedPageSize: Int, expectedTotal: Int?,
+                         split: RangeSplitter?) {
         state.withLock { state in
             (state.resolution?.description ?? description, state.planner.mode, state.planner.servedPageSize,
-             state.planner.expectedTotal)
+             state.planner.expectedTotal, state.planner.split)
         }
     }
 

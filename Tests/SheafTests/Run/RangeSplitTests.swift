@@ -60,10 +60,16 @@ final class RangeSplitTests: XCTestCase {
         for burst in 0..<4 { created += Array(repeating: 1_700_000_000 + burst * 5_000, count: 450) }
         created += (0..<400).map { 1_700_000_000 + $0 * 50 + 1 }
         let api = FakeStripeAPI(created: created)
-        let (ids, outcome, _) = try runSplit(api, try stripeList())
+        let (ids, outcome, run) = try runSplit(api, try stripeList())
         XCTAssertEqual(outcome, .complete)
-        XCTAssertEqual(ids, expectedIDs(api))
+        XCTAssertTrue(ids == expectedIDs(api))
         XCTAssertEqual(Set(ids).count, created.count)
+        if ProcessInfo.processInfo.environment["SPLIT_DEBUG"] != nil {
+            let missing = Set(expectedIDs(api)).subtracting(ids)
+            let createdOf = Dictionary(uniqueKeysWithValues: api.items.map { ($0.id, $0.created) })
+            print("missing", missing.count, Set(missing.map { createdOf[$0]! }).sorted().prefix(20))
+            print(String(decoding: run.descriptionJSON(), as: UTF8.self).suffix(120))
+        }
     }
 
     func testItemsAddedDuringTheRunAreNeverHalfRead() throws {
@@ -224,5 +230,57 @@ final class RangeSplitTests: XCTestCase {
         XCTAssertEqual(RangeValue.kind(of: .number("1700000000")), .integer)
         XCTAssertEqual(RangeValue.kind(of: .string("1512085950.000216")), .decimal)
         XCTAssertEqual(RangeValue.kind(of: .string("2024-05-01T12:00:00Z")), .time)
+    }
+}
+
+final class RangeSplitPartitionTests: XCTestCase {
+    func testPartitionsOfASplitListAreRangesWhoseUnionIsTheListOnceInOrder() throws {
+        let api = FakeStripeAPI(created: (0..<4000).map { 1_700_000_000 + $0 * 9 })
+        let transport = ScriptedTransport()
+        transport.on(charges) { request, _ in api.reply(request).after(1) }
+        let client = try scriptedClient(transport) { $0.window = 16; $0.maxWindow = 16 }
+        let partitions = try client.partitions(of: try stripeList(), count: 4)
+        XCTAssertEqual(partitions.count, 4)
+        XCTAssertTrue(partitions.allSatisfy { $0.why == nil && $0.url.contains("created%5Blt%5D=") || $0.url.contains("created[lt]=") })
+        // Added after the plan: in no partition (the first is bounded by page one's first item).
+        api.insert(created: 1_800_000_000)
+        var ids: [Int] = []
+        for partition in partitions {
+            let text = partition.description
+            var description = try stripeList()
+            description.partition = try Partition(text)   // through its JSON, as another process gets it
+            let run = try client.makeList(description)
+            try run.start()
+            XCTAssertEqual(outcome(of: run, within: 30), .complete, text)
+            ids += itemIDs(run.prefixJSON())
+        }
+        XCTAssertEqual(ids, expectedIDs(api).filter { $0 != 4001 })
+    }
+
+    func testAListWithoutARangeFilterSaysWhyItIsOnePartition() throws {
+        let api = FakeStripeAPI(created: (0..<500).map { 1_700_000_000 + $0 })
+        let transport = ScriptedTransport()
+        transport.on(charges) { request, _ in api.reply(request) }
+        var description = try stripeList()
+        description.split = nil
+        let partitions = try scriptedClient(transport).partitions(of: description, count: 4)
+        XCTAssertEqual(partitions.count, 1)
+        XCTAssertTrue(partitions[0].why?.contains("a range filter would split it") == true, partitions[0].why ?? "")
+    }
+}
+
+final class RangeSplitDensityTests: XCTestCase {
+    func testAPieceDenserThanPageOneSaidIsSplitAgainAsItGoesAndNothingIsLostOrRepeated() throws {
+        // Sparse at the top (page one spans a long time), dense below: the plan's pieces are too
+        // few and long where the items are, and those are split again while the window has room.
+        var created = (0..<300).map { 1_700_000_000 - $0 * 1000 }
+        created += (0..<6000).map { 1_699_000_000 - $0 }
+        let api = FakeStripeAPI(created: created)
+        let (ids, outcome, run) = try runSplit(api, try stripeList(), window: 16, delay: 2)
+        XCTAssertEqual(outcome, .complete)
+        XCTAssertEqual(ids.count, created.count)
+        XCTAssertTrue(ids == expectedIDs(api), "each item once, in the list's order")
+        let described = String(decoding: run.descriptionJSON(), as: UTF8.self)
+        XCTAssertTrue(described.contains("split again as they went"), described)
     }
 }

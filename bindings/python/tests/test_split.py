@@ -139,3 +139,27 @@ def test_explain_names_the_split_and_the_flag_spells_it(api):
     assert [item["id"] for item in lines(got.stdout)] == [item["id"] for item in served(api, "/range/stripe?n=2000&limit=100")]
     bad = run_cli(path, "--split", "/created")
     assert bad.returncode == 2 and b"FIELD:LOWER,UPPER" in bad.stderr
+
+
+def test_partitions_of_a_split_list_are_ranges_read_apart_whose_union_is_the_list_once(api):
+    path = "/range/stripe?n=5000&limit=100"
+    expected = [item["id"] for item in served(api, path)]
+    with sheaf.Client(api.base_url) as client:
+        partitions = client.partitions(path, 4, preset="stripe")
+        assert len(partitions) == 4 and all(partition.why is None for partition in partitions)
+        got: List[str] = []
+        for partition in partitions:
+            with sheaf.Client(api.base_url) as worker:   # as another process would
+                got += [item["id"] for item in worker.fetch_partition(sheaf.Partition(partition.json))]
+    assert got == expected
+    # The command line: --partitions prints them, --partition runs one.
+    printed = run_cli(f"{api.base_url}{path}", "--preset", "stripe", "--partitions", "3")
+    assert printed.returncode == 0, printed.stderr
+    plans = printed.stdout.decode().splitlines()
+    assert len(plans) == 3
+    ran: List[str] = []
+    for plan in plans:
+        result = run_cli("--partition", plan)
+        assert result.returncode == 0, result.stderr
+        ran += [item["id"] for item in lines(result.stdout)]
+    assert ran == expected

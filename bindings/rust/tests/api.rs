@@ -274,3 +274,49 @@ fn a_canceller_outlives_its_list_and_a_dropped_iterator_stops_the_list() {
     drop(canceller); // the C list is freed here
     assert!(started.elapsed() < Duration::from_secs(10));
 }
+
+/// The `"id":"ch_..."` of each of Stripe's items, in the order given.
+fn charge_ids(items: &[String]) -> Vec<String> {
+    items
+        .iter()
+        .map(|item| {
+            let start = item.find("\"id\":\"").expect("an id") + 6;
+            item[start..start + item[start..].find('"').unwrap()].to_string()
+        })
+        .collect()
+}
+
+#[test]
+fn a_cursor_list_with_a_range_filter_is_read_in_pieces_each_item_once_in_order() {
+    let path = "range/stripe?n=3000&limit=100&burst=200:3&latency_ms=5";
+    let mut walked = client().list(path).unwrap();
+    walked.set_description(r#"{"preset": "stripe", "split": null}"#).unwrap();
+    let want = charge_ids(&walked.fetch_all().unwrap().items);
+    assert_eq!(want.len(), 3000);
+
+    let mut split = client().list(path).unwrap();
+    split.preset("stripe").unwrap();
+    let items = split.fetch_all().unwrap();
+    assert_eq!(charge_ids(&items.items), want);
+    assert_eq!(items.stop_reason, StopReason::Complete);
+
+    // A page budget stops it; its token goes on exactly.
+    let mut got = Vec::new();
+    let mut token: Option<String> = None;
+    for _ in 0..40 {
+        let mut list = client().list(path).unwrap();
+        list.preset("stripe").unwrap();
+        list.budget(Budget::Pages, 5).unwrap();
+        if let Some(token) = &token {
+            list.resume(token).unwrap();
+        }
+        let items = list.fetch_all().unwrap();
+        got.extend(charge_ids(&items.items));
+        token = items.resume_token;
+        if items.stop_reason == StopReason::Complete {
+            break;
+        }
+        assert_eq!(items.stop_reason, StopReason::PageBudget);
+    }
+    assert_eq!(got, want);
+}

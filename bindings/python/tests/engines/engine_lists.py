@@ -23,6 +23,16 @@ ADDRESSED = {
 #: A cursor list: one partition.
 CURSOR = {"cursor": f"/conv/drf-cursor?n={N}&page_size=100"}
 LISTS = {**ADDRESSED, **CURSOR}
+#: A cursor list with a range filter (Stripe's): split into ranges, one a partition.
+SPLIT = "/range/stripe?n=20000&limit=100"
+
+
+def split_list(server: Any) -> List[str]:
+    """The ids of SPLIT, walked one page at a time in this process (its order: newest first)."""
+    import sheaf
+
+    with sheaf.Client(server.base_url, SECRET) as client:
+        return [item["id"] for item in client.fetch_all(SPLIT, preset="stripe", split="none")]
 
 #: The window the partitions share (concurrency = max_concurrency): the budget of requests in
 #: flight at the server, shared among the 2 task slots' partitions.

@@ -9,8 +9,8 @@ import threading
 import time
 
 import pytest
-from .engine_lists import (ADDRESSED, CLIENT_OPTIONS, LISTS, OTHER_SECRET, asked_again, assert_read_within_budget,
-                           authorizations, secret_free)
+from .engine_lists import (ADDRESSED, CLIENT_OPTIONS, LISTS, OTHER_SECRET, SPLIT, asked_again,
+                           assert_read_within_budget, authorizations, secret_free, split_list)
 
 
 def _frame(server, path: str, **options):
@@ -126,3 +126,11 @@ def test_options_are_checked_before_anything_is_read(api) -> None:
         sheaf.dask.read_list(f"http://user:pw@{api.base_url.split('//')[1]}/anchor")
     with pytest.raises(sheaf.CredentialError, match="SHEAF_UNSET_TOKEN .* is not set"):
         _frame(api, "/anchor", token_env="SHEAF_UNSET_TOKEN")
+
+
+def test_a_cursor_list_with_a_range_filter_is_read_by_dask_in_ranges_each_item_once(dask_client, api) -> None:
+    expected = split_list(api)
+    frame = _frame(api, SPLIT, partitions=4, description="stripe")
+    assert frame.npartitions == 4
+    assert sorted(frame.compute()["id"].tolist()) == sorted(expected)
+    assert len(expected) == 20000

@@ -10,8 +10,8 @@ import time
 from pathlib import Path
 
 import pytest
-from .engine_lists import (ADDRESSED, CLIENT_OPTIONS, LISTS, OTHER_SECRET, WINDOW, asked_again,
-                           assert_read_within_budget, authorizations, rows_json, secret_free)
+from .engine_lists import (ADDRESSED, CLIENT_OPTIONS, LISTS, OTHER_SECRET, SPLIT, WINDOW, asked_again,
+                           assert_read_within_budget, authorizations, rows_json, secret_free, split_list)
 
 
 def _source(server, path: str, **options):
@@ -187,3 +187,13 @@ def test_no_token_is_in_the_source_its_read_tasks_an_error_or_the_logs(ray_clust
     for log in logs.rglob("*"):
         if log.is_file():
             secret_free(log.read_bytes(), str(log))
+
+
+def test_a_cursor_list_with_a_range_filter_is_read_by_ray_in_ranges_each_item_once(ray_cluster, api) -> None:
+    ray = ray_cluster
+    expected = split_list(api)
+    source = _source(api, SPLIT, description="stripe", partitions=4)
+    assert len(source.get_read_tasks(2)) == 4
+    table = _table(ray, ray.data.read_datasource(source))
+    assert sorted(table.column("id").to_pylist()) == sorted(expected)
+    assert len(expected) == 20000

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 
 import pytest
-from .engine_lists import (ADDRESSED, CLIENT_OPTIONS, LISTS, OTHER_SECRET, SECRET, asked_again,
-                           assert_read_within_budget, authorizations, rows_json, secret_free)
+from .engine_lists import (ADDRESSED, CLIENT_OPTIONS, LISTS, OTHER_SECRET, SECRET, SPLIT, asked_again,
+                           assert_read_within_budget, authorizations, rows_json, secret_free, split_list)
 
 
 def _reader(spark, server, path: str, partitions: int = 8):
@@ -95,3 +95,11 @@ def test_no_token_is_in_the_data_source_its_reader_or_partitions(api) -> None:
         secret_free(cloudpickle.dumps(thing), what)
     assert sum(batch.num_rows for p in partitions for batch in reader.read(p)) == 1000
     assert SECRET not in repr(source.__dict__)
+
+
+def test_a_cursor_list_with_a_range_filter_is_read_by_spark_in_ranges_each_item_once(spark, api) -> None:
+    expected = split_list(api)
+    frame = _reader(spark, api, SPLIT, partitions=4).option("description", "stripe").load()
+    assert frame.rdd.getNumPartitions() == 4
+    assert sorted(row["id"] for row in frame.select("id").collect()) == sorted(expected)
+    assert len(expected) == 20000
