@@ -34,7 +34,15 @@ def list_path(items: int) -> str:
     return f"/anchor?n={items}&per_page={PER_PAGE}&cap={PER_PAGE}&latency_ms={LATENCY_MS}&capacity={CAPACITY}"
 WORKERS = 2
 SCENARIOS = ["fetch_all", "fetch_arrow", "ray", "ray-unreserved", "ray-read-list", "ray-read-list-unreserved",
-             "ray-read-list-default", "spark", "dask"]
+             "ray-read-list-default", "spark", "dask", "split-fetch_all", "split-ray"]
+#: Issue 43's engine row: bench/run.py's R1 list (a Stripe-shaped cursor list of 1,000 pages of 100
+#: at 100 ms, capacity 64), split by its range filter, by Ray against one process.
+SPLIT_PAGES, SPLIT_PER_PAGE, SPLIT_LATENCY_MS = 1000, 100, 100
+
+
+def split_path(pages: int) -> str:
+    return (f"/range/stripe?n={pages * SPLIT_PER_PAGE}&span={pages * SPLIT_PER_PAGE * 10}&limit={SPLIT_PER_PAGE}"
+            f"&latency_ms={SPLIT_LATENCY_MS}&capacity={CAPACITY}")
 #: Issue 27's row: Ray with 2 workers against one process's adaptive fetch_all, at most this.
 RAY_TARGET = 1.2
 
@@ -64,7 +72,37 @@ def child(scenario: str, base: str, runs: int, partitions: int, items: int, at_o
     url = base + PATH
     started = time.monotonic()
     stop: Callable[[], None] = lambda: None   # noqa: E731
-    if scenario in ("fetch_all", "fetch_arrow"):
+    if scenario.startswith("split-"):
+        # The list is items // 10 pages of 100 (1,000 for the default 1,000,000 items).
+        ITEMS = items // 10
+        PATH = split_path(ITEMS // SPLIT_PER_PAGE)
+        url = base + PATH
+    if scenario == "split-fetch_all":
+        import sheaf
+
+        client = sheaf.Client(base)
+
+        def read() -> int:
+            ids = [item["id"] for item in client.fetch_all(PATH, preset="stripe")]
+            return len(ids) if len(set(ids)) == ITEMS else -1
+        stop = client.close
+    elif scenario == "split-ray":
+        import ray
+
+        import sheaf.ray
+
+        ray.init(num_cpus=WORKERS, include_dashboard=False, log_to_driver=False, configure_logging=False)
+        ray.data.DataContext.get_current().enable_progress_bars = False
+
+        def read() -> int:
+            import pyarrow as pa
+
+            dataset = sheaf.ray.read_list(url, description="stripe", at_once=at_once)
+            table = pa.concat_tables(ray.get(dataset.to_arrow_refs()), promote_options="default")
+            ids = table.column("id").to_pylist()
+            return len(ids) if len(set(ids)) == ITEMS else -1
+        stop = ray.shutdown
+    elif scenario in ("fetch_all", "fetch_arrow"):
         import sheaf
 
         client = sheaf.Client(base)   # the adaptive window, from 8 up to 64
@@ -230,20 +268,32 @@ def main(argv: Any = None) -> int:
               "ray-read-list-default": f"Ray, {WORKERS} CPUs: sheaf.ray.read_list(url) as a user calls it (no partitions=: "
                                        f"two per task slot, {2 * WORKERS}), {shared}",
               "spark": f"Spark local[{WORKERS}]: the sheaf data source, {args.partitions} partitions, {shared}, toArrow()",
-              "dask": f"Dask LocalCluster, {WORKERS} worker processes: read_list, {args.partitions} partitions, {shared}, compute()"}
+              "dask": f"Dask LocalCluster, {WORKERS} worker processes: read_list, {args.partitions} partitions, {shared}, compute()",
+              "split-fetch_all": "a cursor list split by its range filter (R1's Stripe-shaped list): one process, fetch_all, stripe preset",
+              "split-ray": f"the same list, Ray, {WORKERS} CPUs: sheaf.ray.read_list(url, description='stripe'), its partitions "
+                           "ranges of the list"}
+    split_single = results.get("split-fetch_all")
+    split_pages = items // 10 // SPLIT_PER_PAGE
+    split_floor = -(-split_pages // CAPACITY) * SPLIT_LATENCY_MS / 1000
     for scenario, result in results.items():
         seconds = statistics.median(run["seconds"] for run in result["runs"])
-        against = statistics.median(run["seconds"] for run in single["runs"]) if single else None
+        splits = scenario.startswith("split-")
+        one = split_single if splits else single
+        against = statistics.median(run["seconds"] for run in one["runs"]) if one else None
+        alone = scenario in ("fetch_all", "split-fetch_all")
+        what = (f"{split_pages * SPLIT_PER_PAGE:,} items ({split_pages} pages), L={SPLIT_LATENCY_MS} ms" if splits
+                else f"{items:,} items ({-(-items // PER_PAGE)} pages), L={LATENCY_MS} ms")
         rows.append(bench.Row(
-            "E1", f"{items:,} items ({-(-items // PER_PAGE)} pages), L={LATENCY_MS} ms, capacity {CAPACITY}: {labels[scenario]}",
-            sheaf=bench.secs(seconds), floor=f"{bench.secs(floor)} (capacity)",
-            ratio=f"{seconds / against:.2f}x fetch_all" if against and scenario != "fetch_all" else f"{seconds / floor:.2f}x floor",
+            "R4" if splits else "E1", f"{what}, capacity {CAPACITY}: {labels[scenario]}",
+            sheaf=bench.secs(seconds), floor=f"{bench.secs(split_floor if splits else floor)} (capacity)",
+            ratio=f"{seconds / against:.2f}x fetch_all" if against and not alone
+            else f"{seconds / (split_floor if splits else floor):.2f}x floor",
             runs=str(len(result["runs"])),
             **({"target": f"<= {RAY_TARGET:.2f}x fetch_all", "met": bench.yes(seconds <= RAY_TARGET * against)}
-               if scenario == "ray-read-list-default" and against else {}),
+               if scenario in ("ray-read-list-default", "split-ray") and against else {}),
             requests="-".join(sorted({str(run["requests"]) for run in result["runs"]})),
             in_flight="-".join(sorted({str(run["max_in_flight"]) for run in result["runs"]}))))
-        if scenario not in ("fetch_all", "fetch_arrow"):
+        if scenario not in ("fetch_all", "fetch_arrow", "split-fetch_all"):
             rows.append(bench.Row("E1", f"  {scenario}: start-up (apart from the reads above)",
                                   sheaf=bench.secs(result["startup"])))
     bench.print_table(rows)

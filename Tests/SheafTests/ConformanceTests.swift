@@ -5,8 +5,9 @@ import XCTest
 /// The same behaviours whichever way Swift runs a list: `fetchAll` (decoded), `snapshots` (an
 /// `AsyncSequence`), a pager (`more()`), a run with a snapshot callback, a group of one list
 /// (`ListGroup`, its deltas to a callback), and the list planned as one partition, that
-/// partition then fetched (`partitions(of:count:atOnce:)`, `ListDescription.partition`). Tests/c/conformance.c
-/// and bindings/python/tests/test_conformance.py hold the C and Python modes to the same.
+/// partition then fetched (`partitions(of:count:atOnce:)`, `ListDescription.partition`), over
+/// anchor lists and a cursor list split by its range filter. Tests/c/conformance.c and
+/// bindings/python/tests/test_conformance.py hold the C and Python modes to the same.
 private struct Item: Decodable, Sendable {
     let id: Int
 }
@@ -137,6 +138,21 @@ final class ConformanceTests: XCTestCase {
                 XCTAssertEqual(ran.ids, Array(0..<count), "\(mode)")
                 XCTAssertEqual(ran.stopReason, StopReason.complete, "\(mode)")
             }
+        }
+    }
+
+    func testEveryModeDeliversACursorListSplitByItsRangeFilterWholeInOrderOnce() async throws {
+        let transport = ScriptedTransport()
+        var created = Array(repeating: 1_700_000_500, count: 150)   // a burst in one second
+        created += (0..<1200).map { 1_700_000_000 + $0 }
+        let api = FakeStripeAPI(created: created)
+        transport.on("https://api.example.com/v1/charges") { request, _ in api.reply(request).after(Int.random(in: 0...2)) }
+        let client = try client(transport)
+        for mode in Mode.allCases {
+            let ran = await consume(mode, client, try stripeList())
+            XCTAssertNil(ran.error, "\(mode)")
+            XCTAssertTrue(ran.ids == api.items.map(\.id), "\(mode): \(ran.ids.count) items, each once, in the list's order")
+            XCTAssertEqual(ran.stopReason, StopReason.complete, "\(mode)")
         }
     }
 

@@ -406,6 +406,56 @@ static void every_mode_delivers_every_item_in_order_and_ends_complete(void) {
     sheaf_client_free(client);
 }
 
+/* A Stripe-shaped cursor list (Tests/server/ranges.py) with the stripe preset: split by its range
+ * filter when `split`, walked one page at a time otherwise. */
+static sheaf_list *new_stripe_list(sheaf_client *client, const char *path, int split) {
+    sheaf_list *list = NULL;
+    if (!CHECK_RESULT(sheaf_list_new(&list, client, path), SHEAF_OK)) return NULL;
+    CHECK_LIST_RESULT(list, sheaf_list_set_description(list, split ? "{\"preset\":\"stripe\"}"
+                                                                    : "{\"preset\":\"stripe\",\"split\":null}"), SHEAF_OK);
+    return list;
+}
+
+/* Whether `items` and `expected` hold the same "id" strings, in the same order. */
+static int same_ids(const json_t *items, const json_t *expected, const char *what) {
+    if (items == NULL || json_array_size(items) != json_array_size(expected)) {
+        fprintf(stderr, "    %s: %zu items, expected %zu\n", what, items ? json_array_size(items) : 0, json_array_size(expected));
+        return CHECK(0);
+    }
+    for (size_t i = 0; i < json_array_size(expected); i++) {
+        const char *got = json_string_value(json_object_get(json_array_get(items, i), "id"));
+        const char *want = json_string_value(json_object_get(json_array_get(expected, i), "id"));
+        if (got == NULL || want == NULL || strcmp(got, want) != 0) {
+            fprintf(stderr, "    %s: item %zu is %s, expected %s\n", what, i, got ? got : "(none)", want ? want : "(none)");
+            return CHECK(0);
+        }
+    }
+    return 1;
+}
+
+static void every_mode_delivers_a_split_cursor_list_whole_in_order_once(void) {
+    sheaf_client *client = new_client(4);
+    const char *path = "/range/stripe?n=1500&limit=100&burst=150:2&latency_ms=1";
+    consumer walked;
+    consumer_init(&walked, FETCH_ALL, client, new_stripe_list(client, path, 0));
+    run(&walked);
+    CHECK_LIST_RESULT(walked.list, walked.result, SHEAF_OK);
+    CHECK_INT((long long)json_array_size(walked.items), 1500);
+    for (mode m = 0; m < MODES; m++) {
+        consumer c;
+        consumer_init(&c, m, client, new_stripe_list(client, path, 1));
+        run(&c);
+        if (!CHECK_LIST_RESULT(c.list, c.result, SHEAF_OK)) fprintf(stderr, "    mode %s\n", mode_names[m]);
+        if (!same_ids(c.items, walked.items, mode_names[m])) fprintf(stderr, "    mode %s\n", mode_names[m]);
+        CHECK_INT(stop_reason(c.list), SHEAF_STOP_COMPLETE);
+        consumer_free(&c);
+        consumer_destroy(&c);
+    }
+    consumer_free(&walked);
+    consumer_destroy(&walked);
+    sheaf_client_free(client);
+}
+
 /* After the consumer's stop, nothing more reaches the server: a request already on the wire lands
  * within the first 50 ms; a list still running would send more within the next 400 (100 ms pages). */
 static void check_nothing_more_is_requested(const char *what) {
@@ -631,6 +681,7 @@ typedef struct test { const char *name; void (*run)(void); } test;
 #define TEST(name) {#name, name}
 static const test tests[] = {
     TEST(every_mode_delivers_every_item_in_order_and_ends_complete),
+    TEST(every_mode_delivers_a_split_cursor_list_whole_in_order_once),
     TEST(a_consumer_that_stops_at_its_first_delivery_stops_the_list),
     TEST(a_cancel_with_the_window_full_ends_cancelled_keeping_a_prefix),
     TEST(a_free_while_running_returns_promptly_and_nothing_is_delivered_after),

@@ -56,6 +56,9 @@ struct Assembler {
     /// The index of the prefix's last page (-1 before any): `pageCount - 1` but where a split
     /// list's pieces number their pages apart.
     private(set) var lastIndex = -1
+    /// Of each delta the last `add` returned, the index of the prefix's last page through it (kept
+    /// here, not in the delta: a public value whose size a multi-payload enum's layout depends on).
+    private(set) var deltaLastPages: [Int] = []
     /// Whether `maxItems` was reached (the prefix is then exactly that long).
     private(set) var reachedLimit = false
     /// Where `maxItems` cut a page short: the page, and how many of its items were taken or
@@ -90,6 +93,7 @@ struct Assembler {
         // the numbering (a piece split as it goes has its new pieces after it, numbered later).
         guard !reachedLimit, !reachedBound, repeatedPage == nil, jumped || index >= nextIndex else { return [] }
         pending[index] = page
+        deltaLastPages.removeAll(keepingCapacity: true)
         var deltas: [SnapshotDelta] = []
         let opening: [UInt8] = deltasCarryItems ? [UInt8(ascii: "[")] : []
         var json = opening
@@ -98,8 +102,9 @@ struct Assembler {
         var open = false // pages were added since the last delta was closed
         func close() {
             if deltasCarryItems { json.append(UInt8(ascii: "]")) }
-            deltas.append(SnapshotDelta(json: json, items: added, totalItems: itemCount, pages: pageCount, lastIndex: lastIndex,
-                                        prefixBytes: prefixCount, itemEnds: ends, greatestSyncValue: greatestSyncValue))
+            deltas.append(SnapshotDelta(json: json, items: added, totalItems: itemCount, pages: pageCount, prefixBytes: prefixCount,
+                                        itemEnds: ends, greatestSyncValue: greatestSyncValue))
+            deltaLastPages.append(lastIndex)
             json = opening
             ends = []
             added = 0
@@ -287,8 +292,6 @@ public struct SnapshotDelta: Sendable {
     public var totalItems: Int
     /// Pages in the prefix now.
     public var pages: Int
-    /// The index of the prefix's last page (the planner's numbering).
-    var lastIndex: Int = -1
     /// Bytes of the kept prefix once this delta is in it (0 when items are not kept).
     var prefixBytes: Int
     /// Where each item ends in `json` (the next one starts after a comma).

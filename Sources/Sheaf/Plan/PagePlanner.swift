@@ -627,6 +627,9 @@ struct PagePlanner {
                 guard probes == 0 else { return actions }
                 return actions + settle(cutting: index, .stopped(index: index, reason: .pageBudget))
             }
+            // A load-more list's gate counts the pages sent: the earliest piece takes the room
+            // each of its pages frees as it is handed out, so the prefix always moves.
+            if let pageGate, piecePagesSent >= pageGate { break }
             guard piecePagesSent < maxPages else {
                 return actions + fail(index: index, SheafError(.pageLimit, "the list has more than the page cap of \(maxPages) pages", url: url))
             }

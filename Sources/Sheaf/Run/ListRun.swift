@@ -829,8 +829,9 @@ public final class ListRun: Sendable {
     /// Hands page `index` (as the plan accepted it) to the assembler, queues the snapshots it
     /// makes, and ends the run where the page reached a limit, a bound or a repeat.
     private func accept(_ index: Int, _ content: Page, _ state: inout State, _ toCancel: inout [any TransportTask]) {
-        for delta in state.assembler.add(index, content) {
-            state.assembledResume = resumePoint(after: delta, &state)
+        let deltas = state.assembler.add(index, content)
+        for (delta, lastPage) in zip(deltas, state.assembler.deltaLastPages) {
+            state.assembledResume = resumePoint(after: delta, lastPage: lastPage, &state)
             let snapshot = Snapshot(delta: delta, expectedItems: state.planner.expectedTotal,
                                     expectedPages: state.planner.expectedPages, resumePoint: state.assembledResume)
             state.queuedPageTotals.append(delta.pages)
@@ -859,10 +860,9 @@ public final class ListRun: Sendable {
         description.syncField == nil ? .max : max(1, state.assembler.pageCount)
     }
 
-    /// Where the list goes on after the prefix that now ends with `delta`: after its last page,
-    /// or inside it where the item limit cut it.
-    private func resumePoint(after delta: SnapshotDelta, _ state: inout State) -> ResumePoint {
-        let last = delta.lastIndex
+    /// Where the list goes on after the prefix that now ends with `delta` (page `lastPage`): after
+    /// its last page, or inside it where the item limit cut it.
+    private func resumePoint(after delta: SnapshotDelta, lastPage last: Int, _ state: inout State) -> ResumePoint {
         let ends = state.pageEnds[last]
         state.pageEnds = state.pageEnds.filter { $0.key > last }
         var point = ResumePoint(url: ends?.next, skip: ends?.skip ?? 0, itemsBefore: state.assembledResume.itemsBefore + delta.items)

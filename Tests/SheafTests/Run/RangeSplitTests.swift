@@ -49,9 +49,9 @@ final class RangeSplitTests: XCTestCase {
         XCTAssertEqual(outcome(of: run, within: 30), .complete)
         XCTAssertEqual(itemIDs(run.prefixJSON()), expectedIDs(api))
         XCTAssertGreaterThanOrEqual(transport.maxOutstanding, 12, "pieces are walked side by side")
-        // 50 pages, 17 probes, page one, and the pieces' ends: far from 50 pages one after another,
+        // 50 pages, 9 probes, page one, and the pieces' ends: far from 50 pages one after another,
         // and far from a request per item.
-        XCTAssertLessThan(api.requests, 50 + 17 + 4 * 16 + 2)
+        XCTAssertLessThan(api.requests, 50 + 9 + 4 * 16 + 2)
     }
 
     func testBurstsSharingOneSecondLieInOnePieceAndAreWalkedByTheCursor() throws {
@@ -98,8 +98,8 @@ final class RangeSplitTests: XCTestCase {
         XCTAssertEqual(ids, expectedIDs(api))
         let described = String(decoding: run.descriptionJSON(), as: UTF8.self)
         XCTAssertTrue(described.contains("walked as one piece: the server ignores the range filter"), described)
-        // The walk plus page one's probes: 15 pages, not a walk per piece.
-        XCTAssertLessThanOrEqual(api.requests, 15 + 17 + 1)
+        // The walk plus page one's probes (9): 15 pages, not a walk per piece.
+        XCTAssertLessThanOrEqual(api.requests, 15 + 9 + 1)
     }
 
     func testAListNotInTheFiltersOrderIsWalkedAsOnePieceAndSaysWhy() throws {
@@ -282,5 +282,26 @@ final class RangeSplitDensityTests: XCTestCase {
         XCTAssertTrue(ids == expectedIDs(api), "each item once, in the list's order")
         let described = String(decoding: run.descriptionJSON(), as: UTF8.self)
         XCTAssertTrue(described.contains("split again as they went"), described)
+    }
+}
+
+final class RangeSplitPagerTests: XCTestCase {
+    func testALoadMoreListOfASplitListFetchesOnlyWhatItsCallerAskedForAhead() throws {
+        let api = FakeStripeAPI(created: (0..<3000).map { 1_700_000_000 + $0 * 5 })
+        let transport = ScriptedTransport()
+        transport.on(charges) { request, _ in api.reply(request).after(1) }
+        let pager = try scriptedClient(transport) { $0.window = 16 }.makePager(try stripeList(), lookAhead: 1)
+        var ids: [Int] = []
+        for _ in 0..<4 {
+            guard case .page(let page) = try pager.next(timeoutMilliseconds: 10_000) else { return XCTFail("a page") }
+            ids += itemIDs(page.delta.json)
+        }
+        Thread.sleep(forTimeInterval: 0.1)
+        XCTAssertEqual(ids, Array(expectedIDs(api).prefix(ids.count)))
+        // Page one, the probes, the four pages handed out and the one looked ahead (and those a
+        // piece's end let the next one take): not the whole list.
+        let pages = transport.requests.filter { !$0.url.contains("limit=1&") && !$0.url.hasSuffix("limit=1") }.count
+        XCTAssertLessThanOrEqual(pages, 4 + 2 + 1, "\(pages) pages fetched")
+        pager.close()
     }
 }

@@ -122,6 +122,10 @@ def generated(rng: random.Random, summaries: Dict[str, str]) -> Dict[str, Any]:
     if rng.random() < 0.25:   # a preset, every part of it overridden
         description["preset"] = rng.choice(sorted(summaries))
         description["summary"] = summaries[description["preset"]]
+        # A preset's range filter is the description's unless it says otherwise.
+        split = json.loads(preset_texts()[description["preset"]]).get("split")
+        if split:
+            description["split"] = split
     return description
 
 
@@ -154,7 +158,7 @@ def test_a_detected_runs_description_validates_against_the_schema_and_sets_again
             run.close()
     del handle
     VALIDATOR.validate(printed)
-    assert printed["plan"] in ("parallel", "speculative", "sequential", "single")
+    assert printed["plan"] in ("parallel", "speculative", "sequential", "single", "split")
     assert printed["paging"]["detected"] or any(value and value["detected"] for value in printed["signals"].values())
     # Taken back as it is: what was detected is pinned; the output-only fields are what a list
     # that has not run prints.
