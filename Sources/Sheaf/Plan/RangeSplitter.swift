@@ -8,7 +8,7 @@
 /// - **piece 0** is page one's own walk, kept to keys at or above the last key page one shows
 ///   (`x`): the run's top is fixed by page one, since a walk goes away from what is added later;
 /// - **probes** (one round trip, a page of one item each) ask for the bands below `x` at
-///   distances growing sixteenfold, and prove that the server applies the filter: an item outside
+///   distances growing fourfold, and prove that the server applies the filter: an item outside
 ///   the band asked for, or a probe that fails, and the list is walked as one piece (piece 0 then
 ///   goes on unbounded), said in the plan;
 /// - **pieces 1...n** cut `[bottom, x)` into equal ranges, where `bottom` is the deepest band
@@ -48,10 +48,12 @@ struct RangeSplitter {
 
     static let probeBase = 1 << 62
     static let piecePages = 1 << 32
-    /// Bands probed below page one's last key, each sixteen times as deep as the one before (the
-    /// eighth reaches 16^7, 268 million times what page one spans; below it, one open band).
-    static let bands = 8
-    static let bandGrowth = 16
+    /// Bands probed below page one's last key, each four times as deep as the one before (the
+    /// twelfth reaches 4^11, four million times what page one spans; below it, one open band).
+    /// Fourfold, not more: the deepest band that holds items is cut with the rest, and the part of
+    /// it below the list's end is pieces that cost a request each and hold nothing.
+    static let bands = 12
+    static let bandGrowth = 4
 
     let filter: RangeFilter
     let kind: RangeValue.Kind
@@ -142,7 +144,7 @@ struct RangeSplitter {
         self.farKey = farKey
         pieces = [Piece(lo: x, hi: nil, pages: 1)]
         phase = .probing([])
-        // The bands: [x - s, x), [x - 16s, x - s), ... where s is what page one spans, down to
+        // The bands: [x - s, x), [x - 4s, x - s), ... where s is what page one spans, down to
         // the caller's bound; the last open below when there is none.
         let span = max(1, top.subtractingReportingOverflow(x).overflow ? 1 : top - x)
         pageSpan = span
