@@ -12,6 +12,7 @@ the request are kept in them.
 | /conv/gitlab | page, per_page | X-Next-Page ("" at the end), Link (link=none: no Link) | X-Total, X-Total-Pages (nototal=1: none, as GitLab past 10,000) | 20, max 100 |
 | /conv/json-server | _page, _limit | Link | X-Total-Count | 10; no _page: everything |
 | /conv/hand-written | _page, _limit | - (no Link, no next field) | X-Total-Count | 10, max 100; no _page: page 1 |
+| /conv/spring | page (0-based), size | - (Spring Data's Page: no links) | totalElements, totalPages, number | 20, max 100; items "content"; no page: page 0 |
 | /conv/drf-limit | limit, offset | "next" | "count" | 50, max 100 |
 | /conv/drf-cursor | cursor (opaque) | "next" | - | page_size 50 |
 | /conv/jsonapi | page[number], page[size] | links.next (null at the end) | meta.total | 20, max 100 |
@@ -232,6 +233,18 @@ def hal(p: Page) -> None:
             "page": {"size": size, "totalElements": p.n, "totalPages": pages, "number": page}})
 
 
+def spring(p: Page) -> None:
+    """Spring Data's Page<T> as a @RestController returns it: pages numbered from 0, no links."""
+    page, size = p.q.integer("page", 0, 0), p.size("size", 20, 100)
+    if p.handler.injected(p.q, p.path, page + 1):
+        return
+    start = page * size
+    pages = -(-p.n // size)
+    p.send({"content": _items(min(start, p.real_n), min(start + size, p.real_n)), "number": page, "size": size,
+            "totalElements": p.n, "totalPages": pages, "first": page == 0, "last": page + 1 >= pages,
+            "numberOfElements": max(0, min(start + size, p.real_n) - min(start, p.real_n)), "empty": start >= p.real_n})
+
+
 def stripe(p: Page) -> None:
     limit = p.size("limit", 10, 100)
     start = 0
@@ -349,7 +362,7 @@ def elastic(p: Page) -> None:
 CONVENTIONS: Dict[str, Callable[[Page], None]] = {
     "github": github, "gitlab": gitlab, "json-server": json_server, "hand-written": hand_written,
     "drf-limit": drf_limit,
-    "drf-cursor": drf_cursor, "jsonapi": jsonapi, "odata": odata, "hal": hal, "stripe": stripe,
+    "drf-cursor": drf_cursor, "jsonapi": jsonapi, "odata": odata, "hal": hal, "spring": spring, "stripe": stripe,
     "slack": slack, "google": google, "zendesk": zendesk, "fastapi-page": fastapi_page,
     "fastapi-limit-offset": fastapi_limit_offset, "content-range": content_range, "jira": jira,
     "elastic": elastic,

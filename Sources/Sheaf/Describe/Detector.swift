@@ -30,7 +30,7 @@ package enum Detector {
     static let totalHeaders = ["X-Total-Count", "X-Total", "Content-Range"]
     static let totalPointers = ["/total", "/count", "/total_count", "/totalCount", "/totalItems", "/total_items",
                                 "/totalResults", "/total_results", "/@odata.count", "/meta/total", "/meta/total_count",
-                                "/meta/count", "/page/totalElements", "/pagination/total", "/hits/total"]
+                                "/meta/count", "/totalElements", "/page/totalElements", "/pagination/total", "/hits/total"]
     static let pageCountPointers = ["/pages", "/totalPages", "/total_pages", "/page/totalPages", "/meta/total_pages",
                                     "/meta/pages", "/pagination/pages", "/pagination/total_pages"]
     static let pageParameters: Set<String> = ["page", "_page", "page[number]", "pageNumber", "page_number", "p", "pg"]

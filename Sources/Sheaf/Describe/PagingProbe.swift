@@ -29,8 +29,11 @@ struct PagingProbe: Sendable {
         case refuse(SheafError)
     }
 
-    /// Page-number parameters, asked for page 2 (page one being page 1); then offsets, asked at
-    /// the items page one served. Checked in this order.
+    /// Page-number parameters, each asked for page 1 first: new items there mean the pages are
+    /// numbered from 0 (Spring Data's `Page`, HAL), page one again means from 1, and page 2 is
+    /// asked for next (a list numbered from 0 asked for page 2 first answers with its third page,
+    /// and the second would never be read). Then offsets, asked at the items page one served.
+    /// Checked in this order.
     static let pageParameters = ["page", "_page", "p"]
     static let offsetParameters = ["offset", "skip"]
 
@@ -50,7 +53,8 @@ struct PagingProbe: Sendable {
         let served = pageOne.items.count
         let present = Set(URLText.queryPairs(firstURL).map(\.0))
         let numbered: [(String, Int, Paging)] = served == 0 ? [] :
-            Self.pageParameters.map { ($0, 2, .pageNumber(.init(parameter: $0, first: 1))) }
+            Self.pageParameters.flatMap { [($0, 1, .pageNumber(.init(parameter: $0, first: 0))),
+                                           ($0, 2, .pageNumber(.init(parameter: $0, first: 1)))] }
             + Self.offsetParameters.map { ($0, served, .offset(.init(parameter: $0, first: 0))) }
         candidates = numbered.compactMap { parameter, value, paging in
             guard !present.contains(parameter),
@@ -69,14 +73,36 @@ struct PagingProbe: Sendable {
     mutating func answered(_ answer: Page?) -> Step {
         guard let candidate = tried.last else { return .refuse(refusal) }
         if let answer, Self.continues(answer, after: pageOne) { return .adopt(candidate.paging) }
-        return next()
+        // Page 2 of a parameter is asked for only when its page 1 was page one again: the pages
+        // are then numbered from 1 (an empty or failed page 1 says nothing of how).
+        let provesOneBased = answer.map { Self.repeats($0, pageOne) } ?? false
+        let askedPageOne = candidate.paging == .pageNumber(.init(parameter: candidate.parameter, first: 0))
+        return next(skippingPageTwoOf: askedPageOne && !provesOneBased ? candidate.parameter : nil)
     }
 
-    private mutating func next() -> Step {
-        guard tried.count < candidates.count else { return .refuse(refusal) }
-        let candidate = candidates[tried.count]
+    private mutating func next(skippingPageTwoOf skipped: String? = nil) -> Step {
+        var position = consumed
+        while position < candidates.count, let skipped, candidates[position].parameter == skipped {
+            position += 1
+        }
+        guard position < candidates.count else {
+            consumed = position
+            return .refuse(refusal)
+        }
+        let candidate = candidates[position]
+        consumed = position + 1
         tried.append(candidate)
         return .fetch(url: candidate.url)
+    }
+
+    /// Candidates gone past (asked for, or skipped).
+    private var consumed = 0
+
+    /// Whether `answer` holds page one's items again, all of them.
+    static func repeats(_ answer: Page, _ pageOne: Page) -> Bool {
+        guard answer.items.count == pageOne.items.count, !answer.items.isEmpty else { return false }
+        let texts = Set(pageOne.items.map { pageOne.body[$0] })
+        return answer.items.allSatisfy { texts.contains(answer.body[$0]) }
     }
 
     /// Whether `answer`, asked for as page two, continues the list `pageOne` starts: it has items

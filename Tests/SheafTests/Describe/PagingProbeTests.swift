@@ -21,22 +21,20 @@ private func items(_ range: Range<Int>) -> String {
 final class PagingProbeTests: XCTestCase {
     // MARK: What is tried, in which order
 
-    func testPageNumbersAreTriedForPageTwoThenOffsetsAtTheItemsServed() throws {
+    func testPageNumbersAreTriedForPageOneThenPageTwoThenOffsetsAtTheItemsServed() throws {
         let probe = PagingProbe(firstURL: api, pageOne: try page(items(0..<25), total: 95))
-        XCTAssertEqual(probe.candidates.map(\.text), ["page=2", "_page=2", "p=2", "offset=25", "skip=25"])
-        XCTAssertEqual(probe.candidates.map(\.url), ["\(api)?page=2", "\(api)?_page=2", "\(api)?p=2", "\(api)?offset=25", "\(api)?skip=25"])
-        XCTAssertEqual(probe.candidates.map(\.paging), [
-            .pageNumber(.init(parameter: "page", first: 1)), .pageNumber(.init(parameter: "_page", first: 1)),
-            .pageNumber(.init(parameter: "p", first: 1)),
-            .offset(.init(parameter: "offset", first: 0)), .offset(.init(parameter: "skip", first: 0)),
-        ])
+        XCTAssertEqual(probe.candidates.map(\.text), ["page=1", "page=2", "_page=1", "_page=2", "p=1", "p=2", "offset=25", "skip=25"])
+        XCTAssertEqual(probe.candidates.map(\.url).prefix(3), ["\(api)?page=1", "\(api)?page=2", "\(api)?_page=1"])
+        XCTAssertEqual(probe.candidates.map(\.paging), ["page", "_page", "p"].flatMap { name -> [Paging] in
+            [.pageNumber(.init(parameter: name, first: 0)), .pageNumber(.init(parameter: name, first: 1))]
+        } + [.offset(.init(parameter: "offset", first: 0)), .offset(.init(parameter: "skip", first: 0))])
     }
 
     func testAParameterTheURLAlreadyHasIsNotTriedAndTheRestOfTheQueryIsKept() throws {
         let url = "\(api)?sort=name&p=latest"
         let probe = PagingProbe(firstURL: url, pageOne: try page(items(0..<5), total: 20, url: url))
-        XCTAssertEqual(probe.candidates.map(\.text), ["page=2", "_page=2", "offset=5", "skip=5"])
-        XCTAssertEqual(probe.candidates.first?.url, "\(api)?sort=name&p=latest&page=2")
+        XCTAssertEqual(probe.candidates.map(\.text), ["page=1", "page=2", "_page=1", "_page=2", "offset=5", "skip=5"])
+        XCTAssertEqual(probe.candidates.first?.url, "\(api)?sort=name&p=latest&page=1")
     }
 
     func testAnEmptyFirstPageTriesNothingAndIsRefusedAsBefore() throws {
@@ -50,15 +48,17 @@ final class PagingProbeTests: XCTestCase {
     func testEachCandidateIsAskedForInTurnAndTheRefusalNamesThemAll() throws {
         let pageOne = try page(items(0..<3), total: 9)
         var probe = PagingProbe(firstURL: api, pageOne: pageOne)
-        XCTAssertEqual(probe.start(), .fetch(url: "\(api)?page=2"))
-        XCTAssertEqual(probe.answered(nil), .fetch(url: "\(api)?_page=2"), "a failed answer moves on")
-        XCTAssertEqual(probe.answered(pageOne), .fetch(url: "\(api)?p=2"), "page one again moves on")
-        XCTAssertEqual(probe.answered(try page("[]", total: 9)), .fetch(url: "\(api)?offset=3"))
+        XCTAssertEqual(probe.start(), .fetch(url: "\(api)?page=1"))
+        XCTAssertEqual(probe.answered(nil), .fetch(url: "\(api)?_page=1"), "a failed page 1 says nothing of the numbering: on")
+        XCTAssertEqual(probe.answered(pageOne), .fetch(url: "\(api)?_page=2"), "page one again: numbered from 1, page 2 next")
+        XCTAssertEqual(probe.answered(pageOne), .fetch(url: "\(api)?p=1"), "page one again for page 2: ignored, on")
+        XCTAssertEqual(probe.answered(try page("[]", total: 9)), .fetch(url: "\(api)?offset=3"), "an empty page 1: on")
         XCTAssertEqual(probe.answered(try page(items(2..<5), total: 9)), .fetch(url: "\(api)?skip=3"))
         guard case .refuse(let error) = probe.answered(nil) else { return XCTFail("every candidate was refused") }
         XCTAssertEqual(error.code, .undetected)
         XCTAssertEqual(error.url, api)
-        XCTAssertTrue(error.message.contains("tried page=2, _page=2, p=2, offset=3, skip=3: none gave the next items"), error.message)
+        XCTAssertTrue(error.message.contains("tried page=1, _page=1, _page=2, p=1, offset=3, skip=3: none gave the next items"),
+                      error.message)
         XCTAssertNotNil(error.hint)
     }
 
@@ -66,12 +66,17 @@ final class PagingProbeTests: XCTestCase {
         let pageOne = try page(items(0..<3), total: 9)
         var probe = PagingProbe(firstURL: api, pageOne: pageOne)
         _ = probe.start()
-        XCTAssertEqual(probe.answered(pageOne), .fetch(url: "\(api)?_page=2"))
-        XCTAssertEqual(probe.answered(try page(items(3..<6), total: 9)), .adopt(.pageNumber(.init(parameter: "_page", first: 1))))
+        XCTAssertEqual(probe.answered(pageOne), .fetch(url: "\(api)?page=2"))
+        XCTAssertEqual(probe.answered(try page(items(3..<6), total: 9)), .adopt(.pageNumber(.init(parameter: "page", first: 1))))
+
+        var fromZero = PagingProbe(firstURL: api, pageOne: pageOne)
+        _ = fromZero.start()
+        XCTAssertEqual(fromZero.answered(try page(items(3..<6), total: 9)), .adopt(.pageNumber(.init(parameter: "page", first: 0))),
+                       "new items for page 1: page one was page 0")
 
         var offsets = PagingProbe(firstURL: api, pageOne: pageOne)
         _ = offsets.start()
-        for _ in 0..<3 { _ = offsets.answered(pageOne) }
+        for _ in 0..<6 { _ = offsets.answered(pageOne) }
         XCTAssertEqual(offsets.answered(try page(items(3..<6), total: 9)), .adopt(.offset(.init(parameter: "offset", first: 0))))
     }
 

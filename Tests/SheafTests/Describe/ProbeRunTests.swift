@@ -5,6 +5,8 @@ import XCTest
 private enum Addressing {
     /// `name=k`, pages from 1 (json-server's `_page`).
     case pageNumber(String)
+    /// `name=k`, pages from 0 (Spring Data's `Page`: `?page=0` is page one).
+    case pageNumberFromZero(String)
     /// `name=<items before>`.
     case offset(String)
     /// Every parameter ignored: page one, whatever is asked.
@@ -20,6 +22,7 @@ private func handWritten(count: Int, size: Int = 10, _ addressing: Addressing,
         let start: Int
         switch addressing {
         case .pageNumber(let name): start = ((number(name) ?? 1) - 1) * size
+        case .pageNumberFromZero(let name): start = (number(name) ?? 0) * size
         case .offset(let name): start = number(name) ?? 0
         case .none: start = 0
         }
@@ -41,6 +44,19 @@ private func runUndescribed(_ transport: ScriptedTransport, _ change: (inout Lis
 }
 
 final class ProbeRunTests: XCTestCase {
+    func testAListNumberedFromZeroIsFoundByItsPageOneAndArrivesWhole() throws {
+        // Spring Data's Page: ?page=0 is page one; asked for page 2 first, it would answer with its
+        // third page, and the list would end OK without its second.
+        let transport = ScriptedTransport()
+        transport.on(scriptedList, handWritten(count: 45, .pageNumberFromZero("page"), wrapped: true))
+        let (run, outcome) = try runUndescribed(transport)
+        XCTAssertEqual(outcome, .complete)
+        XCTAssertEqual(itemIDs(run.prefixJSON()), Array(0..<45))
+        XCTAssertEqual(transport.requests.map(\.url).prefix(2), [scriptedList, "\(scriptedList)?page=1"])
+        let json = String(decoding: run.descriptionJSON(), as: UTF8.self)
+        XCTAssertTrue(json.contains(#""paging":{"kind":"page_number","param":"page","first":0"#), json)
+    }
+
     func testAJSONServerLikeListIsFoundByItsUnderscorePageAndArrivesWholeInOrder() throws {
         let transport = ScriptedTransport()
         transport.on(scriptedList, handWritten(count: 95, .pageNumber("_page")))
@@ -48,10 +64,11 @@ final class ProbeRunTests: XCTestCase {
         XCTAssertEqual(outcome, .complete)
         XCTAssertEqual(itemIDs(run.prefixJSON()), Array(0..<95))
         let urls = transport.requests.map(\.url)
-        XCTAssertEqual(Array(urls.prefix(3)), [scriptedList, "\(scriptedList)?page=2", "\(scriptedList)?_page=2"],
+        XCTAssertEqual(Array(urls.prefix(5)), [scriptedList, "\(scriptedList)?page=1", "\(scriptedList)?page=2",
+                                                "\(scriptedList)?_page=1", "\(scriptedList)?_page=2"],
                        "page one, then the probes in order until one continues the list")
-        XCTAssertEqual(Set(urls.dropFirst(3)), Set((2...10).map { "\(scriptedList)?_page=\($0)" }))
-        XCTAssertEqual(urls.count, 12)
+        XCTAssertEqual(Set(urls.dropFirst(5)), Set((2...10).map { "\(scriptedList)?_page=\($0)" }))
+        XCTAssertEqual(urls.count, 14)
         XCTAssertTrue(transport.requests.allSatisfy { request in
             request.headers.contains { $0.name == "Authorization" && $0.value == "Bearer \(scriptedToken)" }
         }, "the probes are pages of the list's own URL: they carry its credential")
@@ -84,8 +101,9 @@ final class ProbeRunTests: XCTestCase {
         XCTAssertEqual(outcome, .complete)
         XCTAssertEqual(itemIDs(run.prefixJSON()), Array(0..<45))
         let urls = transport.requests.map(\.url)
-        XCTAssertEqual(Array(urls.prefix(5)), [scriptedList] + ["page=2", "_page=2", "p=2", "offset=10"].map { "\(scriptedList)?\($0)" })
-        XCTAssertEqual(Set(urls.dropFirst(5)), Set([10, 20, 30, 40].map { "\(scriptedList)?offset=\($0)" }))
+        let probes = ["page=1", "page=2", "_page=1", "_page=2", "p=1", "p=2", "offset=10"]
+        XCTAssertEqual(Array(urls.prefix(8)), [scriptedList] + probes.map { "\(scriptedList)?\($0)" })
+        XCTAssertEqual(Set(urls.dropFirst(8)), Set([10, 20, 30, 40].map { "\(scriptedList)?offset=\($0)" }))
         let json = String(decoding: run.descriptionJSON(), as: UTF8.self)
         XCTAssertTrue(json.contains(#""paging":{"kind":"offset","param":"offset","first":0"#), json)
     }
@@ -96,8 +114,9 @@ final class ProbeRunTests: XCTestCase {
         let (run, outcome) = try runUndescribed(transport)
         let error = try XCTUnwrap(outcome?.error)
         XCTAssertEqual(error.code, .undetected)
-        XCTAssertTrue(error.message.contains("tried page=2, _page=2, p=2, offset=10, skip=10: none gave the next items"), error.message)
-        XCTAssertEqual(transport.requests.count, 1 + PagingProbe.pageParameters.count + PagingProbe.offsetParameters.count)
+        XCTAssertTrue(error.message.contains("tried page=1, page=2, _page=1, _page=2, p=1, p=2, offset=10, skip=10: none gave the "
+                                             + "next items"), error.message)
+        XCTAssertEqual(transport.requests.count, 1 + 2 * PagingProbe.pageParameters.count + PagingProbe.offsetParameters.count)
         XCTAssertEqual(itemIDs(run.prefixJSON()), [], "page one is not delivered: the list could not be followed")
     }
 
@@ -115,7 +134,7 @@ final class ProbeRunTests: XCTestCase {
         transport.on(scriptedList) { request, attempt in request.url == scriptedList ? list(request, attempt) : .never }
         let (_, outcome) = try runUndescribed(transport) { $0.deadlineMilliseconds = 100 }
         XCTAssertEqual(outcome?.error?.code, .deadline)
-        XCTAssertEqual(transport.requests.map(\.url), [scriptedList, "\(scriptedList)?page=2"])
+        XCTAssertEqual(transport.requests.map(\.url), [scriptedList, "\(scriptedList)?page=1"])
         // The deadline's thread cancels the attempt once it has let go of the run's lock, which
         // may be just after wait() returned.
         let cancelledBy = Date().addingTimeInterval(5)

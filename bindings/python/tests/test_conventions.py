@@ -13,7 +13,7 @@ N = 237
 
 #: The page size each endpoint serves with the queries below.
 PAGE_SIZES = {"github": 30, "gitlab": 20, "json-server": 10, "hand-written": 10, "drf-limit": 50, "drf-cursor": 50, "jsonapi": 20,
-              "odata": 50, "hal": 20, "stripe": 10, "slack": 40, "google": 40, "zendesk": 40, "fastapi-page": 50,
+              "odata": 50, "hal": 20, "spring": 20, "stripe": 10, "slack": 40, "google": 40, "zendesk": 40, "fastapi-page": 50,
               "fastapi-limit-offset": 50, "content-range": 25, "jira": 50, "elastic": 10, "drf": 50, "anchor": 50}
 
 #: name -> (the path's query beyond n, the preset or None, whether pages are addressable)
@@ -23,6 +23,8 @@ CONVENTIONS = {
     "json-server": ("&_page=1", "json-server", True),
     # No Link header and no _page in the URL: the paging is found by trying the usual parameters.
     "hand-written": ("", None, True),
+    # Spring Data's Page, pages from 0 and no links: found by asking for page=1.
+    "spring": ("", None, True),
     "drf-limit": ("", "drf-limit", True),
     "drf-cursor": ("", "drf-cursor", False),
     "jsonapi": ("", "jsonapi", True),
@@ -45,7 +47,7 @@ CONVENTIONS = {
 
 #: Requests page one costs beyond itself: the page parameters tried before one gave the next
 #: items (the list's first page names no way to page two).
-PROBES = {"hand-written": 2}
+PROBES = {"hand-written": 4, "spring": 1}
 
 
 def plain(items: list) -> list:
@@ -126,17 +128,30 @@ def test_each_convention_through_the_command_line(api, name, how):
 
 
 def test_a_hand_written_list_is_probed_for_its_page_parameter(api):
-    # A bare array with X-Total-Count and no way to page two on it: the library asks for page=2
-    # (page one again: refused), then _page=2 (the next items: taken), and runs with _page.
+    # A bare array with X-Total-Count and no way to page two on it: the library asks for page=1
+    # and page=2 (page one again: refused), _page=1 (page one again: numbered from 1), then
+    # _page=2 (the next items: taken), and runs with _page.
     path = f"/conv/hand-written?n={N}"
     with sheaf.Client(api.base_url, concurrency=4) as client:
         items = client.fetch_all(path)
         asked = [entry["path"] for entry in stats(api)["log"]]
         explained = client.explain(path)
     assert items == expected_items(N)
-    assert asked[:3] == [path, f"{path}&page=2", f"{path}&_page=2"]
+    assert asked[:5] == [path, f"{path}&page=1", f"{path}&page=2", f"{path}&_page=1", f"{path}&_page=2"]
     assert (explained.paging, explained.first, explained.plan) == ("page:_page", 1, "parallel")
     assert "paging" in explained.detected
+
+
+def test_a_list_numbered_from_zero_found_by_probing_arrives_whole(api):
+    # Spring Data's Page: ?page=0 is page one, no links; page=1 brings the second page, so the
+    # pages are numbered from 0 (asked for page=2 first, the second page would never be read and
+    # the list would end OK, 20 items short).
+    path = f"/conv/spring?n={N}"
+    with sheaf.Client(api.base_url, concurrency=4) as client:
+        items = client.fetch_all(path)
+        explained = client.explain(path)
+    assert items == expected_items(N)
+    assert (explained.paging, explained.first) == ("page:page", 0)
 
 
 def test_the_cli_explains_the_page_parameter_a_probe_found(api):

@@ -81,8 +81,9 @@ describing a list:
   (a total in the body, X-Total-Count, X-Total, Content-Range) and whether page k can be asked
   for directly (a next link that differs from its request in one page or offset parameter):
   then pages go out --concurrency at a time. A first page that promises more but names no next
-  page (json-server's X-Total-Count without a Link) is probed: page=2, _page=2, p=2, then
-  offset=N and skip=N (N: its items), one request each, until one answers with the next items.
+  page (json-server's X-Total-Count without a Link) is probed: page=1 (new items: pages from 0,
+  as Spring Data's), page=2 (pages from 1), the same for _page and p, then offset=N and skip=N
+  (N: its items), one request each, until one answers with the next items.
   --explain prints what it detected as the flags that pin it.
 
     sheaf get 'https://api.example.com/v1/things'
