@@ -189,7 +189,10 @@ struct RangeSplitter {
         var actions: [Action] = []
         var out = Set<Int>()
         for band in bandBottoms.indices {
-            guard let url = probeURL(band) else { return walkAsOne("cannot write the bounds of \(filter.field) into the URL") }
+            guard let url = probeURL(band) else {
+                walkAsOne("cannot write the bounds of \(filter.field) into the URL")
+                return []
+            }
             out.insert(Self.probeBase + band)
             actions.append(.fetch(index: Self.probeBase + band, url: url))
         }
@@ -205,17 +208,17 @@ struct RangeSplitter {
         let band = index - Self.probeBase
         if let value = page.rangeValues.first {
             guard let value, let read = RangeValue(value, kind: kind) else {
-                return walkAsOneNow("a probe's item has no \(kind.rawValue) at \(filter.field)")
+                return walkAsOne("a probe's item has no \(kind.rawValue) at \(filter.field)")
             }
-            let key = filter.order == .newestFirst ? read.units : -read.units
+            let key = key(of: read)
             let top = band == 0 ? x : bandBottoms[band - 1]!
             if key >= top || (bandBottoms[band].map { key < $0 } ?? false) {
-                return walkAsOneNow("the server ignores the range filter (\(filter.lower.parameter), \(filter.upper.parameter)): "
+                return walkAsOne("the server ignores the range filter (\(filter.lower.parameter), \(filter.upper.parameter)): "
                                     + "a request for a range answered \(value) outside it")
             }
             bandFound[band] = true
         } else if !page.items.isEmpty {
-            return walkAsOneNow("a probe's item has no \(filter.field)")
+            return walkAsOne("a probe's item has no \(filter.field)")
         }
         phase = .probing(out)
         if out.isEmpty {
@@ -226,15 +229,11 @@ struct RangeSplitter {
 
     mutating func probeFailed(_ index: Int, _ error: SheafError) {
         guard case .probing(let out) = phase, out.contains(index) else { return }
-        walkAsOneNow("a request for a range failed (\(error.message))")
+        walkAsOne("a request for a range failed (\(error.message))")
     }
 
     /// The list is walked as one piece: what is out is ignored, piece 0 goes on unbounded.
-    private mutating func walkAsOneNow(_ reason: String) {
-        _ = walkAsOne(reason)
-    }
-
-    private mutating func walkAsOne(_ reason: String) -> [Action] {
+    private mutating func walkAsOne(_ reason: String) {
         oneWalkReason = reason
         phase = .walking
         pieces = Array(pieces.prefix(1))
@@ -246,7 +245,6 @@ struct RangeSplitter {
         } else {
             pieces[0].lo = nil
         }
-        return []
     }
 
     /// Plans pieces 1...n from what the probes found.
@@ -274,7 +272,7 @@ struct RangeSplitter {
         guard insert(planned, after: 0) else {
             pieces.removeSubrange(1...)
             order = [0]
-            _ = walkAsOne("cannot write the bounds of a piece into the URL")
+            walkAsOne("cannot write the bounds of a piece into the URL")
             return
         }
     }
@@ -346,7 +344,7 @@ struct RangeSplitter {
                 return .failure(SheafError(.badPage, "item \(position) of \(page.url) has no \(kind.rawValue) at \(filter.field): "
                                            + "a list split by it needs one on every item", url: page.url))
             }
-            let key = filter.order == .newestFirst ? read.units : -read.units
+            let key = key(of: read)
             if let previous = keys.last ?? piece.lastKey, key > previous {
                 return .failure(SheafError(.badPage, "the items of \(page.url) are not ordered by \(filter.field) "
                                            + "\(filter.order.words) (item \(position) is \(value)): "
@@ -459,6 +457,11 @@ struct RangeSplitter {
             urls.append(bounded)
         }
         return urls
+    }
+
+    /// A value's place along the list: its units, negated for an oldest-first list.
+    private func key(of value: RangeValue) -> Int {
+        filter.order == .newestFirst ? value.units : -value.units
     }
 
     // MARK: URLs
