@@ -1,15 +1,21 @@
 #!/usr/bin/env python3
 """Writes the C API reference page from include/sheaf.h: every SHEAF_API function, type, enum and
 macro with its doc comment, grouped by the header's "/* ---- Section ---- */" markers, in the
-header's order. The header's opening comment (thread safety, memory, errors) opens the page.
+header's order. The header's opening comment (thread safety, memory, errors) opens the page, and
+a section's opening comment (a plain /* */ right after its marker) opens the section. The
+experimental tier, include/sheaf/experimental.h, follows in an Experimental part of its own,
+opened by that header's opening comment (its promise); names link across both.
 
 The header is read as text, not compiled: its layout is regular (the abi_header test compiles it
 as C and C++), and a line this script does not understand is an error rather than a gap in the
 page. Exits 1, naming each place, when a SHEAF_API function has no doc comment, when a doc
 comment documents nothing, or when a line is not understood.
 
-usage: docs/gen_c_reference.py [--header include/sheaf.h] [--output docs/reference/c.md]
-       (paths relative to the repository root)
+usage: docs/gen_c_reference.py [--header include/sheaf.h]
+                               [--experimental include/sheaf/experimental.h]
+                               [--output docs/reference/c.md]
+       (paths relative to the repository root; an --experimental header that does not exist is
+       left out)
 """
 
 from __future__ import annotations
@@ -60,6 +66,7 @@ class Entry:
 class Section:
     title: str
     entries: List[Entry] = field(default_factory=list)
+    intro: str = ""   # the section's opening comment, a plain /* */ before its first entry
 
 
 @dataclass
@@ -125,6 +132,8 @@ def parse(path: Path) -> Header:
             text = comment_text(take_until("*/"))
             if not overview and not any(section.entries for section in sections):
                 overview = text   # the header's opening comment
+            elif len(sections) > 1 and not sections[-1].entries and not sections[-1].intro:
+                sections[-1].intro = text   # a section's opening comment
         elif stripped.startswith("#"):
             index += 1
             define = _DEFINE.match(stripped)
@@ -210,10 +219,11 @@ def _members(kind: str, body: List[str], path: Path, first_line: int, problems: 
 
 # ---- the page ----------------------------------------------------------------------------------
 
-def anchors(header: Header) -> Dict[str, str]:
-    """Every name the page documents, with its anchor: entries, and each enum value."""
+def anchors(header: Header, *more: Header) -> Dict[str, str]:
+    """Every name the page documents, with its anchor: entries, and each enum value (of `header`
+    and of each of `more`: the experimental tier's)."""
     found: Dict[str, str] = {}
-    for section in header.sections:
+    for section in [section for each in (header, *more) for section in each.sections]:
         for entry in section.entries:
             found[entry.name] = entry.name
             if entry.kind == "enum":
@@ -299,33 +309,62 @@ def members_table(entry: Entry, link: reference_page.Linker) -> List[str]:
     return ["\n".join(rows)]
 
 
-def render(header: Header, source: str) -> str:
-    names = anchors(header)
+def render(header: Header, source: str, experimental: Optional[Header] = None,
+           experimental_source: str = "") -> str:
+    names = anchors(header, *([experimental] if experimental else []))
     link = linker_for(names)
+    sources = f"`{source}`" + (f" and `{experimental_source}`" if experimental else "")
     out = ["# C API reference",
-           f"Generated from `{source}` by `docs/gen_c_reference.py`: every declaration of the header "
-           "with its doc comment, in the header's order. To change this page, change the header. "
-           "The [C guide](../guides/c.md) shows the calls at work."]
+           f"Generated from {sources} by `docs/gen_c_reference.py`: every declaration of the "
+           "header with its doc comment, in the header's order"
+           + (", then the experimental tier's, under [Experimental](#experimental)" if experimental else "")
+           + ". To change this page, change the header. The [C guide](../guides/c.md) shows the calls at work."]
     out += overview_markdown(header.overview, link)
-    for section in header.sections:
-        out.append(f"## {reference_page.escape(section.title)}")
+    out += sections_markdown(header.sections, names, link)
+    if experimental:
+        out.append("## Experimental {#experimental}")
+        out.append(f"What `{experimental_source}` declares (`#include <sheaf/experimental.h>`), "
+                   "introduced by the header's opening comment:")
+        out += overview_markdown(experimental.overview, link)
+        out += sections_markdown(experimental.sections, names, link, prefix="Experimental: ")
+    return "\n\n".join(out) + "\n"
+
+
+def sections_markdown(sections: List[Section], names: Dict[str, str], link: reference_page.Linker,
+                      prefix: str = "") -> List[str]:
+    out: List[str] = []
+    for section in sections:
+        out.append(f"## {reference_page.escape(prefix + section.title)}")
+        if section.intro:
+            out += doc_markdown(section.intro, link)
         for entry in section.entries:
             out.append(f"### {reference_page.escape(entry.name)} {{#{names[entry.name]}}}")
             out.append(declaration_block(entry))
             out += doc_markdown(entry.doc, link)
             if entry.members:
                 out += members_table(entry, link)
-    return "\n\n".join(out) + "\n"
+    return out
 
 
 def main() -> int:
-    arguments = reference_page.arguments(__doc__, "docs/reference/c.md",
-                                        ("--header", "include/sheaf.h", "the header to document"))
+    arguments = reference_page.arguments(
+        __doc__, "docs/reference/c.md",
+        ("--header", "include/sheaf.h", "the header to document"),
+        ("--experimental", "include/sheaf/experimental.h", "the experimental tier's header"))
     header = parse(arguments.header)
-    functions = sum(entry.kind == "function" for section in header.sections for entry in section.entries)
-    page = "" if header.problems else render(header, str(arguments.header))
-    return reference_page.finish("gen_c_reference", arguments.output, page, header.problems,
-                                f"{functions} functions in {len(header.sections)} sections")
+    experimental = parse(arguments.experimental) if arguments.experimental.exists() else None
+    problems = header.problems + (experimental.problems if experimental else [])
+    if experimental:
+        twice = sorted(set(anchors(header)) & set(anchors(experimental)))
+        problems += [f"{arguments.experimental}: {name} is documented in {arguments.header} too" for name in twice]
+
+    def functions(of: Optional[Header]) -> int:
+        return sum(entry.kind == "function" for section in (of.sections if of else []) for entry in section.entries)
+
+    page = "" if problems else render(header, str(arguments.header), experimental, str(arguments.experimental))
+    return reference_page.finish("gen_c_reference", arguments.output, page, problems,
+                                f"{functions(header)} functions in {len(header.sections)} sections, "
+                                f"{functions(experimental)} experimental")
 
 if __name__ == "__main__":
     sys.exit(main())

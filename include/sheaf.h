@@ -27,9 +27,25 @@
  *   Running a list       fetch_all, snapshots (callback or pulled), writing, status
  *   Loading more         a list page by page, as its caller asks
  *   Groups               many lists as one job
- *   Items as Arrow       a delta's items as an Arrow struct array (the C data interface)
  *   Single requests      any method, bodies, downloads
  *   Writing a transport  for embedders that replace libcurl
+ *
+ * Two tiers
+ * ---------
+ * This header is the stable tier: what it declares keeps the 1.0 promise (CHANGELOG.md) for all
+ * of major version 1. Its calls, types and values are never removed or changed, only added to;
+ * Tests/abi/check_compat.sh holds the library to it, against Tests/abi/baseline/libsheaf.abi.
+ * Each call is used by at least two of the bindings (Python, Go, Rust), or its comment says, in
+ * a line that starts "C only:", why it is kept for C callers although fewer do (a callback form
+ * where the bindings pull, a shorthand of another call, a transport's side of an exchange, ...).
+ * Tests/abi/check_tiers.py checks that.
+ *
+ * The experimental tier is <sheaf/experimental.h> (include it; it includes this header): calls
+ * added since 1.0.0 that fewer than two bindings use yet, and hooks that exist for one binding's
+ * speed (Arrow batches of a delta, the digit scan Python's orjson path asks for, partitions of a
+ * plan that all run at once, an event loop's descriptor for a group). They may change or go in a
+ * minor release, and the ABI baseline check leaves them out. One moves here, as it is, once two
+ * bindings use it; nothing here ever moves there.
  *
  * Thread safety
  * -------------
@@ -274,16 +290,28 @@ typedef struct sheaf_credential_reply sheaf_credential_reply;
  */
 typedef void (*sheaf_credential_fn)(sheaf_credential_reply *reply, void *user_data);
 
-/** 1 when the provider is asked again because the server refused (401) the last credential it gave; 0 for the first. */
+/**
+ * 1 when the provider is asked again because the server refused (401) the last credential it
+ * gave; 0 for the first.
+ *
+ * C only: a credential provider's side of the call (sheaf_client_set_credential_provider).
+ */
 SHEAF_API int sheaf_credential_reply_is_refresh(const sheaf_credential_reply *reply);
 
-/** The credential's value (copied): the token, the Basic password or the API key. Empty or NULL: SHEAF_E_INVALID_ARGUMENT. */
+/**
+ * The credential's value (copied): the token, the Basic password or the API key. Empty or NULL:
+ * SHEAF_E_INVALID_ARGUMENT.
+ *
+ * C only: a credential provider's side of the call (sheaf_client_set_credential_provider).
+ */
 SHEAF_API sheaf_result sheaf_credential_reply_set(sheaf_credential_reply *reply, const char *value);
 
 /**
  * The provider has no credential; `message` (copied, may be NULL) says why, and must hold no
  * secret. The requests waiting for it fail with SHEAF_E_CREDENTIAL (as they do when the provider
  * answers neither way); the next request asks again.
+ *
+ * C only: a credential provider's side of the call (sheaf_client_set_credential_provider).
  */
 SHEAF_API sheaf_result sheaf_credential_reply_fail(sheaf_credential_reply *reply, const char *message);
 
@@ -301,6 +329,9 @@ SHEAF_API sheaf_result sheaf_credential_reply_fail(sheaf_credential_reply *reply
  * only to the base URL's origin and is kept out of every message. `destroy` (may be NULL) is
  * called with `user_data` once no client, list or request needs the provider any more; a refused
  * call never calls it (user_data stays the caller's).
+ *
+ * C only: a callback the library calls on a thread of its own (Python's credential providers
+ * use it; Go and Rust set the credential itself, sheaf_client_set_credential).
  */
 SHEAF_API sheaf_result sheaf_client_set_credential_provider(sheaf_client *client, sheaf_auth kind, const char *name,
                                                             sheaf_credential_fn provider, void *user_data,
@@ -525,6 +556,9 @@ typedef enum sheaf_paging {
  * the others: a next link names its own page size); the size used for
  * planning is the count the server actually returned. A parameter already in the list's path is
  * replaced, never duplicated.
+ *
+ * C only: one part of the description, typed for C; the bindings give the whole description as
+ * JSON (sheaf_list_set_description).
  */
 SHEAF_API sheaf_result sheaf_list_set_paging(sheaf_list *list, sheaf_paging paging, const char *param,
                                              int64_t first, const char *size_param, int64_t size);
@@ -556,6 +590,9 @@ typedef enum sheaf_source {
  * Reads `signal` from `source` at `where` (copied; ignored for NONE and DETECT). A pair the
  * signal cannot come from, or a malformed pointer or name, is refused with
  * SHEAF_E_INVALID_ARGUMENT when set.
+ *
+ * C only: one part of the description, typed for C; the bindings give the whole description as
+ * JSON (sheaf_list_set_description).
  */
 SHEAF_API sheaf_result sheaf_list_set_signal(sheaf_list *list, sheaf_signal signal, sheaf_source source,
                                              const char *where);
@@ -570,6 +607,9 @@ SHEAF_API const char *sheaf_preset_name(size_t index);
  * What preset `name` pins, as a JSON object in the form sheaf_list_description uses, plus a
  * "summary" sentence. On success *out_json is freed with sheaf_free; SHEAF_E_INVALID_ARGUMENT
  * for an unknown name (the message lists the known ones).
+ *
+ * C only: for a tool that shows what a preset pins (Python's Description and its command line
+ * use it; Go and Rust name the preset).
  */
 SHEAF_API sheaf_result sheaf_preset_description(const char *name, char **out_json, size_t *out_length);
 
@@ -672,6 +712,9 @@ SHEAF_API sheaf_result sheaf_list_set_description(sheaf_list *list, const char *
  * Stops the list after `max_items` items (0 = no limit), with SHEAF_OK and SHEAF_STOP_ITEM_LIMIT; the same as
  * sheaf_list_set_budget(list, SHEAF_BUDGET_ITEMS, max_items).
  * SHEAF_E_INVALID_ARGUMENT for a negative value.
+ *
+ * C only: a shorthand of sheaf_list_set_budget(list, SHEAF_BUDGET_ITEMS, max_items), which the
+ * bindings call.
  */
 SHEAF_API sheaf_result sheaf_list_set_max_items(sheaf_list *list, int64_t max_items);
 
@@ -724,12 +767,14 @@ SHEAF_API sheaf_result sheaf_list_set_resume(sheaf_list *list, const char *token
 SHEAF_API sheaf_result sheaf_list_resume_token(sheaf_list *list, char **out_token);
 
 /**
- * Splits the list into up to `n` partitions, for several processes (or machines) to read it: on
- * a list not started, reads its page one (blocking, as a fetch of one page: the list's client,
- * transport, headers and deadline; page one is read here once and its items are not carried,
- * partition 0 fetches it again) and sets *out_json to a JSON array of partitions, one line, a
- * new string freed with sheaf_free (*out_length, may be NULL, its length). The list itself stays
- * unstarted: it may be run afterwards, or set to one of its partitions.
+ * Splits the list into up to `n` partitions, for several processes (or machines) to read it, of
+ * which at most `at_once` run at the same time (an engine's task slots, the workers of a queue;
+ * `at_once` >= n: all of them): on a list not started, reads its page one (blocking, as a fetch
+ * of one page: the list's client, transport, headers and deadline; page one is read here once
+ * and its items are not carried, partition 0 fetches it again) and sets *out_json to a JSON
+ * array of partitions, one line, a new string freed with sheaf_free (*out_length, may be NULL,
+ * its length). The list itself stays unstarted: it may be run afterwards, or set to one of its
+ * partitions.
  *
  * Each partition is a self-contained JSON object that any process runs on a client of its own
  * (sheaf_list_set_partition), getting exactly that range's items in order; together the
@@ -741,10 +786,13 @@ SHEAF_API sheaf_result sheaf_list_resume_token(sheaf_list *list, char **out_toke
  * last partition alone: it goes on to the list's end whatever that is then, so pages added
  * since the plan are read too), "page_size" (the size page one was served), "items_expected"
  * (the range's items from the server's total, or null when unknown), "window" (the most
- * requests its run has in flight: the planning client's SHEAF_OPT_MAX_WINDOW shared out evenly,
- * at least 1, so that all the partitions together never send more at once than one process
- * would; among those that run at once with sheaf_list_partitions_at_once), "why" (null, or why the list was not split) and "description" (the description as sheaf_list_description prints it,
- * detected parts resolved: nothing is detected again).
+ * requests its run has in flight: the planning client's SHEAF_OPT_MAX_WINDOW shared out evenly
+ * among min(n, at_once) partitions, at least 1, so that the partitions running together never
+ * send more at once than one process would: eight partitions read two at a time by two workers
+ * have half the window each, not an eighth), "why" (null, or why the list was not split) and
+ * "description" (the description as sheaf_list_description prints it, detected parts resolved:
+ * nothing is detected again). The caller keeps the promise: more partitions running at once
+ * than `at_once` send more than one process would.
  *
  * A list splits when its pages are addressed (page numbers or offsets) and page one tells how
  * many there are (a total, a page count, or a Link rel="last"): into min(n, pages) contiguous
@@ -752,30 +800,18 @@ SHEAF_API sheaf_result sheaf_list_resume_token(sheaf_list *list, char **out_toke
  * reached without the one before it; no count known; one page) is ONE partition covering it
  * all, with "why" saying so.
  *
- * SHEAF_E_INVALID_ARGUMENT for `n` < 1, a NULL out_json, or a list with a resume token or a
- * partition set; SHEAF_E_STATE once the list has started; SHEAF_E_REENTRANT from inside a Sheaf
- * callback; page one's failure as a fetch would report it (detail: sheaf_list_error). Used by one
- * thread at a time, as any call on a list.
- */
-SHEAF_API sheaf_result sheaf_list_partitions(sheaf_list *list, int64_t n, char **out_json, size_t *out_length);
-
-/**
- * As sheaf_list_partitions, for a plan of which at most `at_once` partitions run at the same time
- * (an engine's task slots, the workers of a queue): each partition's "window" is the planning
- * client's SHEAF_OPT_MAX_WINDOW shared among min(n, at_once) of them, not among all n. Eight
- * partitions read two at a time by two workers then have half the window each, and together send
- * what one process would, not a quarter of it. The caller keeps the promise: more partitions run
- * at once than `at_once` send more than one process would. `at_once` >= n is sheaf_list_partitions.
- * SHEAF_E_INVALID_ARGUMENT for `at_once` < 1; otherwise as sheaf_list_partitions (ownership of
- * *out_json included: the caller frees it with sheaf_free).
+ * SHEAF_E_INVALID_ARGUMENT for `n` < 1, `at_once` < 1, a NULL out_json, or a list with a resume
+ * token or a partition set; SHEAF_E_STATE once the list has started; SHEAF_E_REENTRANT from
+ * inside a Sheaf callback; page one's failure as a fetch would report it (detail:
+ * sheaf_list_error). Used by one thread at a time, as any call on a list.
  */
 SHEAF_API sheaf_result sheaf_list_partitions_at_once(sheaf_list *list, int64_t n, int64_t at_once,
                                                      char **out_json, size_t *out_length);
 
 /**
  * Before the list starts, sets it to run exactly the partition `json` (one element of what
- * sheaf_list_partitions printed, copied): the partition's URL and description replace the list's
- * path, query, paging and signals. Any way of running it (sheaf_list_fetch_all, sheaf_list_start,
+ * sheaf_list_partitions_at_once printed, copied): the partition's URL and description replace
+ * the list's path, query, paging and signals. Any way of running it (sheaf_list_fetch_all, sheaf_list_start,
  * _start_pull, _start_write, _start_write_fd) then delivers that range's items in order and ends
  * SHEAF_OK with SHEAF_STOP_COMPLETE when the range is done (the last, open-ended partition: when
  * the list ends, its items checked against the server's total). The list's own client supplies
@@ -806,6 +842,38 @@ SHEAF_API sheaf_result sheaf_list_set_keep_items(sheaf_list *list, int keep);
 
 /* ---- Running a list --------------------------------------------------------------------- */
 
+/*
+ * How the ways of running a list are built. Each runs the list once on the same engine (one
+ * planner, one window, one assembler of the ordered prefix; the same budgets, resume tokens and
+ * back-pressure rule: no new request while a window of pages waits unconsumed); what differs is
+ * what consumes its snapshots. Two forms are primitive, and neither is built on the other:
+ *
+ *   sheaf_list_start           each snapshot goes to a callback, on a library thread;
+ *   sheaf_list_start_pull      the snapshots wait in a queue that the caller takes from with
+ *                              sheaf_list_next, on its own thread.
+ *
+ * The others are compositions of the first, as sqlite3_exec is of sqlite3_prepare, _step and
+ * _finalize:
+ *
+ *   sheaf_list_fetch_all       sheaf_list_start with no callback and the items kept (whatever
+ *                              sheaf_list_set_keep_items said), sheaf_list_wait, then
+ *                              sheaf_list_prefix: one blocking call.
+ *   sheaf_list_start_write     sheaf_list_start with a callback that writes each snapshot's
+ *                              delta as `format` says (the items not kept), and the output's
+ *                              closing bytes written before sheaf_list_wait has the outcome.
+ *   sheaf_list_start_write_fd  sheaf_list_start_write with a write function that writes to `fd`.
+ *
+ * None of them is built on the pull API today. Each could be written with it, with the same
+ * items in the same order (fetch-all: sheaf_list_start_pull, sheaf_list_next until the end, the
+ * deltas' items joined, then sheaf_list_wait), but the library's own consume the run directly:
+ * fetch-all reads the prefix once the run has ended, with no queue of snapshots, and the writers
+ * write on the run's delivery thread. Load-more (the next section) is neither form: a run held at
+ * a page gate that each sheaf_list_more raises by one page (a new run after sheaf_list_reset),
+ * its snapshots, a page each, kept for sheaf_list_more to hand out. A group runs each of its
+ * lists with the group as their consumer, and hands their deltas out by a callback
+ * (sheaf_group_start) or a queue (sheaf_group_start_pull), as a list does.
+ */
+
 /** What one snapshot added. Library-owned and read-only; check `version` before reading fields. */
 typedef struct sheaf_snapshot {
     unsigned int version;        /**< SHEAF_SNAPSHOT_VERSION of the library that filled it. */
@@ -835,6 +903,9 @@ typedef int (*sheaf_snapshot_fn)(sheaf_list *list, const sheaf_snapshot *snapsho
  * finished, or been freed). A callback slower than the server holds the fetching back, as a
  * pulled list's caller does (sheaf_list_start_pull). A list runs once: SHEAF_E_STATE otherwise.
  * A refused start never calls `destroy` (user_data stays the caller's).
+ *
+ * C only: a callback form; the bindings pull (sheaf_list_start_pull), so that no library thread
+ * enters their runtime.
  */
 SHEAF_API sheaf_result sheaf_list_start(sheaf_list *list, sheaf_snapshot_fn on_snapshot,
                                         void *user_data, sheaf_destroy_fn destroy);
@@ -868,6 +939,9 @@ SHEAF_API sheaf_result sheaf_list_start_pull(sheaf_list *list);
  * sheaf_list_free returns.
  * -1 (the default) turns notifying off. SHEAF_E_STATE once the list has started;
  * SHEAF_E_INVALID_ARGUMENT for a negative fd other than -1.
+ *
+ * C only: for an event loop written in C (Python's AsyncClient uses it; Go and Rust wait in
+ * sheaf_list_next on a thread of their own).
  */
 SHEAF_API sheaf_result sheaf_list_set_notify_fd(sheaf_list *list, int fd);
 
@@ -889,17 +963,6 @@ SHEAF_API sheaf_result sheaf_list_next(sheaf_list *list, int64_t timeout_ms,
                                        const sheaf_snapshot **out_snapshot);
 
 /**
- * Whether the delta of the snapshot the caller has now holds 19 or more digits in a row: the one
- * sheaf_list_next last handed out, or, inside the list's snapshot callback, the one being
- * delivered. *out_long is 1 when it does (an integer that may not fit in 64 bits, or digits in a
- * string), 0 when it does not: every number in delta_json then fits in a signed 64-bit integer,
- * and a decoder that reads integers as 64 bits can read it as it is. 0 when the caller has no
- * snapshot (before the first; outside the callback of a list that is not pulled). Found when
- * asked, by a pass over the delta at memory speed (8 bytes a step). Does not block.
- */
-SHEAF_API sheaf_result sheaf_list_delta_has_long_digits(sheaf_list *list, int *out_long);
-
-/**
  * Blocks until the started list has finished and every snapshot callback has returned, then
  * returns its outcome: SHEAF_OK (complete, or stopped at the caller's item limit or budget:
  * sheaf_list_get_status's stop_reason says which), SHEAF_E_STOPPED, SHEAF_E_CANCELLED or another
@@ -917,10 +980,18 @@ SHEAF_API sheaf_result sheaf_list_wait(sheaf_list *list);
  */
 SHEAF_API sheaf_result sheaf_list_cancel(sheaf_list *list);
 
-/** Requests the list has sent so far, retries and redirects included (0 before it starts). */
+/**
+ * Requests the list has sent so far, retries and redirects included (0 before it starts).
+ *
+ * C only: one field of sheaf_list_status without the struct; the bindings read the status.
+ */
 SHEAF_API int64_t sheaf_list_requests_made(const sheaf_list *list);
 
-/** Requests of the list waiting for an answer right now (for progress displays). */
+/**
+ * Requests of the list waiting for an answer right now (for progress displays).
+ *
+ * C only: one field of sheaf_list_status without the struct; the bindings read the status.
+ */
 SHEAF_API int64_t sheaf_list_requests_in_flight(const sheaf_list *list);
 
 /**
@@ -928,6 +999,9 @@ SHEAF_API int64_t sheaf_list_requests_in_flight(const sheaf_list *list);
  * sheaf_list_next returned) into a new JSON array string.
  * On success *out_json (freed with sheaf_free) and *out_length (may be NULL) are set.
  * Non-blocking: callable from the list's own snapshot callback.
+ *
+ * C only: the prefix for a caller that did not keep the deltas (a callback, a load-more view:
+ * Python's pager uses it); the bindings keep the deltas they take.
  */
 SHEAF_API sheaf_result sheaf_list_prefix(sheaf_list *list, char **out_json, size_t *out_length);
 
@@ -936,6 +1010,9 @@ SHEAF_API sheaf_result sheaf_list_prefix(sheaf_list *list, char **out_json, size
  * de-duplicated. Blocks. Equivalent to start + wait + prefix. *out_json (freed with sheaf_free)
  * is set whenever any item arrived, even when the result is a failure (the items before it);
  * otherwise it is set to "[]". *out_length may be NULL. From inside a callback: SHEAF_E_REENTRANT.
+ *
+ * C only: a composition (start, wait, prefix; see above) for a C caller's one call; Python and
+ * Go pull, and Rust calls it.
  */
 SHEAF_API sheaf_result sheaf_list_fetch_all(sheaf_list *list, char **out_json, size_t *out_length);
 
@@ -963,6 +1040,8 @@ typedef int (*sheaf_write_fn)(const char *bytes, size_t length, void *user_data)
  * (may be NULL) is called with `user_data` once, after the last call. A list runs once:
  * SHEAF_E_STATE otherwise; an unknown format: SHEAF_E_INVALID_ARGUMENT. A refused start never
  * calls `destroy` (user_data stays the caller's).
+ *
+ * C only: a callback form of sheaf_list_start_write_fd, for output that is not a file.
  */
 SHEAF_API sheaf_result sheaf_list_start_write(sheaf_list *list, sheaf_format format, sheaf_write_fn write,
                                               void *user_data, sheaf_destroy_fn destroy);
@@ -973,6 +1052,9 @@ SHEAF_API sheaf_result sheaf_list_start_write(sheaf_list *list, sheaf_format for
  * fails ends the list with SHEAF_E_IO and the system's reason (a full disk; a pipe whose reader
  * left, when the program ignores SIGPIPE: by default that signal ends the program, as it would
  * any tool writing to a closed pipe).
+ *
+ * C only: items to a file or pipe with no language runtime in between (Python's fetch_to uses
+ * it; Go and Rust write what they pull).
  */
 SHEAF_API sheaf_result sheaf_list_start_write_fd(sheaf_list *list, int fd, sheaf_format format);
 
@@ -1037,6 +1119,9 @@ SHEAF_API sheaf_result sheaf_list_get_status(sheaf_list *list, sheaf_list_status
  * speak of the pages handed out; sheaf_list_cancel ends it (sheaf_list_reset brings it back);
  * sheaf_list_wait returns the outcome once sheaf_list_more has reached the end, and
  * SHEAF_E_STATE before (only sheaf_list_more moves the list on).
+ *
+ * C only: a view's load-more on the caller's thread (Python's pager uses it; Go and Rust pull
+ * the whole list).
  */
 SHEAF_API sheaf_result sheaf_list_start_load_more(sheaf_list *list, int64_t look_ahead);
 
@@ -1058,6 +1143,8 @@ SHEAF_API sheaf_result sheaf_list_start_load_more(sheaf_list *list, int64_t look
  *                                cancelled, reset or freed.
  *   SHEAF_E_STATE                the list was not started with sheaf_list_start_load_more.
  *   SHEAF_E_REENTRANT            called with a timeout from inside a Sheaf callback.
+ *
+ * C only: see sheaf_list_start_load_more.
  */
 SHEAF_API sheaf_result sheaf_list_more(sheaf_list *list, int64_t timeout_ms, char **out_json, size_t *out_length);
 
@@ -1067,6 +1154,8 @@ SHEAF_API sheaf_result sheaf_list_more(sheaf_list *list, int64_t timeout_ms, cha
  * Calls of sheaf_list_more waiting on other threads return SHEAF_E_CANCELLED. Also brings back
  * a list that ended or was cancelled. Non-blocking. SHEAF_E_STATE for a list not started with
  * sheaf_list_start_load_more.
+ *
+ * C only: see sheaf_list_start_load_more.
  */
 SHEAF_API sheaf_result sheaf_list_reset(sheaf_list *list);
 
@@ -1168,22 +1257,15 @@ typedef int (*sheaf_group_fn)(sheaf_group *group, const sheaf_group_delta *delta
  * sheaf_group_wait and the lists observe it). `destroy` (may be NULL) is called with `user_data`
  * once, after the last callback; a refused start never calls it. A group runs once: SHEAF_E_STATE
  * otherwise. A group of no lists ends at once, SHEAF_OK.
+ *
+ * C only: a callback form; the bindings pull (sheaf_group_start_pull), as sheaf_list_start is
+ * of a list.
  */
 SHEAF_API sheaf_result sheaf_group_start(sheaf_group *group, sheaf_group_fn on_delta, void *user_data,
                                          sheaf_destroy_fn destroy);
 
 /** Starts every list of the group for pulling with sheaf_group_next (see sheaf_list_start_pull). */
 SHEAF_API sheaf_result sheaf_group_start_pull(sheaf_group *group);
-
-/**
- * Before the group starts: an event loop watches `fd` instead of a thread waiting, as
- * sheaf_list_set_notify_fd describes for a list: for a pulled group, each time sheaf_group_next
- * has something new (a delta, or the end); for a group with a callback, after each delta
- * delivered and once at the end. -1 (the default) turns it off. `fd` stays the caller's: keep it
- * open until sheaf_group_free returns. SHEAF_E_STATE once started; SHEAF_E_INVALID_ARGUMENT for a
- * negative fd other than -1.
- */
-SHEAF_API sheaf_result sheaf_group_set_notify_fd(sheaf_group *group, int fd);
 
 /**
  * Takes the next delta of a group started with sheaf_group_start_pull, waiting at most
@@ -1194,15 +1276,6 @@ SHEAF_API sheaf_result sheaf_group_set_notify_fd(sheaf_group *group, int fd);
  * SHEAF_E_REENTRANT with a timeout from inside a Sheaf callback. One thread takes a group's deltas.
  */
 SHEAF_API sheaf_result sheaf_group_next(sheaf_group *group, int64_t timeout_ms, const sheaf_group_delta **out_delta);
-
-/**
- * Whether the items of the delta the caller has now hold 19 or more digits in a row: the one
- * sheaf_group_next last handed out, or, inside the group's callback, the one being delivered.
- * As sheaf_list_delta_has_long_digits says for a list's snapshot: *out_long is 0 when every
- * number in delta_json fits in a signed 64-bit integer, 1 when one may not (or digits run on in
- * a string), 0 when the caller has no delta. Found when asked; does not block.
- */
-SHEAF_API sheaf_result sheaf_group_delta_has_long_digits(sheaf_group *group, int *out_long);
 
 /**
  * Blocks until every list has ended and (for a callback) its last delta was delivered; returns
@@ -1226,82 +1299,6 @@ SHEAF_API size_t sheaf_group_count(const sheaf_group *group);
  * sheaf_list_description and the other calls that read a list. NULL for an index past the count.
  */
 SHEAF_API sheaf_list *sheaf_group_list(sheaf_group *group, size_t index);
-
-/* ---- Items as Arrow --------------------------------------------------------------------- */
-
-/*
- * The Arrow C data interface (https://arrow.apache.org/docs/format/CDataInterface.html): two
- * structs whose layout Arrow fixes for every version, so any Arrow implementation (pyarrow's
- * _import_from_c, arrow-rs's FFI, nanoarrow) takes what sheaf_arrow_from_json fills. Declared
- * here exactly as the interface defines them, under its own guard.
- */
-#ifndef ARROW_C_DATA_INTERFACE
-#define ARROW_C_DATA_INTERFACE
-
-#define ARROW_FLAG_DICTIONARY_ORDERED 1
-#define ARROW_FLAG_NULLABLE 2
-#define ARROW_FLAG_MAP_KEYS_SORTED 4
-
-struct ArrowSchema {
-    const char *format;                    /**< The type: "+s" struct, "+l" list, "l" int64, "g" double, "u" utf8, "b" bool, "n" null, ... */
-    const char *name;                      /**< The field's name ("" for the top). */
-    const char *metadata;                  /**< NULL here. */
-    int64_t flags;                         /**< ARROW_FLAG_NULLABLE on every field. */
-    int64_t n_children;                    /**< Fields of a struct; 1 for a list. */
-    struct ArrowSchema **children;         /**< The children's schemas. */
-    struct ArrowSchema *dictionary;        /**< NULL here. */
-    void (*release)(struct ArrowSchema *); /**< Frees it and its children; NULL once released. */
-    void *private_data;                    /**< The producer's. */
-};
-
-struct ArrowArray {
-    int64_t length;                        /**< Rows (values). */
-    int64_t null_count;                    /**< Null rows. */
-    int64_t offset;                        /**< 0 here. */
-    int64_t n_buffers;                     /**< Buffers of the type: validity first (NULL when no row is null). */
-    int64_t n_children;                    /**< As the schema's. */
-    const void **buffers;                  /**< The buffers. */
-    struct ArrowArray **children;          /**< The children's arrays. */
-    struct ArrowArray *dictionary;         /**< NULL here. */
-    void (*release)(struct ArrowArray *);  /**< Frees it, its buffers and its children; NULL once released. */
-    void *private_data;                    /**< The producer's. */
-};
-
-#endif /* ARROW_C_DATA_INTERFACE */
-
-/**
- * Reads `json` (`length` bytes: a JSON array of objects, such as a snapshot's delta_json) into
- * one Arrow struct array, a row per object, in one pass and without a tree: what a caller that
- * wants a table (pyarrow, a columnar writer) takes instead of parsing the items again.
- *
- * The columns follow Arrow's own JSON reader, so the batch equals what pyarrow.json reads from
- * the same objects:
- *   - `known` (borrowed, may be NULL) is a struct schema ("+s") whose fields keep their types:
- *     bool "b", int64 "l", double "g" (an integer read as a double), utf8 "u", struct "+s",
- *     list "+l" of these. Its fields come first, in its order.
- *   - Every other field takes the type of its first value that is not null: int64 for an
- *     integer, double for a number with a fraction or exponent (an inferred int64 field that
- *     meets one becomes double), utf8, bool, struct (fields in the order first seen), list
- *     (element field "item"); null while only nulls came. These follow the known fields, in
- *     the order they first appear. An absent field is null. Every field is nullable.
- *
- * On SHEAF_OK, *out_schema and *out_array are filled; the caller owns both and releases each
- * with its own release callback (importing them into pyarrow does). On any failure both are
- * left released (release NULL) and nothing is allocated:
- *   SHEAF_E_BAD_PAGE       the items do not fit, where Arrow's reader would read them otherwise
- *                          or refuse them: an item that is not an object, a value of another
- *                          kind than its field's, a name given twice in an object, an integer
- *                          beyond 64 bits, a number beyond a double's range, a lone surrogate
- *                          escape, bytes that are not JSON. The error names the item (from 0)
- *                          and the field ("owner.id", "tags[]").
- *   SHEAF_E_UNSUPPORTED    `known` holds a type this reader does not build (a timestamp, a
- *                          32-bit integer, a field not nullable, ...); the error names the field
- *                          and its format.
- *   SHEAF_E_INVALID_ARGUMENT   json, out_schema or out_array NULL, or `known` not a struct.
- * Does not block; callable from any thread, and from callbacks.
- */
-SHEAF_API sheaf_result sheaf_arrow_from_json(const char *json, size_t length, const struct ArrowSchema *known,
-                                             struct ArrowSchema *out_schema, struct ArrowArray *out_array);
 
 /* ---- Single requests -------------------------------------------------------------------- */
 
@@ -1386,6 +1383,9 @@ SHEAF_API sheaf_result sheaf_request_set_output_file(sheaf_request *request, con
  * A download's progress: the bytes written so far and the bytes expected (-1 while unknown).
  * Thread-safe; may be called while the request runs (from another thread or a loop around
  * short waits). Either out-parameter may be NULL.
+ *
+ * C only: for a download's progress display (Python's downloads report progress with it; Go and
+ * Rust wait for the outcome).
  */
 SHEAF_API sheaf_result sheaf_request_progress(const sheaf_request *request, int64_t *out_done, int64_t *out_expected);
 
@@ -1417,7 +1417,12 @@ SHEAF_API sheaf_result sheaf_request_start(sheaf_request *request, sheaf_request
  */
 SHEAF_API sheaf_result sheaf_request_wait(sheaf_request *request);
 
-/** sheaf_request_start and sheaf_request_wait in one call. */
+/**
+ * sheaf_request_start and sheaf_request_wait in one call.
+ *
+ * C only: a composition, sheaf_request_start then sheaf_request_wait (Rust calls it; Python and
+ * Go call the two).
+ */
 SHEAF_API sheaf_result sheaf_request_send(sheaf_request *request);
 
 /**
@@ -1448,6 +1453,8 @@ SHEAF_API sheaf_result sheaf_request_header(const sheaf_request *request, size_t
 /**
  * The first response header named `name` (case-insensitive), or NULL. Borrowed: valid until the
  * request is freed.
+ *
+ * C only: a lookup over sheaf_request_header, which the bindings read every header with.
  */
 SHEAF_API const char *sheaf_request_header_value(const sheaf_request *request, const char *name);
 
@@ -1495,30 +1502,63 @@ typedef enum sheaf_transport_error {
  */
 typedef void (*sheaf_transport_fn)(sheaf_exchange *exchange, void *user_data);
 
-/** The request method ("GET"). Borrowed: valid until the exchange is answered. */
+/**
+ * The request method ("GET"). Borrowed: valid until the exchange is answered.
+ *
+ * C only: a transport's side of an exchange (this section).
+ */
 SHEAF_API const char *sheaf_exchange_method(const sheaf_exchange *exchange);
-/** The absolute request URL. Borrowed: valid until the exchange is answered. */
+/**
+ * The absolute request URL. Borrowed: valid until the exchange is answered.
+ *
+ * C only: a transport's side of an exchange (this section).
+ */
 SHEAF_API const char *sheaf_exchange_url(const sheaf_exchange *exchange);
-/** How many request headers there are. */
+/**
+ * How many request headers there are.
+ *
+ * C only: a transport's side of an exchange (this section).
+ */
 SHEAF_API size_t sheaf_exchange_header_count(const sheaf_exchange *exchange);
 /**
  * Request header `index` (0-based) as a name and a value. Borrowed: valid until the exchange is
  * answered. Returns SHEAF_E_INVALID_ARGUMENT when index is out of range (outputs then untouched).
+ *
+ * C only: a transport's side of an exchange (this section).
  */
 SHEAF_API sheaf_result sheaf_exchange_header(const sheaf_exchange *exchange, size_t index,
                                              const char **out_name, const char **out_value);
-/** The request body and its length (NULL and 0 for a GET). Borrowed until the exchange is answered. */
+/**
+ * The request body and its length (NULL and 0 for a GET). Borrowed until the exchange is
+ * answered.
+ *
+ * C only: a transport's side of an exchange (this section).
+ */
 SHEAF_API const char *sheaf_exchange_body(const sheaf_exchange *exchange, size_t *out_length);
-/** Per-request timeout in milliseconds the transport should apply (0 = none). */
+/**
+ * Per-request timeout in milliseconds the transport should apply (0 = none).
+ *
+ * C only: a transport's side of an exchange (this section).
+ */
 SHEAF_API int64_t sheaf_exchange_timeout_ms(const sheaf_exchange *exchange);
-/** The body cap in bytes: a larger body should be answered with SHEAF_TRANSPORT_TOO_LARGE. */
+/**
+ * The body cap in bytes: a larger body should be answered with SHEAF_TRANSPORT_TOO_LARGE.
+ *
+ * C only: a transport's side of an exchange (this section).
+ */
 SHEAF_API int64_t sheaf_exchange_max_body_bytes(const sheaf_exchange *exchange);
-/** Non-zero once the library no longer wants the answer (the list stopped); answer anyway. */
+/**
+ * Non-zero once the library no longer wants the answer (the list stopped); answer anyway.
+ *
+ * C only: a transport's side of an exchange (this section).
+ */
 SHEAF_API int sheaf_exchange_is_cancelled(const sheaf_exchange *exchange);
 
 /**
  * Adds one response header before answering. `name` and `value` are copied.
  * Call only before sheaf_exchange_respond, from the thread that will respond.
+ *
+ * C only: a transport's side of an exchange (this section).
  */
 SHEAF_API sheaf_result sheaf_exchange_add_response_header(sheaf_exchange *exchange,
                                                           const char *name, const char *value);
@@ -1527,12 +1567,16 @@ SHEAF_API sheaf_result sheaf_exchange_add_response_header(sheaf_exchange *exchan
  * `body_length` is 0; it is copied). After a SHEAF_OK answer `exchange` is invalid: answering
  * twice is undefined behaviour. A status out of range is refused with SHEAF_E_INVALID_ARGUMENT
  * and the exchange stays valid, to be answered again.
+ *
+ * C only: a transport's side of an exchange (this section).
  */
 SHEAF_API sheaf_result sheaf_exchange_respond(sheaf_exchange *exchange, int status,
                                               const char *body, size_t body_length);
 /**
  * Answers the exchange with a transport failure; `message` (may be NULL) is copied and must not
  * contain credentials. After this call `exchange` is invalid.
+ *
+ * C only: a transport's side of an exchange (this section).
  */
 SHEAF_API sheaf_result sheaf_exchange_fail(sheaf_exchange *exchange, sheaf_transport_error kind,
                                            const char *message);
@@ -1543,6 +1587,9 @@ SHEAF_API sheaf_result sheaf_exchange_fail(sheaf_exchange *exchange, sheaf_trans
  * `destroy` (may be NULL) is called with it once no list and no exchange needs it any more
  * (after the client and every list started with it are freed and every exchange answered); a
  * refused call never calls it (user_data stays the caller's).
+ *
+ * C only: for embedders that replace libcurl (Python's transports, any callable, go in one list
+ * at a time: sheaf_list_set_transport); Go and Rust use the library's own.
  */
 SHEAF_API sheaf_result sheaf_client_set_transport(sheaf_client *client, sheaf_transport_fn transport,
                                                   void *user_data, sheaf_destroy_fn destroy);
@@ -1552,6 +1599,8 @@ SHEAF_API sheaf_result sheaf_client_set_transport(sheaf_client *client, sheaf_tr
  * sheaf_client_set_transport), in place of its client's; NULL goes back to the client's.
  * Refused with SHEAF_E_STATE once the list has started; a refused call never calls `destroy`
  * (user_data stays the caller's).
+ *
+ * C only: see sheaf_client_set_transport (Python's transports are set with it).
  */
 SHEAF_API sheaf_result sheaf_list_set_transport(sheaf_list *list, sheaf_transport_fn transport,
                                                 void *user_data, sheaf_destroy_fn destroy);

@@ -17,6 +17,12 @@
 # symbols, each defined with its declaration from HEADERS_DIR, and with LIBRARY's SONAME. A
 # function the library stops exporting, or a prototype or type the header changes, changes the
 # stand-in.
+#
+# Two tiers: a header named experimental.h (include/sheaf/experimental.h) holds calls that may
+# change or go in a minor release. The stand-in leaves out what it declares (the library still
+# exports them): the baseline never records them, --update writes none, and changing or removing
+# one passes. A function of the baseline declared in experimental.h fails, named (to abidiff it
+# would be a removal): nothing the baseline promised leaves the stable tier.
 set -euo pipefail
 
 update=0
@@ -41,35 +47,59 @@ trap 'rm -rf "$work"' EXIT
 nm -D --defined-only "$library" | awk 'NF >= 3 { sub(/@.*/, "", $3); print $3 }' | sort -u >"$work/exported"
 soname=$(readelf -d "$library" | sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p')
 
-# The headers as a compiler sees them: comments gone, conditionals decided, macros expanded.
-(cd "$headers" && find . -name '*.h' | sort) | sed 's|^\./\(.*\)|#include "\1"|' >"$work/headers.c"
+# The headers as a compiler sees them: comments gone, conditionals decided, macros expanded. The
+# stable tier (every header but experimental.h) makes the stand-in; the experimental tier is read
+# only to know what to leave out.
+(cd "$headers" && find . -name '*.h' | sort) | sed 's|^\./\(.*\)|#include "\1"|' >"$work/all_headers.c"
+awk '!/\/experimental\.h"$/' "$work/all_headers.c" >"$work/headers.c"
+awk '/\/experimental\.h"$/' "$work/all_headers.c" >"$work/experimental.c"
 "$cc" -E -P -I "$headers" "$work/headers.c" >"$work/headers.i"
+"$cc" -E -P -I "$headers" "$work/experimental.c" >"$work/experimental.i"
 
-# One definition per exported symbol, from its declaration: a function traps (it is never
-# called), a variable is defined by its `extern` declaration without `extern`.
-python3 - "$work/headers.i" "$work/exported" "$work/headers.c" >"$work/stand_in.c" <<'PYTHON'
+# One definition per exported symbol of the stable tier, from its declaration: a function traps
+# (it is never called), a variable is defined by its `extern` declaration without `extern`.
+python3 - "$work/headers.i" "$work/exported" "$work/headers.c" "$work/experimental.i" "$work/left_out" \
+    >"$work/stand_in.c" <<'PYTHON'
 import re
 import sys
 
-code, exported, includes = (open(path).read() for path in sys.argv[1:4])
-declarations = [" ".join(part.split()) for part in re.split(r"[;{}]", code)]
-print(includes)
-undeclared = []
-for name in exported.split():
+code, exported, includes, experimental = (open(path).read() for path in sys.argv[1:5])
+
+
+def declarations(text):
+    return [" ".join(part.split()) for part in re.split(r"[;{}]", text)]
+
+
+def declaration_of(name, candidates):
     function = re.compile(r"\b%s\s*\(" % re.escape(name))
     variable = re.compile(r"^extern\b.*\b%s\b" % re.escape(name))
-    for declaration in declarations:
+    for declaration in candidates:
         if function.search(declaration) and not declaration.startswith("typedef"):
-            print(declaration + " { __builtin_trap(); }")
-            break
+            return declaration + " { __builtin_trap(); }"
         if variable.search(declaration):
-            print(declaration[len("extern"):].strip() + ";")
-            break
+            return declaration[len("extern"):].strip() + ";"
+    return None
+
+
+stable, experimental = declarations(code), declarations(experimental)
+print(includes)
+undeclared, left_out = [], []
+for name in exported.split():
+    definition = declaration_of(name, stable)
+    if definition is not None:
+        print(definition)
+    elif declaration_of(name, experimental) is not None:
+        left_out.append(name)
     else:
         undeclared.append(name)
+with open(sys.argv[5], "w") as f:
+    f.write("".join(name + "\n" for name in left_out))
 if undeclared:
     sys.exit("FAIL: exported but declared in no header: " + ", ".join(undeclared))
 PYTHON
+if [[ -s $work/left_out ]]; then
+    echo "left out: $(wc -w <"$work/left_out") experimental functions ($(tr '\n' ' ' <"$work/left_out"| sed 's/ $//'))"
+fi
 
 name=${soname:-$(basename "$library")}
 "$cc" -g -O0 -fPIC -shared -I "$headers" ${soname:+"-Wl,-soname,$soname"} -o "$work/$name" "$work/stand_in.c"
@@ -90,6 +120,19 @@ if ((update)); then
     exit 0
 fi
 [[ -f $baseline ]] || { echo "FAIL: no baseline at $baseline (make one with --update)" >&2; exit 2; }
+
+# A function the baseline promised, now declared in the experimental tier: said by name (abidiff
+# below sees it as removed).
+moved=()
+if [[ -s $work/left_out ]]; then
+    while IFS= read -r name; do
+        grep -q "<elf-symbol name='$name'" "$baseline" && moved+=("$name")
+    done <"$work/left_out"
+fi
+if ((${#moved[@]} > 0)); then
+    echo "FAIL: ${moved[*]}: in $baseline, now declared in an experimental.h: a stable function never leaves the stable tier" >&2
+    exit 1
+fi
 
 # abidiff's exit status is a bit field (abidiff(1), "RETURN VALUES"): 1 error, 2 usage error,
 # 4 ABI change, 8 incompatible change (a removed function or variable; 4 is then set too). An

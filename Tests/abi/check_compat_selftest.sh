@@ -3,7 +3,9 @@
 # library: a baseline of the original, then the same check against each version. A removal, a
 # changed parameter, a grown struct or a renumbered enum value fails; an added function or an
 # appended enum value passes. A function still declared but no longer exported fails too: the
-# check reads what the library exports, not only what the header says.
+# check reads what the library exports, not only what the header says. The experimental tier
+# (shelf/experimental.h) is left out: its function may change or go and the check passes; a
+# function of the baseline moved into it fails, as a removal.
 # usage: check_compat_selftest.sh CHECK_COMPAT_SCRIPT   ($CC, default cc, compiles the versions)
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/expect_outcome.sh"
@@ -45,7 +47,7 @@ int shelf_page_number(const shelf_page *page, long base);
 #else
 int shelf_page_number(const shelf_page *page);
 #endif
-#ifndef FUNCTION_REMOVED
+#if !defined(FUNCTION_REMOVED) && !defined(MOVED_TO_EXPERIMENTAL)
 void shelf_page_free(shelf_page *page);
 #endif
 #ifdef FUNCTION_ADDED
@@ -70,10 +72,33 @@ void shelf_page_free(shelf_page *page) { free(page); }
 int shelf_page_total(const shelf_page *page) { return page->items; }
 #endif
 SOURCE
+cat >"$work/experimental.h.in" <<'HEADER'
+#ifndef SHELF_EXPERIMENTAL_H
+#define SHELF_EXPERIMENTAL_H
+#include "../shelf.h"
+#if defined(EXPERIMENTAL_CHANGED)
+long shelf_page_peek(const shelf_page *page, int deep);
+#elif !defined(EXPERIMENTAL_REMOVED)
+int shelf_page_peek(const shelf_page *page);
+#endif
+#ifdef MOVED_TO_EXPERIMENTAL
+void shelf_page_free(shelf_page *page);
+#endif
+#endif
+HEADER
+cat >>"$work/shelf.c" <<'SOURCE'
+#include "shelf/experimental.h"
+#if defined(EXPERIMENTAL_CHANGED)
+long shelf_page_peek(const shelf_page *page, int deep) { return page->items + deep; }
+#elif !defined(EXPERIMENTAL_REMOVED)
+int shelf_page_peek(const shelf_page *page) { return page->items; }
+#endif
+SOURCE
 
-build() {   # build VERSION: VERSION/include/shelf.h and VERSION/libshelf.so.1
-    mkdir -p "$work/$1/include"
+build() {   # build VERSION: VERSION/include/shelf.h, shelf/experimental.h and VERSION/libshelf.so.1
+    mkdir -p "$work/$1/include/shelf"
     { echo "#define $1"; cat "$work/shelf.h.in"; } >"$work/$1/include/shelf.h"
+    cp "$work/experimental.h.in" "$work/$1/include/shelf/experimental.h"
     "$cc" -O2 -fPIC -shared -I "$work/$1/include" -Wl,-soname,libshelf.so.1 \
         -o "$work/$1/libshelf.so.1" "$work/shelf.c"
 }
@@ -94,5 +119,10 @@ expect fail FUNCTION_NOT_EXPORTED
 expect fail PARAMETER_CHANGED
 expect fail PAGE_GROWN
 expect fail RESULT_RENUMBERED
+expect pass EXPERIMENTAL_CHANGED
+expect pass EXPERIMENTAL_REMOVED
+expect fail MOVED_TO_EXPERIMENTAL
+grep -q shelf_page_peek "$work/baseline.abi" && { echo "FAIL: the baseline records the experimental shelf_page_peek" >&2; exit 1; }
+echo "ok: the baseline leaves the experimental shelf_page_peek out"
 
-expect_done "check_compat.sh passes the original, an added function and an appended enum value, and fails a removed or unexported function, a changed parameter, a grown struct and a renumbered enum value"
+expect_done "check_compat.sh passes the original, an added function, an appended enum value and an experimental function changed or removed, and fails a removed or unexported function, a changed parameter, a grown struct, a renumbered enum value and a function moved into the experimental header"

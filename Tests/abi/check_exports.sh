@@ -2,7 +2,10 @@
 # Checks what libsheaf.so shows the world:
 #   - no Swift runtime, Foundation, dispatch or BlocksRuntime among its NEEDED libraries
 #     (the stdlib is linked statically), no toolchain path in its RPATH/RUNPATH, the right SONAME;
-#   - only sheaf_* in its dynamic symbol table (the version script hides everything else);
+#   - only sheaf_* in its dynamic symbol table (the version script hides everything else): the
+#     functions of both tiers, include/sheaf.h and include/sheaf/experimental.h, exported alike
+#     (check_header.py holds the exports to the two headers, one header each; check_compat.sh
+#     compares the stable tier alone with the baseline);
 #   - it loads, with no LD_LIBRARY_PATH and no /opt/swift anywhere, from a C program and from
 #     python3 ctypes, and reports the version the header promises.
 # usage: check_exports.sh LIBRARY LOAD_PROGRAM EXPECTED_SONAME EXPECTED_VERSION_NUMBER

@@ -1,14 +1,22 @@
 #!/usr/bin/env python3
-"""Checks that include/sheaf.h and libsheaf.so agree, and that the header stands on its own.
+"""Checks that the headers and libsheaf.so agree, and that each header stands on its own.
 
-- Every function declared SHEAF_API in the header is exported by the library, and every symbol
-  the library exports is declared in the header. Names only: that the types agree is already
-  enforced at compile time, because the Swift side implements each function with
-  `@c @implementation` against this very header, imported as a module (CSheafHeader).
-- Every function prototype in the header carries SHEAF_API.
-- The header compiles alone as C99 and as C++ with -Wall -Wextra -Werror -pedantic.
+The headers are the two tiers of the C interface: include/sheaf.h (stable) and
+include/sheaf/experimental.h (experimental; it includes sheaf.h). Give each with --header.
 
-usage: check_header.py --header sheaf.h --library libsheaf.so --cc gcc --cxx g++
+- Every function declared SHEAF_API in a header is exported by the library, and every symbol
+  the library exports is declared in exactly one of the headers (a function declared in both
+  would sit in both tiers). Names only: that the types agree is already enforced at compile
+  time, because the Swift side implements each function with `@c @implementation` against these
+  very headers, imported as a module (CSheafHeader).
+- Every function prototype in a header carries SHEAF_API.
+- Each header compiles alone, and included twice (its include guard works), as C99 and as C++
+  with -Wall -Wextra -Werror -pedantic; so do all of them together, in either order.
+
+usage: check_header.py --header include/sheaf.h --header include/sheaf/experimental.h
+                       --library libsheaf.so --cc gcc --cxx g++ [--include-dir include]
+  --include-dir: the folder a caller puts on its include path (default: the first header's);
+  each header is included by its path from there ("sheaf/experimental.h").
 """
 
 from __future__ import annotations
@@ -71,19 +79,20 @@ def exported_symbols(library: str) -> set[str]:
     return names
 
 
-def compiles(compiler: str, language: str, standard: str, header: str) -> None:
+def compiles(compiler: str, language: str, standard: str, include_dir: str, headers: list[str]) -> None:
+    """`headers` (paths from include_dir), each included twice, compiled alone as `standard`."""
     flags = [f"-std={standard}", "-Wall", "-Wextra", "-Werror", "-pedantic"]
     if language == "c":
         flags += ["-Wstrict-prototypes", "-Wmissing-prototypes"]
-    include_dir = os.path.dirname(os.path.abspath(header))
-    source = "#include \"sheaf.h\"\n#include \"sheaf.h\"\n"  # twice: the include guard works
+    source = "".join(f'#include "{header}"\n#include "{header}"\n' for header in headers)
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "only_the_header." + ("c" if language == "c" else "cpp"))
         with open(path, "w") as f:
             f.write(source)
         result = subprocess.run([compiler, *flags, "-fsyntax-only", "-I", include_dir, path],
                                 capture_output=True, text=True)
-    label = f"{os.path.basename(header)} compiles alone as {standard} ({os.path.basename(compiler)})"
+    what = f"{headers[0]} compiles alone" if len(headers) == 1 else f"{' then '.join(headers)} compile together"
+    label = f"{what} as {standard} ({os.path.basename(compiler)})"
     if result.returncode == 0:
         ok(label)
     else:
@@ -92,40 +101,61 @@ def compiles(compiler: str, language: str, standard: str, header: str) -> None:
 
 def main() -> int:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--header", required=True)
+    parser.add_argument("--header", required=True, action="append",
+                        help="a header of the C interface (give each: sheaf.h, sheaf/experimental.h)")
+    parser.add_argument("--include-dir", default="")
     parser.add_argument("--library", required=True)
     parser.add_argument("--cc", required=True)
     parser.add_argument("--cxx", default="")
     args = parser.parse_args()
+    include_dir = os.path.abspath(args.include_dir or os.path.dirname(args.header[0]))
+    names = [os.path.relpath(os.path.abspath(header), include_dir) for header in args.header]
+    for name in names:
+        if name.startswith(".."):
+            fail(f"{name} is not under the include folder {include_dir}")
 
-    with open(args.header) as f:
-        code = header_code(f.read())
-    declared, unmarked = declared_functions(code)
-    if not declared:
-        fail("found no SHEAF_API declarations in the header")
-    else:
-        ok(f"{len(declared)} functions declared SHEAF_API")
-    if unmarked:
-        fail(f"prototypes without SHEAF_API: {', '.join(sorted(unmarked))}")
+    declared_in: dict[str, list[str]] = {}
+    for header, name in zip(args.header, names):
+        with open(header) as f:
+            code = header_code(f.read())
+        declared, unmarked = declared_functions(code)
+        if not declared:
+            fail(f"found no SHEAF_API declarations in {name}")
+        else:
+            ok(f"{name}: {len(declared)} functions declared SHEAF_API")
+        if unmarked:
+            fail(f"{name}: prototypes without SHEAF_API: {', '.join(sorted(unmarked))}")
+        for function in declared:
+            declared_in.setdefault(function, []).append(name)
+    twice = sorted(f"{function} ({' and '.join(where)})" for function, where in declared_in.items() if len(where) > 1)
+    if twice:
+        fail(f"declared in more than one header: {', '.join(twice)}")
+    elif len(names) > 1:
+        ok("no function is declared in two headers")
+    declared = set(declared_in)
 
     exported = exported_symbols(args.library)
     missing = declared - exported
     undeclared = exported - declared
     if missing:
-        fail(f"declared in the header but not exported: {', '.join(sorted(missing))}")
+        fail(f"declared in a header but not exported: {', '.join(sorted(missing))}")
     else:
-        ok("every SHEAF_API function is exported")
+        ok(f"every SHEAF_API function ({len(declared)}) is exported")
     if undeclared:
-        fail(f"exported but not declared in the header: {', '.join(sorted(undeclared))}")
+        fail(f"exported but declared in no header: {', '.join(sorted(undeclared))}")
     else:
-        ok("every exported symbol is declared in the header")
+        ok(f"every exported symbol ({len(exported)}) is declared in a header")
 
-    compiles(args.cc, "c", "c99", args.header)
-    if args.cxx:
-        compiles(args.cxx, "c++", "c++11", args.header)
-        compiles(args.cxx, "c++", "c++17", args.header)
-    else:
-        fail("no C++ compiler was found to check the header as C++ (install g++)")
+    sets = [[name] for name in names]
+    if len(names) > 1:
+        sets += [names, names[::-1]]
+    for headers in sets:
+        compiles(args.cc, "c", "c99", include_dir, headers)
+        if args.cxx:
+            compiles(args.cxx, "c++", "c++11", include_dir, headers)
+            compiles(args.cxx, "c++", "c++17", include_dir, headers)
+    if not args.cxx:
+        fail("no C++ compiler was found to check the headers as C++ (install g++)")
 
     if FAILURES:
         print(f"{len(FAILURES)} header checks failed", file=sys.stderr)

@@ -6,8 +6,9 @@
 - Result codes: every `SHEAF_*` value of `enum sheaf_result` in sheaf.h has a constant of the same
   value in bindings/python/sheaf/_ffi.py and a member in sheaf.errors.Result; the Swift side has one
   static text per code (Results.swift) and maps every failure code it can produce.
-- Every other enum of the header (paging, signal, source, auth, option, transport error) has the
-  same values in _ffi.py.
+- Every other enum of the headers (paging, signal, source, auth, option, transport error), in
+  sheaf.h and in include/sheaf/experimental.h (the experimental tier), has the same values in
+  _ffi.py; the version is sheaf.h's alone.
 Presets are not mirrored anywhere: Python and the CLI list them from the library.
 
 usage: check_mirrors.py [SOURCE_DIR]
@@ -74,6 +75,14 @@ def main() -> int:
     check(package == text, f"sheaf.__version__ says {package}, sheaf.h {text}")
 
     enums = header_enums(header)
+    experimental = ROOT / "include/sheaf/experimental.h"
+    if experimental.exists():
+        experimental_text = experimental.read_text()
+        check(re.search(r"#\s*define\s+SHEAF_VERSION_", experimental_text) is None,
+              "include/sheaf/experimental.h defines a version of its own: the version is sheaf.h's")
+        for name, values in header_enums(experimental_text).items():
+            check(name not in enums, f"enum {name} is declared in sheaf.h and in sheaf/experimental.h")
+            enums[name] = values
     results = enums["sheaf_result"]
     check(sorted(results.values()) == list(range(len(results))), "result codes are not 0..N-1 without gaps")
     ffi = python_constants(ROOT / "bindings/python/sheaf/_ffi.py")

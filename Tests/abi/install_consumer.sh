@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs Sheaf into a temporary prefix, then builds and runs a tiny consumer against the
 # installed files in both ways a C user would: find_package(sheaf) and pkg-config. Then moves the
-# installed tree and does both again, to show the package files are prefix-relative.
+# installed tree and does both again, to show the package files are prefix-relative. The consumer
+# uses both tiers: sheaf.h, and sheaf/experimental.h (installed beside description.schema.json).
 # usage: install_consumer.sh BUILD_DIR LIBDIR INCLUDEDIR VERSION C_COMPILER CMAKE GENERATOR
 set -euo pipefail
 
@@ -20,7 +21,8 @@ step "cmake --install into $work/prefix"
 
 check_tree() {
     local prefix=$1
-    for path in "$libdir/libsheaf.so.$version" "$includedir/sheaf.h" "$libdir/pkgconfig/sheaf.pc" \
+    for path in "$libdir/libsheaf.so.$version" "$includedir/sheaf.h" "$includedir/sheaf/experimental.h" \
+                "$includedir/sheaf/description.schema.json" "$libdir/pkgconfig/sheaf.pc" \
                 "$libdir/cmake/sheaf/sheafConfig.cmake" "$libdir/cmake/sheaf/sheafConfigVersion.cmake"; do
         [[ -f $prefix/$path ]] || die "not installed: $path"
     done
@@ -35,10 +37,13 @@ mkdir -p "$work/consumer"
 cat >"$work/consumer/consumer.c" <<'C'
 #include <stdio.h>
 #include <sheaf.h>
+#include <sheaf/experimental.h>
 
 int main(void) {
     sheaf_client *client = NULL;
     sheaf_result result;
+    struct ArrowSchema schema;
+    struct ArrowArray array;
     if (sheaf_version_number() != SHEAF_VERSION_NUMBER) {
         fprintf(stderr, "header %d, library %d\n", SHEAF_VERSION_NUMBER, sheaf_version_number());
         return 1;
@@ -49,7 +54,15 @@ int main(void) {
         return 1;
     }
     sheaf_client_free(client);
-    printf("consumer ok: sheaf %s\n", sheaf_version_string());
+    /* The experimental tier, from its own header. */
+    result = sheaf_arrow_from_json("[{\"id\": 1}]", 11, NULL, &schema, &array);
+    if (result != SHEAF_OK || array.length != 1) {
+        fprintf(stderr, "sheaf_arrow_from_json: %s\n", sheaf_result_str(result));
+        return 1;
+    }
+    array.release(&array);
+    schema.release(&schema);
+    printf("consumer ok: sheaf %s, both tiers\n", sheaf_version_string());
     return 0;
 }
 C

@@ -34,6 +34,7 @@
 #include "blocking_transport.h"
 #include "check.h"
 #include "sheaf.h"
+#include "sheaf/experimental.h"   /* sheaf_list_partitions */
 #include "test_server.h"
 
 #ifndef SHEAF_SOURCE_DIR

@@ -27,6 +27,7 @@
 #include "../check.h"
 #include "../test_server.h"
 #include "sheaf.h"
+#include "sheaf/experimental.h"   /* the harness tests both tiers */
 
 /* Set by main.c before the first test. */
 extern int g_quick;            /* --quick: smaller lists, no timing-sensitive checks */

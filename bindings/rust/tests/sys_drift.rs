@@ -30,9 +30,15 @@ fn header_path() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../include/sheaf.h")
 }
 
-/// The header without its comments.
+/// The experimental tier's header, beside sheaf.h: `sys` declares both tiers.
+fn experimental_header_path() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../include/sheaf/experimental.h")
+}
+
+/// The headers (sheaf.h, then sheaf/experimental.h) without their comments.
 fn header_text() -> String {
-    let text = std::fs::read_to_string(header_path()).expect("read include/sheaf.h");
+    let text = std::fs::read_to_string(header_path()).expect("read include/sheaf.h")
+        + &std::fs::read_to_string(experimental_header_path()).expect("read include/sheaf/experimental.h");
     let mut out = String::new();
     let mut rest = text.as_str();
     while let Some(start) = rest.find("/*") {
@@ -270,7 +276,7 @@ fn assert_same_names(what: &str, header: BTreeSet<String>, rust: BTreeSet<String
 fn functions_match_the_header() {
     let header = parse_header();
     let rust = sys::functions();
-    assert_eq!(header.functions.len(), 110, "sheaf.h declares 110 functions (1.0.0's 89, the partitions' three, the groups' fifteen, sheaf_list_url, sheaf_list_delta_has_long_digits, sheaf_arrow_from_json)");
+    assert_eq!(header.functions.len(), 110, "sheaf.h and sheaf/experimental.h declare 110 functions (1.0.0's 89, the partitions' three, the groups' fifteen, sheaf_list_url, sheaf_list_delta_has_long_digits, sheaf_arrow_from_json)");
     assert_same_names("functions", names(&header.functions), rust.iter().map(|f| f.name.to_string()).collect());
     for function in &rust {
         let (ret, params) = &header.functions[function.name];
@@ -325,7 +331,9 @@ fn enum_constants_and_struct_fields_match_the_header_text() {
 /// Compiles and runs a C program printing the layout and constant values the C compiler sees.
 fn c_facts(header: &Header) -> BTreeMap<String, String> {
     let include = header_path().parent().unwrap().to_path_buf();
-    let mut program = String::from("#include <stddef.h>\n#include <stdio.h>\n#include <sheaf.h>\nint main(void) {\n");
+    let mut program = String::from(
+        "#include <stddef.h>\n#include <stdio.h>\n#include <sheaf.h>\n#include <sheaf/experimental.h>\nint main(void) {\n",
+    );
     for (name, CStruct { spelled: c, fields }) in &header.structs {
         program += &format!("printf(\"struct {name} %zu %zu\\n\", sizeof({c}), (size_t)_Alignof({c}));\n");
         for (field, _) in fields {
@@ -414,6 +422,13 @@ fn the_installed_header_and_library_are_this_version() {
         std::fs::read(&installed).expect("the installed sheaf.h"),
         std::fs::read(header_path()).unwrap(),
         "{} is not include/sheaf.h",
+        installed.display()
+    );
+    let installed = Path::new(env!("SHEAF_INSTALLED_INCLUDEDIR")).join("sheaf/experimental.h");
+    assert_eq!(
+        std::fs::read(&installed).expect("the installed sheaf/experimental.h"),
+        std::fs::read(experimental_header_path()).unwrap(),
+        "{} is not include/sheaf/experimental.h",
         installed.display()
     );
     // The crate's version is the header's (Cargo.toml mirrors CMakeLists.txt's project version).
