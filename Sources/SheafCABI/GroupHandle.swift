@@ -198,7 +198,7 @@ public func sheaf_group_free(_ group: OpaquePointer?) {
     handle.notifyTarget.withLock { $0 = -1 }   // the caller may close its fd once this returns
     // Waits out a running callback unless called from one (see sheaf_list_free).
     handle.group.close()
-    for list in handle.allLists() { list.run?.close() }
+    for list in handle.allLists() { list.session.run?.close() }
     Unmanaged<GroupHandle>.fromOpaque(UnsafeRawPointer(group)).release()
 }
 
@@ -230,7 +230,7 @@ public func sheaf_group_add(_ group: OpaquePointer?, _ list: OpaquePointer?, _ t
         let listHandle = try listForTheGroup(list, handle, "the list")
         let tag = try CString.text(tag, "the tag")
         var index = 0
-        try listHandle.joinGroup { (client, description, keepsItems) throws(SheafError) -> ListRun in
+        try listHandle.session.joinGroup(client: listHandle.makeClient) { (client, description, keepsItems) throws(SheafError) -> ListRun in
             index = try handle.group.add(description, tag: tag, keepsItems: keepsItems, client: client)
             return try runOf(handle.group, index)
         }
@@ -251,9 +251,9 @@ public func sheaf_group_add_each(_ group: OpaquePointer?, _ parent: OpaquePointe
         guard levels <= 16 else { throw SheafError(.invalidArgument, "a fan-out has at most 16 levels, not \(levels)") }
         var texts: [String] = []
         for level in 0..<levels { texts.append(try CString.nonEmpty(templates[level], "template \(level)")) }
-        let prototype = try childHandle?.prototype()
+        let prototype = try childHandle.map { (child) throws(SheafError) in try child.session.prototype(client: child.makeClient) }
         var index = 0
-        try parentHandle.joinGroup { (client, description, _) throws(SheafError) -> ListRun in
+        try parentHandle.session.joinGroup(client: parentHandle.makeClient) { (client, description, _) throws(SheafError) -> ListRun in
             index = try handle.group.addEach(parent: description, templates: texts, child: prototype?.description,
                                              keepsItems: prototype?.keepsItems ?? true, client: client)
             return try runOf(handle.group, index)

@@ -69,7 +69,7 @@ public final class SheafClient: Sendable {
     }
 
     /// Whether a list at `url` may ask for a window of pages before its page one answers (see
-    /// `ListRun.pagesAhead`): when the client sends a credential there (a token, a key, a
+    /// `RunStart.pagesAhead`): when the client sends a credential there (a token, a key, a
     /// provider, or an Authorization or Cookie header of its own), none can be missing; without
     /// one, only once that origin has answered a page one on this client. Otherwise a missing
     /// token would cost a window of refused requests where two do.

@@ -174,11 +174,11 @@ final class PartitionTests: XCTestCase {
         XCTAssertEqual(try run(partitions[1]), Array(200..<400))
         let ahead = min(20, grown)
         let second = transport.requests.dropFirst(before)
-        XCTAssertEqual(second.filter { $0.maxBodyBytes == ListRun.aheadBodyCap(pagesAhead: ahead) }.count, ahead - 1,
+        XCTAssertEqual(second.filter { $0.maxBodyBytes == RunStart.aheadBodyCap(pagesAhead: ahead) }.count, ahead - 1,
                        "page one of the range, and the grown window's other pages with it")
         XCTAssertEqual(second.count, 20, "its pages alone")
-        XCTAssertEqual(ListRun.aheadBodyCap(pagesAhead: 8), 4 << 20)
-        XCTAssertEqual(ListRun.aheadBodyCap(pagesAhead: 32), 1 << 20, "32 MiB between them, whatever their number")
+        XCTAssertEqual(RunStart.aheadBodyCap(pagesAhead: 8), 4 << 20)
+        XCTAssertEqual(RunStart.aheadBodyCap(pagesAhead: 32), 1 << 20, "32 MiB between them, whatever their number")
     }
 
     func testAPartitionKeepsItsTokenInsideItsRange() throws {

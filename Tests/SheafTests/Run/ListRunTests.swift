@@ -353,7 +353,7 @@ final class ListRunTests: XCTestCase {
     /// The anchor list's pages, each padded past what a page ahead of page one may bring.
     private func paddedPages(_ api: FakeAnchorAPI, slow: @escaping @Sendable (String) -> Bool) -> ScriptedTransport {
         let transport = ScriptedTransport()
-        let padding = String(repeating: "x", count: ListRun.aheadBodyCap(pagesAhead: 8))
+        let padding = String(repeating: "x", count: RunStart.aheadBodyCap(pagesAhead: 8))
         transport.on(scriptedList) { request, _ in
             let body = String(api.body(request.url).dropLast()) + #","pad":""# + padding + #""}"#
             return slow(request.url) ? .json(body).after(100) : .json(body)
@@ -368,7 +368,7 @@ final class ListRunTests: XCTestCase {
         XCTAssertEqual(itemIDs(json), Array(0..<30))
         let first = transport.requests.prefix(8)
         XCTAssertEqual(first.filter { $0.url != scriptedPage(1) }.map(\.maxBodyBytes),
-                       Array(repeating: ListRun.aheadBodyCap(pagesAhead: 8), count: 7), "a window of pages ahead holds 7 x 4 MiB at most")
+                       Array(repeating: RunStart.aheadBodyCap(pagesAhead: 8), count: 7), "a window of pages ahead holds 7 x 4 MiB at most")
         XCTAssertEqual(first.first { $0.url == scriptedPage(1) }?.maxBodyBytes, ClientConfiguration().maxBodyBytes)
         XCTAssertEqual(transport.requestCount(scriptedPage(2)), 2, "asked for again, without the cap")
         XCTAssertEqual(transport.requestCount(scriptedPage(3)), 2)
@@ -382,7 +382,7 @@ final class ListRunTests: XCTestCase {
         XCTAssertEqual(itemIDs(json), Array(0..<30))
         XCTAssertEqual(transport.requestCount(scriptedPage(2)), 2)
         XCTAssertEqual(transport.requests.filter { $0.url == scriptedPage(2) }.map(\.maxBodyBytes),
-                       [ListRun.aheadBodyCap(pagesAhead: 8), ClientConfiguration().maxBodyBytes])
+                       [RunStart.aheadBodyCap(pagesAhead: 8), ClientConfiguration().maxBodyBytes])
     }
 
     func testTheWindowHoldsNoMoreBodiesThanOneBodyMayBe() throws {
