@@ -21,7 +21,7 @@ from . import _ffi
 from ._run import live_runs as _live_runs  # noqa: F401 - for tests
 from .aio import AsyncClient
 from .arrow import SchemaError
-from .client import Client, Query
+from .client import Client, ListOptions, Query
 from .description import Description, presets
 from .errors import (
     DecodingError,
@@ -67,6 +67,7 @@ def library_version() -> str:
 __all__ = [
     "AsyncClient",
     "Client",
+    "ListOptions",
     "ApiKey",
     "Response",
     "Event",

@@ -26,7 +26,7 @@ from . import _ffi
 from ._closing import Closing
 from ._ffi import lib
 from ._run import PENDING, ListRun, Wakeups
-from .client import Client, Query, _query_pairs
+from .client import Client, ListOptions, Query, _query_pairs
 from .description import Description
 from .errors import Error, ItemDecodeError, Result, UsageError
 from .group import GroupDelta, GroupResult, GroupRun, ListOutcome, raise_for
@@ -264,9 +264,9 @@ class AsyncClient:
     # ---- lists ------------------------------------------------------------------------------
 
     async def fetch_all(self, path: str, description: Optional[Description] = None, *, decode: Any = None,
-                        **options: Any) -> Items:
+                        options: Optional[ListOptions] = None, **keywords: Any) -> Items:
         """:meth:`sheaf.Client.fetch_all`, awaited: every item, decoded as the pages arrive."""
-        return await self._fetch(self._new_run(path, description, decode, options))
+        return await self._fetch(self._new_run(Client.fetch_all, path, description, decode, options, keywords))
 
     async def _fetch(self, run: ListRun) -> Items:
         """Runs `run` to its end, taking its items (fetch_all's loop)."""
@@ -286,51 +286,55 @@ class AsyncClient:
         return run.items(delivered)
 
     def stream(self, path: str, description: Optional[Description] = None, *, decode: Any = None,
-               **options: Any) -> "AsyncSnapshotStream":
+               options: Optional[ListOptions] = None, **keywords: Any) -> "AsyncSnapshotStream":
         """:meth:`sheaf.Client.stream` as an async iterator of :class:`Snapshot`; at the end, the
         list's failure is raised. Leaving ``async for`` (a ``break``, even with the stream still
         referenced), ``aclose()``, or cancelling the task stops the list."""
-        return AsyncSnapshotStream(self._new_run(path, description, decode, options))
+        return AsyncSnapshotStream(self._new_run(Client.stream, path, description, decode, options, keywords))
 
-    async def partitions(self, path: str, n: int, description: Optional[Description] = None,
-                         **options: Any) -> List[Partition]:
+    async def partitions(self, path: str, n: int, description: Optional[Description] = None, *,
+                         options: Optional[ListOptions] = None, **keywords: Any) -> List[Partition]:
         """:meth:`sheaf.Client.partitions`, awaited (page one is read on a worker thread)."""
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(None, functools.partial(self.sync.partitions, path, n, description, **options))
+        return await loop.run_in_executor(None, functools.partial(self.sync.partitions, path, n, description,
+                                                                  options=options, **keywords))
 
-    async def fetch_partition(self, partition: Union[Partition, str], *, decode: Any = None, **options: Any) -> Items:
+    async def fetch_partition(self, partition: Union[Partition, str], *, decode: Any = None,
+                              options: Optional[ListOptions] = None, **keywords: Any) -> Items:
         """:meth:`sheaf.Client.fetch_partition`, awaited."""
-        return await self._fetch(self._partition_run(partition, decode, options))
+        return await self._fetch(self._partition_run(Client.fetch_partition, partition, decode, options, keywords))
 
     def stream_partition(self, partition: Union[Partition, str], *, decode: Any = None,
-                         **options: Any) -> "AsyncSnapshotStream":
+                         options: Optional[ListOptions] = None, **keywords: Any) -> "AsyncSnapshotStream":
         """:meth:`sheaf.Client.stream_partition` as an async iterator of :class:`Snapshot`."""
-        return AsyncSnapshotStream(self._partition_run(partition, decode, options))
+        return AsyncSnapshotStream(self._partition_run(Client.stream_partition, partition, decode, options, keywords))
 
     # ---- groups -----------------------------------------------------------------------------
 
     async def fetch_many(self, paths: Sequence[Union[str, ListOutcome]], description: Optional[Description] = None,
-                         *, check: bool = True, **options: Any) -> GroupResult:
+                         *, check: bool = True, options: Optional[ListOptions] = None,
+                         **keywords: Any) -> GroupResult:
         """:meth:`sheaf.Client.fetch_many`, awaited."""
-        return await self._fetch_group(self.stream_many(paths, description, check=False, **options), check)
+        return await self._fetch_group(self.stream_many(paths, description, check=False, options=options, **keywords),
+                                       check)
 
     async def fetch_each(self, parent_path: str, templates: Union[str, Sequence[str]],
                          description: Optional[Description] = None, *, check: bool = True,
-                         **options: Any) -> GroupResult:
+                         options: Optional[ListOptions] = None, **keywords: Any) -> GroupResult:
         """:meth:`sheaf.Client.fetch_each`, awaited."""
-        return await self._fetch_group(self.stream_each(parent_path, templates, description, check=False, **options),
-                                       check)
+        return await self._fetch_group(self.stream_each(parent_path, templates, description, check=False,
+                                                        options=options, **keywords), check)
 
     def stream_many(self, paths: Sequence[Union[str, ListOutcome]], description: Optional[Description] = None, *,
-                    check: bool = True, **options: Any) -> AsyncGroupStream:
+                    check: bool = True, options: Optional[ListOptions] = None, **keywords: Any) -> AsyncGroupStream:
         """:meth:`sheaf.Client.stream_many` as an async iterator of :class:`sheaf.GroupDelta`."""
-        return AsyncGroupStream(self.sync._many_run_of(paths, description, options), check)
+        return AsyncGroupStream(self.sync._many_run_of(paths, description, options, keywords), check)
 
     def stream_each(self, parent_path: str, templates: Union[str, Sequence[str]],
                     description: Optional[Description] = None, *, check: bool = True,
-                    **options: Any) -> AsyncGroupStream:
+                    options: Optional[ListOptions] = None, **keywords: Any) -> AsyncGroupStream:
         """:meth:`sheaf.Client.stream_each` as an async iterator of :class:`sheaf.GroupDelta`."""
-        return AsyncGroupStream(self.sync._each_run_of(parent_path, templates, description, options), check)
+        return AsyncGroupStream(self.sync._each_run_of(parent_path, templates, description, options, keywords), check)
 
     @staticmethod
     async def _fetch_group(stream: AsyncGroupStream, check: bool) -> GroupResult:
@@ -351,18 +355,21 @@ class AsyncClient:
             raise_for(result)
         return result
 
-    def _partition_run(self, partition: Union[Partition, str], decode: Any, options: dict) -> ListRun:
-        names = ("headers", "query", "max_items", "max_pages", "max_requests", "deadline", "resume")
-        unknown = sorted(set(options) - set(names))
-        if unknown:
-            raise UsageError(Result.INVALID_ARGUMENT, f"fetch_partition takes no {', '.join(unknown)}")
-        return self.sync._partition_run(partition, decode=decode, **{name: options.get(name) for name in names})
+    def _partition_run(self, call: Any, partition: Union[Partition, str], decode: Any, options: Optional[ListOptions],
+                       keywords: Dict[str, Any]) -> ListRun:
+        """The sync client's run of `partition`, its settings resolved as `call` (a Client list
+        method) resolves them."""
+        settings = call._takes.resolve(options, keywords)
+        if keywords:
+            raise UsageError(Result.INVALID_ARGUMENT, f"fetch_partition takes no {', '.join(sorted(keywords))}")
+        return self.sync._partition_run(partition, settings, decode)
 
-    def _new_run(self, path: str, description: Optional[Description], decode: Any, options: dict) -> ListRun:
-        run_options = {name: options.pop(name) for name in ("query", "headers", "max_items", "max_pages",
-                                                            "max_requests", "deadline", "resume") if name in options}
-        return self.sync._new_run(path, description, options, run_options.pop("query", None),
-                                  run_options.pop("headers", None), decode=decode, **run_options)
+    def _new_run(self, call: Any, path: str, description: Optional[Description], decode: Any,
+                 options: Optional[ListOptions], keywords: Dict[str, Any]) -> ListRun:
+        """The sync client's run of the list at `path`, its settings resolved as `call` (a Client
+        list method) resolves them; the keywords left are the description's parts."""
+        settings = call._takes.resolve(options, keywords)
+        return self.sync._new_run(path, description, keywords, settings, decode=decode)
 
     # ---- single requests --------------------------------------------------------------------
 

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import ctypes
+import dataclasses
+import functools
+import inspect
 import json
 import math
 import os
 import threading
 from ctypes import byref
-from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import (TYPE_CHECKING, Any, Callable, Dict, List, Mapping, NamedTuple, Optional, Sequence, Tuple,
+                    TypeVar, Union)
 
 from . import _ffi, hooks
 from .arrow import GatheredRows, SchemaError, SnapshotBatches
@@ -31,6 +35,125 @@ if TYPE_CHECKING:  # pragma: no cover - importing sheaf imports no pyarrow
 
 #: Query parameters: a mapping (a list or tuple value repeats the parameter) or (name, value) pairs.
 Query = Union[Mapping[str, Any], Sequence[Tuple[str, Any]]]
+
+
+@dataclasses.dataclass(frozen=True, repr=False)
+class ListOptions:
+    """How a list is run, as one value: the keywords that the list calls of :class:`Client` and
+    :class:`AsyncClient` share besides the list's description, for ``options=`` of any of them.
+
+        run = sheaf.ListOptions(max_items=500, deadline=30, headers={"X-Team": "a"})
+        items = client.fetch_all("/v1/things", options=run)
+        client.fetch_to("/v1/things", out, options=run)
+
+    Each field means what the keyword of the same name means (see :meth:`Client.fetch_all`);
+    None, the default, leaves it unset. A call may take some of them as keywords and the others
+    from ``options``; one given both ways is refused with :class:`UsageError` (a ValueError),
+    whatever the two values, and so is a field the call has no keyword for (a budget given to
+    :meth:`Client.fetch_each` or :meth:`Client.partitions`, which take none; a ``resume`` given
+    to :meth:`Client.fetch_many`, whose ``resume=`` holds a token per path).
+    ``dataclasses.replace(run, max_items=10)`` makes a changed copy. Its repr shows the names of
+    the headers and query parameters, not their values (a header may carry a credential).
+    """
+
+    query: Optional[Query] = None
+    headers: Optional[Headers] = None
+    max_items: Optional[int] = None
+    max_pages: Optional[int] = None
+    max_requests: Optional[int] = None
+    deadline: Optional[float] = None
+    resume: Optional[str] = None
+    # (A field added later goes after these: one in the middle would move the positional ones.)
+
+    def __repr__(self) -> str:
+        shown = []
+        for field in dataclasses.fields(self):
+            value = getattr(self, field.name)
+            if value is None:
+                continue
+            if field.name in ("query", "headers"):
+                shown.append(f"{field.name}=<{', '.join(_names_of(value))}>")
+            else:
+                shown.append(f"{field.name}={value!r}")
+        return f"ListOptions({', '.join(shown)})"
+
+
+def _names_of(pairs: Any) -> List[str]:
+    """The names of a mapping or of (name, value) pairs, for a repr (nothing else is read)."""
+    if isinstance(pairs, Mapping):
+        return [str(name) for name in pairs]
+    if isinstance(pairs, (list, tuple)):
+        return [str(pair[0]) if isinstance(pair, (list, tuple)) and pair else "?" for pair in pairs]
+    return ["..."]
+
+
+#: The fields of ListOptions, in order.
+_LIST_OPTIONS = tuple(field.name for field in dataclasses.fields(ListOptions))
+_NO_OPTIONS = ListOptions()
+
+
+class _Takes(NamedTuple):
+    """What a list call takes of ListOptions: the fields it has keywords for, and why it has no
+    others (a phrase for the message)."""
+
+    call: str
+    names: Tuple[str, ...]
+    why: str = ""
+
+    def resolve(self, options: Optional[ListOptions], keywords: Dict[str, Any]) -> ListOptions:
+        """The run's settings, from `options` and the call's keywords: the one place they are
+        put together. Pops the call's run keywords (those of `names`) out of `keywords`; a
+        keyword left at None is not given. Once per call, before anything is made."""
+        given = {}
+        for name in self.names:
+            if name in keywords:
+                value = keywords.pop(name)
+                if value is not None:
+                    given[name] = value
+        if options is None:
+            return ListOptions(**given) if given else _NO_OPTIONS
+        if not isinstance(options, ListOptions):
+            raise UsageError(Result.INVALID_ARGUMENT,
+                             f"{self.call}(): options must be a sheaf.ListOptions, not {type(options).__name__}")
+        in_options = [name for name in _LIST_OPTIONS if getattr(options, name) is not None]
+        refused = [name for name in in_options if name not in self.names]
+        if refused:
+            raise UsageError(Result.INVALID_ARGUMENT,
+                             f"{self.call}() takes no {', '.join(refused)}, which options= sets{self.why}")
+        twice = [name for name in given if name in in_options]
+        if twice:
+            raise UsageError(Result.INVALID_ARGUMENT,
+                             f"{self.call}() got {', '.join(twice)} both as a keyword and in options=: "
+                             "give each in one place")
+        return dataclasses.replace(options, **given) if given else options
+
+
+_Method = TypeVar("_Method", bound=Callable[..., Any])
+
+
+def _list_call(method: Optional[_Method] = None, *, per_path: Tuple[str, ...] = ()) -> Any:
+    """Makes `method`, a list call of Client, take ``options=``: its run keywords (those of
+    ListOptions its signature has, but `per_path`: keywords of the same name that mean something
+    else there) and ``options`` become one ListOptions, given to the body as ``options``; the
+    body reads only that (its own run keywords arrive at their defaults). The signature, as
+    inspect and help() show it, stays the method's own."""
+    def decorate(method: _Method) -> _Method:
+        parameters = inspect.signature(method).parameters
+        names = tuple(name for name in _LIST_OPTIONS if name in parameters and name not in per_path)
+        if "options" not in parameters or any(parameters[name].kind is not inspect.Parameter.KEYWORD_ONLY
+                                              for name in names + ("options",)):
+            raise TypeError(f"{method.__qualname__}: its run keywords and options= must be keyword-only")
+        why = "".join(f" (its {name}= is a value per path)" for name in per_path)
+        takes = _Takes(method.__name__, names, why)
+
+        @functools.wraps(method)
+        def call(self: "Client", *args: Any, options: Optional[ListOptions] = None, **keywords: Any) -> Any:
+            return method(self, *args, options=takes.resolve(options, keywords), **keywords)
+
+        call._takes = takes   # type: ignore[attr-defined] - for the asyncio client, which takes **keywords
+        return call   # type: ignore[return-value]
+    return decorate if method is None else decorate(method)
+
 
 class Client(Closing):
     """A client of one REST API: its base URL, credentials, headers, transport and policies.
@@ -281,10 +404,11 @@ class Client(Closing):
 
     # ---- lists ------------------------------------------------------------------------------
 
+    @_list_call
     def fetch_all(self, path: str, description: Optional[Description] = None, *, query: Optional[Query] = None,
                   max_items: Optional[int] = None, max_pages: Optional[int] = None, max_requests: Optional[int] = None,
                   deadline: Optional[float] = None, resume: Optional[str] = None, headers: Optional[Headers] = None,
-                  decode: Any = None, **parts: Any) -> Items:
+                  decode: Any = None, options: Optional[ListOptions] = None, **parts: Any) -> Items:
         """Fetches every item of the list at `path`, in order; with ``id=POINTER``, an item seen
         before (by that identity) is dropped.
 
@@ -304,6 +428,8 @@ class Client(Closing):
             decode: what each item becomes, as it arrives: a pydantic model (validated), a
                 dataclass or NamedTuple (an object's fields as keywords), or any callable taking
                 the item. The first item it refuses stops the list with :class:`ItemDecodeError`.
+            options: a :class:`ListOptions`: `query`, `headers`, the budgets and `resume` as one
+                value (the same for several calls); a keyword given here as well is refused.
             **parts: fields of :class:`sheaf.Description` (``preset="github"``,
                 ``items="/data"``, ``paging="offset:offset"``, ``total="header:X-Total-Count"``,
                 ``id="/id"``...), replacing those of `description`.
@@ -318,9 +444,7 @@ class Client(Closing):
                 last page signals more than the description follows); or the exception a Python
                 transport raised.
         """
-        run = self._new_run(path, description, parts, query, headers, max_items=max_items, max_pages=max_pages,
-                            max_requests=max_requests, deadline=deadline, resume=resume, decode=decode)
-        return self._fetch(run)
+        return self._fetch(self._new_run(path, description, parts, options, decode=decode))
 
     def _fetch(self, run: ListRun) -> Items:
         """Runs `run` to its end, taking its items (fetch_all's loop)."""
@@ -339,10 +463,11 @@ class Client(Closing):
             run.close()   # also on Ctrl-C and a refused item: cancels what is in flight
         return run.items(delivered)
 
+    @_list_call
     def stream(self, path: str, description: Optional[Description] = None, *, query: Optional[Query] = None,
                max_items: Optional[int] = None, max_pages: Optional[int] = None, max_requests: Optional[int] = None,
                deadline: Optional[float] = None, resume: Optional[str] = None, headers: Optional[Headers] = None,
-               decode: Any = None, **parts: Any) -> SnapshotStream[Snapshot]:
+               decode: Any = None, options: Optional[ListOptions] = None, **parts: Any) -> SnapshotStream[Snapshot]:
         """Streams the list at `path` as snapshots: growing, ordered prefixes, one delta each.
 
         Takes the same arguments as :meth:`fetch_all` (checked now: a bad option raises
@@ -354,15 +479,14 @@ class Client(Closing):
             end the failure, if any, is raised as in :meth:`fetch_all` (``items`` then empty);
             its ``resume_token`` goes on after the snapshots taken.
         """
-        return SnapshotStream(self._new_run(path, description, parts, query, headers, max_items=max_items,
-                                            max_pages=max_pages, max_requests=max_requests, deadline=deadline,
-                                            resume=resume, decode=decode))
+        return SnapshotStream(self._new_run(path, description, parts, options, decode=decode))
 
+    @_list_call
     def fetch_to(self, path: str, out: Union[int, Any], description: Optional[Description] = None, *,
                  format: str = "json", progress: Optional[Callable[[Progress], None]] = None,
                  query: Optional[Query] = None, max_items: Optional[int] = None, max_pages: Optional[int] = None,
                  max_requests: Optional[int] = None, deadline: Optional[float] = None, resume: Optional[str] = None,
-                 headers: Optional[Headers] = None, **parts: Any) -> Written:
+                 headers: Optional[Headers] = None, options: Optional[ListOptions] = None, **parts: Any) -> Written:
         """Writes every item of the list at `path` to `out` as it arrives, in order (de-duplicated
         with ``id=``), without decoding it: the library writes the bytes the pages brought from
         its own threads, and nothing is kept (memory stays flat however long the list).
@@ -384,9 +508,7 @@ class Client(Closing):
                 ``resume_token``, which goes on after the items written.
         """
         descriptor, code = _output(out, format)
-        run = self._new_run(path, description, parts, query, headers, max_items=max_items, max_pages=max_pages,
-                            max_requests=max_requests, deadline=deadline, resume=resume)
-        return self._write(run, descriptor, code, progress)
+        return self._write(self._new_run(path, description, parts, options), descriptor, code, progress)
 
     def _write(self, run: ListRun, descriptor: int, format: int, progress: Optional[Callable[[Progress], None]]) -> Written:
         """Runs `run` writing its items to `descriptor` (fetch_to's loop)."""
@@ -412,10 +534,12 @@ class Client(Closing):
         run.raise_outcome([])
         return Written(final.items, run.stop_reason, run.resume_token, run.sync_state)
 
+    @_list_call
     def fetch_arrow(self, path: str, description: Optional[Description] = None, *, schema: Optional[pyarrow.Schema] = None,
                     query: Optional[Query] = None, max_items: Optional[int] = None, max_pages: Optional[int] = None,
                     max_requests: Optional[int] = None, deadline: Optional[float] = None, resume: Optional[str] = None,
-                    headers: Optional[Headers] = None, **parts: Any) -> pyarrow.Table:
+                    headers: Optional[Headers] = None, options: Optional[ListOptions] = None,
+                    **parts: Any) -> pyarrow.Table:
         """Fetches every item of the list at `path` as a ``pyarrow.Table``, a row per item, in
         order. The library reads each snapshot's bytes into Arrow columns in one pass, by the
         rules of pyarrow's JSON reader, and pyarrow takes them without a copy: no item becomes a
@@ -441,9 +565,7 @@ class Client(Closing):
             Error: as :meth:`fetch_all`, its ``items`` a table of the rows before the failure.
         """
         batches_of = SnapshotBatches(schema)   # imports pyarrow: an ImportError before anything is made
-        return self._fetch_arrow(self._new_run(path, description, parts, query, headers, max_items=max_items,
-                                               max_pages=max_pages, max_requests=max_requests, deadline=deadline,
-                                               resume=resume), batches_of)
+        return self._fetch_arrow(self._new_run(path, description, parts, options), batches_of)
 
     def _fetch_arrow(self, run: ListRun, batches_of: SnapshotBatches) -> pyarrow.Table:
         """Runs `run` to its end, its snapshots read as record batches (fetch_arrow's loop)."""
@@ -466,12 +588,13 @@ class Client(Closing):
         run.raise_outcome(table)
         return table
 
+    @_list_call
     def stream_batches(self, path: str, description: Optional[Description] = None, *,
                        schema: Optional[pyarrow.Schema] = None, query: Optional[Query] = None,
                        max_items: Optional[int] = None, max_pages: Optional[int] = None,
                        max_requests: Optional[int] = None, deadline: Optional[float] = None,
                        resume: Optional[str] = None, headers: Optional[Headers] = None,
-                       **parts: Any) -> SnapshotStream[pyarrow.RecordBatch]:
+                       options: Optional[ListOptions] = None, **parts: Any) -> SnapshotStream[pyarrow.RecordBatch]:
         """Streams the list at `path` as ``pyarrow.RecordBatch`` es, one per snapshot, in order
         (a snapshot that adds no item yields none). Takes the arguments of :meth:`fetch_arrow`
         and behaves as :meth:`stream`: the same stream object, with ``stop_reason``,
@@ -486,14 +609,13 @@ class Client(Closing):
                 ``items`` empty; the stream's ``resume_token`` goes on after the batches yielded).
         """
         batches_of = SnapshotBatches(schema)
-        return SnapshotStream(self._new_run(path, description, parts, query, headers, max_items=max_items,
-                                            max_pages=max_pages, max_requests=max_requests, deadline=deadline,
-                                            resume=resume), batches_of.batch_of)
+        return SnapshotStream(self._new_run(path, description, parts, options), batches_of.batch_of)
 
+    @_list_call
     def pager(self, path: str, description: Optional[Description] = None, *, look_ahead: int = 0,
               query: Optional[Query] = None, max_items: Optional[int] = None, max_pages: Optional[int] = None,
               max_requests: Optional[int] = None, deadline: Optional[float] = None, resume: Optional[str] = None,
-              headers: Optional[Headers] = None, **parts: Any) -> Pager:
+              headers: Optional[Headers] = None, options: Optional[ListOptions] = None, **parts: Any) -> Pager:
         """The list at `path`, loaded one page per :meth:`Pager.more` call ("load more").
 
         Takes the same arguments as :meth:`fetch_all` (checked now), and `look_ahead`: how many
@@ -504,8 +626,7 @@ class Client(Closing):
         Returns:
             A :class:`Pager`; close it (or use ``with``) to end the list.
         """
-        run = self._new_run(path, description, parts, query, headers, max_items=max_items, max_pages=max_pages,
-                            max_requests=max_requests, deadline=deadline, resume=resume, keep_items=True)
+        run = self._new_run(path, description, parts, options, keep_items=True)
         try:
             return Pager(run, _whole(look_ahead, "look_ahead"))
         except BaseException:
@@ -514,11 +635,13 @@ class Client(Closing):
 
     # ---- groups: many lists as one job -------------------------------------------------------
 
+    @_list_call(per_path=("resume",))
     def fetch_many(self, paths: Sequence[Union[str, ListOutcome]], description: Optional[Description] = None, *,
                    tags: Optional[Sequence[Optional[str]]] = None, resume: Optional[Sequence[Optional[str]]] = None,
                    ordered: bool = False, fail_fast: bool = False, check: bool = True, query: Optional[Query] = None,
                    headers: Optional[Headers] = None, max_items: Optional[int] = None, max_pages: Optional[int] = None,
-                   max_requests: Optional[int] = None, deadline: Optional[float] = None, **parts: Any) -> GroupResult:
+                   max_requests: Optional[int] = None, deadline: Optional[float] = None,
+                   options: Optional[ListOptions] = None, **parts: Any) -> GroupResult:
         """Fetches every item of several lists as one job: they share the client's window for
         each origin (300 lists send what one list would) and a rate limit one meets slows all.
 
@@ -528,6 +651,8 @@ class Client(Closing):
                 resume token, keeping its tag.
             description, query, headers, max_items, max_pages, max_requests, deadline, **parts:
                 as for :meth:`fetch_all`, for every list (budgets and the deadline per list).
+            options: a :class:`ListOptions` for every list, as for :meth:`fetch_all` (without
+                ``resume``: the tokens are per path, given as `resume`).
             tags: a tag for each path (None: the path), found again on each list's outcome.
             resume: a resume token for each path (None: from the start), from an earlier run
                 of the same list (``ListOutcome.resume_token``).
@@ -549,26 +674,26 @@ class Client(Closing):
             UsageError: a bad argument; the client has a Python transport (groups run on the
                 library's own).
         """
-        return fetch_group(self._many_run(paths, description, parts, tags, resume, ordered, fail_fast, query, headers,
-                                          max_items, max_pages, max_requests, deadline), check)
+        return fetch_group(self._many_run(paths, description, parts, tags, resume, ordered, fail_fast, options), check)
 
+    @_list_call(per_path=("resume",))
     def stream_many(self, paths: Sequence[Union[str, ListOutcome]], description: Optional[Description] = None, *,
                     tags: Optional[Sequence[Optional[str]]] = None, resume: Optional[Sequence[Optional[str]]] = None,
                     ordered: bool = False, fail_fast: bool = False, check: bool = True, query: Optional[Query] = None,
                     headers: Optional[Headers] = None, max_items: Optional[int] = None, max_pages: Optional[int] = None,
                     max_requests: Optional[int] = None, deadline: Optional[float] = None,
-                    **parts: Any) -> GroupStream:
+                    options: Optional[ListOptions] = None, **parts: Any) -> GroupStream:
         """As :meth:`fetch_many`, as a :class:`GroupStream` of :class:`GroupDelta` (list index,
         tag, the items it gained, whether it finished, its error on its last delta), pulled on
         this thread; nothing is kept. Leaving the loop stops every list."""
-        return GroupStream(self._many_run(paths, description, parts, tags, resume, ordered, fail_fast, query, headers,
-                                          max_items, max_pages, max_requests, deadline), check)
+        return GroupStream(self._many_run(paths, description, parts, tags, resume, ordered, fail_fast, options), check)
 
+    @_list_call
     def fetch_each(self, parent_path: str, templates: Union[str, Sequence[str]],
                    description: Optional[Description] = None, *, child_description: Optional[Description] = None,
                    missing: str = "skip", ordered: bool = False, fail_fast: bool = False, check: bool = True,
                    query: Optional[Query] = None, headers: Optional[Headers] = None,
-                   resume: Optional[str] = None) -> GroupResult:
+                   resume: Optional[str] = None, options: Optional[ListOptions] = None) -> GroupResult:
         """Fetches a fan-out: each item of the list at `parent_path` names a child list, and
         every child's items are fetched, as one job (one window per origin for all of them).
 
@@ -585,6 +710,8 @@ class Client(Closing):
             ordered, fail_fast, check: as for :meth:`fetch_many` (ordered: in the parent's item order).
             resume: the parent's resume token from an earlier run that failed: the parent goes
                 on from there, and only the children of its pages from there on are fetched.
+            options: a :class:`ListOptions` with the parent's `query`, `headers` and `resume`
+                (a fan-out has no budgets: one given there is refused).
 
         Returns:
             A :class:`GroupResult`: the parent first (``parent=True``, no items: its outcome
@@ -595,23 +722,23 @@ class Client(Closing):
             As :meth:`fetch_many`.
         """
         return fetch_group(self._each_run(parent_path, templates, description, child_description, missing, ordered,
-                                          fail_fast, query, headers, resume), check)
+                                          fail_fast, options), check)
 
+    @_list_call
     def stream_each(self, parent_path: str, templates: Union[str, Sequence[str]],
                     description: Optional[Description] = None, *, child_description: Optional[Description] = None,
                     missing: str = "skip", ordered: bool = False, fail_fast: bool = False, check: bool = True,
                     query: Optional[Query] = None, headers: Optional[Headers] = None,
-                    resume: Optional[str] = None) -> GroupStream:
+                    resume: Optional[str] = None, options: Optional[ListOptions] = None) -> GroupStream:
         """As :meth:`fetch_each`, as a :class:`GroupStream` (see :meth:`stream_many`): the
         children's deltas, and the parent's last delta (its outcome)."""
         return GroupStream(self._each_run(parent_path, templates, description, child_description, missing, ordered,
-                                          fail_fast, query, headers, resume), check)
+                                          fail_fast, options), check)
 
     def _many_run(self, paths: Sequence[Union[str, ListOutcome]], description: Optional[Description],
                   parts: Dict[str, Any], tags: Optional[Sequence[Optional[str]]],
                   resume: Optional[Sequence[Optional[str]]], ordered: bool, fail_fast: bool,
-                  query: Optional[Query], headers: Optional[Headers], max_items: Optional[int],
-                  max_pages: Optional[int], max_requests: Optional[int], deadline: Optional[float]) -> GroupRun:
+                  options: ListOptions) -> GroupRun:
         if isinstance(paths, (str, bytes)) or not isinstance(paths, Sequence):
             raise UsageError(Result.INVALID_ARGUMENT, "paths must be a sequence of paths (a list of str)")
         if tags is not None and (isinstance(tags, str) or len(tags) != len(paths)):
@@ -633,8 +760,8 @@ class Client(Closing):
                     path = outcome.url
                     tag = outcome.tag if tag is None else tag
                     token = outcome.resume_token if token is None else token
-                run = self._new_run(path, description, parts, query, headers, max_items=max_items,
-                                    max_pages=max_pages, max_requests=max_requests, deadline=deadline, resume=token)
+                run = self._new_run(path, description, parts,
+                                    options if token is None else dataclasses.replace(options, resume=token))
                 group.add(run, path, tag)
         except BaseException:
             group.close()
@@ -643,7 +770,7 @@ class Client(Closing):
 
     def _each_run(self, parent_path: str, templates: Union[str, Sequence[str]], description: Optional[Description],
                   child_description: Optional[Description], missing: str, ordered: bool, fail_fast: bool,
-                  query: Optional[Query], headers: Optional[Headers], resume: Optional[str] = None) -> GroupRun:
+                  options: ListOptions) -> GroupRun:
         levels = [templates] if isinstance(templates, str) else list(templates)
         if not levels or not all(isinstance(template, str) and placeholders(template) for template in levels):
             raise UsageError(Result.INVALID_ARGUMENT, "templates must be one or more URL templates, each with a "
@@ -651,7 +778,7 @@ class Client(Closing):
         group = GroupRun(self)
         try:
             group.set_options(ordered, fail_fast, missing)
-            parent = self._new_run(parent_path, description, {}, query, headers, resume=resume)
+            parent = self._new_run(parent_path, description, {}, options)
             try:
                 child = self._new_run("", child_description, {}, None)
             except BaseException:
@@ -664,33 +791,32 @@ class Client(Closing):
         return group
 
     def _many_run_of(self, paths: Sequence[Union[str, ListOutcome]], description: Optional[Description],
-                     options: Dict[str, Any]) -> GroupRun:
-        """_many_run from fetch_many's keyword arguments (for the asyncio client)."""
-        named = {name: options.pop(name, None) for name in ("tags", "resume", "query", "headers", "max_items",
-                                                            "max_pages", "max_requests", "deadline")}
-        ordered, fail_fast = bool(options.pop("ordered", False)), bool(options.pop("fail_fast", False))
-        return self._many_run(paths, description, options, named["tags"], named["resume"], ordered, fail_fast,
-                              named["query"],
-                              named["headers"], named["max_items"], named["max_pages"], named["max_requests"],
-                              named["deadline"])
+                     options: Optional[ListOptions], keywords: Dict[str, Any]) -> GroupRun:
+        """_many_run from stream_many's keyword arguments (for the asyncio client)."""
+        settings = Client.stream_many._takes.resolve(options, keywords)   # type: ignore[attr-defined]
+        tags, resume = keywords.pop("tags", None), keywords.pop("resume", None)
+        ordered, fail_fast = bool(keywords.pop("ordered", False)), bool(keywords.pop("fail_fast", False))
+        return self._many_run(paths, description, keywords, tags, resume, ordered, fail_fast, settings)
 
     def _each_run_of(self, parent_path: str, templates: Union[str, Sequence[str]],
-                     description: Optional[Description], options: Dict[str, Any]) -> GroupRun:
-        """_each_run from fetch_each's keyword arguments (for the asyncio client)."""
-        names = ("child_description", "missing", "ordered", "fail_fast", "query", "headers", "resume")
-        unknown = sorted(set(options) - set(names))
+                     description: Optional[Description], options: Optional[ListOptions],
+                     keywords: Dict[str, Any]) -> GroupRun:
+        """_each_run from stream_each's keyword arguments (for the asyncio client)."""
+        settings = Client.stream_each._takes.resolve(options, keywords)   # type: ignore[attr-defined]
+        names = ("child_description", "missing", "ordered", "fail_fast")
+        unknown = sorted(set(keywords) - set(names))
         if unknown:
             raise UsageError(Result.INVALID_ARGUMENT, f"fetch_each takes no {', '.join(unknown)}")
-        return self._each_run(parent_path, templates, description, options.get("child_description"),
-                              options.get("missing", "skip"), bool(options.get("ordered", False)),
-                              bool(options.get("fail_fast", False)), options.get("query"), options.get("headers"),
-                              options.get("resume"))
+        return self._each_run(parent_path, templates, description, keywords.get("child_description"),
+                              keywords.get("missing", "skip"), bool(keywords.get("ordered", False)),
+                              bool(keywords.get("fail_fast", False)), settings)
 
     # ---- partitions -------------------------------------------------------------------------
 
+    @_list_call
     def partitions(self, path: str, n: int, description: Optional[Description] = None, *,
                    query: Optional[Query] = None, headers: Optional[Headers] = None, at_once: Optional[int] = None,
-                   **parts: Any) -> List[Partition]:
+                   options: Optional[ListOptions] = None, **parts: Any) -> List[Partition]:
         """Splits the list at `path` into up to `n` partitions, for several processes or machines
         to read it: reads its first page (once; partition 0 fetches it again) and plans contiguous
         ranges of pages, the last one open-ended (it reads on to the list's end, pages added
@@ -704,8 +830,8 @@ class Client(Closing):
         would send more.
 
         Takes the description arguments of :meth:`fetch_all` (`description`, `query`, `headers`
-        and the parts such as ``preset=`` or ``items=``); budgets belong to a run, not to a plan:
-        give them to :meth:`fetch_partition`.
+        and the parts such as ``preset=`` or ``items=``, and ``options`` with `query` and
+        `headers` only); budgets belong to a run, not to a plan: give them to :meth:`fetch_partition`.
 
         Returns:
             The :class:`Partition` list: picklable, no credential in it.
@@ -719,7 +845,7 @@ class Client(Closing):
         together = count if at_once is None else _whole(at_once, "at_once")
         if together < 1:
             raise UsageError(Result.INVALID_ARGUMENT, f"at_once must be 1 or more, not {at_once!r}")
-        run = self._new_run(path, description, parts, query, headers)
+        run = self._new_run(path, description, parts, options)
         try:
             pointer, length = ctypes.c_void_p(), ctypes.c_size_t()
             lib.sheaf_list_partitions_at_once(run.handle, count, min(together, count), byref(pointer), byref(length))
@@ -728,37 +854,40 @@ class Client(Closing):
             run.close()
         return [Partition(fields) for fields in planned]
 
+    @_list_call
     def fetch_partition(self, partition: Union[Partition, str], *, headers: Optional[Headers] = None,
                         query: Optional[Query] = None, max_items: Optional[int] = None,
                         max_pages: Optional[int] = None, max_requests: Optional[int] = None,
-                        deadline: Optional[float] = None, resume: Optional[str] = None, decode: Any = None) -> Items:
+                        deadline: Optional[float] = None, resume: Optional[str] = None, decode: Any = None,
+                        options: Optional[ListOptions] = None) -> Items:
         """Fetches exactly the items of `partition` (a :class:`Partition` or its JSON text), in
         order, on this client: its token and secret query values (`query` may give the list's
         own, such as an API key in the query) are sent, the partition carries none. Ends with
         ``stop_reason`` COMPLETE when the range is done; a failure's ``resume_token``, given back
-        as `resume` with the same partition, goes on inside the range.
+        as `resume` with the same partition, goes on inside the range. Takes ``options`` as
+        :meth:`fetch_all` does.
 
         Raises:
             UsageError: a malformed partition (the message names the field), or one whose URL is
                 not on this client's origin; Error: as :meth:`fetch_all`.
         """
-        return self._fetch(self._partition_run(partition, headers, query, max_items, max_pages, max_requests,
-                                               deadline, resume, decode))
+        return self._fetch(self._partition_run(partition, options, decode))
 
+    @_list_call
     def stream_partition(self, partition: Union[Partition, str], *, headers: Optional[Headers] = None,
                          query: Optional[Query] = None, max_items: Optional[int] = None,
                          max_pages: Optional[int] = None, max_requests: Optional[int] = None,
                          deadline: Optional[float] = None, resume: Optional[str] = None,
-                         decode: Any = None) -> SnapshotStream[Snapshot]:
+                         decode: Any = None, options: Optional[ListOptions] = None) -> SnapshotStream[Snapshot]:
         """As :meth:`fetch_partition`, as a :class:`SnapshotStream` (see :meth:`stream`)."""
-        return SnapshotStream(self._partition_run(partition, headers, query, max_items, max_pages, max_requests,
-                                                  deadline, resume, decode))
+        return SnapshotStream(self._partition_run(partition, options, decode))
 
+    @_list_call
     def fetch_partition_arrow(self, partition: Union[Partition, str], *, schema: Optional[pyarrow.Schema] = None,
                               headers: Optional[Headers] = None, query: Optional[Query] = None,
                               max_items: Optional[int] = None, max_pages: Optional[int] = None,
                               max_requests: Optional[int] = None, deadline: Optional[float] = None,
-                              resume: Optional[str] = None) -> pyarrow.Table:
+                              resume: Optional[str] = None, options: Optional[ListOptions] = None) -> pyarrow.Table:
         """As :meth:`fetch_partition`, as a ``pyarrow.Table`` read the way :meth:`fetch_arrow`
         reads a list (`schema` as there; its metadata says how the range ended). The tables of a
         plan's partitions, concatenated, are the list's rows. Needs pyarrow
@@ -769,14 +898,15 @@ class Client(Closing):
                 :meth:`fetch_arrow` and :meth:`fetch_partition`.
         """
         batches_of = SnapshotBatches(schema)
-        return self._fetch_arrow(self._partition_run(partition, headers, query, max_items, max_pages, max_requests,
-                                                     deadline, resume, None), batches_of)
+        return self._fetch_arrow(self._partition_run(partition, options, None), batches_of)
 
+    @_list_call
     def stream_partition_batches(self, partition: Union[Partition, str], *, schema: Optional[pyarrow.Schema] = None,
                                  headers: Optional[Headers] = None, query: Optional[Query] = None,
                                  max_items: Optional[int] = None, max_pages: Optional[int] = None,
                                  max_requests: Optional[int] = None, deadline: Optional[float] = None,
-                                 resume: Optional[str] = None) -> SnapshotStream[pyarrow.RecordBatch]:
+                                 resume: Optional[str] = None,
+                                 options: Optional[ListOptions] = None) -> SnapshotStream[pyarrow.RecordBatch]:
         """As :meth:`fetch_partition_arrow`, as ``pyarrow.RecordBatch`` es, one per snapshot, in
         a :class:`SnapshotStream` (see :meth:`stream_batches`). Nothing is kept.
 
@@ -784,25 +914,34 @@ class Client(Closing):
             ImportError: pyarrow is not installed (raised here, not at the first ``next()``).
         """
         batches_of = SnapshotBatches(schema)
-        return SnapshotStream(self._partition_run(partition, headers, query, max_items, max_pages, max_requests,
-                                                  deadline, resume, None), batches_of.batch_of)
+        return SnapshotStream(self._partition_run(partition, options, None), batches_of.batch_of)
 
-    def _fetch_partition_to(self, partition: Union[Partition, str], out: Union[int, Any], *, format: str = "json",
-                            progress: Optional[Callable[[Progress], None]] = None, **options: Any) -> Written:
-        """As :meth:`fetch_to`, for a partition (`options`: those of :meth:`fetch_partition`);
-        for the command line's ``sheaf get --partition``."""
+    @_list_call
+    def fetch_partition_to(self, partition: Union[Partition, str], out: Union[int, Any], *, format: str = "json",
+                           progress: Optional[Callable[[Progress], None]] = None, headers: Optional[Headers] = None,
+                           query: Optional[Query] = None, max_items: Optional[int] = None,
+                           max_pages: Optional[int] = None, max_requests: Optional[int] = None,
+                           deadline: Optional[float] = None, resume: Optional[str] = None,
+                           options: Optional[ListOptions] = None) -> Written:
+        """Writes exactly the items of `partition` to `out` as they arrive, in order, without
+        decoding them: :meth:`fetch_to` for a partition (`out`, `format` and `progress` as
+        there; the other arguments as for :meth:`fetch_partition`). What ``sheaf get
+        --partition`` runs.
+
+        Returns:
+            :class:`Written`: the count of items written, the outcome and the resume token (given
+            back as `resume` with the same partition, it goes on inside the range).
+
+        Raises:
+            As :meth:`fetch_to` and :meth:`fetch_partition`.
+        """
         descriptor, code = _output(out, format)
-        options = {name: options.get(name) for name in ("headers", "query", "max_items", "max_pages", "max_requests",
-                                                        "deadline", "resume")}
-        return self._write(self._partition_run(partition, decode=None, **options), descriptor, code, progress)
+        return self._write(self._partition_run(partition, options, None), descriptor, code, progress)
 
-    def _partition_run(self, partition: Union[Partition, str], headers: Optional[Headers], query: Optional[Query],
-                       max_items: Optional[int], max_pages: Optional[int], max_requests: Optional[int],
-                       deadline: Optional[float], resume: Optional[str], decode: Any) -> ListRun:
+    def _partition_run(self, partition: Union[Partition, str], options: Optional[ListOptions], decode: Any) -> ListRun:
         if not isinstance(partition, Partition):
             partition = Partition(partition)
-        run = self._new_run(partition.url, None, {}, query, headers, max_items=max_items, max_pages=max_pages,
-                            max_requests=max_requests, deadline=deadline, resume=resume, decode=decode)
+        run = self._new_run(partition.url, None, {}, options, decode=decode)
         try:
             lib.sheaf_list_set_partition(run.handle, encode(partition.json))
         except BaseException:
@@ -810,17 +949,19 @@ class Client(Closing):
             raise
         return run
 
+    @_list_call
     def explain(self, path: str, description: Optional[Description] = None, *, query: Optional[Query] = None,
-                **parts: Any) -> Description:
+                options: Optional[ListOptions] = None, **parts: Any) -> Description:
         """What the library makes of the list at `path` from its first page: every part, detected
         or given, and the plan (``.plan``: "parallel", "speculative", "sequential" or "single";
         ``.detected``: the parts detection decided). Fetches the first page only (a few more
-        requests may already be on their way when it returns; they are cancelled).
+        requests may already be on their way when it returns; they are cancelled). Of
+        ``options``, takes `query` only.
 
         Raises:
             Error: as :meth:`fetch_all`, when the first page fails or detection cannot decide.
         """
-        run = self._new_run(path, description, parts, query)
+        run = self._new_run(path, description, parts, options)
         try:
             run.start()
             run.next_items()   # the first snapshot, or the end: the description is resolved
@@ -833,15 +974,24 @@ class Client(Closing):
             run.raise_outcome([])
         return explained
 
-    def _sync_list(self, path: str, description: Optional[Description] = None, *, query: Optional[Query] = None,
-                   headers: Optional[Headers] = None, **options: Any) -> Optional[str]:
-        """The library's name for the list at `path` described with ``until=`` or ``since=``:
-        the redacted URL of its first page, before any since parameter (what a state file keys
-        its entries by; ``sheaf get --state``). None for a list that does not sync. Sends nothing.
-        Takes fetch_all's arguments."""
-        budgets = {name: options.pop(name) for name in ("max_items", "max_pages", "max_requests", "deadline", "resume")
-                   if name in options}
-        run = self._new_run(path, description, options, query, headers, **budgets)
+    @_list_call
+    def sync_key(self, path: str, description: Optional[Description] = None, *, query: Optional[Query] = None,
+                 max_items: Optional[int] = None, max_pages: Optional[int] = None, max_requests: Optional[int] = None,
+                 deadline: Optional[float] = None, resume: Optional[str] = None, headers: Optional[Headers] = None,
+                 options: Optional[ListOptions] = None, **parts: Any) -> Optional[str]:
+        """The key that the sync state of the list at `path` is stored under: the ``"list"`` of
+        the ``sync_state`` that a run of it with these arguments reports (the redacted URL of its
+        first page, before any ``since`` parameter), known before the run, so that the value
+        stored by an earlier run can be looked up and given to this one (``sheaf get --state``
+        does). None for a list that does not sync (no ``until=`` or ``since=``). Sends nothing.
+
+        Takes the arguments of :meth:`fetch_all` (but `decode`), so that a call can pass on the
+        ones it runs the list with; the budgets and `resume` do not change the key.
+
+        Raises:
+            UsageError: as :meth:`fetch_all`, for a bad argument.
+        """
+        run = self._new_run(path, description, parts, options)
         try:
             state = run.current_sync_state()
         finally:
@@ -849,10 +999,11 @@ class Client(Closing):
         return state.get("list") if state else None
 
     def _new_run(self, path: str, description: Optional[Description], parts: Dict[str, Any],
-                 query: Optional[Query], headers: Optional[Headers] = None, *, max_items: Optional[int] = None,
-                 max_pages: Optional[int] = None, max_requests: Optional[int] = None, deadline: Optional[float] = None,
-                 resume: Optional[str] = None, keep_items: bool = False, decode: Any = None) -> ListRun:
+                 options: Optional[ListOptions] = None, *, keep_items: bool = False, decode: Any = None) -> ListRun:
+        """A list, made and set up as `description`, `parts` and `options` (the run's settings,
+        from _Takes.resolve) say; not started."""
         decoder = decoder_for(decode)   # checked before anything is made
+        settings = _NO_OPTIONS if options is None else options
         handle_of_client = self._handle
         if handle_of_client is None:
             raise UsageError(Result.STATE, "the client is closed")
@@ -866,17 +1017,18 @@ class Client(Closing):
         run = ListRun(handle, self)
         run.decode = decoder
         try:
-            for key, value in _query_pairs(query):
+            for key, value in _query_pairs(settings.query):
                 lib.sheaf_list_add_query(handle, encode(key), encode(value))
-            for name, value in header_pairs(headers):
+            for name, value in header_pairs(settings.headers):
                 lib.sheaf_list_add_header(handle, encode(name, "a header name"),
                                           encode(value, f"the value of the header {name}"))
             described.apply(handle)
-            for budget, value, name in ((_ffi.SHEAF_BUDGET_ITEMS, max_items, "max_items"),
-                                        (_ffi.SHEAF_BUDGET_PAGES, max_pages, "max_pages"),
-                                        (_ffi.SHEAF_BUDGET_REQUESTS, max_requests, "max_requests")):
+            for budget, name in ((_ffi.SHEAF_BUDGET_ITEMS, "max_items"), (_ffi.SHEAF_BUDGET_PAGES, "max_pages"),
+                                 (_ffi.SHEAF_BUDGET_REQUESTS, "max_requests")):
+                value = getattr(settings, name)
                 if value is not None:
                     lib.sheaf_list_set_budget(handle, budget, _whole(value, name))
+            deadline, resume = settings.deadline, settings.resume
             if deadline is not None:
                 milliseconds = _milliseconds(deadline, "deadline")
                 if milliseconds <= 0:
@@ -987,4 +1139,4 @@ def _milliseconds(seconds: Optional[float], name: str) -> int:
     return math.ceil(seconds * 1000) if seconds > 0 else int(seconds * 1000)
 
 
-__all__ = ["Client", "Query"]
+__all__ = ["Client", "ListOptions", "Query"]

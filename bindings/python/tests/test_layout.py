@@ -156,3 +156,77 @@ def test_the_command_line_uses_the_public_api_alone():
                 private.append(f"{path.relative_to(PACKAGE.parent)}:{target.line} imports {shown}")
     assert "sheaf" in used   # the command does reach the library
     assert not private, "the command line imports what is private to the library:\n" + "\n".join(private)
+
+
+# ---- the command line touches no private member of the library's objects ------------------------
+
+#: Members of every NamedTuple that begin with "_" but are its public API (collections.namedtuple).
+NAMEDTUPLE_API = frozenset({"_replace", "_asdict", "_make", "_fields", "_field_defaults"})
+
+
+def private_members_of_library(package: Path) -> Set[str]:
+    """The private names of the library (sheaf outside sheaf.cli), from its source: its private
+    modules, the private names each module defines, and the private methods, class attributes
+    and instance attributes (``self._x = ...``) of its classes: what ``client._x`` or
+    ``api._x`` could reach."""
+    names: Set[str] = set()
+    for module, path in modules_of(package).items():
+        if in_command_line(module):
+            continue
+        names.update(part for part in module.split(".") if is_private(part))
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                names.add(node.name)
+            elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                names.add(node.id)
+            elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
+                names.add(node.attr)
+    return {name for name in names if is_private(name) and name != "_"} - NAMEDTUPLE_API
+
+
+class PrivateUse(NamedTuple):
+    line: int
+    text: str
+
+
+def private_uses(source: str, private: Set[str]) -> List[PrivateUse]:
+    """Where `source` reaches one of the `private` names on an object other than its own `self`
+    or `cls` (``client._sync_list(...)``, ``getattr(client, "_handle")``); a name the library
+    does not have (argparse's ``parser._actions``) is not the library's to guard."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Attribute) and node.attr in private:
+            if not (isinstance(node.value, ast.Name) and node.value.id in ("self", "cls")):
+                found.append(PrivateUse(node.lineno, ast.unparse(node)))
+        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+              and node.func.id in ("getattr", "setattr", "hasattr", "delattr") and len(node.args) >= 2
+              and isinstance(node.args[1], ast.Constant) and node.args[1].value in private):
+            found.append(PrivateUse(node.lineno, ast.unparse(node)))
+    return sorted(found)
+
+
+def test_the_command_line_calls_no_private_member_of_a_client_or_of_sheaf():
+    # Importing only public modules is not enough: `client._sync_list(...)` imports nothing. What
+    # the command needs of a Client is a public, documented method (sync_key, fetch_partition_to).
+    private = private_members_of_library(PACKAGE)
+    # The walk really reads the library: the client's insides are there.
+    assert {"_new_run", "_partition_run", "_handle", "_ffi", "_run"} <= private
+    found = []
+    for module, path in modules_of(PACKAGE).items():
+        if in_command_line(module):
+            found += [f"{path.relative_to(PACKAGE.parent)}:{use.line}: {use.text}"
+                      for use in private_uses(path.read_text(), private)]
+    assert not found, "the command line reaches private members of the library:\n" + "\n".join(found)
+
+
+def test_a_private_member_reached_on_a_client_is_found():
+    source = ("def run(client, parser, api, entry):\n"
+              "    client._new_run('/x', None, {}, None)\n"
+              "    key = getattr(client, '_handle')\n"
+              "    api._ffi.lib\n"
+              "    parser._actions\n"             # argparse's, not the library's
+              "    entry._replace(each=())\n"      # a NamedTuple's public API
+              "class Writer:\n"
+              "    def write(self):\n"
+              "        self._new_run()\n")         # its own member
+    assert [use.line for use in private_uses(source, {"_new_run", "_handle", "_ffi"})] == [2, 3, 4]

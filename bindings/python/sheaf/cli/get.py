@@ -258,7 +258,7 @@ def run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
                 if state_file is not None:
                     # The stored value of this list (by the library's redacted name for it)
                     # becomes its bound, and the value sent with --since-param.
-                    state_key = client._sync_list(path, **list_options)
+                    state_key = client.sync_key(path, **list_options)
                     stored = state_file.value_for(state_key, _sync_field(list_options))
                     if stored is not None:
                         list_options = _with_stored_value(list_options, stored)
@@ -271,8 +271,8 @@ def run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
                         stream = client.stream(path, **list_options)
                     resume, stop_reason, sync_state = _write_decoded(stream, writer, progress)
                 elif partition is not None:
-                    written = client._fetch_partition_to(partition, out, format=args.format, progress=progress.update,
-                                                         **list_options)
+                    written = client.fetch_partition_to(partition, out, format=args.format, progress=progress.update,
+                                                        **list_options)
                     resume, stop_reason = written.resume_token, written.stop_reason
                 else:
                     written = client.fetch_to(path, out, format=args.format, progress=progress.update, **list_options)
