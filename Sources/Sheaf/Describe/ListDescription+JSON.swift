@@ -56,26 +56,3 @@ extension Paging {
         }
     }
 }
-
-/// Writing JSON text.
-enum JSONText {
-    /// `text` as a JSON string literal, or `null`.
-    static func quote(_ text: String?) -> String {
-        guard let text else { return "null" }
-        var out = "\""
-        for scalar in text.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            case _ where scalar.value < 0x20:
-                let hex = String(scalar.value, radix: 16)
-                out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-            default: out.unicodeScalars.append(scalar)
-            }
-        }
-        return out + "\""
-    }
-}

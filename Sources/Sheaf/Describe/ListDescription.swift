@@ -170,20 +170,6 @@ public enum SignalSource: Sendable, Equatable {
     }
 }
 
-/// Byte classes of HTTP syntax (RFC 9110).
-enum HTTPText {
-    /// A `tchar`: the bytes of a header name or a token.
-    static func isTokenByte(_ byte: UInt8) -> Bool {
-        switch byte {
-        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
-             UInt8(ascii: "0")...UInt8(ascii: "9"):
-            return true
-        default:
-            return Array("!#$%&'*+-.^_`|~".utf8).contains(byte)
-        }
-    }
-}
-
 extension Paging {
     /// Whether page k can be addressed (page numbers or offsets).
     var isNumbered: Bool {

@@ -72,3 +72,17 @@ struct AttemptReport {
         }
     }
 }
+
+extension Hooks {
+    /// Hands over an attempt's records (those at the hook's level) and events.
+    func deliver(_ report: AttemptReport) {
+        let records = report.records.filter { logs($0.level) }
+        let events = onEvent == nil ? [] : report.events
+        guard !records.isEmpty || !events.isEmpty else { return }
+        let (onLog, onEvent) = (self.onLog, self.onEvent)
+        deliver {
+            for record in records { onLog?(record) }
+            for event in events { onEvent?(event) }
+        }
+    }
+}

@@ -95,8 +95,8 @@ public final class Hooks: Sendable {
     }
 
     private let logLevel: LogRecord.Level?
-    private let onLog: (@Sendable (LogRecord) -> Void)?
-    private let onEvent: (@Sendable (ClientEvent) -> Void)?
+    let onLog: (@Sendable (LogRecord) -> Void)?
+    let onEvent: (@Sendable (ClientEvent) -> Void)?
     private let queue = DispatchQueue(label: "sheaf.hooks")
     private let state = Locked(State())
 
@@ -130,19 +130,8 @@ public final class Hooks: Sendable {
         deliver { onLog(record) }
     }
 
-    /// Hands over an attempt's records (those at the hook's level) and events.
-    func deliver(_ report: AttemptReport) {
-        let records = report.records.filter { logs($0.level) }
-        let events = onEvent == nil ? [] : report.events
-        guard !records.isEmpty || !events.isEmpty else { return }
-        let (onLog, onEvent) = (self.onLog, self.onEvent)
-        deliver {
-            for record in records { onLog?(record) }
-            for event in events { onEvent?(event) }
-        }
-    }
-
-    private func deliver(_ body: @escaping @Sendable () -> Void) {
+    /// Runs `body` on the hooks' queue, unless the hooks were closed.
+    func deliver(_ body: @escaping @Sendable () -> Void) {
         queue.async { [self] in
             guard !state.withLock({ $0.closed }) else { return }
             CallbackContext.serving(self, body)
