@@ -58,7 +58,7 @@ def main() -> int:
     check(f'#define SHEAF_VERSION_STRING "{text}"' in header, f"SHEAF_VERSION_STRING is not {text}")
     cmake = re.search(r"project\(sheaf VERSION ([\d.]+)", (ROOT / "CMakeLists.txt").read_text()).group(1)
     check(cmake == text, f"CMakeLists.txt says {cmake}, sheaf.h {text}")
-    swift = (ROOT / "Sources/Sheaf/Client/SheafClient.swift").read_text()
+    swift = (ROOT / "Sources/Sheaf/Support/SheafVersion.swift").read_text()
     swift_version = tuple(int(re.search(rf"static let {part} = (\d+)", swift).group(1)) for part in ("major", "minor", "patch"))
     check(swift_version == version, f"SheafVersion says {swift_version}, sheaf.h {version}")
     # pyproject.toml reads its version from CMakeLists.txt's project(VERSION) (a regex): it must

@@ -200,7 +200,7 @@ final class SnapshotDriver<Item: Decodable & Sendable>: Sendable {
     private func startedRun() throws(SheafError) -> ListRun {
         if let run = state.withLock({ $0.run }) { return run }
         let decoder = decoder, prefix = prefix, channel = channel
-        let run = try client.makeList(description, keepsItems: false, into: channel) { [weak self] snapshot in
+        let run = try ListRun.feeding(channel, client: client, description: description, keepsItems: false) { [weak self] snapshot in
             guard let self, let run = state.withLock({ $0.run }) else { return (nil, false) } // nobody iterates
             // Decoded here, on the run's delivery thread: the caller's executor only takes them.
             let delta = snapshot.delta, offset = delta.totalItems - delta.items

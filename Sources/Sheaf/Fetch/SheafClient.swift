@@ -1,4 +1,8 @@
 /// A base URL with its credentials, headers, transport and policies; runs lists and requests.
+///
+/// Declared here, with what every stage reads of it (how a request is made for a URL, the
+/// windows of its origins, what to redact); what it runs (lists, groups, pagers, requests) is
+/// added in Client/, above the stages (`SheafClient+Lists.swift`).
 public final class SheafClient: Sendable {
     /// The absolute base URL paths are joined to (see `url(forPath:query:)`).
     public let baseURL: String
@@ -105,51 +109,6 @@ public final class SheafClient: Sendable {
             throw SheafError(.invalidArgument, "the base URL must not carry user:password; set credentials with sheaf_client_set_auth")
         }
         return origin
-    }
-
-    /// Creates a run of `description`; call `start()` on it.
-    /// - Parameters:
-    ///   - keepsItems: keep the whole prefix for `ListRun.prefixJSON()` (off for pure streaming).
-    ///   - onSnapshot: called once per snapshot on the run's own serial queue; return false to stop.
-    public func makeList(_ description: ListDescription, keepsItems: Bool = true,
-                         onSnapshot: (@Sendable (Snapshot) -> Bool)? = nil) throws(SheafError) -> ListRun {
-        try ListRun(client: self, description: description, keepsItems: keepsItems, consumer: onSnapshot.map { .callback($0) } ?? .nobody)
-    }
-
-    /// A group of lists run as one job (`ListGroup`): add lists (`add`, `addEach`), then start it.
-    public func makeGroup(_ options: ListGroup.Options = ListGroup.Options()) -> ListGroup {
-        ListGroup(client: self, options: options)
-    }
-
-    /// A list loaded page by page as the caller asks (`ListPager`), `lookAhead` pages fetched
-    /// ahead of the ones asked for. Nothing is fetched before the first `next`.
-    public func makePager(_ description: ListDescription, keepsItems: Bool = true, lookAhead: Int = 0) throws(SheafError) -> ListPager {
-        try ListPager(client: self, description: description, keepsItems: keepsItems, lookAhead: lookAhead)
-    }
-
-    /// A run whose snapshots go into `channel` as `prepare` makes them (on the run's delivery
-    /// thread, not on the consumer's) and count against the window until taken; a `goOn` of false
-    /// stops the run after that element (if any). The channel ends with the run; closing it stops
-    /// the run.
-    package func makeList<Element>(_ description: ListDescription, keepsItems: Bool, into channel: SnapshotChannel<Element>,
-                                   _ prepare: @escaping @Sendable (Snapshot) -> (element: Element?, goOn: Bool))
-        throws(SheafError) -> ListRun {
-        let run = try ListRun(client: self, description: description, keepsItems: keepsItems, consumer: .channel { snapshot in
-            let (element, goOn) = prepare(snapshot)
-            return (element.map(channel.push) ?? true) && goOn
-        })
-        channel.whenTaken({ [weak run] in run?.snapshotTaken() }, closed: { [weak run] in run?.stopTaking() })
-        run.whenFinished { channel.finish() }
-        return run
-    }
-
-    /// Runs `description` to its end and returns every item as one JSON array. Blocks.
-    /// - Returns: the items and the outcome; the items are those delivered even on failure.
-    public func fetchAll(_ description: ListDescription) throws(SheafError) -> (json: [UInt8], outcome: ListOutcome) {
-        let run = try makeList(description)
-        try run.start()
-        let outcome = try run.wait()
-        return (run.prefixJSON(), outcome)
     }
 
     /// `error` with every credential removed, in any spelling (see `Redactor`).
@@ -295,13 +254,4 @@ public final class SheafClient: Sendable {
         }
         return url
     }
-}
-
-/// The library's version.
-public enum SheafVersion {
-    public static let major = 1
-    public static let minor = 0
-    public static let patch = 0
-    public static let string = "\(major).\(minor).\(patch)"
-    public static let number = major * 10_000 + minor * 100 + patch
 }
