@@ -121,11 +121,9 @@ public func sheaf_list_requests_in_flight(_ list: OpaquePointer?) -> Int64 {
 @c @implementation
 public func sheaf_list_prefix(_ list: OpaquePointer?, _ outJSON: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?,
                               _ outLength: UnsafeMutablePointer<Int>?) -> sheaf_result {
-    guard let handle = ListHandle.from(list), let outJSON else {
+    guard let (handle, outJSON) = listAndOut(list, outJSON, outLength) else {
         return failure(SheafError(.invalidArgument, "the list and out_json must not be NULL"))
     }
-    outJSON.pointee = nil
-    outLength?.pointee = 0
     do {
         handOver(try handle.session.prefixPieces(), outJSON, outLength)
         return success()
@@ -137,11 +135,9 @@ public func sheaf_list_prefix(_ list: OpaquePointer?, _ outJSON: UnsafeMutablePo
 @c @implementation
 public func sheaf_list_fetch_all(_ list: OpaquePointer?, _ outJSON: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?,
                                  _ outLength: UnsafeMutablePointer<Int>?) -> sheaf_result {
-    guard let handle = ListHandle.from(list), let outJSON else {
+    guard let (handle, outJSON) = listAndOut(list, outJSON, outLength) else {
         return failure(SheafError(.invalidArgument, "the list and out_json must not be NULL"))
     }
-    outJSON.pointee = nil
-    outLength?.pointee = 0
     guard !CallbackContext.isInsideCallback else {
         return failure(SheafError.blockingCallInsideCallback, on: handle)
     }
@@ -178,6 +174,17 @@ public func sheaf_list_get_status(_ list: OpaquePointer?, _ outStatus: UnsafeMut
     return success()
 }
 
+/// The list behind `list` and its `outJSON`, the out-parameters cleared (nothing handed out
+/// yet); nil when either is NULL.
+private func listAndOut(_ list: OpaquePointer?, _ outJSON: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?,
+                        _ outLength: UnsafeMutablePointer<Int>?)
+    -> (ListHandle, UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>)? {
+    guard let handle = ListHandle.from(list), let outJSON else { return nil }
+    outJSON.pointee = nil
+    outLength?.pointee = 0
+    return (handle, outJSON)
+}
+
 /// The C form of a list's status.
 private func cStatus(_ status: ListSession<PulledSnapshot, ListSettings>.Status) -> sheaf_list_status {
     var c = sheaf_list_status()
@@ -212,11 +219,9 @@ public func sheaf_list_start_load_more(_ list: OpaquePointer?, _ lookAhead: Int6
 @c @implementation
 public func sheaf_list_more(_ list: OpaquePointer?, _ timeoutMs: Int64, _ outJSON: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?,
                             _ outLength: UnsafeMutablePointer<Int>?) -> sheaf_result {
-    guard let handle = ListHandle.from(list), let outJSON else {
+    guard let (handle, outJSON) = listAndOut(list, outJSON, outLength) else {
         return failure(SheafError(.invalidArgument, "the list and out_json must not be NULL"))
     }
-    outJSON.pointee = nil
-    outLength?.pointee = 0
     do {
         switch try handle.session.loadMorePager().next(timeoutMilliseconds: timeoutMs < 0 ? nil : Int(clamping: timeoutMs)) {
         case .page(let page):

@@ -176,9 +176,9 @@ package final class ListSession<Taken: TakenSnapshot, Settings: Sendable>: Senda
     }
 
     /// Fetches every item: a run with no callback, waited for; the items it kept, with the
-    /// outcome (items that arrived before a failure are kept too).
+    /// outcome (items that arrived before a failure are kept too). `ListRun.wait` refuses a
+    /// call from inside a callback.
     package func fetchAll(_ mode: (Settings) -> Mode, client: ClientMaker) throws(SheafError) -> (ListOutcome, [ArraySlice<UInt8>]) {
-        guard !CallbackContext.isInsideCallback else { throw SheafError.blockingCallInsideCallback }
         let run = try start(mode, keepingItems: true, client: client)
         let outcome = try run.wait()
         return (outcome, run.prefixPieces(through: nil))

@@ -301,7 +301,7 @@ struct RunState {
         return min(moment.originWindow, facts.windowShare, share ?? .max, windowForPageBytes, sync)
     }
 
-    /// Serial of page `index`'s fetch asked for ahead of page one, when `serial` is it.
+    /// The URL of page `index`'s fetch asked for ahead of page one, when `serial` is that fetch.
     private func aheadURL(_ index: Int, _ serial: Int) -> String? {
         inFlight[index].flatMap { $0.serial == serial ? $0.aheadURL : nil }
     }
