@@ -163,7 +163,8 @@ typedef enum sheaf_result {
     SHEAF_REQUEST_BUDGET_REACHED = 23, /**< Retired (0.4: the request budget was reached); never returned: the list ends SHEAF_OK with SHEAF_STOP_REQUEST_BUDGET. */
     SHEAF_E_DEADLINE = 24,         /**< The list did not end within the caller's deadline (SHEAF_BUDGET_DEADLINE_MS); what arrived before stays delivered. */
     SHEAF_E_CREDENTIAL = 25,       /**< The credential provider (sheaf_client_set_credential_provider) gave no credential. */
-    SHEAF_E_PARTIAL = 26           /**< Some lists of a group failed; the others ended well (each list's own result and error say which and why). */
+    SHEAF_E_PARTIAL = 26,          /**< Some lists of a group failed; the others ended well (each list's own result and error say which and why). */
+    SHEAF_E_RATE_LIMITED = 27      /**< The server's rate limit is spent until a reset further off than SHEAF_OPT_MAX_WAIT_MS: its headers (X-RateLimit-Remaining/-Reset, RateLimit) said nothing is left, or it refused a request (403, 429) saying so. Nothing more was sent; the message names the limit (X-RateLimit-Resource), its size and when it resets; what arrived before stays delivered, and a list's resume token goes on after it. Never reported as SHEAF_E_HTTP's refused credential. */
 } sheaf_result;
 
 /** Whether a result code is a success (SHEAF_OK: why a list stopped is its status's stop_reason). */
@@ -391,7 +392,8 @@ typedef enum sheaf_option {
     SHEAF_OPT_TLS_INSECURE = 11,      /**< 1 = do not verify the server's certificate or host name (for tests against self-signed servers; never in production); default 0. */
     SHEAF_OPT_ADAPTIVE_WINDOW = 12,   /**< 1 = the window adapts to the server (default), and what it learns is kept for the client's next lists to that origin: it grows while latency holds, up to SHEAF_OPT_MAX_WINDOW; shrinks when latency rises (not below where it started) and on 429, 503, 504 or a timeout (down to 1). 0 = it stays at SHEAF_OPT_WINDOW. Either way Retry-After and rate-limit headers (RateLimit, X-RateLimit-Remaining/-Reset) hold new requests back. */
     SHEAF_OPT_MAX_WINDOW = 13,        /**< The most requests an adaptive window lets in flight to one origin, 1..64; default 64 (a lower value caps the starting window too). */
-    SHEAF_OPT_HTTP_VERSION = 14       /**< Which HTTP the libcurl transport speaks, a sheaf_http_version; default SHEAF_HTTP_AUTO. Custom transports choose their own. */
+    SHEAF_OPT_HTTP_VERSION = 14,      /**< Which HTTP the libcurl transport speaks, a sheaf_http_version; default SHEAF_HTTP_AUTO. Custom transports choose their own. */
+    SHEAF_OPT_MAX_WAIT_MS = 15        /**< The longest, in ms (>= 0), a request waits for a spent rate limit to reset; default 60000. The client reads every answer's rate-limit headers into one budget per origin that its lists, groups, requests and downloads share: it never has more requests in flight than the server said are left, and when none are, a request waits for the reset when it is at most this far off, else fails with SHEAF_E_RATE_LIMITED before it is sent. 0: never waits. */
 } sheaf_option;
 
 /** Values of SHEAF_OPT_HTTP_VERSION. Append-only. */
@@ -1074,7 +1076,8 @@ typedef enum sheaf_stop_reason {
     SHEAF_STOP_PAGE_BUDGET = 3,     /**< The caller's page budget (SHEAF_BUDGET_PAGES) was reached (SHEAF_OK); the resume token goes on from there. */
     SHEAF_STOP_REQUEST_BUDGET = 4,  /**< The caller's request budget (SHEAF_BUDGET_REQUESTS) was reached (SHEAF_OK); the resume token goes on from there. */
     SHEAF_STOP_FAILED = 5,          /**< It failed, was stopped or was cancelled: sheaf_list_wait's result and sheaf_list_error say how. */
-    SHEAF_STOP_BOUND = 6            /**< The list reached an item at or below its "until" bound (sheaf_list_set_description): what an earlier run saw (SHEAF_OK); that item and the ones after it were not delivered. */
+    SHEAF_STOP_BOUND = 6,           /**< The list reached an item at or below its "until" bound (sheaf_list_set_description): what an earlier run saw (SHEAF_OK); that item and the ones after it were not delivered. */
+    SHEAF_STOP_UNCONFIRMED = 7      /**< The list ended after one full page that nothing confirmed was its last (SHEAF_OK): its paging was detected, the page named no next page, cursor, total, page count or has-more, and it held a page size's worth of items (as many as its URL's per_page, limit, size, ... asks, or, asked none, 10, 20, 25, 30, 50, 100, 200, 250, 500 or 1000). Every item the server showed is in; a server that pages by a parameter the request did not name has more: describe the paging (sheaf_list_set_paging) to read them, or SHEAF_PAGING_SINGLE to say the list is one response. */
 } sheaf_stop_reason;
 
 /**

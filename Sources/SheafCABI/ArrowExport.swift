@@ -18,9 +18,11 @@ public func sheaf_arrow_from_json(_ json: UnsafePointer<CChar>?, _ length: Int, 
     guard let json, let outSchema, let outArray else {
         return failure(SheafError(.invalidArgument, "json, out_schema and out_array must not be NULL"))
     }
+    guard length >= 0 else { return failure(SheafError(.invalidArgument, "the length is past any buffer (\(UInt(bitPattern: length)))")) }
     let root: ArrowColumn
     do throws(SheafError) {
-        root = try known.map { (schema) throws(SheafError) in try KnownTypes.column(schema.pointee, at: "") }
+        var fields = 0
+        root = try known.map { (schema) throws(SheafError) in try KnownTypes.column(schema.pointee, at: "", fields: &fields) }
             ?? ArrowColumn(kind: .structure, known: false)
         guard root.kind == .structure else {
             throw SheafError(.invalidArgument, "known must be a struct schema (format \"+s\")")
@@ -42,7 +44,24 @@ public func sheaf_arrow_from_json(_ json: UnsafePointer<CChar>?, _ length: Int, 
 
 /// The columns a caller's struct schema gives types to.
 private enum KnownTypes {
-    static func column(_ schema: ArrowSchema, at path: String) throws(SheafError) -> ArrowColumn {
+    /// Deeper than this, no item could fill the schema (the JSON reader's own limit): a schema
+    /// that nests further, or points back at itself, is refused, never followed down the stack.
+    static let maxDepth = 512
+    /// More fields than this in all is no schema a caller means (a stray count, or children
+    /// that point at one another, which would be read again at every path to them).
+    static let maxFields = 1 << 17
+
+    static func column(_ schema: ArrowSchema, at path: String, depth: Int = 0, fields: inout Int) throws(SheafError) -> ArrowColumn {
+        fields += 1
+        guard fields <= maxFields, schema.n_children <= Int64(maxFields - fields) else {
+            throw SheafError(.invalidArgument, "known: the schema has more than \(maxFields) fields (or its children point at one another)")
+        }
+        guard depth < maxDepth else {
+            throw SheafError(.invalidArgument, "known: \(where_(path)) nests more than \(maxDepth) levels deep (or its children point back at it)")
+        }
+        guard schema.n_children >= 0 else {
+            throw SheafError(.invalidArgument, "known: \(where_(path)) says it has \(schema.n_children) children")
+        }
         guard let formatPointer = schema.format else { throw SheafError(.invalidArgument, "known: \(where_(path)) has no format") }
         let format = String(cString: formatPointer)
         func unsupported(_ why: String) -> SheafError {
@@ -68,7 +87,7 @@ private enum KnownTypes {
         case "+s":
             let fields = try children.map { (child) throws(SheafError) -> (name: [UInt8], column: ArrowColumn) in
                 let name = String(decoding: child.name, as: UTF8.self)
-                return (child.name, try column(child.schema, at: path.isEmpty ? name : "\(path).\(name)"))
+                return (child.name, try column(child.schema, at: path.isEmpty ? name : "\(path).\(name)", depth: depth + 1, fields: &fields))
             }
             return ArrowColumn(kind: .structure, known: true, fields: fields)
         case "+l":
@@ -76,7 +95,7 @@ private enum KnownTypes {
             guard children[0].name == ArrowColumn.elementName else {
                 throw unsupported("names its list element \(String(decoding: children[0].name, as: UTF8.self)), not item")
             }
-            let element = try column(children[0].schema, at: path + "[]")
+            let element = try column(children[0].schema, at: path + "[]", depth: depth + 1, fields: &fields)
             return ArrowColumn(kind: .list, known: true, element: element)
         default:
             throw unsupported("has format \"\(format)\"")

@@ -96,6 +96,7 @@ final class ClientHandle: Sendable {
             case SHEAF_OPT_ADAPTIVE_WINDOW:
                 configuration.adaptsWindow = try flag(value, "SHEAF_OPT_ADAPTIVE_WINDOW")
             case SHEAF_OPT_MAX_WINDOW: configuration.maxWindow = value
+            case SHEAF_OPT_MAX_WAIT_MS: configuration.maxWaitMilliseconds = value
             case SHEAF_OPT_HTTP_VERSION:
                 switch value {
                 case Int(SHEAF_HTTP_AUTO.rawValue): configuration.httpVersion = .automatic

@@ -87,10 +87,11 @@ struct CFunctionTransport: Transport {
 final class CUserData: @unchecked Sendable {
     // Safe: `bits` and `destroy` are immutable (the embedder vouches for the pointer across
     // threads); `isOwned` is written only by the registering call, before it returns, and read
-    // in deinit, after the last reference is gone.
+    // in deinit, after the last reference is gone; `destroyed` is atomic.
     private let bits: UInt
     private let destroy: sheaf_destroy_fn?
     private var isOwned = true
+    private let destroyed = Atomic<Bool>(false)
 
     init(_ pointer: UnsafeMutableRawPointer?, destroy: sheaf_destroy_fn?) {
         bits = UInt(bitPattern: pointer)
@@ -104,8 +105,15 @@ final class CUserData: @unchecked Sendable {
         isOwned = false
     }
 
+    /// Calls `destroy` now, once (a free that promises the data is gone when it returns, while
+    /// a closure holding this may live on elsewhere a little longer); the deinit then does not.
+    func destroyNow() {
+        guard isOwned, !destroyed.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        destroy?(pointer)
+    }
+
     deinit {
-        if isOwned { destroy?(pointer) }
+        destroyNow()
     }
 }
 

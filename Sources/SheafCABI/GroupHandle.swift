@@ -15,6 +15,8 @@ final class GroupHandle: Sendable, ErrorRecording {
         /// The delta sheaf_group_next handed out last: its C memory lives until the next call.
         var lastTaken: GroupDeltaCopy?
         var lastError: SheafError?
+        /// The user data of sheaf_group_start: destroyed by sheaf_group_free before it returns.
+        var userData: CUserData?
     }
 
     let client: ClientHandle
@@ -42,6 +44,15 @@ final class GroupHandle: Sendable, ErrorRecording {
         return notifyTarget
     }
 
+
+    func keepUserData(_ owned: CUserData) { state.withLock { $0.userData = owned } }
+
+    func takeUserData() -> CUserData? {
+        state.withLock { state in
+            defer { state.userData = nil }
+            return state.userData
+        }
+    }
 
     init(client: ClientHandle, group: ListGroup) {
         self.client = client
@@ -199,6 +210,9 @@ public func sheaf_group_free(_ group: OpaquePointer?) {
     // Waits out a running callback unless called from one (see sheaf_list_free).
     handle.group.close()
     for list in handle.allLists() { list.session.run?.close() }
+    // No callback runs now and none will: the user data goes before this returns (from inside
+    // the callback, when the closure holding it is dropped, after the callback returns).
+    if !CallbackContext.isServing(handle.group) { handle.takeUserData()?.destroyNow() }
     Unmanaged<GroupHandle>.fromOpaque(UnsafeRawPointer(group)).release()
 }
 
@@ -245,6 +259,9 @@ public func sheaf_group_add_each(_ group: OpaquePointer?, _ parent: OpaquePointe
                                  _ templates: UnsafePointer<UnsafePointer<CChar>?>?, _ levels: Int,
                                  _ child: OpaquePointer?, _ outIndex: UnsafeMutablePointer<Int>?) -> sheaf_result {
     withGroup(group) { (handle) throws(SheafError) in
+        guard child == nil || child != parent else {
+            throw SheafError(.invalidArgument, "the child list is the parent list: give the child a list of its own, or NULL")
+        }
         let parentHandle = try listForTheGroup(parent, handle, "the parent list")
         let childHandle = try child.map { (child) throws(SheafError) in try listForTheGroup(child, handle, "the child list") }
         guard let templates, levels > 0 else { throw SheafError(.invalidArgument, "a fan-out needs at least one template") }
@@ -294,6 +311,7 @@ public func sheaf_group_start(_ group: OpaquePointer?, _ onDelta: sheaf_group_fn
                     }
                 }
             }
+            handle.keepUserData(owned)
             if let target { handle.group.whenFinished { target.wake() } }
         }
     }

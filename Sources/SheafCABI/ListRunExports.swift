@@ -203,7 +203,7 @@ private func cStatus(_ status: ListSession<PulledSnapshot, ListSettings>.Status)
     c.requests_in_flight = Int64(status.requestsInFlight)
     c.window = Int64(status.window)
     if let outcome = status.outcome {
-        c.stop_reason = status.reachedBound ? SHEAF_STOP_BOUND : outcome.cStopReason
+        c.stop_reason = status.reachedBound ? SHEAF_STOP_BOUND : status.endUnconfirmed ? SHEAF_STOP_UNCONFIRMED : outcome.cStopReason
     }
     return c
 }

@@ -29,6 +29,7 @@ extension SheafError.Code {
         case .deadline: SHEAF_E_DEADLINE
         case .credential: SHEAF_E_CREDENTIAL
         case .partial: SHEAF_E_PARTIAL
+        case .rateLimited: SHEAF_E_RATE_LIMITED
         default: SHEAF_E_INTERNAL
         }
     }
@@ -80,6 +81,7 @@ private let resultTexts: [OwnedCString] = [
     "the list's deadline passed",
     "the credential provider gave no credential",
     "some lists of the group failed",
+    "the server's rate limit is spent until after the longest wait",
 ].map(OwnedCString.init)
 private let unknownResultText = OwnedCString("unknown result code")
 private let versionText = OwnedCString(SheafVersion.string)

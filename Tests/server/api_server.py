@@ -39,6 +39,12 @@ Query parameters common to the list endpoints (/anchor, /drf, /array):
   ratelimit=R:W   R requests per W-second window (all that carry the same R:W): every answer
                   has RateLimit-Policy: "default";q=R;w=W and RateLimit: "default";r=LEFT;t=RESET,
                   and past R a 429 with Retry-After: RESET ("refused" in /_stats)
+  quota=R:W       GitHub's primary rate limit: R points per W-second window per credential (the
+                  Authorization header; requests without one share a window): every answer has
+                  X-RateLimit-Limit: R, -Remaining, -Used, -Reset (a Unix time) and -Resource
+                  (quota_resource=NAME, default core), and past R a 403 {"message": "API rate
+                  limit exceeded ..."} with X-RateLimit-Remaining: 0 and no Retry-After, as GitHub
+                  answers ("refused" in /_stats); quota_status=429 answers 429 instead
 
 Endpoints:
   GET /anchor?page=N&per_page=S   {"items":[...],"next_page":url|null,"total":n}
@@ -179,6 +185,21 @@ class ServerState:
     def leave_limit(self, size: int) -> None:
         with self.lock:
             self.limited[size] -= 1
+
+    def take_quota(self, key: tuple, allowed: int, seconds: int) -> tuple:
+        """quota=R:W: counts a request of one credential in its window; returns (admitted,
+        points left, points used, the window's reset as a Unix time)."""
+        with self.lock:
+            now = time.time()
+            window = self.windows.get(key)
+            if window is None or now >= window[0] + seconds:
+                window = self.windows[key] = [now, 0]
+            reset = math.ceil(window[0] + seconds)
+            if window[1] >= allowed:
+                self.refused += 1
+                return False, 0, window[1], reset
+            window[1] += 1
+            return True, allowed - window[1], window[1], reset
 
     def take_rate(self, allowed: int, seconds: int) -> tuple:
         """ratelimit=R:W: counts a request in the current W-second window; returns (admitted,
@@ -527,6 +548,23 @@ class Handler(BaseHTTPRequestHandler):
                                    ("RateLimit", f'"default";r={left};t={reset}')]
             if not admitted:
                 self.send_json(429, {"error": "too many requests"}, headers=[("Retry-After", str(reset))])
+                return False
+        quota = q.text("quota")
+        if quota is not None:
+            try:
+                allowed, seconds = (int(part) for part in quota.split(":"))
+            except ValueError:
+                raise BadParam("quota")
+            resource = q.text("quota_resource", "core")
+            key = ("quota", allowed, seconds, resource, self.headers.get("Authorization", ""))
+            admitted, left, used, reset = state.take_quota(key, allowed, seconds)
+            self._extra_headers = [("X-RateLimit-Limit", str(allowed)), ("X-RateLimit-Remaining", str(left)),
+                                   ("X-RateLimit-Used", str(used)), ("X-RateLimit-Reset", str(reset)),
+                                   ("X-RateLimit-Resource", resource)]
+            if not admitted:
+                status = 429 if q.text("quota_status") == "429" else 403
+                self.send_json(status, {"message": "API rate limit exceeded for user ID 1.",
+                                        "documentation_url": "https://docs.github.com/rest/overview/rate-limits"})
                 return False
         # /range/ lists take limit as their page size (Stripe's, Slack's, Shopify's name for it).
         limit = None if self.path.startswith("/range/") else q.integer("limit", None, 1, 10000)

@@ -205,6 +205,14 @@ func WithTimeout(d time.Duration) Option {
 	return func(c *Client) error { return c.setOption(C.SHEAF_OPT_TIMEOUT_MS, d.Milliseconds()) }
 }
 
+// WithMaxWait sets the longest a request waits for a spent rate limit to reset (default 60 s;
+// 0: never waits): the client never has more requests in flight to an origin than the server's
+// rate-limit headers said are left, and a limit that resets later fails the list with a *Error of
+// CodeRateLimited before anything more is sent (its Result's ResumeToken goes on after the reset).
+func WithMaxWait(d time.Duration) Option {
+	return func(c *Client) error { return c.setOption(C.SHEAF_OPT_MAX_WAIT_MS, d.Milliseconds()) }
+}
+
 // WithConnectTimeout sets the connect timeout (0: the transport's default; default 10 s).
 func WithConnectTimeout(d time.Duration) Option {
 	return func(c *Client) error { return c.setOption(C.SHEAF_OPT_CONNECT_TIMEOUT_MS, d.Milliseconds()) }

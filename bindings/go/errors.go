@@ -36,6 +36,7 @@ const (
 	CodeDeadline        Code = C.SHEAF_E_DEADLINE
 	CodeCredential      Code = C.SHEAF_E_CREDENTIAL
 	CodePartial         Code = C.SHEAF_E_PARTIAL
+	CodeRateLimited     Code = C.SHEAF_E_RATE_LIMITED
 )
 
 // String is the library's static text for the code (sheaf_result_str).

@@ -315,6 +315,11 @@ func (g *Group) takeList(path string, opts []ListOption) (*C.sheaf_list, error) 
 	if err != nil {
 		return nil, err
 	}
+	if list.passOver > 0 {
+		list.Close()
+		return nil, usage(CodeInvalidArgument, "a token of an Each that stopped inside a snapshot ("+eachTokenPrefix+
+			"...) resumes a List (Client.List with Resume), not a list of a group")
+	}
 	list.mu.Lock()
 	c := list.c
 	list.c = nil

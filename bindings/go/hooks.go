@@ -2,17 +2,22 @@ package sheaf
 
 /*
 #include <stdint.h>
+#include <stdlib.h>
 #include <sheaf.h>
 sheaf_result sheafgo_set_log(sheaf_client *client, sheaf_log_level level, uintptr_t handle);
 sheaf_result sheafgo_set_event_handler(sheaf_client *client, uintptr_t handle);
+sheaf_result sheafgo_set_token_provider(sheaf_client *client, uintptr_t handle);
 */
 import "C"
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"runtime/cgo"
+	"strings"
 	"time"
+	"unsafe"
 )
 
 // WithLogger sends the client's log records to logger: one record per request, retry and list
@@ -189,4 +194,73 @@ func sheafgoEvent(event *C.sheaf_event, handle C.uintptr_t) {
 //export sheafgoDestroy
 func sheafgoDestroy(handle C.uintptr_t) {
 	cgo.Handle(handle).Delete()
+}
+
+// WithTokenProvider makes the client's bearer token come from provide (in place of
+// WithBearerToken; the later of the two options wins): the client calls provide(false) for the
+// token before its first request, keeps the token, and calls provide(true) when the server
+// answers 401 to it, then sends the refused request again once with the new token (not counted
+// as a retry; a second 401 is the request's answer). Requests refused together, a list's window,
+// share one refresh. The token goes only to the base URL's origin and never into a message.
+//
+// provide runs on a library thread, never two calls at once for one client, and may block (a
+// call to a token endpoint, on another Client: one on this client would wait for itself); the
+// client's timeout (WithTimeout) bounds the wait for it. Its error, or an empty token, fails the
+// requests waiting for it with a *Error of CodeCredential, whose message is the error's text (it
+// must hold no secret); the next request asks again. A panic in provide is recovered and fails
+// them the same way. Lists and requests of the client keep provide until they end, Close or not.
+func WithTokenProvider(provide func(refresh bool) (string, error)) Option {
+	return func(c *Client) error {
+		if provide == nil {
+			return usage(CodeInvalidArgument, "WithTokenProvider needs a function, not nil")
+		}
+		h := cgo.NewHandle(provide)
+		err := call(func() C.sheaf_result { return C.sheafgo_set_token_provider(c.c, C.uintptr_t(h)) })
+		if err != nil {
+			h.Delete() // a refused call never calls destroy
+		}
+		return err
+	}
+}
+
+//export sheafgoCredential
+func sheafgoCredential(reply *C.sheaf_credential_reply, handle C.uintptr_t) {
+	// Every way out answers: a panic or an answer the library refused fails the reply, never
+	// unwinding into the library's thread.
+	answered := false
+	fail := func(message string) {
+		text := C.CString(message)
+		defer C.free(unsafe.Pointer(text))
+		C.sheaf_credential_reply_fail(reply, text)
+		answered = true
+	}
+	defer func() {
+		if recovered := recover(); recovered != nil && !answered {
+			fail("the token provider panicked")
+		} else if !answered {
+			fail("the token provider gave no token")
+		}
+	}()
+	provide, ok := cgo.Handle(handle).Value().(func(bool) (string, error))
+	if !ok {
+		fail("the client's token provider is gone")
+		return
+	}
+	token, err := provide(C.sheaf_credential_reply_is_refresh(reply) != 0)
+	switch {
+	case err != nil:
+		fail(fmt.Sprintf("the token provider failed: %v", err))
+	case token == "":
+		fail("the token provider gave an empty token")
+	case strings.IndexByte(token, 0) >= 0:
+		fail("the token provider gave a token with a NUL byte")
+	default:
+		text := C.CString(token)
+		defer C.free(unsafe.Pointer(text))
+		if C.sheaf_credential_reply_set(reply, text) == C.SHEAF_OK {
+			answered = true
+		} else {
+			fail("the token provider gave a token that cannot be sent")
+		}
+	}
 }

@@ -9,6 +9,7 @@ import "C"
 import (
 	"context"
 	"encoding/json"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -26,6 +27,7 @@ const (
 	StopRequestBudget StopReason = C.SHEAF_STOP_REQUEST_BUDGET // RequestBudget was reached; ResumeToken goes on
 	StopFailed        StopReason = C.SHEAF_STOP_FAILED         // it failed, was stopped or cancelled
 	StopBound         StopReason = C.SHEAF_STOP_BOUND          // the description's "until" bound was reached
+	StopUnconfirmed   StopReason = C.SHEAF_STOP_UNCONFIRMED    // one full page, and nothing said it was the last
 )
 
 func (r StopReason) String() string {
@@ -44,6 +46,8 @@ func (r StopReason) String() string {
 		return "failed"
 	case StopBound:
 		return "bound"
+	case StopUnconfirmed:
+		return "unconfirmed"
 	}
 	return "unknown"
 }
@@ -52,7 +56,7 @@ func (r StopReason) String() string {
 type Result struct {
 	StopReason    StopReason
 	ResumeToken   string // goes on after the items delivered (List option Resume); "" when complete
-	Items         int64  // items delivered, after de-duplication
+	Items         int64  // items delivered to the caller, after de-duplication
 	Pages         int64  // pages delivered
 	ExpectedItems int64  // the server's total, or -1 when unknown
 	Requests      int64  // requests sent, retries and redirects included
@@ -68,6 +72,11 @@ type List struct {
 	c       *C.sheaf_list
 	started bool
 	result  Result
+
+	// passOver is how many items the run passes over before it delivers any: those fn was
+	// already given of the snapshot an earlier Each stopped inside (a token of eachTokenPrefix).
+	passOver int64
+	maxItems int64 // MaxItems' n: the library's item budget is n + passOver
 }
 
 // ListOption describes a list in Client.List.
@@ -85,6 +94,13 @@ func (c *Client) List(path string, opts ...ListOption) (*List, error) {
 	}
 	for _, opt := range opts {
 		if err := opt(list); err != nil {
+			list.Close()
+			return nil, err
+		}
+	}
+	if list.passOver > 0 && list.maxItems > 0 {
+		// The library counts the items passed over among those its item budget allows.
+		if err := budget(C.SHEAF_BUDGET_ITEMS, list.maxItems+list.passOver)(list); err != nil {
 			list.Close()
 			return nil, err
 		}
@@ -128,7 +144,15 @@ func budget(which C.sheaf_budget, value int64) ListOption {
 }
 
 // MaxItems stops the list after n items (StopItemLimit; 0: no limit).
-func MaxItems(n int64) ListOption { return budget(C.SHEAF_BUDGET_ITEMS, n) }
+func MaxItems(n int64) ListOption {
+	return func(l *List) error {
+		if err := budget(C.SHEAF_BUDGET_ITEMS, n)(l); err != nil {
+			return err
+		}
+		l.maxItems = n
+		return nil
+	}
+}
 
 // PageBudget stops the list after n pages (StopPageBudget when more follow).
 func PageBudget(n int64) ListOption { return budget(C.SHEAF_BUDGET_PAGES, n) }
@@ -142,14 +166,56 @@ func Deadline(d time.Duration) ListOption {
 	return budget(C.SHEAF_BUDGET_DEADLINE_MS, d.Milliseconds())
 }
 
-// Resume goes on where the run that gave token (Result.ResumeToken) stopped; "" does nothing.
+// Resume goes on where the run that gave token (Result.ResumeToken) stopped, with the item after
+// the last one that run delivered; "" does nothing. A token is refused with CodeInvalidArgument
+// when it is not one, and when the list runs if it was made by another list.
 func Resume(token string) ListOption {
 	return func(l *List) error {
 		if token == "" {
 			return nil
 		}
-		return call(withCString(token, func(t *C.char) C.sheaf_result { return C.sheaf_list_set_resume(l.c, t) }))
+		library, passOver, err := splitToken(token)
+		if err != nil {
+			return err
+		}
+		if err := call(withCString(library, func(t *C.char) C.sheaf_result { return C.sheaf_list_set_resume(l.c, t) })); err != nil {
+			return err
+		}
+		l.passOver = passOver
+		return nil
 	}
+}
+
+// eachTokenPrefix starts the token of an Each that stopped inside a snapshot:
+// "sheaf-go-resume-1.<n>.<the library's token>". The library's token goes on at the start of that
+// snapshot (sheaf_list_resume_token before it was taken), and n of its items were given to fn: a
+// list resumed from it passes over its first n items. The library's tokens go on after whole
+// snapshots only (a snapshot is a page or more, and where its pages begin is not told), so no
+// library token says "inside this snapshot"; only this package reads this form
+// (sheaf_list_set_resume and the other bindings refuse it as not a token).
+const eachTokenPrefix = "sheaf-go-resume-1."
+
+// joinToken is the token that goes on passOver items after where the library's token does.
+func joinToken(library string, passOver int64) string {
+	if passOver <= 0 || library == "" {
+		return library
+	}
+	return eachTokenPrefix + strconv.FormatInt(passOver, 10) + "." + library
+}
+
+// splitToken reads a token: the library's token, and the items to pass over after it.
+func splitToken(token string) (library string, passOver int64, err error) {
+	rest, ours := strings.CutPrefix(token, eachTokenPrefix)
+	if !ours {
+		return token, 0, nil
+	}
+	count, library, found := strings.Cut(rest, ".")
+	n, parseErr := strconv.ParseInt(count, 10, 64)
+	if !found || parseErr != nil || n < 1 || n > 1<<53 || strconv.FormatInt(n, 10) != count || library == "" {
+		return "", 0, usage(CodeInvalidArgument, "not a resume token of this version of Sheaf: "+
+			eachTokenPrefix+" is followed by a count of items and the library's token (was it edited?)")
+	}
+	return library, n, nil
 }
 
 // Presets are the names of the presets the library knows.
@@ -209,13 +275,13 @@ func (l *List) Result() Result { return l.result }
 // it ended. On failure it returns the items delivered before it with the error.
 func (l *List) FetchAll(ctx context.Context) ([]json.RawMessage, Result, error) {
 	var items []json.RawMessage
-	err := l.run(ctx, func(delta []byte) error {
+	err := l.run(ctx, func(delta []byte, passOver int) (int, error) {
 		var batch []json.RawMessage
 		if err := json.Unmarshal(delta, &batch); err != nil {
-			return err
+			return passOver, err
 		}
-		items = append(items, batch...)
-		return nil
+		items = append(items, batch[passOver:]...)
+		return len(batch), nil
 	})
 	return items, l.result, err
 }
@@ -224,13 +290,13 @@ func (l *List) FetchAll(ctx context.Context) ([]json.RawMessage, Result, error) 
 // ended is list.Result(). On failure it returns the items decoded before it with the error.
 func FetchAllInto[T any](ctx context.Context, list *List) ([]T, error) {
 	var items []T
-	err := list.run(ctx, func(delta []byte) error {
+	err := list.run(ctx, func(delta []byte, passOver int) (int, error) {
 		var batch []T
 		if err := json.Unmarshal(delta, &batch); err != nil {
-			return err
+			return passOver, err
 		}
-		items = append(items, batch...)
-		return nil
+		items = append(items, batch[passOver:]...)
+		return len(batch), nil
 	})
 	return items, err
 }
@@ -240,34 +306,38 @@ func FetchAllInto[T any](ctx context.Context, list *List) ([]T, error) {
 // pages, and waits when fn is slower. When fn returns an error, the run is cancelled and Each
 // returns that error; when ctx ends, the run is cancelled, fn is not called again, and Each returns
 // a *Error of CodeCancelled that wraps ctx.Err(). Result then says StopFailed, and its resume token
-// goes on after the last snapshot taken: items come in snapshots (a page or more), and when Each
-// stops inside one, the items of it that fn was not given are not resumed by the token.
-// FetchAll and FetchAllInto take whole snapshots, so theirs goes on exactly after the items they
-// return.
+// goes on with the item after the last one fn was given (the one it returned the error for
+// included), so a list resumed from it delivers every other item once. Items come in snapshots
+// (a page or more); a token of an Each that stopped inside one is this package's (it starts
+// "sheaf-go-resume-1."): Resume reads it, sheaf_list_set_resume and the other bindings do not.
+// FetchAll and FetchAllInto take whole snapshots, so theirs is the library's token.
 func (l *List) Each(ctx context.Context, fn func(item json.RawMessage) error) error {
-	return l.run(ctx, func(delta []byte) error {
+	return l.run(ctx, func(delta []byte, passOver int) (int, error) {
 		var batch []json.RawMessage
 		if err := json.Unmarshal(delta, &batch); err != nil {
-			return err
+			return passOver, err
 		}
-		for _, item := range batch {
-			if err := fn(item); err != nil {
-				return err
+		for i := passOver; i < len(batch); i++ {
+			if err := fn(batch[i]); err != nil {
+				return i + 1, err // fn was given it
 			}
 			if ctx.Err() != nil {
-				return nil // the loop sees it
+				return i + 1, nil // the loop sees it
 			}
 		}
-		return nil
+		return len(batch), nil
 	})
 }
 
 // run starts the list pulled (sheaf_list_start_pull) and takes its snapshots on this goroutine
 // (sheaf_list_next): no library thread calls into Go for them. ctx's end cancels the C list from
 // the goroutine of context.AfterFunc (sheaf_list_cancel is callable from any thread), which wakes
-// sheaf_list_next. onDelta gets each snapshot's items as a JSON array, borrowed for the call.
-// When the run ends, its result is read and the C list freed.
-func (l *List) run(ctx context.Context, onDelta func(delta []byte) error) (err error) {
+// sheaf_list_next. onDelta gets each snapshot's items as a JSON array, borrowed for the call, and
+// how many of its first items to pass over (given to the caller by an earlier run); it returns how
+// many of the snapshot's items are behind the caller now (those passed over included): all of
+// them, unless the caller stopped inside the snapshot. When the run ends, its result is read, the
+// resume token made to go on after the last item the caller was given, and the C list freed.
+func (l *List) run(ctx context.Context, onDelta func(delta []byte, passOver int) (int, error)) (err error) {
 	l.mu.Lock()
 	c := l.c
 	if c == nil || l.started {
@@ -285,9 +355,14 @@ func (l *List) run(ctx context.Context, onDelta func(delta []byte) error) (err e
 		return err
 	}
 	stop := context.AfterFunc(ctx, l.Cancel)
-	var stopped error // onDelta's error
-	ended := false    // sheaf_list_next said the end: every snapshot was taken
+	var stopped error          // onDelta's error
+	ended := false             // sheaf_list_next said the end: every snapshot was taken
+	passOver := l.passOver     // items still to pass over
+	inside := false            // the caller stopped inside the last snapshot taken
+	var before string          // then: the library's token before that snapshot
+	var behind, notGiven int64 // then: its items behind the caller, and those it was not given
 	for stopped == nil && ctx.Err() == nil {
+		token := resumeToken(c) // through the snapshots taken: where the next one begins
 		var snapshot *C.sheaf_snapshot
 		if err := call(func() C.sheaf_result { return C.sheaf_list_next(c, -1, &snapshot) }); err != nil {
 			stopped = err
@@ -297,11 +372,23 @@ func (l *List) run(ctx context.Context, onDelta func(delta []byte) error) (err e
 			ended = true
 			break
 		}
-		if snapshot.delta_items == 0 {
+		n := int64(snapshot.delta_items)
+		if n == 0 {
 			continue
 		}
+		if passOver >= n { // given to the caller by the run that made the token
+			passOver -= n
+			continue
+		}
+		skip := passOver
+		passOver = 0
 		delta := unsafe.Slice((*byte)(unsafe.Pointer(snapshot.delta_json)), int(snapshot.delta_length))
-		stopped = onDelta(delta)
+		done, err := onDelta(delta, int(skip))
+		stopped = err
+		if int64(done) < n {
+			inside, before, behind, notGiven = true, token, int64(done), n-int64(done)
+			break
+		}
 	}
 	stop()
 	if !ended {
@@ -311,6 +398,16 @@ func (l *List) run(ctx context.Context, onDelta func(delta []byte) error) (err e
 		C.sheaf_list_cancel(c)
 	}
 	outcome := l.finish(c)
+	// The library's counts and token end after the last snapshot taken; the caller's end after the
+	// last item it was given.
+	l.result.Items -= l.passOver - passOver
+	switch {
+	case inside:
+		l.result.Items -= notGiven
+		l.result.ResumeToken = joinToken(before, behind)
+	case passOver > 0: // stopped (a budget, a cancel) while passing over: they still are to be
+		l.result.ResumeToken = joinToken(l.result.ResumeToken, passOver)
+	}
 	if ended {
 		if outcome == nil {
 			return nil
@@ -356,14 +453,19 @@ func readResult(c *C.sheaf_list) Result {
 	var status C.sheaf_list_status
 	status.version = C.SHEAF_LIST_STATUS_VERSION
 	C.sheaf_list_get_status(c, &status)
-	var token *C.char
-	C.sheaf_list_resume_token(c, &token)
 	return Result{
 		StopReason:    StopReason(status.stop_reason),
-		ResumeToken:   takeString(token),
+		ResumeToken:   resumeToken(c),
 		Items:         int64(status.items),
 		Pages:         int64(status.pages),
 		ExpectedItems: int64(status.expected_items),
 		Requests:      int64(status.requests_made),
 	}
+}
+
+// resumeToken is the library's token after the snapshots taken so far ("" when nothing is left).
+func resumeToken(c *C.sheaf_list) string {
+	var token *C.char
+	C.sheaf_list_resume_token(c, &token)
+	return takeString(token)
 }

@@ -119,6 +119,42 @@ func TestConventionsEveryItemInOrder(t *testing.T) {
 	}
 }
 
+// A full page that names no next page, total or cursor may be the first of several: the list
+// ends StopUnconfirmed, not StopComplete; a short page is a plain end.
+func TestAFullPageThatSaysNothingOfMoreEndsUnconfirmed(t *testing.T) {
+	client := fresh(t)
+	for _, tc := range []struct {
+		path   string
+		items  int64
+		reason sheaf.StopReason
+	}{{"/conv/github?n=95&link=none", 30, sheaf.StopUnconfirmed}, {"/conv/github?n=27&link=none", 27, sheaf.StopComplete}} {
+		items, result, err := list(t, client, tc.path).FetchAll(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if int64(len(items)) != tc.items || result.StopReason != tc.reason {
+			t.Fatalf("%s: %d items, %v; want %d, %v", tc.path, len(items), result.StopReason, tc.items, tc.reason)
+		}
+	}
+}
+
+// A spent quota (the server's GitHub-shaped quota=, 403 past it) stops the list with
+// CodeRateLimited before the server refuses a request, with the items paid for and a token.
+func TestASpentQuotaIsRateLimitedAndNeverRefused(t *testing.T) {
+	client := fresh(t, sheaf.WithMaxWait(0))
+	items, result, err := list(t, client, "/anchor?n=500&per_page=10&quota=12:3600").FetchAll(context.Background())
+	var serr *sheaf.Error
+	if !errors.As(err, &serr) || serr.Code != sheaf.CodeRateLimited || !strings.Contains(serr.Message, "the server's core limit of 12 requests is spent") {
+		t.Fatalf("err %v", err)
+	}
+	if len(items) == 0 || len(items) > 120 || result.ResumeToken == "" {
+		t.Fatalf("%d items, token %q", len(items), result.ResumeToken)
+	}
+	if stats, err := server.Stats(); err != nil || stats.Refused != 0 {
+		t.Fatalf("the server refused %d requests (%v)", stats.Refused, err)
+	}
+}
+
 func TestFetchAllInto(t *testing.T) {
 	client := fresh(t)
 	l := list(t, client, "/drf?n=95&page_size=10")

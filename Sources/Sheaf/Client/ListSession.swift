@@ -55,6 +55,8 @@ package final class ListSession<Taken: TakenSnapshot, Settings: Sendable>: Senda
         /// How the list ended, once it has; `reachedBound`: at its bound (`ListRun.reachedBound`).
         package var outcome: ListOutcome?
         package var reachedBound = false
+        /// It ended complete after one full page nothing confirmed was its last (`ListRun.endUnconfirmed`).
+        package var endUnconfirmed = false
     }
 
     private let state: Locked<State>
@@ -321,6 +323,7 @@ package final class ListSession<Taken: TakenSnapshot, Settings: Sendable>: Senda
         if status.stage == .ended {
             status.outcome = pager?.outcome ?? run?.outcome
             status.reachedBound = run?.reachedBound == true
+            status.endUnconfirmed = run?.endUnconfirmed == true
         }
         return status
     }

@@ -189,6 +189,32 @@ package enum Detector {
 
     // MARK: Never silently short
 
+    /// Query parameters that name the page size a list is asked for.
+    static let sizeParameters: Set<String> = ["per_page", "limit", "page_size", "pageSize", "size", "count", "_limit",
+                                              "max_results", "maxResults", "page[size]", "$top", "top", "perPage"]
+
+    /// Page sizes APIs serve by default: a page of one of these, saying nothing of more, may be
+    /// the first of several as well as the whole list.
+    static let usualPageSizes: Set<Int> = [10, 20, 25, 30, 50, 100, 200, 250, 500, 1000]
+
+    /// Whether a list that ended after page one, `page`, ended without anything confirming it:
+    /// its paging was detected (not described), nothing on the page could have said more (no
+    /// next link, cursor, total, page count or has-more is read), and the page is full: as many
+    /// items as the page size its URL asks for, or, asked for none, one of the usual sizes. A
+    /// server that pages by a parameter the request did not name answers exactly this way, so
+    /// the end is reported as not confirmed (`SHEAF_STOP_UNCONFIRMED`), never as a plain end.
+    static func endIsUnconfirmed(_ page: Page, pages: Int, _ resolved: ListDescription) -> Bool {
+        guard pages == 1, resolved.paging == .next else { return false }
+        let says: [Signal] = [.next, .cursor, .total, .pageCount, .hasMore, .isLast]
+        guard says.allSatisfy({ resolved.source(of: $0) == SignalSource.none }) else { return false }
+        let count = page.items.count
+        guard count >= 10 else { return false }
+        if let asked = URLText.queryPairs(page.url).first(where: { sizeParameters.contains($0.0) }) {
+            return Int(asked.1) == count
+        }
+        return usualPageSizes.contains(count)
+    }
+
     /// A signal of more on the last page that `description` does not read, or a total above the
     /// items that arrived; nil when the page agrees the list ended.
     static func unfollowed(_ page: Page, _ description: ListDescription, itemCount: Int) -> SheafError? {

@@ -15,6 +15,8 @@ struct AnswerPolicy: Sendable {
     /// Whether a 401 asks the credential provider for a new credential (the request carried a
     /// provided credential, and no refresh was made for it yet).
     var refreshesCredential = false
+    /// The longest wait for a spent rate limit (`ClientConfiguration.maxWaitMilliseconds`).
+    let maxWaitMilliseconds: Int
 
     enum Decision: Equatable {
         /// A 2xx answer within the body cap: the page.
@@ -49,6 +51,7 @@ struct AnswerPolicy: Sendable {
         self.redactor = redactor
         isRetriable = template.isRetriable
         deliversFailures = template.deliversFailures
+        maxWaitMilliseconds = configuration.maxWaitMilliseconds
     }
 
     /// - Parameters:
@@ -75,6 +78,24 @@ struct AnswerPolicy: Sendable {
             return .deliver(response)
         case 401 where refreshesCredential:
             return .refreshCredential(status: 401)
+        case 403, 429:
+            // A refusal that says the rate limit is spent (GitHub's primary limit: 403 or 429 with
+            // X-RateLimit-Remaining: 0) is tried again once the limit resets, within the longest
+            // wait: the origin's window holds the attempt until then, or finds it spent
+            // (`WindowLimiter.take`). Never a refused credential.
+            if let limit = RateLimitHeaders.parse(response.headers), limit.remaining == 0 {
+                if mayRetry { return .retry(afterMilliseconds: 0) }
+                let resetsIn = min(limit.resetSeconds ?? 1, Int(Int32.max) / 1000) * 1000
+                return .fail(HTTPFailure.rateLimited(url, .init(resetsIn: resetsIn, limit: limit.limit, resource: limit.resource),
+                                                     maxWait: maxWaitMilliseconds, status: response.status, redactor: redactor))
+            }
+            // A secondary limit (GitHub's 403 with Retry-After) or a 429: backed off as a
+            // transient failure, Retry-After first.
+            if mayRetry, response.status == 429 || response.headers.first(named: "Retry-After") != nil {
+                return .retry(afterMilliseconds: delay(attempt, response.headers.first(named: "Retry-After")))
+            }
+            if deliversFailures { return .deliver(response) }
+            return .fail(HTTPFailure.error(for: response, url: url, attempts: attempt, redactor: redactor))
         case 301, 302, 303, 307, 308:
             guard let location = response.headers.first(named: "Location"),
                   let target = URLText.resolve(location, against: url) else {

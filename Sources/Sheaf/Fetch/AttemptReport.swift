@@ -80,9 +80,9 @@ extension Hooks {
         let events = onEvent == nil ? [] : report.events
         guard !records.isEmpty || !events.isEmpty else { return }
         let (onLog, onEvent) = (self.onLog, self.onEvent)
-        deliver {
-            for record in records { onLog?(record) }
-            for event in events { onEvent?(event) }
+        deliver { [self] in
+            for record in records where !isClosed { onLog?(record) }
+            for event in events where !isClosed { onEvent?(event) }
         }
     }
 }

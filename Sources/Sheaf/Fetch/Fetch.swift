@@ -233,19 +233,32 @@ final class Fetch: Sendable {
             built.timeoutMilliseconds = max(1, built.timeoutMilliseconds - waited)
         }
         let request = built
-        enum Admission { case sent, cancelled, overBudget }
+        enum Admission { case sent, cancelled, overBudget, wait(Int), spent(WindowLimiter.Spent) }
         let admission = state.withLock { state -> Admission in
             guard !state.isDone, state.serial == serial else { return .cancelled } // while a credential was made
-            if state.holdsReservation {
-                state.holdsReservation = false
-                requests.startedReserved()
-            } else if !requests.started() {
-                return .overBudget
+            // The list's budget is charged first, then the origin's word is taken (which counts
+            // the send at once, so that no two requests take the server's last point).
+            let reserved = state.holdsReservation
+            if !reserved, !requests.reserve() { return .overBudget }
+            let sentBefore: Int
+            switch pace.take() {
+            case .send(let before):
+                sentBefore = before
+            case .wait(let milliseconds):
+                if !reserved { requests.unreserve() }
+                givePlaceBack(&state)
+                state.attempt -= 1 // not made
+                return .wait(milliseconds)
+            case .spent(let spent):
+                if !reserved { requests.unreserve() }
+                return .spent(spent)
             }
+            state.holdsReservation = false
+            requests.startedReserved()
             state.isOutstanding = true
             state.sentAt = DispatchTime.now().uptimeNanoseconds
             state.inFlightAtSend = pace.inFlight
-            state.sentBefore = pace.sent()
+            state.sentBefore = sentBefore
             return .sent
         }
         switch admission {
@@ -253,6 +266,11 @@ final class Fetch: Sendable {
         case .cancelled: return
         case .overBudget:
             return finish(.outOfBudget)
+        case .wait(let milliseconds):
+            return schedule(after: milliseconds)
+        case .spent(let spent):
+            return finish(.failed(HTTPFailure.rateLimited(url, spent, maxWait: client.configuration.maxWaitMilliseconds,
+                                                          redactor: client.redactor)))
         }
         let task = client.transport.send(request) { [self] result in
             handle(result, url: url, serial: serial)

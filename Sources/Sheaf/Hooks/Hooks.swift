@@ -130,6 +130,10 @@ public final class Hooks: Sendable {
         deliver { onLog(record) }
     }
 
+    /// Whether `close` was called: a call that hands over several records and events stops
+    /// there (a hook may close its own client).
+    var isClosed: Bool { state.withLock { $0.closed } }
+
     /// Runs `body` on the hooks' queue, unless the hooks were closed.
     func deliver(_ body: @escaping @Sendable () -> Void) {
         queue.async { [self] in

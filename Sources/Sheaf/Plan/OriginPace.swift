@@ -73,7 +73,8 @@ final class OriginPace: Sendable {
     init(_ configuration: ClientConfiguration, hooks: Hooks?) {
         state = Locked(State(limiter: WindowLimiter(adaptive: configuration.adaptsWindow, start: configuration.window,
                                                     maximum: configuration.maxWindow,
-                                                    longestPauseMilliseconds: configuration.retry.maxDelayMilliseconds)))
+                                                    longestPauseMilliseconds: configuration.retry.maxDelayMilliseconds,
+                                                    longestQuotaWaitMilliseconds: configuration.maxWaitMilliseconds)))
         self.hooks = hooks
     }
 
@@ -152,9 +153,10 @@ final class OriginPace: Sendable {
         }
     }
 
-    /// A request to the origin goes to the transport; returns the requests sent before it.
-    func sent() -> Int {
-        state.withLock { $0.limiter.sent(at: Self.now) }
+    /// Whether a request goes to the transport now (counted as sent), waits first, or finds
+    /// the server's rate limit spent past the client's longest wait (`WindowLimiter.take`).
+    func take() -> WindowLimiter.Permit {
+        state.withLock { $0.limiter.take(at: Self.now, othersInFlight: max(0, $0.inFlight - 1)) } // itself among them
     }
 
     /// Milliseconds a request about to be sent waits first (0: none).
@@ -175,6 +177,8 @@ final class OriginPace: Sendable {
             switch response.status {
             case 200...299:
                 answer.kind = .ok
+            case 429 where answer.rateLimit?.remaining == 0:
+                break // a spent quota says nothing of how many the server takes at once
             case 429, 503, 504:
                 answer.kind = .refused
                 answer.retryAfterMilliseconds = response.headers.first(named: "Retry-After")

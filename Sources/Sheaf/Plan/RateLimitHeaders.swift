@@ -18,9 +18,15 @@ struct RateLimitHeaders: Equatable {
     var remaining: Int
     /// Seconds until the reset, when the server said.
     var resetSeconds: Int?
+    /// The requests the window allows (`X-RateLimit-Limit`, `RateLimit-Limit`), when said.
+    var limit: Int? = nil
+    /// Which of the server's limits this is (GitHub's `X-RateLimit-Resource`: `core`, `search`,
+    /// `graphql`), for the messages.
+    var resource: String? = nil
 
-    private static let names: Set<String> = ["ratelimit", "ratelimit-remaining", "ratelimit-reset",
-                                             "x-ratelimit-remaining", "x-ratelimit-reset"]
+    private static let names: Set<String> = ["ratelimit", "ratelimit-remaining", "ratelimit-reset", "ratelimit-limit",
+                                             "x-ratelimit-remaining", "x-ratelimit-reset", "x-ratelimit-limit",
+                                             "x-ratelimit-resource"]
 
     /// Reads every answer of a list: one pass over the headers.
     static func parse(_ headers: [HTTPHeader], now: Date = Date()) -> RateLimitHeaders? {
@@ -30,10 +36,17 @@ struct RateLimitHeaders: Equatable {
             if names.contains(name), found[name] == nil { found[name] = header.value }
         }
         guard !found.isEmpty else { return nil }
-        if let value = found["ratelimit"], let parsed = structured(value, now: now) { return parsed }
+        // A name the server chose is shown in messages: printable ASCII, cut short.
+        let resource = found["x-ratelimit-resource"].map { String($0.unicodeScalars.filter { $0.value > 0x20 && $0.value < 0x7F }.prefix(40).map(Character.init)) }
+            .flatMap { $0.isEmpty ? nil : $0 }
+        if let value = found["ratelimit"], var parsed = structured(value, now: now) {
+            parsed.resource = resource
+            return parsed
+        }
         for prefix in ["ratelimit-", "x-ratelimit-"] {
             guard let remaining = found[prefix + "remaining"].flatMap(count) else { continue }
-            return RateLimitHeaders(remaining: remaining, resetSeconds: found[prefix + "reset"].flatMap { seconds($0, now: now) })
+            return RateLimitHeaders(remaining: remaining, resetSeconds: found[prefix + "reset"].flatMap { seconds($0, now: now) },
+                                    limit: found[prefix + "limit"].flatMap(count), resource: resource)
         }
         return nil
     }

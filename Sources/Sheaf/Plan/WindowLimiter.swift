@@ -87,6 +87,9 @@ struct WindowLimiter {
     let maximum: Int
     /// The longest the server's word may hold requests back (the retry cap), in milliseconds.
     let longestPauseMilliseconds: Int
+    /// The longest a spent rate limit is waited for (`ClientConfiguration.maxWaitMilliseconds`):
+    /// one that resets later is `spent`, and nothing more is sent.
+    let longestQuotaWaitMilliseconds: Int
     private(set) var window: Int
     /// Nothing new is sent before this time (Retry-After, or a rate limit spent until its reset).
     private(set) var pausedUntil: UInt64 = 0
@@ -115,14 +118,77 @@ struct WindowLimiter {
     /// window of the server's, less the requests sent since (answers in flight carry counts
     /// that are already stale).
     private var allowance: (remaining: Int, until: UInt64)?
+    /// What the last rate-limit headers said of the limit (its size and name), for `spent`.
+    private var lastLimit: RateLimitHeaders?
+    /// The latest request sent whose answer carried a count (its `sentBefore`), and the fewest
+    /// left any answer said in the server's current window: once every request sent is
+    /// answered, the server's own count of all of them.
+    private var newestAnswered = -1
+    private var fewestSaid: Int?
 
-    init(adaptive: Bool, start: Int, maximum: Int, longestPauseMilliseconds: Int) {
+    init(adaptive: Bool, start: Int, maximum: Int, longestPauseMilliseconds: Int,
+         longestQuotaWaitMilliseconds: Int = ClientConfiguration.defaultMaxWaitMilliseconds) {
         self.adaptive = adaptive
         self.maximum = max(1, maximum)
         self.start = min(max(1, start), self.maximum)
-        // Bounded before it is multiplied into nanoseconds (a retry cap may be any Int).
+        // Bounded before they are multiplied into nanoseconds (a retry cap may be any Int).
         self.longestPauseMilliseconds = min(max(0, longestPauseMilliseconds), Int(Int32.max))
+        self.longestQuotaWaitMilliseconds = min(max(0, longestQuotaWaitMilliseconds), Int(Int32.max))
         window = self.start
+    }
+
+    /// A rate limit with nothing left until a reset further off than the client waits for.
+    struct Spent: Equatable {
+        /// Milliseconds until the reset.
+        var resetsIn: Int
+        var limit: Int?
+        var resource: String?
+    }
+
+    /// What a request about to go to the transport may do (`take`).
+    enum Permit: Equatable {
+        /// Go: the requests sent before it (the answer's `sentBefore`).
+        case send(sentBefore: Int)
+        /// Wait this many milliseconds first (a Retry-After, a limit that resets within the wait).
+        case wait(milliseconds: Int)
+        /// Nothing is left of the server's rate limit until after the longest wait.
+        case spent(Spent)
+    }
+
+    /// The rate limit's state at `now` when nothing is left of it: nil while requests are left
+    /// (or nothing was said); otherwise the wait until its reset.
+    private func exhausted(at now: UInt64) -> UInt64? {
+        guard let allowance, now < allowance.until, allowance.remaining == 0 else { return nil }
+        return allowance.until - now
+    }
+
+    /// Whether the request about to be sent at `now` goes, waits, or finds the limit spent;
+    /// a request that goes is counted (`sent`). One decision under the origin's lock: however
+    /// many requests are admitted at once, no more go than the server said are left.
+    ///
+    /// The count left is kept low (an answer's count, less every request sent after it, some of
+    /// which the server may have counted already), so it can reach 0 with points still left.
+    /// While `othersInFlight` are at the server their answers may say so: the request waits for
+    /// them (a round trip). Once every request sent is answered, the answer to the last one is
+    /// the server's own count: that many go on.
+    mutating func take(at now: UInt64, othersInFlight: Int = 0) -> Permit {
+        let paused = pause(at: now)
+        if paused > 0 { return .wait(milliseconds: paused) }
+        if let wait = exhausted(at: now) {
+            if othersInFlight > 0 {
+                return .wait(milliseconds: Int(min(max(average, 1_000_000) / 1_000_000, 100)) + 1)
+            }
+            if newestAnswered == sends - 1, let fewestSaid, fewestSaid > 0, let allowance {
+                self.allowance = (fewestSaid, allowance.until)
+                return .send(sentBefore: sent(at: now))
+            }
+            let milliseconds = Int(min(wait / 1_000_000, UInt64(Int32.max))) + 1
+            guard milliseconds <= longestQuotaWaitMilliseconds else {
+                return .spent(Spent(resetsIn: milliseconds, limit: lastLimit?.limit, resource: lastLimit?.resource))
+            }
+            return .wait(milliseconds: milliseconds)
+        }
+        return .send(sentBefore: sent(at: now))
     }
 
     /// The requests the origin may have in flight at `now`, with `inFlight` requests at the
@@ -176,6 +242,8 @@ struct WindowLimiter {
             pausedUntil = max(pausedUntil, now + min(UInt64(max(0, milliseconds)) * 1_000_000, pauseLimit))
         }
         guard let limit = answer.rateLimit else { return }
+        lastLimit = limit
+        newestAnswered = max(newestAnswered, answer.sentBefore)
         // Seconds from a server are bounded before they are multiplied.
         let reset = UInt64(min(limit.resetSeconds ?? 1, 1 << 32)) * 1_000_000_000
         // The count was made when this request reached the server: the ones sent after it may
@@ -185,12 +253,13 @@ struct WindowLimiter {
         // counts only go down in it. A later reset is a new window.
         if let allowance, now < allowance.until, now + reset < allowance.until + 1_000_000_000 {
             self.allowance = (min(allowance.remaining, left), now + reset)
+            fewestSaid = min(fewestSaid ?? limit.remaining, limit.remaining)
         } else {
             allowance = (left, now + reset)
+            fewestSaid = limit.remaining
         }
-        if limit.remaining == 0, reset <= pauseLimit {
-            pausedUntil = max(pausedUntil, now + reset)
-        }
+        // A spent limit holds every request until its reset (`take`): waited for within the
+        // longest wait, else the request is not sent (`Permit.spent`).
     }
 
     /// Takes a good answer's latency into the best and the average (a fixed window keeps them

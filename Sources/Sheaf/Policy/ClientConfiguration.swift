@@ -36,6 +36,15 @@ public struct ClientConfiguration: Sendable, Equatable {
     public var tls = TLSSettings()
     /// Which HTTP to speak: HTTP/2 multiplexes a list's window over one connection.
     public var httpVersion = HTTPVersion.automatic
+    /// The longest a list or request waits for a spent rate limit to reset (the server said, in
+    /// `X-RateLimit-Remaining`/`-Reset` or `RateLimit`, that nothing is left): a limit that resets
+    /// later fails the next request with `.rateLimited` before it is sent, and a list with it,
+    /// keeping its prefix and a resume token. 0: never waited for.
+    public var maxWaitMilliseconds = ClientConfiguration.defaultMaxWaitMilliseconds
+
+    /// A minute: a limit of a minute's window (search APIs, secondary limits) is waited out; an
+    /// hour's (GitHub's 5,000 points) is not, unless the caller says so.
+    public static let defaultMaxWaitMilliseconds = 60_000
 
     /// The largest body cap accepted: 1 TiB.
     public static let bodyCapLimit = 1 << 40
@@ -57,6 +66,7 @@ public struct ClientConfiguration: Sendable, Equatable {
         try check(timeoutMilliseconds >= 0, "the timeout must not be negative")
         try check(connectTimeoutMilliseconds >= 0, "the connect timeout must not be negative")
         try check((0...50).contains(maxRedirects), "redirects must be between 0 and 50, not \(maxRedirects)")
+        try check(maxWaitMilliseconds >= 0, "the longest wait for a rate limit must not be negative")
         return self
     }
 }

@@ -164,6 +164,13 @@ package final class ArrowColumn {
     @exclusivity(unchecked) package private(set) var names: [[UInt8]] = []
     /// The struct field most likely named next (items tend to repeat their fields' order).
     @exclusivity(unchecked) private var cursor = 0
+    /// The places of the first `indexed` fields by name: past a few fields, a name not at the
+    /// cursor is one hash away, not a scan of every name (an object of 80,000 fields was
+    /// quadratic in them).
+    @exclusivity(unchecked) private var places: [[UInt8]: Int] = [:]
+    @exclusivity(unchecked) private var indexed = 0
+    /// Up to this many fields a scan is cheaper than a hash of the name.
+    private static let scannedFields = 16
 
     package init(kind: ArrowKind, known: Bool, fields: [(name: [UInt8], column: ArrowColumn)] = [], element: ArrowColumn? = nil) {
         self.kind = kind
@@ -299,10 +306,22 @@ package final class ArrowColumn {
             cursor += 1
             return child.length == length ? child : nil
         }
-        for index in 0..<count where Self.same(names[index], name) {
-            cursor = index + 1
-            let child = children[index]
-            return child.length == length ? child : nil
+        if count <= Self.scannedFields {
+            for index in 0..<count where Self.same(names[index], name) {
+                cursor = index + 1
+                let child = children[index]
+                return child.length == length ? child : nil
+            }
+        } else {
+            while indexed < count {
+                if places[names[indexed]] == nil { places[names[indexed]] = indexed } // the first of a name given twice
+                indexed += 1
+            }
+            if let index = places[Array(name.bindMemory(to: UInt8.self))] {
+                cursor = index + 1
+                let child = children[index]
+                return child.length == length ? child : nil
+            }
         }
         let child = ArrowColumn(kind: .null, known: false)
         for _ in 0..<length { child.appendNull() }

@@ -2,8 +2,10 @@
 /// `ListDescription.since`): a JSON number, kept as its text, or a string.
 ///
 /// Two numbers compare by the numbers they write, exactly: ids past 2^53 are common, and a
-/// `Double` would call two of them equal. Anything else compares as text, by Unicode code points,
-/// which orders ISO-8601 timestamps of one format and offset correctly.
+/// `Double` would call two of them equal. Two RFC 3339 timestamps compare by the instants they
+/// name (`TimestampText`): fractional seconds of any length (Go's `RFC3339Nano` drops trailing
+/// zeros, so `…:00.5Z` and `…:00Z` sit in one list) and any offset. Anything else compares as
+/// text, by Unicode code points.
 public enum SyncValue: Sendable, Comparable, CustomStringConvertible {
     /// A JSON number, as written (`12345`, `1.5e3`).
     case number(String)
@@ -29,6 +31,9 @@ public enum SyncValue: Sendable, Comparable, CustomStringConvertible {
         switch (lhs, rhs) {
         case (.number(let a), .number(let b)):
             if let a = DecimalText(a), let b = DecimalText(b) { return a < b }
+            return Array(a.utf8).lexicographicallyPrecedes(Array(b.utf8))
+        case (.string(let a), .string(let b)):
+            if let a = TimestampText(a), let b = TimestampText(b) { return a < b }
             return Array(a.utf8).lexicographicallyPrecedes(Array(b.utf8))
         default:
             // UTF-8 bytes order as the code points they encode.
@@ -122,5 +127,69 @@ struct DecimalText: Comparable {
         if smaller.digits.isEmpty || larger.digits.isEmpty { return smaller.digits.isEmpty && !larger.digits.isEmpty }
         if smaller.exponent != larger.exponent { return smaller.exponent < larger.exponent }
         return smaller.digits.lexicographicallyPrecedes(larger.digits)
+    }
+}
+
+/// An RFC 3339 date-time (`2024-05-01T10:00:00.5Z`, `2024-05-01t12:00:00+02:00`, a space for the
+/// `T`) as the instant it names: whole seconds since 0000-03-01 UTC and the fraction's digits, so
+/// that two compare exactly, whatever their fraction's length or offset. Integer arithmetic on
+/// four-digit fields only: nothing a server writes can overflow it.
+struct TimestampText: Comparable {
+    let seconds: Int
+    /// The fraction's digits without trailing zeros (`.50` is `5`).
+    let fraction: [UInt8]
+
+    /// Nil unless `text` is an RFC 3339 date-time (leap second 60 included, as the RFC allows).
+    init?(_ text: String) {
+        let bytes = Array(text.utf8)
+        func number(_ at: Int, _ count: Int) -> Int? {
+            guard at + count <= bytes.count else { return nil }
+            var value = 0
+            for byte in bytes[at..<(at + count)] {
+                guard byte >= UInt8(ascii: "0"), byte <= UInt8(ascii: "9") else { return nil }
+                value = value * 10 + Int(byte - UInt8(ascii: "0"))
+            }
+            return value
+        }
+        func byte(_ at: Int, _ allowed: String) -> Bool { at < bytes.count && allowed.utf8.contains(bytes[at]) }
+        guard let year = number(0, 4), byte(4, "-"), let month = number(5, 2), byte(7, "-"), let day = number(8, 2),
+              byte(10, "Tt "), let hour = number(11, 2), byte(13, ":"), let minute = number(14, 2), byte(16, ":"),
+              let second = number(17, 2),
+              (1...12).contains(month), (1...31).contains(day), hour < 24, minute < 60, second <= 60
+        else { return nil }
+        var at = 19
+        var fraction: [UInt8] = []
+        if byte(at, ".") {
+            at += 1
+            while at < bytes.count, bytes[at] >= UInt8(ascii: "0"), bytes[at] <= UInt8(ascii: "9") {
+                fraction.append(bytes[at])
+                at += 1
+            }
+            guard !fraction.isEmpty else { return nil }
+            while fraction.last == UInt8(ascii: "0") { fraction.removeLast() }
+        }
+        var offset = 0
+        if byte(at, "Zz") {
+            at += 1
+        } else if byte(at, "+-"), let hours = number(at + 1, 2), byte(at + 3, ":"), let minutes = number(at + 4, 2),
+                  hours < 24, minutes < 60 {
+            offset = (hours * 60 + minutes) * 60 * (bytes[at] == UInt8(ascii: "-") ? -1 : 1)
+            at += 6
+        } else {
+            return nil
+        }
+        guard at == bytes.count else { return nil }
+        // Days from 0000-03-01 (the year starts in March, so that February's length is last).
+        let shiftedYear = month <= 2 ? year - 1 : year
+        let shiftedMonth = (month + 9) % 12
+        let days = 365 * shiftedYear + shiftedYear / 4 - shiftedYear / 100 + shiftedYear / 400
+            + (153 * shiftedMonth + 2) / 5 + day - 1
+        seconds = ((days * 24 + hour) * 60 + minute) * 60 + second - offset
+        self.fraction = fraction
+    }
+
+    static func < (lhs: TimestampText, rhs: TimestampText) -> Bool {
+        if lhs.seconds != rhs.seconds { return lhs.seconds < rhs.seconds }
+        return lhs.fraction.lexicographicallyPrecedes(rhs.fraction)
     }
 }

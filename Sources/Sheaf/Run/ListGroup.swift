@@ -21,9 +21,9 @@ public struct GroupDelta: Sendable {
 ///   (`OriginPace`), so 300 lists started together send what one list would, and a rate limit one
 ///   of them meets slows all of them.
 /// - **Fan-out.** A parent list's items name child lists through templates (`ChildTemplate`):
-///   each item's child joins the group as the parent's page brings it, once per URL (a parent
-///   item that repeats is fetched once); a template of more levels makes each child a parent in
-///   turn. A parent's items are not delivered, only its end.
+///   each item's child joins the group as the parent's page brings it, once per URL and level (a
+///   parent item that repeats is fetched once; a URL that is a parent at one level and a leaf at
+///   another is both); a template of more levels makes each child a parent in turn. A parent's items are not delivered, only its end.
 /// - **Order.** Each list's deltas come in its order. Across lists, as they arrive; or, `ordered`,
 ///   list after list in the order they joined (a list waiting its turn stops asking once a
 ///   window of its pages waits, its snapshots counting as not taken; with the pages kept ahead of
@@ -94,6 +94,7 @@ public final class ListGroup: Sendable {
         var silenced: SheafError?
         /// Set by the first failure of a `failFast` group.
         var firstFailure: SheafError?
+        /// The children joined so far, by level (templates left) and URL.
         var childURLs: Set<String> = []
         /// Parents that met an item without the value their template needs (`missingValueFails`).
         var parentFailures: [Int: SheafError] = [:]
@@ -527,7 +528,10 @@ public final class ListGroup: Sendable {
         for var child in children {
             let place = Locked<Int?>(nil)
             let joined = state.withLock { state -> Int? in
-                guard state.silenced == nil, state.childURLs.insert(child.description.path).inserted else { return nil }
+                // Once per level: a URL that is a parent at one level and a leaf at another is
+                // two lists (its items are fetched as children there, delivered here).
+                let key = "\(child.fanOut?.templates.count ?? 0) \(child.description.path)"
+                guard state.silenced == nil, state.childURLs.insert(key).inserted else { return nil }
                 state.members.append(child)
                 state.open += 1
                 return state.members.count - 1

@@ -28,9 +28,13 @@ public final class ListRun: Sendable {
         var starts: [Fetch] = []
         var cancels: [any TransportTask] = []
         var replays: [(index: Int, serial: Int, end: FetchEnd)] = []
+        /// The run's final step, queued once the transport has seen every cancel: `wait()`
+        /// returns only then.
+        var ending: (@Sendable () -> Void)?
 
         func run(startingOn queue: DispatchQueue? = nil) {
             cancels.forEach { $0.cancel() }
+            ending?()
             if let queue, !starts.isEmpty {
                 queue.async { [starts] in starts.forEach { $0.start() } }
             } else {
@@ -78,6 +82,13 @@ public final class ListRun: Sendable {
     /// delivered. (Not a `StopReason` of its own: a new case would break a Swift caller's
     /// exhaustive `switch`, and 1.0 froze the Swift API; C has `SHEAF_STOP_BOUND`.)
     public var reachedBound: Bool { state.withLock { $0.outcome == .complete && $0.machine.assembler.reachedBound } }
+
+    /// Whether the list ended complete after one full page that nothing confirmed was its last:
+    /// its paging was detected, page one read no signal of more or of the end, and it held a
+    /// page size's worth of items (`Detector.endIsUnconfirmed`). The items are every item the
+    /// server showed; a server paging by a parameter the request did not name has more. (Not a
+    /// `StopReason` of its own, as `reachedBound`; C has `SHEAF_STOP_UNCONFIRMED`.)
+    public var endUnconfirmed: Bool { state.withLock { $0.outcome == .complete && $0.machine.endUnconfirmed } }
 
     /// The window the list shares with the client's other lists at its origin.
     var originPace: OriginPace { pace }
@@ -225,7 +236,9 @@ public final class ListRun: Sendable {
     /// Carries out what the machine decided, under the run's lock: fetches made (and held, or
     /// started once the lock is released), abandoned (their requests counted out before the end
     /// can be seen, their attempts cancelled later: a transport may call back as it cancels),
-    /// the plan logged, snapshots and the final step queued in the order they were decided.
+    /// the plan logged, snapshots queued in the order they were decided, and the final step
+    /// after them once the lock is released and the cancels are made (no new snapshot can be
+    /// decided after the end).
     private func carryOut(_ effects: RunState.Effects, _ core: inout Core, _ later: inout Later) {
         var starts: [Int] = []
         for order in effects.sends {
@@ -243,7 +256,7 @@ public final class ListRun: Sendable {
             // Whatever fetch is left no longer matters, and would hold the run alive.
             later.cancels += core.fetches.values.compactMap { $0.abandon() }
             core.fetches.removeAll()
-            delivery.async { [self] in finish() }
+            later.ending = { [self] in delivery.async { [self] in finish() } }
         }
         later.starts += (starts + effects.releases).compactMap { core.fetches[$0] }
         later.replays += effects.replays

@@ -117,6 +117,7 @@ struct RunStart {
         let facts = RunState.Facts(partitionEnd: partitionEnd, consumerWindow: configuration.window,
                                    maxBodyBytes: configuration.maxBodyBytes, syncs: description.syncField != nil,
                                    leads: leads, windowShare: windowShare, firstURL: start.url ?? firstURL,
+                                   detectsPaging: originalDescription.paging == .detect && description.resume == nil,
                                    redacting: { [client] in client.redacting($0) })
         self.description = description
         point = start

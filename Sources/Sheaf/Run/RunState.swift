@@ -21,6 +21,8 @@ struct RunState {
         var windowShare: Int
         /// The list's first URL, as probes start from it.
         var firstURL: String
+        /// The paging is detected from page one (not described): an end nothing confirmed is said.
+        var detectsPaging = false
         /// Takes out what a failure may have carried of a credential (`SheafClient.redacting`).
         var redacting: @Sendable (SheafError) -> SheafError = { $0 }
     }
@@ -106,6 +108,9 @@ struct RunState {
     private var serial = 0
     /// Set once the outcome is decided; later events are ignored.
     private(set) var ending: ListOutcome?
+    /// The list ended complete after a full page one that nothing confirmed was its only page
+    /// (`Detector.endIsUnconfirmed`).
+    private(set) var endUnconfirmed = false
     /// The caller asked to stop (callback) or cancelled: no more snapshots are delivered.
     private(set) var silenced = false
     /// A snapshot was not delivered because the run was silenced: the prefix a caller sees is
@@ -446,7 +451,7 @@ struct RunState {
     }
 
     /// The run's outcome from how the planner ended it.
-    private func outcome(of ending: PagePlanner.Ending) -> ListOutcome {
+    private mutating func outcome(of ending: PagePlanner.Ending) -> ListOutcome {
         let itemCount = assembledResume.itemsBefore // every run's items, for the totals
         switch ending {
         case .stopped(let index, let reason):
@@ -462,6 +467,9 @@ struct RunState {
                 if let resolved = resolution?.description, resolved.paging != .single, let last = lastPage,
                    let error = Detector.unfollowed(last.page, resolved, itemCount: itemCount) {
                     return .failed(error)
+                }
+                if facts.detectsPaging, let resolved = resolution?.description, let last = lastPage {
+                    endUnconfirmed = Detector.endIsUnconfirmed(last.page, pages: assembler.pageCount, resolved)
                 }
                 return .complete
             }

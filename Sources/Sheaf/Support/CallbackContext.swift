@@ -26,11 +26,24 @@ package enum CallbackContext {
         return marked != nil
     }
 
+    /// One owner a thread serves, and the one it served when it began to (a group's callback
+    /// runs inside a member list's delivery: the thread serves both).
+    private struct Serving {
+        var owner: UnsafeMutableRawPointer
+        var outer: UnsafeMutableRawPointer?
+    }
+
     /// Whether the current thread is serving `owner`'s callbacks (its snapshot callback, its
-    /// hooks, its completion), however deep inside them.
+    /// hooks, its completion), however deep inside them, and inside another owner's served in
+    /// them.
     package static func isServing(_ owner: AnyObject) -> Bool {
-        let serving: UnsafeMutableRawPointer? = pthread_getspecific(ownerKey)
-        return serving == Unmanaged.passUnretained(owner).toOpaque()
+        let target = Unmanaged.passUnretained(owner).toOpaque()
+        var at: UnsafeMutableRawPointer? = pthread_getspecific(ownerKey)
+        while let node = at?.assumingMemoryBound(to: Serving.self).pointee {
+            if node.owner == target { return true }
+            at = node.outer
+        }
+        return false
     }
 
     /// Runs `body` with the current thread marked as inside a callback (of `owner`, when given;
@@ -46,8 +59,12 @@ package enum CallbackContext {
     /// Swift hook, which may block: nothing of Sheaf waits for it but its own client's flush).
     package static func serving<T>(_ owner: AnyObject, _ body: () throws -> T) rethrows -> T {
         let previous = pthread_getspecific(ownerKey)
-        pthread_setspecific(ownerKey, UnsafeRawPointer(Unmanaged.passUnretained(owner).toOpaque()))
-        defer { pthread_setspecific(ownerKey, previous) }
-        return try body()
+        // On this frame, for as long as `body` runs: the thread's chain points at it only then.
+        var node = Serving(owner: Unmanaged.passUnretained(owner).toOpaque(), outer: previous)
+        return try withUnsafeMutablePointer(to: &node) { pointer in
+            pthread_setspecific(ownerKey, UnsafeRawPointer(pointer))
+            defer { pthread_setspecific(ownerKey, previous) }
+            return try body()
+        }
     }
 }

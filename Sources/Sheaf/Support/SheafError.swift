@@ -6,7 +6,7 @@ public struct SheafError: Error, Sendable, Equatable, CustomStringConvertible {
             case invalidArgument, unsupported, state, reentrant, http, transport, badPage, incomplete,
                  loop, pageLimit, bodyTooLarge, crossOrigin, stopped, cancelled, `internal`,
                  notFollowed, undetected, repeatedPage, io, deadline, credential,
-                 decoding, partial
+                 decoding, partial, rateLimited
         }
         let value: Value
         init(_ value: Value) { self.value = value }
@@ -43,6 +43,10 @@ public struct SheafError: Error, Sendable, Equatable, CustomStringConvertible {
         public static let decoding = Code(.decoding)
         /// Some lists of a group failed (each list's own outcome says why); the others ended well.
         public static let partial = Code(.partial)
+        /// The server's rate limit is spent (its headers said nothing is left, or it refused a
+        /// request saying so) until a reset further off than the client waits
+        /// (`ClientConfiguration.maxWaitMilliseconds`); what arrived before stays delivered.
+        public static let rateLimited = Code(.rateLimited)
     }
 
     public var code: Code

@@ -49,6 +49,33 @@ final class AnswerPolicyTests: XCTestCase {
         XCTAssertEqual(decide(policy(), answer(503, [("Retry-After", "7")])), .retry(afterMilliseconds: 7000))
     }
 
+    /// GitHub's primary limit: 403 (or 429) with X-RateLimit-Remaining: 0 is a spent quota, tried
+    /// again once the window lets it (`WindowLimiter.take` waits or finds it spent), never a
+    /// refused credential; with no attempt left it is `.rateLimited`, naming the limit.
+    func testARefusalThatSaysTheQuotaIsSpentIsRateLimitedNotABadCredential() {
+        let spent = [("X-RateLimit-Limit", "5000"), ("X-RateLimit-Remaining", "0"), ("X-RateLimit-Reset", "120"),
+                     ("X-RateLimit-Resource", "core")]
+        for status in [403, 429] {
+            XCTAssertEqual(decide(policy(), answer(status, spent)), .retry(afterMilliseconds: 0), "\(status)")
+            let last = decide(policy(), answer(status, spent), attempt: 4).error
+            XCTAssertEqual(last?.code, .rateLimited)
+            XCTAssertEqual(last?.httpStatus, status)
+            XCTAssertTrue(last?.message.contains("the server's core limit of 5000 requests is spent (HTTP \(status)): 0 left until it resets in 120 s") == true,
+                          last?.message ?? "")
+        }
+        // A secondary limit (403 with Retry-After) backs off; a 403 that says nothing of a limit is the server's refusal.
+        XCTAssertEqual(decide(policy(), answer(403, [("Retry-After", "3")])), .retry(afterMilliseconds: 3000))
+        XCTAssertEqual(decide(policy(), answer(403, [("X-RateLimit-Remaining", "12")])).error?.code, .http)
+        XCTAssertEqual(decide(policy(), answer(403)).error?.code, .http)
+    }
+
+    func testUTCTimesAreWrittenFromSecondsSince1970() {
+        XCTAssertEqual(HTTPFailure.utcText(0), "1970-01-01T00:00:00Z")
+        XCTAssertEqual(HTTPFailure.utcText(951_782_400), "2000-02-29T00:00:00Z")
+        XCTAssertEqual(HTTPFailure.utcText(1_796_230_799), "2026-12-02T16:59:59Z")
+        XCTAssertEqual(HTTPFailure.utcText(-1), "1969-12-31T23:59:59Z")
+    }
+
     func testStatusesThatWillNotChangeFailAtOnce() {
         for status in [400, 401, 403, 404, 410, 422, 501] {
             XCTAssertEqual(decide(policy(), answer(status)).error?.httpStatus, status, "\(status)")

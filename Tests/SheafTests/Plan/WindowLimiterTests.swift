@@ -253,20 +253,70 @@ final class WindowLimiterTests: XCTestCase {
         XCTAssertLessThanOrEqual(drive.limiter.pause(at: drive.now), 30_001)
     }
 
-    func testRateLimitHeadersBoundTheWindowAndASpentLimitPausesUntilTheReset() {
+    func testRateLimitHeadersBoundTheWindowAndASpentLimitWaitsForTheReset() {
         var drive = Drive()
         drive.answer(rateLimit: RateLimitHeaders(remaining: 3, resetSeconds: 10))
         XCTAssertEqual(drive.limiter.current(at: drive.now), 3)
         XCTAssertEqual(drive.limiter.pause(at: drive.now), 0)
         drive.answer(rateLimit: RateLimitHeaders(remaining: 0, resetSeconds: 2))
         XCTAssertEqual(drive.limiter.current(at: drive.now), 1)
-        XCTAssertTrue((1_999...2_001).contains(drive.limiter.pause(at: drive.now)))
+        guard case .wait(let wait) = drive.limiter.take(at: drive.now) else { return XCTFail("a reset in 2 s is waited for") }
+        XCTAssertTrue((1_999...2_001).contains(wait), "\(wait)")
         // Past the reset the limit no longer binds.
         XCTAssertGreaterThan(drive.limiter.current(at: drive.now + 2_001 * ms), 1)
-        // A reset further off than the retry cap is not waited for: the server's answer decides.
+        // A reset further off than the longest wait (a minute) is not waited for: the limit is spent.
         drive.now += 3_000 * ms
-        drive.answer(rateLimit: RateLimitHeaders(remaining: 0, resetSeconds: 3_600))
+        drive.answer(rateLimit: RateLimitHeaders(remaining: 0, resetSeconds: 3_600, limit: 5000, resource: "core"))
         XCTAssertEqual(drive.limiter.pause(at: drive.now), 0)
+        guard case .spent(let spent) = drive.limiter.take(at: drive.now) else { return XCTFail("not spent") }
+        XCTAssertEqual(spent.limit, 5000)
+        XCTAssertEqual(spent.resource, "core")
+        XCTAssertTrue((3_599_000...3_600_001).contains(spent.resetsIn), "\(spent.resetsIn)")
+        let sends = drive.limiter.sends
+        XCTAssertEqual(drive.limiter.take(at: drive.now + 3_600_001 * ms), .send(sentBefore: sends))
+    }
+
+    /// `take` is one decision: a request goes only while the server's count leaves one, so a
+    /// window of 64 admitted at once sends no more than that (the rest wait, or find it spent).
+    func testTakeSendsNoMoreThanTheServerLeavesAndWaitsForAResetWithinTheLongestWait() {
+        var drive = Drive(start: 64)
+        drive.answer(rateLimit: RateLimitHeaders(remaining: 5, resetSeconds: 30))
+        var sent = 0
+        var waits: [Int] = []
+        for _ in 0..<64 {
+            switch drive.limiter.take(at: drive.now) {
+            case .send: sent += 1
+            case .wait(let milliseconds): waits.append(milliseconds)
+            case .spent: XCTFail("a reset in 30 s is within the wait of 60 s")
+            }
+        }
+        XCTAssertEqual(sent, 5)
+        XCTAssertEqual(waits.count, 59)
+        XCTAssertTrue(waits.allSatisfy { (29_000...30_001).contains($0) }, "\(waits.prefix(3))")
+        var none = WindowLimiter(adaptive: true, start: 8, maximum: 64, longestPauseMilliseconds: 30_000,
+                                 longestQuotaWaitMilliseconds: 0)
+        _ = none.record(WindowLimiter.Answer(kind: .ok, sentAt: 0, latency: 1, inFlight: 1,
+                                             rateLimit: RateLimitHeaders(remaining: 0, resetSeconds: 2)), at: 1)
+        guard case .spent = none.take(at: 2) else { return XCTFail("a longest wait of 0 waits for nothing") }
+    }
+
+    /// The count kept is low (every request sent after an answer is taken off its count, though
+    /// the server may have counted some already); once every request is answered, the fewest
+    /// any answer said is the server's own count, and that many more go.
+    func testOnceEveryRequestIsAnsweredTheServersOwnCountIsWhatIsLeft() {
+        var drive = Drive(start: 16)
+        let limit = { (left: Int) in RateLimitHeaders(remaining: left, resetSeconds: 30) }
+        XCTAssertEqual(drive.limiter.take(at: drive.now), .send(sentBefore: 0))
+        drive.answer(rateLimit: limit(9), sentBefore: 0)
+        for _ in 0..<9 { guard case .send = drive.limiter.take(at: drive.now) else { return XCTFail("9 were left") } }
+        // Nine out; the server counted the later ones before answering the first of them.
+        drive.answer(rateLimit: limit(3), sentBefore: 1)
+        guard case .wait(let short) = drive.limiter.take(at: drive.now, othersInFlight: 8) else { return XCTFail("answers to come") }
+        XCTAssertLessThanOrEqual(short, 101, "a round trip, not the reset")
+        drive.answer(rateLimit: limit(3), sentBefore: 9)
+        var sent = 0
+        while case .send = drive.limiter.take(at: drive.now, othersInFlight: 0), sent < 10 { sent += 1 }
+        XCTAssertEqual(sent, 3, "the server said 3 once every request was answered")
     }
 
     func testRequestsSentAfterARateLimitCountAgainstItAndStaleCountsDoNotRaiseIt() {
@@ -320,7 +370,10 @@ final class RateLimitHeadersTests: XCTestCase {
 
     func testGitHubsHeadersWithAResetInUnixTime() {
         XCTAssertEqual(parse([("x-ratelimit-remaining", "0"), ("x-ratelimit-reset", "1700000042"), ("x-ratelimit-limit", "60")]),
-                       RateLimitHeaders(remaining: 0, resetSeconds: 42))
+                       RateLimitHeaders(remaining: 0, resetSeconds: 42, limit: 60))
+        // The limit's name, for messages: printable ASCII, cut short.
+        XCTAssertEqual(parse([("X-RateLimit-Remaining", "3"), ("X-RateLimit-Resource", "search\u{7}\(String(repeating: "x", count: 60))")])?.resource,
+                       "search" + String(repeating: "x", count: 34))
         XCTAssertEqual(parse([("X-RateLimit-Remaining", "5"), ("X-RateLimit-Reset", "1600000000")]),
                        RateLimitHeaders(remaining: 5, resetSeconds: 0), "a reset in the past is now")
     }

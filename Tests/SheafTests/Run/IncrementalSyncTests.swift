@@ -183,6 +183,27 @@ final class IncrementalSyncTests: XCTestCase {
         XCTAssertLessThan(SyncValue.string("2026-11-19T23:59:59Z"), SyncValue.string("2026-11-20T00:00:00Z"))
     }
 
+    /// Go's RFC3339Nano drops trailing zeros, so one list holds `…:00Z`, `…:00.5Z` and `…:00.123Z`:
+    /// by code point `.` sorts below `Z` and a newer item would sit "below" an older bound (issue 47).
+    func testRFC3339TimestampsCompareByTheInstantTheyName() {
+        let pairs: [(String, String)] = [
+            ("2024-05-01T10:00:00Z", "2024-05-01T10:00:00.5Z"), ("2024-05-01T10:00:00.123Z", "2024-05-01T10:00:00.5Z"),
+            ("2024-05-01T09:59:59.999999999Z", "2024-05-01T10:00:00Z"), ("2024-05-01T10:00:00.05Z", "2024-05-01T10:00:00.5Z"),
+            ("2024-05-01T11:30:00+02:00", "2024-05-01T10:00:00Z"), ("2024-02-28T23:59:59Z", "2024-02-29T00:00:00Z"),
+            ("2023-12-31T23:59:59.9Z", "2024-01-01t00:00:00z"), ("1999-12-31 23:00:00-01:30", "2000-01-01T00:31:00Z"),
+        ]
+        for (smaller, larger) in pairs {
+            XCTAssertLessThan(SyncValue.string(smaller), SyncValue.string(larger), "\(smaller) < \(larger)")
+            XCTAssertFalse(SyncValue.string(larger) < SyncValue.string(smaller), "\(larger) < \(smaller)")
+        }
+        XCTAssertEqual(SyncValue.string("2024-05-01T12:00:00+02:00"), SyncValue.string("2024-05-01T10:00:00.000Z"))
+        // Not RFC 3339 (no offset, a month 13, a bare fraction point): compared as text.
+        for text in ["2024-05-01T10:00:00", "2024-13-01T10:00:00Z", "2024-05-01T10:00:00.Z", "2024-05-01T10:00:00Zx"] {
+            XCTAssertNil(TimestampText(text), text)
+        }
+        XCTAssertLessThan(SyncValue.string("2024-05-01T10:00:00"), SyncValue.string("2024-05-01T10:00:00.5"))
+    }
+
     // MARK: The description's JSON form
 
     func testUntilAndSincePrintAndReadBack() throws {

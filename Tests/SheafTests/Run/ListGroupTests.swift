@@ -275,6 +275,41 @@ final class ListGroupTests: XCTestCase {
         XCTAssertThrowsError(try group.setOptions(ListGroup.Options(ordered: true))) { XCTAssertEqual(($0 as? SheafError)?.code, .state) }
     }
 
+    /// A URL that is a parent at one level and a leaf at the next is both: its items are the
+    /// middle level's children there and delivered here (issue 47: each URL was fetched once for
+    /// the whole fan-out, so the leaf was never delivered and the group ended complete).
+    func testAURLThatIsAParentAtOneLevelAndALeafAtTheNextIsBoth() throws {
+        let transport = ScriptedTransport(delayMilliseconds: 1)
+        // /v1/owners names owner-0 and owner-1; each /v1/lists/owner-k holds two items naming
+        // lists: owner-0's name owner-1 (a middle list's URL) and a list of its own.
+        transport.on("\(scriptedBase)/v1/owners") { _, _ in
+            .json(#"{"items":[{"id":0,"name":"owner-0"},{"id":1,"name":"owner-1"}],"next_page":null}"#)
+        }
+        for owner in 0..<2 {
+            transport.on("\(scriptedBase)/v1/lists/owner-\(owner)") { _, _ in
+                let names = owner == 0 ? ["owner-1", "own-0"] : ["own-1", "own-1b"]
+                let items = names.enumerated().map { #"{"id":\#(100 * owner + $0),"name":"\#($1)"}"# }.joined(separator: ",")
+                return .json(#"{"items":[\#(items)],"next_page":null,"total":2}"#)
+            }
+        }
+        transport.otherwise { request, _ in
+            guard request.url.contains("/v1/lists/") else { return .status(404, body: "{}") }
+            return .json(FakeAnchorAPI(count: 3).body(request.url))
+        }
+        let group = try scriptedClient(transport).makeGroup()
+        try group.addEach(parent: ownersList(), templates: ["/v1/lists/{/name}", "/v1/lists/{/name}"],
+                          child: anchorList(""))
+        let log = DeltaLog()
+        try group.start { log.add($0); return true }
+        XCTAssertEqual(try group.wait(), .complete)
+        XCTAssertEqual(group.count, 1 + 2 + 4, "the owners, two middle lists, four leaves (owner-1 among them)")
+        let tags = (0..<group.count).map { group.tag(at: $0) ?? "" }
+        XCTAssertEqual(tags.filter { $0 == "owner-1" }.count, 2, "owner-1 as a middle list and as a leaf: \(tags)")
+        let delivered = log.ids()
+        XCTAssertEqual(Set(delivered.values.map { $0 }), [[0, 1, 2], [100, 101]])
+        XCTAssertEqual(delivered.count, 4, "each leaf delivers its items, the middle lists none: \(delivered)")
+    }
+
     func testTwoLevelsCompose() throws {
         let transport = ScriptedTransport(delayMilliseconds: 1)
         ownersAPI(transport, owners: 4, things: { _ in 12 })

@@ -101,6 +101,35 @@ private func runToTheEnd(_ list: ListDescription, through transport: ScriptedTra
 final class ListRunTests: XCTestCase {
     // MARK: Complete lists
 
+    /// `wait()` returns once the transport has seen the cancel of every request in flight
+    /// (issue 47: the cancels were made after the lock was released, the end queued before them,
+    /// so `wait()` could return while a slow transport still had them).
+    func testACancelledListEndsOnlyAfterTheTransportSawEveryCancel() throws {
+        let transport = ScriptedTransport()
+        transport.cancelMilliseconds.store(40, ordering: .relaxed)
+        transport.on(scriptedPage(1)) { request, _ in .json(FakeAnchorAPI(count: 200).body(request.url)) }
+        transport.otherwise { _, _ in ScriptedReply(result: nil) } // never answered
+        let run = try scriptedClient(transport).makeList(anchorList())
+        try run.start()
+        let deadline = Date().addingTimeInterval(5)
+        while transport.outstanding < 4, Date() < deadline { Thread.sleep(forTimeInterval: 0.005) }
+        let inFlight = transport.outstanding
+        XCTAssertGreaterThanOrEqual(inFlight, 4)
+        // Another thread waits, and looks at the transport the moment wait() returns.
+        let seenAtTheEnd = Shared<Int?>(nil)
+        let ended = DispatchSemaphore(value: 0)
+        Thread.detachNewThread {
+            _ = try? run.wait()
+            seenAtTheEnd.update { $0 = transport.outstanding }
+            ended.signal()
+        }
+        Thread.sleep(forTimeInterval: 0.05)
+        run.cancel()
+        XCTAssertEqual(ended.wait(timeout: .now() + 10), .success)
+        XCTAssertEqual(seenAtTheEnd.value, 0, "every request cancelled at the transport before wait() returned")
+        XCTAssertGreaterThanOrEqual(transport.cancelledCount, inFlight, "the requests in flight were cancelled, not answered")
+    }
+
     func testACompleteListArrivesInOrderWithSnapshotsThatOnlyGrow() throws {
         for answersLater in [false, true] {
             let transport = ScriptedTransport()

@@ -84,7 +84,13 @@ final class ScriptedTransport: Transport {
         return task
     }
 
+    /// How long a cancel takes before the transport has seen it (a transport that cancels on a
+    /// thread of its own: libcurl's multi loop).
+    let cancelMilliseconds = Atomic<Int>(0)
+
     fileprivate func taskCancelled() {
+        let milliseconds = cancelMilliseconds.load(ordering: .relaxed)
+        if milliseconds > 0 { Thread.sleep(forTimeInterval: Double(milliseconds) / 1000) }
         state.withLock {
             $0.outstanding -= 1
             $0.cancelled += 1

@@ -172,6 +172,43 @@ void a_known_schema_keeps_its_types_and_its_fields_come_first(void) {
     CHECK(known.release == no_release);   /* borrowed: never released by the library */
 }
 
+/* A hostile known schema (a careless or forged caller): a negative child count, a struct that is
+   its own child, 100,000 levels, children that point at one another (2^40 paths) are each
+   SHEAF_E_INVALID_ARGUMENT, never a trap or a blown stack (issue 47). */
+void a_known_schema_that_lies_about_its_children_is_refused_not_followed(void) {
+    const char *json = "[{\"a\": 1}]";
+    struct ArrowSchema out;
+    struct ArrowArray array;
+    struct ArrowSchema negative = field_of("+s", "", -1, NULL);
+    CHECK_RESULT(sheaf_arrow_from_json(json, strlen(json), &negative, &out, &array), SHEAF_E_INVALID_ARGUMENT);
+    struct ArrowSchema *self_list[1];
+    struct ArrowSchema self = field_of("+s", "", 1, self_list);
+    self_list[0] = &self;
+    CHECK_RESULT(sheaf_arrow_from_json(json, strlen(json), &self, &out, &array), SHEAF_E_INVALID_ARGUMENT);
+    enum { LEVELS = 100000 };
+    struct ArrowSchema *levels = calloc(LEVELS, sizeof *levels);
+    struct ArrowSchema **pointers = calloc(LEVELS, sizeof *pointers);
+    if (CHECK(levels != NULL && pointers != NULL)) {
+        for (int k = 0; k < LEVELS; k++) {
+            pointers[k] = k + 1 < LEVELS ? &levels[k + 1] : NULL;
+            levels[k] = field_of("+s", "a", k + 1 < LEVELS ? 1 : 0, k + 1 < LEVELS ? &pointers[k] : NULL);
+        }
+        levels[0].flags = 0;
+        CHECK_RESULT(sheaf_arrow_from_json(json, strlen(json), &levels[0], &out, &array), SHEAF_E_INVALID_ARGUMENT);
+    }
+    free(levels);
+    free(pointers);
+    /* 40 levels of two children each, both the next level: a small schema with 2^40 paths. */
+    struct ArrowSchema wide[41];
+    struct ArrowSchema *next[40][2];
+    for (int k = 0; k <= 40; k++) {
+        if (k < 40) next[k][0] = next[k][1] = &wide[k + 1];
+        wide[k] = field_of(k < 40 ? "+s" : "l", k % 2 ? "b" : "a", k < 40 ? 2 : 0, k < 40 ? next[k] : NULL);
+    }
+    CHECK_RESULT(sheaf_arrow_from_json(json, strlen(json), &wide[0], &out, &array), SHEAF_E_INVALID_ARGUMENT);
+    CHECK(out.release == NULL && array.release == NULL);
+}
+
 void items_that_do_not_fit_arrow_are_refused_with_the_item_and_field_named(void) {
     static const struct { const char *json; sheaf_result result; const char *named; } cases[] = {
         {"[{\"a\": 1}, {\"a\": \"x\"}]", SHEAF_E_BAD_PAGE, "item 1, field a"},

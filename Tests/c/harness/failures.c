@@ -121,6 +121,37 @@ void a_list_shorter_than_its_total_is_incomplete_but_keeps_its_items(void) {
     sheaf_client_free(client);
 }
 
+/* A GitHub-shaped quota of 12 points an hour (the server's quota=, 403 past it): the list stops
+   with SHEAF_E_RATE_LIMITED before a request is refused, with the pages it paid for and a resume
+   token; never SHEAF_E_HTTP, which a caller would read as a refused token (issue 44). */
+void a_spent_quota_stops_the_list_before_the_server_refuses_it(void) {
+    char path[128];
+    sheaf_client *client = client_for(&g_server, NULL);
+    sheaf_list *list = NULL;
+    if (client == NULL) return;
+    set_option(client, SHEAF_OPT_MAX_WAIT_MS, 0);
+    fresh_server(&g_server);
+    snprintf(path, sizeof path, "/anchor?n=%d&quota=12:3600", list_size());
+    json_t *items = run_failing_list(client, path, ANCHOR_ALL, 5, SHEAF_E_RATE_LIMITED, &list);
+    if (list != NULL) {
+        size_t count = json_array_size(items);
+        CHECK(count > 0 && count <= 60);
+        CHECK_ITEMS(items, 0, (int)count);
+        char buffer[1024];
+        CHECK(strstr(list_message(list, buffer, sizeof buffer), "the server's core limit of 12 requests is spent") != NULL);
+        char *token = resume_token_of(list);
+        CHECK(token != NULL);
+        sheaf_free(token);
+        json_t *stats = test_server_stats(&g_server);
+        CHECK_INT(json_integer_value(json_object_get(stats, "refused")), 0);
+        CHECK(json_integer_value(json_object_get(stats, "requests")) <= 12);
+        json_decref(stats);
+    }
+    json_decref(items);
+    sheaf_list_free(list);
+    sheaf_client_free(client);
+}
+
 void a_transient_503_is_retried(void) {
     char path[128];
     sheaf_client *client = client_for(&g_server, NULL);

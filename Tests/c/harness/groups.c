@@ -451,3 +451,66 @@ void a_group_stops_when_its_callback_asks_and_misuse_is_refused(void) {
     sheaf_client_free(other);
     sheaf_client_free(client);
 }
+
+/* The group's own callback frees it (the header allows it): nothing traps, and no delta comes
+   after (issue 47). */
+typedef struct {
+    atomic_int deltas;
+    atomic_int destroyed;
+} freeing_record;
+
+static int free_from_inside(sheaf_group *group, const sheaf_group_delta *delta, void *user_data) {
+    (void)delta;
+    freeing_record *r = user_data;
+    if (atomic_fetch_add(&r->deltas, 1) + 1 == 2) sheaf_group_free(group);
+    return 0;
+}
+
+static int count_deltas(sheaf_group *group, const sheaf_group_delta *delta, void *user_data) {
+    (void)group, (void)delta;
+    atomic_fetch_add(&((freeing_record *)user_data)->deltas, 1);
+    return 0;
+}
+
+static void note_destroyed(void *user_data) { atomic_fetch_add(&((freeing_record *)user_data)->destroyed, 1); }
+
+void a_group_freed_from_its_callback_or_while_running_destroys_its_user_data_once(void) {
+    sheaf_client *client = client_for(&g_server, NULL);
+    if (client == NULL) return;
+    sheaf_group *group = NULL;
+    freeing_record inside = {0, 0};
+    CHECK_INT(sheaf_group_new(&group, client), SHEAF_OK);
+    for (int k = 0; k < 3; k++) {
+        sheaf_list *list = NULL;
+        CHECK_INT(sheaf_list_new(&list, client, "/anchor?n=200&per_page=10&latency_ms=5"), SHEAF_OK);
+        CHECK_INT(sheaf_group_add(group, list, NULL, NULL), SHEAF_OK);
+    }
+    CHECK_INT(sheaf_group_start(group, free_from_inside, &inside, note_destroyed), SHEAF_OK);
+    for (int waited = 0; atomic_load(&inside.destroyed) == 0 && waited < 10000; waited += 10) sleep_ms(10);
+    CHECK_INT(atomic_load(&inside.destroyed), 1);
+    CHECK_INT(atomic_load(&inside.deltas), 2);
+
+    /* Freed from outside while its lists run: destroy(user_data) has run when free returns. */
+    freeing_record outside = {0, 0};
+    CHECK_INT(sheaf_group_new(&group, client), SHEAF_OK);
+    sheaf_list *slow = NULL;
+    CHECK_INT(sheaf_list_new(&slow, client, "/anchor?n=2000&per_page=10&latency_ms=50"), SHEAF_OK);
+    CHECK_INT(sheaf_group_add(group, slow, NULL, NULL), SHEAF_OK);
+    CHECK_INT(sheaf_group_start(group, count_deltas, &outside, note_destroyed), SHEAF_OK);
+    sleep_ms(30);
+    sheaf_group_free(group);
+    CHECK_INT(atomic_load(&outside.destroyed), 1);
+    sleep_ms(200);
+    CHECK_INT(atomic_load(&outside.destroyed), 1);
+
+    /* One list as both the parent and the child of a fan-out is refused; it stays the caller's. */
+    CHECK_INT(sheaf_group_new(&group, client), SHEAF_OK);
+    sheaf_list *both = NULL;
+    CHECK_INT(sheaf_list_new(&both, client, "/orgs/acme/repos"), SHEAF_OK);
+    const char *templates[] = {"/repos/{/full_name}/issues"};
+    CHECK_INT(sheaf_group_add_each(group, both, templates, 1, both, NULL), SHEAF_E_INVALID_ARGUMENT);
+    CHECK_INT(sheaf_group_count(group), 0);
+    sheaf_group_free(group);
+    sheaf_list_free(both);
+    sheaf_client_free(client);
+}

@@ -107,10 +107,12 @@ void a_list_that_fails_leaves_the_others_whole_unless_fail_fast(void);
 void the_clients_window_holds_for_every_list_of_a_group(void);
 void a_pulled_group_gives_the_same_deltas_on_the_callers_thread(void);
 void a_group_stops_when_its_callback_asks_and_misuse_is_refused(void);
+void a_group_freed_from_its_callback_or_while_running_destroys_its_user_data_once(void);
 
 /* arrow.c */
 void items_become_an_arrow_struct_array_with_a_column_per_field(void);
 void a_known_schema_keeps_its_types_and_its_fields_come_first(void);
+void a_known_schema_that_lies_about_its_children_is_refused_not_followed(void);
 void items_that_do_not_fit_arrow_are_refused_with_the_item_and_field_named(void);
 void a_pulled_lists_deltas_read_as_arrow_give_every_item_in_order(void);
 
@@ -131,6 +133,7 @@ void every_convention_arrives_whole_detected_and_by_preset(void);
 void a_signal_of_more_that_is_not_followed_fails_the_list(void);
 void a_drf_style_list_arrives_whole(void);
 void a_bare_array_list_arrives_whole(void);
+void a_full_page_that_says_nothing_of_more_ends_unconfirmed(void);
 void a_server_that_caps_the_page_size_still_gives_the_whole_list(void);
 void identity_removes_the_repeated_items(void);
 void without_identity_the_repeated_items_are_kept(void);
@@ -185,6 +188,7 @@ void an_endless_list_stops_at_the_page_cap(void);
 void a_page_over_the_body_cap_is_refused(void);
 void a_page_that_is_not_json_is_a_bad_page_naming_its_url(void);
 void a_list_shorter_than_its_total_is_incomplete_but_keeps_its_items(void);
+void a_spent_quota_stops_the_list_before_the_server_refuses_it(void);
 void a_transient_503_is_retried(void);
 void a_persistent_500_fails_after_max_attempts(void);
 void a_404_inside_the_promised_pages_is_not_retried(void);

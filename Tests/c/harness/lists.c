@@ -176,6 +176,33 @@ void a_bare_array_list_arrives_whole(void) {
     sheaf_client_free(client);
 }
 
+/* A full page that names no next page, cursor, total or has-more (GitHub's shape without its Link
+   header) may be the first of several: it ends SHEAF_OK with SHEAF_STOP_UNCONFIRMED, never a plain
+   SHEAF_STOP_COMPLETE; a short page, or a described list, is a plain end (issue 47). */
+void a_full_page_that_says_nothing_of_more_ends_unconfirmed(void) {
+    static const struct { const char *path; int paging, items, reason; } cases[] = {
+        { "/conv/github?n=95&link=none", SHEAF_PAGING_DETECT, 30, SHEAF_STOP_UNCONFIRMED },
+        { "/conv/github?n=95&link=none&per_page=40", SHEAF_PAGING_DETECT, 40, SHEAF_STOP_UNCONFIRMED },
+        { "/conv/github?n=27&link=none", SHEAF_PAGING_DETECT, 27, SHEAF_STOP_COMPLETE },
+        { "/conv/github?n=95&link=none", SHEAF_PAGING_SINGLE, 30, SHEAF_STOP_COMPLETE },
+    };
+    sheaf_client *client = client_for(&g_server, NULL);
+    for (size_t i = 0; client != NULL && i < sizeof cases / sizeof cases[0]; i++) {
+        sheaf_list *list = NULL;
+        json_t *items = NULL;
+        if (CHECK_CLIENT_RESULT(client, sheaf_list_new(&list, client, cases[i].path), SHEAF_OK)) {
+            if (cases[i].paging != SHEAF_PAGING_DETECT)
+                CHECK_LIST_RESULT(list, sheaf_list_set_paging(list, cases[i].paging, NULL, 0, NULL, 0), SHEAF_OK);
+            CHECK_LIST_RESULT(list, fetch_all(list, &items), SHEAF_OK);
+            CHECK_ITEMS(items, 0, cases[i].items);
+            CHECK_INT(status_of(list).stop_reason, cases[i].reason);
+        }
+        json_decref(items);
+        sheaf_list_free(list);
+    }
+    sheaf_client_free(client);
+}
+
 void a_server_that_caps_the_page_size_still_gives_the_whole_list(void) {
     char path[128];
     sheaf_client *client = client_for(&g_server, NULL);

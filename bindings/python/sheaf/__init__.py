@@ -22,7 +22,7 @@ from ._run import live_runs as _live_runs  # noqa: F401 - for tests
 from .aio import AsyncClient
 from .arrow import SchemaError
 from .client import Client, ListOptions, Query
-from .description import Description, presets
+from .description import Description, JSONNumber, presets
 from .errors import (
     DecodingError,
     DetectionError,
@@ -36,6 +36,7 @@ from .errors import (
     InternalError,
     NotFollowedError,
     PartialError,
+    RateLimitedError,
     PolicyError,
     Result,
     StoppedError,
@@ -82,6 +83,7 @@ __all__ = [
     "Transport",
     "Query",
     "Description",
+    "JSONNumber",
     "presets",
     "Result",
     "Error",
@@ -102,6 +104,7 @@ __all__ = [
     "DetectionError",
     "PolicyError",
     "PartialError",
+    "RateLimitedError",
     "StoppedError",
     "UsageError",
     "InternalError",

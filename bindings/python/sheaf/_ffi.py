@@ -79,6 +79,7 @@ SHEAF_REQUEST_BUDGET_REACHED = 23
 SHEAF_E_DEADLINE = 24
 SHEAF_E_CREDENTIAL = 25
 SHEAF_E_PARTIAL = 26
+SHEAF_E_RATE_LIMITED = 27
 
 #: The codes that are successes: OK alone (a list that stopped where its caller asked ends OK,
 #: and says why in its status's stop_reason; LIMIT_REACHED and the two BUDGET_REACHED are retired).
@@ -91,6 +92,7 @@ SHEAF_STOP_PAGE_BUDGET = 3
 SHEAF_STOP_REQUEST_BUDGET = 4
 SHEAF_STOP_FAILED = 5
 SHEAF_STOP_BOUND = 6
+SHEAF_STOP_UNCONFIRMED = 7
 
 SHEAF_BUDGET_ITEMS = 1
 SHEAF_BUDGET_PAGES = 2
@@ -149,6 +151,7 @@ SHEAF_OPT_TLS_INSECURE = 11
 SHEAF_OPT_ADAPTIVE_WINDOW = 12
 SHEAF_OPT_MAX_WINDOW = 13
 SHEAF_OPT_HTTP_VERSION = 14
+SHEAF_OPT_MAX_WAIT_MS = 15
 
 # enum sheaf_http_version
 SHEAF_HTTP_AUTO = 0
@@ -526,7 +529,7 @@ def declare(library: Any) -> None:
     fn("sheaf_client_set_log", _sheaf_result, [ClientHandle, c_int, LOG_FN, c_void_p, c_void_p])
     # sheaf_result sheaf_client_set_event_handler(sheaf_client *client, sheaf_event_fn on_event,
     #                                             void *user_data, sheaf_destroy_fn destroy);
-    fn("sheaf_client_set_event_handler", _sheaf_result, [ClientHandle, EVENT_FN, c_void_p, c_void_p])
+    fn("sheaf_client_set_event_handler", _sheaf_result, [ClientHandle, EVENT_FN, c_void_p, DESTROY_FN])
     # sheaf_result sheaf_client_set_credential_provider(sheaf_client *client, sheaf_auth kind, const char *name,
     #     sheaf_credential_fn provider, void *user_data, sheaf_destroy_fn destroy);
     fn("sheaf_client_set_credential_provider", _sheaf_result,

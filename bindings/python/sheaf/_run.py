@@ -33,6 +33,7 @@ from typing import Any, Callable, Dict, List, Optional, Protocol, Tuple
 
 from . import _ffi
 from ._ffi import lib
+from .description import loads_exact
 from .errors import Error, ItemDecodeError, Result, UsageError, error_for
 from .snapshot import Items, Snapshot, StopReason
 from .transport import Transport, serve
@@ -260,7 +261,9 @@ class ListRun:
                 return self.sync_state
             pointer, length = ctypes.c_void_p(), ctypes.c_size_t()
             lib.sheaf_list_description(self.handle, byref(pointer), byref(length))
-            state = json.loads(_ffi.take_string(pointer, length.value)).get("sync_state")
+            # Exactly as the library wrote it: a value that is no int is a JSONNumber, whose
+            # text goes back to the library as it came (a float would move the next run's bound).
+            state = loads_exact(_ffi.take_string(pointer, length.value)).get("sync_state")
             return state if isinstance(state, dict) else None
 
     def current_resume_token(self) -> Optional[str]:

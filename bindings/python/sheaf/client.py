@@ -188,6 +188,11 @@ class Client(Closing):
         max_attempts: attempts per request including the first, 1..100.
         retry_base: backoff base in seconds (exponential with full jitter).
         retry_max: cap of a backoff or of a server's Retry-After, in seconds.
+        max_wait: the longest, in seconds, a request waits for a spent rate limit to reset (the
+            server's ``X-RateLimit-Remaining``/``-Reset`` or ``RateLimit`` said nothing is left);
+            one that resets later fails the list with :class:`RateLimitedError` before anything
+            more is sent, its items and resume token kept. 0: never waits. The client never has
+            more requests in flight to an origin than the server said are left.
         timeout: whole-request timeout in seconds; None for none.
         connect_timeout: connect timeout in seconds; None for the transport's default.
         max_redirects: redirects followed per request, 0..50.
@@ -224,7 +229,8 @@ class Client(Closing):
                  verify: Union[bool, str] = True, cert: Union[None, str, Tuple[str, str]] = None,
                  follow_cross_origin: bool = False, secret_params: Sequence[str] = (),
                  on_event: Optional[Callable[[Event], Any]] = None,
-                 token_provider: Optional[Callable[[bool], str]] = None, http_version: str = "auto") -> None:
+                 token_provider: Optional[Callable[[bool], str]] = None, http_version: str = "auto",
+                 max_wait: float = 60.0) -> None:
         self._handle: Optional[_ffi.ClientHandle] = None
         self._hooks: Tuple[Any, ...] = ()
         self._lock = threading.Lock()   # one close frees the handle, whichever thread calls it
@@ -275,6 +281,7 @@ class Client(Closing):
                 (_ffi.SHEAF_OPT_CROSS_ORIGIN, "follow_cross_origin", 1 if follow_cross_origin else 0),
                 (_ffi.SHEAF_OPT_TLS_INSECURE, "verify", 1 if verify is False else 0),
                 (_ffi.SHEAF_OPT_HTTP_VERSION, "http_version", _HTTP_VERSIONS[http_version]),
+                (_ffi.SHEAF_OPT_MAX_WAIT_MS, "max_wait", _milliseconds(max_wait, "max_wait")),
             )
             for option, name, value in options:
                 try:

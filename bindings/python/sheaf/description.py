@@ -20,7 +20,11 @@ Incremental sync: ``until=("/id", 12345)`` ends a newest-first list, as a succes
 (numbers compare as numbers, exactly; anything else as strings, so ISO-8601 timestamps work; an
 item without the field does not stop it). ``since=("since", "/updated_at", value)`` sends
 ``?since=value`` on the first request (not while `value` is None) and records the field. Either
-way the run's ``sync_state`` is the value to give the next run.
+way the run's ``sync_state`` is the value to give the next run. A number comes back as a
+:class:`JSONNumber`, a float that keeps the library's text of it (``str(value)``) and goes back to
+the library as that text, so that a bound never moves by a float's rounding
+(``1.00000000000000012`` stays that, not ``1.0000000000000002``); a ``decimal.Decimal`` is sent
+exactly too.
 
 Splitting a cursor list: ``split="/created:created[gte],created[lt]"`` (FIELD:LOWER,UPPER, and
 ``:oldest_first`` for a list served oldest first) names the field the list is ordered by and the
@@ -38,7 +42,10 @@ with the other fields replacing its parts, and the library alone judges the valu
 from __future__ import annotations
 
 import ctypes
+import decimal
 import json as _json
+import re
+import secrets
 import shlex
 from dataclasses import dataclass, fields, replace
 from typing import Any, Dict, List, Mapping, Optional, Tuple
@@ -61,6 +68,79 @@ _KIND_NAMES = {"detect": "detect", "single": "single", "next": "next", "page_num
 _KIND_SPELLED = {spelled: name for name, spelled in _KIND_NAMES.items()}
 _SOURCE_PREFIXES = (("header:", "header"), ("link:", "link"), ("last-item:", "last_item"))
 _SOURCE_NAMES = {"header": "header:", "link": "link:", "last_item": "last-item:"}
+
+
+_JSON_NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
+
+
+class JSONNumber(float):
+    """A JSON number as the library wrote it: a float for arithmetic and comparison, whose text
+    (``str(number)``, ``.text``) is the number exactly as written, which is what goes back to the
+    library when it is given as a sync value (``until=``, ``since=``). The library compares
+    numbers exactly, whatever their length; a float does not hold ``1.00000000000000012`` (it
+    reads 1.0000000000000002) nor ``1e999`` (infinity), and a bound that moved by a float's
+    rounding would skip or repeat items. ``json.dumps`` writes it as the float; write ``str(number)``
+    to keep it exact.
+
+    ``JSONNumber("12.50")`` takes the text of one JSON number (ValueError for anything else:
+    ``NaN``, ``Infinity``, ``1.`` or ``+1`` are not JSON)."""
+
+    __slots__ = ("text",)
+
+    def __new__(cls, text: str) -> "JSONNumber":
+        if not isinstance(text, str) or not _JSON_NUMBER.fullmatch(text):
+            raise ValueError(f"not a JSON number: {text!r}")
+        number = super().__new__(cls, text)
+        number.text = text
+        return number
+
+    def __repr__(self) -> str:
+        return self.text
+
+    __str__ = __repr__
+
+    def __reduce__(self):
+        return (JSONNumber, (self.text,))
+
+
+def _exact_int(text: str) -> Any:
+    """A JSON integer as an int; past Python's limit on int-string conversion, a JSONNumber."""
+    try:
+        return int(text)
+    except ValueError:
+        return JSONNumber(text)
+
+
+def loads_exact(text: Any, **options: Any) -> Any:
+    """``json.loads`` keeping every number exactly: an integer as an int, any other number as a
+    :class:`JSONNumber` (never a float that rounds it). ``NaN`` and ``Infinity`` (which Python's
+    json accepts) are refused as the JSON they are not."""
+    def refuse(name: str) -> Any:
+        raise ValueError(f"{name} is not JSON")
+
+    options.setdefault("parse_constant", refuse)
+    return _json.loads(text, parse_float=JSONNumber, parse_int=_exact_int, **options)
+
+
+def dumps_exact(value: Any, **options: Any) -> str:
+    """``json.dumps`` (same options) writing each :class:`JSONNumber` as its own text."""
+    numbers: List[str] = []
+    mark = f"\x00sheaf-number-{secrets.token_hex(8)}-"
+
+    def marked(part: Any) -> Any:
+        if isinstance(part, JSONNumber):
+            numbers.append(part.text)
+            return f"{mark}{len(numbers) - 1}\x00"
+        if isinstance(part, dict):
+            return {key: marked(item) for key, item in part.items()}
+        if isinstance(part, (list, tuple)):
+            return [marked(item) for item in part]
+        return part
+
+    text = _json.dumps(marked(value), **options)
+    for index, number in enumerate(numbers):
+        text = text.replace(_json.dumps(f"{mark}{index}\x00"), number, 1)
+    return text
 
 
 @dataclass(frozen=True)
@@ -120,8 +200,8 @@ class Description:
         document: Dict[str, Any] = {}
         if self.json is not None:
             try:
-                document = _json.loads(self.json)
-            except ValueError:
+                document = loads_exact(self.json)   # its numbers as written, not as floats
+            except (ValueError, TypeError):
                 return self.json   # the library says what is wrong with it
             if not isinstance(document, dict) or not all(
                     isinstance(document.get(part, {}), dict) for part in ("paging", "signals")):
@@ -157,13 +237,13 @@ class Description:
             document["since"] = _since(self.since)
         if self.split is not None:
             document["split"] = _split(self.split)
-        return _json.dumps(document)
+        return dumps_exact(document)
 
     @classmethod
     def from_json(cls, text: Any) -> "Description":
         """The description in the library's JSON form (``sheaf_list_description``)."""
-        data = _json.loads(text) if isinstance(text, (str, bytes)) else text
-        printed = text.decode() if isinstance(text, bytes) else text if isinstance(text, str) else _json.dumps(data)
+        data = loads_exact(text) if isinstance(text, (str, bytes)) else text
+        printed = text.decode() if isinstance(text, bytes) else text if isinstance(text, str) else dumps_exact(data)
         paging = data["paging"]
         kind = _KIND_NAMES.get(paging.get("kind"), "detect")
         detected = [name for name, value in data["signals"].items() if value and value.get("detected")]
@@ -205,7 +285,7 @@ class Description:
         if self.id is not None:
             out += ["--id", self.id]
         if self.until is not None and len(self.until) == 2:
-            out += ["--until", f"{self.until[0]}={_json.dumps(self.until[1])}"]
+            out += ["--until", f"{self.until[0]}={dumps_exact(self.until[1])}"]
         if self.since is not None and len(self.since) >= 2:
             out += ["--since-param", str(self.since[0]), "--since-field", str(self.since[1])]
         if self.split is not None:
@@ -285,10 +365,20 @@ def _split_spelling(split: Mapping[str, Any]) -> Optional[str]:
 
 
 def _sync_value(value: Any, what: str) -> Any:
-    """A value a sync compares: a number or a str (the library refuses anything else too, but
-    a bool would pass here as a number)."""
-    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+    """A value a sync compares, as the description JSON holds it: a str, an int, or a number
+    written exactly (a JSONNumber as its text, a Decimal as its digits, a float as the shortest
+    text that reads back as it). The library refuses anything else too, but a bool would pass here
+    as a number, and a float that is no JSON number (inf, nan) as text that is not JSON."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, str, decimal.Decimal)):
         raise UsageError(Result.INVALID_ARGUMENT, f"{what} must be a number or a str, not {type(value).__name__}")
+    if isinstance(value, JSONNumber) or isinstance(value, (str, int)):
+        return value
+    if isinstance(value, decimal.Decimal):
+        if not value.is_finite():
+            raise UsageError(Result.INVALID_ARGUMENT, f"{what} must be a finite number, not {value}")
+        return JSONNumber(str(value).replace("E", "e"))
+    if value != value or value in (float("inf"), float("-inf")):
+        raise UsageError(Result.INVALID_ARGUMENT, f"{what} must be a finite number, not {value!r}")
     return value
 
 
@@ -314,4 +404,4 @@ def _spelling(value: Mapping[str, Any]) -> str:
     return _SOURCE_NAMES.get(source, "") + where
 
 
-__all__ = ["Description", "presets", "SIGNALS"]
+__all__ = ["Description", "JSONNumber", "presets", "SIGNALS", "loads_exact", "dumps_exact"]

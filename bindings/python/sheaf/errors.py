@@ -27,6 +27,8 @@ class                         result codes
 :class:`InternalError`        SHEAF_E_INTERNAL (a bug in Sheaf)
 :class:`PartialError`         SHEAF_E_PARTIAL: some lists of a group failed, the others are
                               whole; ``result`` holds every list's items and outcome
+:class:`RateLimitedError`     SHEAF_E_RATE_LIMITED: the server's rate limit is spent until
+                              after ``Client(max_wait=...)``; ``items`` and ``resume_token``
 ============================  =======================================================
 """
 
@@ -68,6 +70,7 @@ class Result(enum.IntEnum):
     DEADLINE = _ffi.SHEAF_E_DEADLINE
     CREDENTIAL = _ffi.SHEAF_E_CREDENTIAL
     PARTIAL = _ffi.SHEAF_E_PARTIAL
+    RATE_LIMITED = _ffi.SHEAF_E_RATE_LIMITED
 
     @property
     def is_success(self) -> bool:
@@ -241,6 +244,14 @@ class PartialError(Error):
     result: Any = None
 
 
+class RateLimitedError(Error):
+    """The server's rate limit is spent (its headers said nothing is left, or it refused a
+    request saying so) until a reset further off than ``Client(max_wait=...)`` allows; nothing
+    more was sent. The message names the limit, its size and when it resets; ``items`` are the
+    items that arrived before, and ``resume_token`` goes on after them once the limit resets.
+    Never an :class:`HTTPError` for a refused credential."""
+
+
 #: The one table from result codes to exception classes.
 ERROR_CLASSES: Dict[int, Type[Error]] = {
     Result.INVALID_ARGUMENT: UsageError,
@@ -265,6 +276,7 @@ ERROR_CLASSES: Dict[int, Type[Error]] = {
     Result.DEADLINE: DeadlineError,
     Result.CREDENTIAL: CredentialError,
     Result.PARTIAL: PartialError,
+    Result.RATE_LIMITED: RateLimitedError,
 }
 
 
@@ -317,5 +329,5 @@ def encode(text: Optional[str], what: str = "a text given to the library") -> Op
 __all__ = [
     "Result", "Error", "HTTPError", "TransportError", "DecodingError", "IncompleteError",
     "NotFollowedError", "DetectionError", "PolicyError", "StoppedError", "UsageError", "FileError", "DeadlineError",
-    "CredentialError", "InternalError", "PartialError", "ERROR_CLASSES", "error_for",
+    "CredentialError", "InternalError", "PartialError", "RateLimitedError", "ERROR_CLASSES", "error_for",
 ]

@@ -144,13 +144,42 @@ def install(handle: _ffi.ClientHandle, on_event: Optional[Callable[[Event], Any]
     if level is not None:
         lib.sheaf_client_set_log(handle, level, _LOG_FN, None, None)
     if on_event is not None:
-        def deliver(struct: Any, _user_data: Any) -> None:
-            try:
-                on_event(_event(struct))
-            except Exception:   # a hook has nobody to raise to: say so in the log
-                logger.exception("the on_event callback raised")
-
-        event_fn = _ffi.EVENT_FN(deliver)
-        lib.sheaf_client_set_event_handler(handle, event_fn, None, None)
-        keep += (event_fn,)
+        # Kept by the library (user_data, destroyed when no event can come any more), not by the
+        # client: Client.close() from inside on_event, or the client collected while a list runs,
+        # leaves the ctypes function alive under the call that is running.
+        with _handlers_lock:
+            key = next(_handler_ids)
+            _handlers[key] = on_event
+        try:
+            lib.sheaf_client_set_event_handler(handle, _EVENT_FN, key, _FORGET_HANDLER_FN)
+        except BaseException:
+            _forget_handler(key)
+            raise
     return keep
+
+
+#: The on_event handlers C may still call, by the integer handed to C as their user_data (as the
+#: token providers below): one module-level ctypes function serves them all and is never freed.
+_handlers: Dict[int, Callable[[Event], Any]] = {}
+_handler_ids = itertools.count(1)
+_handlers_lock = threading.Lock()
+
+
+def _deliver_event(struct: Any, user_data: Optional[int]) -> None:
+    with _handlers_lock:
+        on_event = _handlers.get(user_data or 0)
+    if on_event is None:
+        return
+    try:
+        on_event(_event(struct))
+    except Exception:   # a hook has nobody to raise to: say so in the log
+        logger.exception("the on_event callback raised")
+
+
+def _forget_handler(user_data: Optional[int]) -> None:
+    with _handlers_lock:
+        _handlers.pop(user_data or 0, None)
+
+
+_EVENT_FN = _ffi.EVENT_FN(_deliver_event)
+_FORGET_HANDLER_FN = _ffi.DESTROY_FN(_forget_handler)

@@ -19,6 +19,7 @@ class StopReason(enum.IntEnum):
     REQUEST_BUDGET = _ffi.SHEAF_STOP_REQUEST_BUDGET  #: ``max_requests`` was reached
     FAILED = _ffi.SHEAF_STOP_FAILED                  #: it failed, was stopped or was cancelled
     BOUND = _ffi.SHEAF_STOP_BOUND                    #: ``until`` was reached: what an earlier run saw
+    UNCONFIRMED = _ffi.SHEAF_STOP_UNCONFIRMED        #: one full page, and nothing said it was the last
 
     @property
     def note(self) -> str:
@@ -34,6 +35,8 @@ _NOTES = {
     StopReason.REQUEST_BUDGET: "stopped at the request budget",
     StopReason.FAILED: "failed",
     StopReason.BOUND: "stopped at the bound (what an earlier run saw)",
+    StopReason.UNCONFIRMED: ("ended after one full page that nothing confirmed was the last: the server may "
+                             "page by a parameter Sheaf was not told; describe the paging to read the rest"),
 }
 
 

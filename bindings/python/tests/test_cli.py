@@ -795,7 +795,8 @@ def test_partitions_print_the_plan_and_each_partition_runs_alone(api, tmp_path):
     for index, line in enumerate(partitions):
         if index == 0:   # from a file
             (tmp_path / "p0.json").write_text(line + "\n")
-            result = run_cli("--partition", str(tmp_path / "p0.json"), "--token", TOKEN, "--query", f"api_key={key}")
+            # A credential goes with a partition only to the origin of the URL given with it.
+            result = run_cli(url, "--partition", str(tmp_path / "p0.json"), "--token", TOKEN, "--query", f"api_key={key}")
         elif index == 1:   # from stdin
             result = subprocess.run(command("--partition", "-", "--format", "json"), input=line.encode(),
                                     capture_output=True, timeout=60, env=cli_env(), cwd=REPO)
@@ -819,7 +820,7 @@ def test_at_once_shares_the_window_among_the_partitions_that_run_together(api):
 def test_a_partition_flag_refuses_what_it_holds_itself(api, tmp_path):
     line = run_cli(f"{api}/anchor?n=100&per_page=10", "--partitions", "2").stdout.decode().splitlines()[1]
     for extra, words in ((["--preset", "github"], "--partition holds the list's description"),
-                         ([f"{api}/anchor"], "give no URL"),
+                         ([f"{api}/drf"], "a plan of another list"),
                          (["--partitions", "3"], "not with --partitions")):
         result = run_cli("--partition", line, *extra)
         assert result.returncode == 2 and words in result.stderr.decode(), result.stderr

@@ -343,7 +343,7 @@ def test_the_bash_script_parses_and_knows_every_flag_of_get(bash_script):
 def test_bash_completes_subcommands_flags_and_their_values(bash_script, tmp_path):
     assert complete_in_bash(bash_script, "") == sorted([*subcommands(), "-h", "--help", "--version"])
     assert complete_in_bash(bash_script, "get", "--max-") == ["--max-attempts", "--max-concurrency", "--max-items",
-                                                              "--max-pages", "--max-requests"]
+                                                              "--max-pages", "--max-requests", "--max-wait"]
     assert complete_in_bash(bash_script, "get", "URL", "--format", "") == ["csv", "json", "jsonl"]
     assert complete_in_bash(bash_script, "get", "--format", "=", "js") == ["json", "jsonl"]
     assert complete_in_bash(bash_script, "get", "--preset", "") == sorted(sheaf.presets())

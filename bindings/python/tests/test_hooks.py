@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import logging
 import os
 import re
@@ -15,7 +16,7 @@ import pytest
 
 import sheaf
 
-from conftest import REPO, TOKEN
+from conftest import REPO, TOKEN, expected_items
 
 SECRET_KEY = "py-k3y-secret-value"
 
@@ -270,3 +271,31 @@ def test_a_provider_that_does_not_answer_in_time_fails_the_request_with_credenti
         answer.set()
         assert client.get("/req/echo").json()["headers"]["authorization"] == ["Bearer late-token-4f2a"]
     assert calls == [False]
+
+
+def test_close_from_inside_on_event_while_a_list_runs_keeps_the_hook_alive_under_it(api) -> None:
+    # The hook closes its own client and drops it: the ctypes function under the running call is
+    # the library's to release (issue 47: it was the client's, and the call returned into freed
+    # memory). The list goes on and ends whole; no event comes after the hook returns.
+    calls: List[str] = []
+    holder: dict = {}
+
+    def closing(event: sheaf.Event) -> None:
+        calls.append(event.kind)
+        client = holder.pop("client", None)
+        if client is not None:
+            client.close()
+            del client
+            gc.collect()
+            time.sleep(0.05)
+
+    holder["client"] = sheaf.Client(api.base_url, retry_base=0.001, on_event=closing)
+    stream = holder["client"].stream("/anchor?n=300&per_page=10&fail=2:2:503")
+    items = [item for snapshot in stream for item in snapshot.items]
+    del stream
+    gc.collect()
+    assert items == expected_items(300)
+    assert calls and "client" not in holder
+    seen = len(calls)
+    time.sleep(0.3)
+    assert len(calls) == seen, "no event after close returned from inside the hook"

@@ -29,7 +29,7 @@ use std::os::raw::{c_char, c_int, c_void};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::Path;
 use std::ptr::{self, NonNull};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// A result of this crate.
@@ -317,6 +317,9 @@ pub enum ClientOption {
     MaxWindow,
     /// A `sys::SHEAF_HTTP_*` value.
     HttpVersion,
+    /// The longest wait for a spent rate limit to reset, in ms (default 60000); one that
+    /// resets later fails with `SHEAF_E_RATE_LIMITED` before anything more is sent.
+    MaxWaitMs,
 }
 
 impl ClientOption {
@@ -336,6 +339,7 @@ impl ClientOption {
             ClientOption::AdaptiveWindow => sys::SHEAF_OPT_ADAPTIVE_WINDOW,
             ClientOption::MaxWindow => sys::SHEAF_OPT_MAX_WINDOW,
             ClientOption::HttpVersion => sys::SHEAF_OPT_HTTP_VERSION,
+            ClientOption::MaxWaitMs => sys::SHEAF_OPT_MAX_WAIT_MS,
         }
     }
 }
@@ -358,6 +362,10 @@ pub struct LogRecord {
 }
 
 type LogHook = Box<dyn Fn(&LogRecord) + Send + Sync>;
+
+/// What the library holds as a token provider's user_data: the library never calls it twice at
+/// once for one client, and the mutex makes an `FnMut` safe to call from its threads regardless.
+type TokenProvider = Mutex<Box<dyn FnMut(bool) -> std::result::Result<String, String> + Send>>;
 
 /// A client of one REST API: base URL, credentials, headers and policies.
 ///
@@ -415,6 +423,48 @@ impl Client {
     /// A bearer token: `set_auth(&Auth::Bearer(token))`.
     pub fn set_bearer(&mut self, token: &str) -> Result<&mut Self> {
         self.set_auth(&Auth::Bearer(token.to_string()))
+    }
+
+    /// Makes the bearer token come from `provider` (`sheaf_client_set_credential_provider`), in
+    /// place of [`Client::set_auth`] (whichever is set later wins), for lists and requests made
+    /// from now on. The client calls `provider(false)` for the token before its first request and
+    /// keeps it; when the server answers 401 to it, `provider(true)` for a new one, and the
+    /// refused request is sent again once with it (not counted as a retry; a second 401 is the
+    /// request's answer). Requests refused together (a list's window) share one refresh. The
+    /// token goes only to the base URL's origin and never into a message.
+    ///
+    /// `provider` runs on a library thread, never two calls at once for this client, and may
+    /// block (a call to a token endpoint, on another client: one on this client would wait for
+    /// itself); the client's request timeout bounds the wait for it. `Err(message)`, an empty
+    /// token or one with a NUL byte fails the requests waiting for it with `SHEAF_E_CREDENTIAL`,
+    /// its message saying `message` (which must hold no secret); the next request asks
+    /// again. A panic in `provider` is caught and fails them the same way: none crosses into C.
+    /// The library owns `provider` until no list or request of the client needs it, then drops it.
+    pub fn set_token_provider<F>(&mut self, provider: F) -> Result<&mut Self>
+    where
+        F: FnMut(bool) -> std::result::Result<String, String> + Send + 'static,
+    {
+        let provider: Box<TokenProvider> = Box::new(Mutex::new(Box::new(provider)));
+        let user_data = Box::into_raw(provider) as *mut c_void;
+        // SAFETY: a live client; on success the library owns user_data until
+        // destroy_token_provider, and calls on_credential with it meanwhile.
+        let result = unsafe {
+            sys::sheaf_client_set_credential_provider(
+                self.raw.as_ptr(),
+                sys::SHEAF_AUTH_BEARER,
+                ptr::null(),
+                Some(on_credential),
+                user_data,
+                Some(destroy_token_provider),
+            )
+        };
+        if result != sys::SHEAF_OK {
+            // A refused call never calls destroy: user_data is still ours.
+            // SAFETY: made by Box::into_raw above, not handed over.
+            drop(unsafe { Box::from_raw(user_data as *mut TokenProvider) });
+        }
+        check(result)?;
+        Ok(self)
     }
 
     /// Adds a header sent with every list page and request.
@@ -550,6 +600,47 @@ unsafe extern "C" fn on_log(record: *const sys::sheaf_log_record, user_data: *mu
     }));
 }
 
+unsafe extern "C" fn on_credential(reply: *mut sys::sheaf_credential_reply, user_data: *mut c_void) {
+    let answered = catch_unwind(AssertUnwindSafe(|| {
+        // SAFETY: user_data is the TokenProvider set_token_provider handed over, alive until
+        // destroy_token_provider; the reply is valid during this call.
+        let provider = unsafe { &*(user_data as *const TokenProvider) };
+        let refresh = unsafe { sys::sheaf_credential_reply_is_refresh(reply) } != 0;
+        let given = {
+            // A provider that panicked before poisons the mutex; it is still the provider.
+            let mut provide = provider.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+            catch_unwind(AssertUnwindSafe(|| provide(refresh)))
+        };
+        let failure = match given {
+            Ok(Ok(token)) if token.is_empty() => "the token provider gave an empty token".to_string(),
+            Ok(Ok(token)) => match CString::new(token) {
+                // SAFETY: as above; the token is copied by the library.
+                Ok(token) if unsafe { sys::sheaf_credential_reply_set(reply, token.as_ptr()) } == sys::SHEAF_OK => {
+                    return;
+                }
+                Ok(_) => "the token provider gave a token that cannot be sent".to_string(),
+                Err(_) => "the token provider gave a token with a NUL byte".to_string(),
+            },
+            Ok(Err(message)) => format!("the token provider failed: {message}"),
+            Err(_) => "the token provider panicked".to_string(),
+        };
+        let message = CString::new(failure.replace('\0', " ")).unwrap_or_default();
+        // SAFETY: as above; the message is copied by the library.
+        unsafe { sys::sheaf_credential_reply_fail(reply, message.as_ptr()) };
+    }));
+    if answered.is_err() {
+        // SAFETY: the reply is valid during this call; a static NUL-terminated message.
+        unsafe { sys::sheaf_credential_reply_fail(reply, b"the token provider failed\0".as_ptr() as *const c_char) };
+    }
+}
+
+unsafe extern "C" fn destroy_token_provider(user_data: *mut c_void) {
+    let _ = catch_unwind(AssertUnwindSafe(|| {
+        // SAFETY: called once, when the library no longer needs the provider.
+        drop(unsafe { Box::from_raw(user_data as *mut TokenProvider) });
+    }));
+}
+
 unsafe extern "C" fn destroy_log_hook(user_data: *mut c_void) {
     let _ = catch_unwind(AssertUnwindSafe(|| {
         // SAFETY: called once, when the library no longer needs the hook.
@@ -661,6 +752,9 @@ pub enum StopReason {
     Failed,
     /// It reached an item at or below its "until" bound (what an earlier run saw).
     Bound,
+    /// It ended after one full page that nothing confirmed was the last: every item the server
+    /// showed is in, but a server paging by a parameter it was not told of has more.
+    Unconfirmed,
     /// A reason this binding does not know (a newer library).
     Other(i32),
 }
@@ -675,6 +769,7 @@ impl StopReason {
             sys::SHEAF_STOP_REQUEST_BUDGET => StopReason::RequestBudget,
             sys::SHEAF_STOP_FAILED => StopReason::Failed,
             sys::SHEAF_STOP_BOUND => StopReason::Bound,
+            sys::SHEAF_STOP_UNCONFIRMED => StopReason::Unconfirmed,
             other => StopReason::Other(other),
         }
     }
@@ -720,6 +815,52 @@ impl Items {
     /// Whether there are none.
     pub fn is_empty(&self) -> bool {
         self.items.is_empty()
+    }
+}
+
+/// A list that failed ([`List::fetch_all_partial`]): the items that arrived before the failure
+/// and the failure. `Display` and `source` are the error's; `From<Partial> for Error` keeps the
+/// error alone, so `?` works where a function returns `sheaf::Result`.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct Partial {
+    /// The items delivered before the failure, in order and de-duplicated (none when it failed
+    /// before the first page): `stop_reason` is [`StopReason::Failed`] (or `None` for a list
+    /// that never started), `resume_token` goes on after them.
+    pub items: Items,
+    /// What ended the list; its `resume_token` is `items.resume_token`.
+    pub error: Error,
+}
+
+impl Partial {
+    /// A failure before any item could arrive (the list was not started).
+    fn before_any(error: Error) -> Partial {
+        let items =
+            Items { json: "[]".to_string(), items: Vec::new(), stop_reason: StopReason::None, resume_token: None };
+        Partial { items, error }
+    }
+
+    /// The error, the items dropped.
+    pub fn into_error(self) -> Error {
+        self.error
+    }
+}
+
+impl fmt::Display for Partial {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} (after {} items)", self.error, self.items.len())
+    }
+}
+
+impl std::error::Error for Partial {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&self.error)
+    }
+}
+
+impl From<Partial> for Error {
+    fn from(partial: Partial) -> Error {
+        partial.error
     }
 }
 
@@ -890,25 +1031,36 @@ impl List {
     }
 
     /// Runs the list to its end and returns every item (blocks). On a failure, the error
-    /// carries the resume token after the items that arrived.
-    pub fn fetch_all(mut self) -> Result<Items> {
-        self.start_once()?;
+    /// carries the resume token after the items that arrived; [`List::fetch_all_partial`]
+    /// returns those items with it.
+    pub fn fetch_all(self) -> Result<Items> {
+        self.fetch_all_partial().map_err(|partial| partial.error)
+    }
+
+    /// As [`List::fetch_all`], but a failure after some pages hands over the items that arrived
+    /// before it, in order, with the error: a [`Partial`] (as `sheaf_list_fetch_all` hands C
+    /// callers the prefix on failure). `?` turns a `Partial` into its [`Error`] where a function
+    /// returns `sheaf::Result`.
+    pub fn fetch_all_partial(mut self) -> Result<Items, Partial> {
+        self.start_once().map_err(|error| Partial::before_any(error))?;
         let (mut json, mut length) = (ptr::null_mut(), 0usize);
-        // SAFETY: a live list; the array is taken and freed.
+        // SAFETY: a live list; the array is taken and freed. The library sets it on failure too
+        // (the items before the failure), "[]" when none arrived.
         let result = unsafe { sys::sheaf_list_fetch_all(self.raw(), &mut json, &mut length) };
         let bytes = unsafe { take_bytes(json, Some(length)) }.unwrap_or_else(|| b"[]".to_vec());
-        if result != sys::SHEAF_OK {
-            let mut error = self.error(result);
-            error.resume_token = self.resume_token();
-            return Err(error);
-        }
         let json = into_string(bytes);
-        Ok(Items {
+        let items = Items {
             items: split_array(&json),
             json,
             stop_reason: self.status().stop_reason,
             resume_token: self.resume_token(),
-        })
+        };
+        if result != sys::SHEAF_OK {
+            let mut error = self.error(result);
+            error.resume_token = items.resume_token.clone();
+            return Err(Partial { items, error });
+        }
+        Ok(items)
     }
 
     /// Starts the list in the background and iterates over its items in order as they arrive

@@ -242,6 +242,7 @@ enums! {
         SHEAF_E_DEADLINE = 24,
         SHEAF_E_CREDENTIAL = 25,
         SHEAF_E_PARTIAL = 26,
+        SHEAF_E_RATE_LIMITED = 27,
     }
     sheaf_auth {
         SHEAF_AUTH_NONE = 0,
@@ -271,6 +272,7 @@ enums! {
         SHEAF_OPT_ADAPTIVE_WINDOW = 12,
         SHEAF_OPT_MAX_WINDOW = 13,
         SHEAF_OPT_HTTP_VERSION = 14,
+        SHEAF_OPT_MAX_WAIT_MS = 15,
     }
     sheaf_http_version {
         SHEAF_HTTP_AUTO = 0,
@@ -348,6 +350,7 @@ enums! {
         SHEAF_STOP_REQUEST_BUDGET = 4,
         SHEAF_STOP_FAILED = 5,
         SHEAF_STOP_BOUND = 6,
+        SHEAF_STOP_UNCONFIRMED = 7,
     }
     sheaf_group_option {
         SHEAF_GROUP_ORDERED = 1,

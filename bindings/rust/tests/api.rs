@@ -17,6 +17,15 @@ fn a_link_header_list_arrives_whole_and_in_order() {
 }
 
 #[test]
+fn a_full_page_that_says_nothing_of_more_ends_unconfirmed() {
+    let items = client().list("conv/github?n=95&link=none").unwrap().fetch_all().unwrap();
+    assert_eq!(items.items, expected_items(30));
+    assert_eq!(items.stop_reason, StopReason::Unconfirmed);
+    let short = client().list("conv/github?n=27&link=none").unwrap().fetch_all().unwrap();
+    assert_eq!(short.stop_reason, StopReason::Complete);
+}
+
+#[test]
 fn a_body_next_list_arrives_whole_and_in_order() {
     let items = client().list("drf?n=237&page_size=20").unwrap().fetch_all().unwrap();
     assert_eq!(ids(&items.items), (0..237).collect::<Vec<_>>());
@@ -73,6 +82,19 @@ fn an_item_limit_stops_with_a_resume_token_that_goes_on() {
     let rest = rest.fetch_all().unwrap();
     assert_eq!(rest.stop_reason, StopReason::Complete);
     assert_eq!([first.items, rest.items].concat(), expected_items(300));
+}
+
+#[test]
+fn a_spent_quota_is_rate_limited_with_the_items_paid_for() {
+    let mut client = client();
+    client.set_option(ClientOption::MaxWaitMs, 0).unwrap();
+    let partial = client.list("anchor?n=500&per_page=10&quota=12:3600").unwrap().fetch_all_partial().unwrap_err();
+    assert_eq!(partial.error.code, sheaf::sys::SHEAF_E_RATE_LIMITED);
+    assert!(partial.error.to_string().contains("the server's core limit of 12 requests is spent"), "{}", partial.error);
+    let count = partial.items.items.len() as i64;
+    assert!(count > 0 && count <= 120, "{count}");
+    assert_eq!(partial.items.items, expected_items(count));
+    assert!(partial.error.resume_token.is_some());
 }
 
 #[test]
@@ -319,4 +341,119 @@ fn a_cursor_list_with_a_range_filter_is_read_in_pieces_each_item_once_in_order()
         assert_eq!(items.stop_reason, StopReason::PageBudget);
     }
     assert_eq!(got, want);
+}
+
+#[test]
+fn fetch_all_partial_hands_over_the_items_that_arrived_with_the_error() {
+    // Page 3 answers 404 once: the run fails after pages 1 and 2, and a resumed run gets page 3.
+    let path = "anchor?n=50&per_page=10&fail=3:1:404";
+    let partial = client().list(path).unwrap().fetch_all_partial().unwrap_err();
+    assert_eq!(partial.error.code, sheaf::sys::SHEAF_E_HTTP, "{:?}", partial.error);
+    assert_eq!(partial.error.http_status, 404);
+    assert_eq!(partial.items.items, expected_items(20), "the two pages before the failing one");
+    assert!(partial.items.json.starts_with('['), "{}", partial.items.json);
+    assert_eq!(partial.items.stop_reason, StopReason::Failed);
+    let token = partial.items.resume_token.clone().expect("a resume token after a failure");
+    assert_eq!(partial.error.resume_token.as_deref(), Some(token.as_str()));
+    assert!(partial.to_string().contains("404"), "{partial}");
+    assert!(std::error::Error::source(&partial).is_some());
+
+    let mut rest = client().list(path).unwrap();
+    rest.resume(&token).unwrap();
+    let rest = rest.fetch_all_partial().unwrap();
+    assert_eq!([partial.items.items.clone(), rest.items].concat(), expected_items(50));
+
+    // `?` in a function returning sheaf::Error keeps the error (and drops the items).
+    fn whole(path: &str) -> sheaf::Result<sheaf::Items> {
+        Ok(client().list(path)?.fetch_all_partial()?)
+    }
+    let error = whole("anchor?n=50&per_page=10&fail=2:1:404").unwrap_err();
+    assert_eq!((error.code, error.http_status), (sheaf::sys::SHEAF_E_HTTP, 404));
+
+    // fetch_all is as it was: the error alone, with the token after the items that arrived.
+    let error = client().list("anchor?n=50&per_page=10&fail=4:1:404").unwrap().fetch_all().unwrap_err();
+    assert_eq!(error.http_status, 404);
+    assert!(error.resume_token.is_some());
+}
+
+/// A token provider that gives `stale` first and `fresh` when asked to refresh, recording how it
+/// was asked; `fail_on` (from 1) is a call that fails instead, by an error or a panic.
+fn token_provider(
+    stale: &'static str,
+    fresh: &'static str,
+    fail_on: Option<(usize, bool)>,
+) -> (Arc<Mutex<Vec<bool>>>, impl FnMut(bool) -> Result<String, String> + Send + 'static) {
+    let asked = Arc::new(Mutex::new(Vec::new()));
+    let record = Arc::clone(&asked);
+    let provider = move |refresh: bool| {
+        let call = {
+            let mut asked = record.lock().unwrap();
+            asked.push(refresh);
+            asked.len()
+        };
+        match fail_on {
+            Some((n, true)) if n == call => panic!("the provider broke"),
+            Some((n, false)) if n == call => Err("the token service is down".to_string()),
+            _ => Ok(if refresh { fresh } else { stale }.to_string()),
+        }
+    };
+    (asked, provider)
+}
+
+#[test]
+fn a_token_provider_refreshes_after_a_401() {
+    // bearer=: the server answers 401 unless "Bearer fresh-token" comes.
+    let (asked, provider) = token_provider("stale-token", "fresh-token", None);
+    let mut c = client();
+    c.set_token_provider(provider).unwrap();
+    let items = c.list("anchor?n=30&per_page=10&bearer=fresh-token").unwrap().fetch_all().unwrap();
+    assert_eq!(items.items, expected_items(30));
+    assert_eq!(*asked.lock().unwrap(), vec![false, true]);
+
+    // A single request uses the token kept: the provider is not asked again.
+    let response = c.get("anchor?n=3&bearer=fresh-token").unwrap().send().unwrap();
+    assert_eq!(response.status, 200);
+    assert_eq!(*asked.lock().unwrap(), vec![false, true]);
+
+    // A token that expires mid-list (pages 3 on need the fresh one) is refreshed once for the
+    // window of pages refused together.
+    let (asked, provider) = token_provider("stale-token", "fresh-token", None);
+    let mut c = client();
+    c.set_window(4, false).unwrap().set_token_provider(provider).unwrap();
+    let items = c.list("anchor?n=100&per_page=10&bearer=fresh-token&bearer_from=3").unwrap().fetch_all().unwrap();
+    assert_eq!(items.items, expected_items(100));
+    assert_eq!(*asked.lock().unwrap(), vec![false, true]);
+}
+
+#[test]
+fn a_token_provider_that_fails_is_an_error_and_a_panic_stays_in_rust() {
+    let path = "anchor?n=30&per_page=10&bearer=fresh-token";
+    let (_, provider) = token_provider("stale-token", "fresh-token", Some((1, false)));
+    let mut c = client();
+    c.set_token_provider(provider).unwrap();
+    let error = c.list(path).unwrap().fetch_all().unwrap_err();
+    assert_eq!(error.code, sheaf::sys::SHEAF_E_CREDENTIAL, "{error:?}");
+    assert!(error.message.contains("the token service is down"), "{error}");
+
+    let (asked, provider) = token_provider("stale-token", "fresh-token", Some((2, true)));
+    let mut c = client();
+    c.set_token_provider(provider).unwrap();
+    let error = c.list(path).unwrap().fetch_all().unwrap_err();
+    assert_eq!(error.code, sheaf::sys::SHEAF_E_CREDENTIAL, "{error:?}");
+    assert!(error.message.contains("panicked"), "{error}");
+    assert_eq!(*asked.lock().unwrap(), vec![false, true]);
+
+    let mut c = client();
+    c.set_token_provider(|_| Ok(String::new())).unwrap();
+    assert_eq!(c.list(path).unwrap().fetch_all().unwrap_err().code, sheaf::sys::SHEAF_E_CREDENTIAL);
+
+    // Refused again after the refresh: the second 401 is the answer, with no token in it.
+    let (asked, provider) = token_provider("stale-token", "still-wrong", None);
+    let mut c = client();
+    c.set_token_provider(provider).unwrap();
+    let error = c.list(path).unwrap().fetch_all().unwrap_err();
+    assert_eq!((error.code, error.http_status), (sheaf::sys::SHEAF_E_HTTP, 401), "{error:?}");
+    let shown = format!("{error} {error:?}");
+    assert!(!shown.contains("still-wrong") && !shown.contains("stale-token"), "{shown}");
+    assert_eq!(*asked.lock().unwrap(), vec![false, true]);
 }

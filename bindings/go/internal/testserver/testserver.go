@@ -96,6 +96,7 @@ type Stats struct {
 	Requests    int `json:"requests"`
 	MaxInFlight int `json:"max_in_flight"`
 	InFlight    int `json:"in_flight"`
+	Refused     int `json:"refused"` // 429s and 403s of limit=, ratelimit= and quota=
 	Log         []struct {
 		Path          string  `json:"path"`
 		Authorization *string `json:"authorization"`

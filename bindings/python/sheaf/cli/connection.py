@@ -41,7 +41,7 @@ def _split_url(parser: argparse.ArgumentParser, url: str):
 
 def _client_options(parser: argparse.ArgumentParser, args: argparse.Namespace, api) -> dict:
     options: dict = {}
-    for name in ("concurrency", "max_concurrency", "timeout", "max_attempts"):
+    for name in ("concurrency", "max_concurrency", "timeout", "max_attempts", "max_wait"):
         value = getattr(args, name, None)
         if value is not None:
             options[name] = value

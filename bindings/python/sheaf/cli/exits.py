@@ -18,6 +18,7 @@ EXIT_HTTP = 3
 EXIT_NETWORK = 4
 EXIT_BAD_PAGE = 5
 EXIT_DEADLINE = 6
+EXIT_RATE_LIMITED = 7
 EXIT_INTERRUPTED = 130
 
 
@@ -43,6 +44,8 @@ def exit_status(api, error: BaseException) -> int:
         return EXIT_USAGE
     if isa("DeadlineError"):
         return EXIT_DEADLINE
+    if isa("RateLimitedError"):
+        return EXIT_RATE_LIMITED
     return EXIT_FAILURE
 
 

@@ -9,19 +9,23 @@ import errno
 import json
 import os
 import sys
-from typing import Optional
+from typing import List, Optional, Tuple
+from urllib.parse import parse_qsl, unquote, urlsplit
+
+from sheaf.description import loads_exact
 
 from . import groups
-from .connection import connect, open_client, split_pair
+from .connection import _split_url, connect, open_client, split_pair
 from .exits import EXIT_FAILURE, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, Interrupt, error_message, exit_status, report
 from .output import AtomicFile, FieldWriter, isatty, silence
-from .parser import unrecognized_message
+from .parser import TOKEN_ENV, unrecognized_message
 from .progress import Progress
 from .state import StateFile, StateFileError
 
-#: The options of a run of a list, not of its description (``--explain`` ignores them).
+#: The options of a run of a list, not of its description (``--explain`` and ``--partitions``
+#: refuse them: they read page one only).
 RUN_OPTIONS = ("max_items", "max_pages", "max_requests", "deadline", "resume")
-#: The incremental sync's parts of the description (``--explain`` ignores them too).
+#: The incremental sync's parts of the description (``--explain`` refuses them too).
 SYNC_OPTIONS = ("until", "since")
 
 
@@ -59,7 +63,9 @@ def _sync_options(parser: argparse.ArgumentParser, args: argparse.Namespace) -> 
         if not found or not pointer.startswith("/"):
             parser.error(f"--until expects PTR=VALUE, a JSON pointer inside each item and the bound (/id=12345), not {args.until!r}")
         try:
-            value = json.loads(text)
+            # A number exactly as typed (a float would move 1.00000000000000012, and make 1e999
+            # infinity); NaN and Infinity are not JSON, so they are strings.
+            value = loads_exact(text)
         except ValueError:
             value = text   # not JSON: the string itself (a timestamp, say)
         if isinstance(value, bool) or not isinstance(value, (int, float, str)):
@@ -68,10 +74,91 @@ def _sync_options(parser: argparse.ArgumentParser, args: argparse.Namespace) -> 
     if (args.since_param is None) != (args.since_field is None):
         parser.error("--since-param and --since-field go together: the query parameter and the field it filters by")
     if args.since_param is not None:
+        if args.state is None:
+            parser.error("--since-param sends the value that --state recorded: without --state there is none, "
+                         "and the whole list would be fetched: give --state FILE")
         options["since"] = (args.since_param, args.since_field, None)
     if args.state is not None and not options:
         parser.error("--state records where --until or --since-field got to: give one of them")
     return options
+
+
+def _refuse_what_is_not_run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """--explain and --partitions read page one and print: the options of a run of the list (its
+    budgets, --resume, the sync, how items are written) would be dropped, so they are refused."""
+    mode = "--explain" if args.explain else "--partitions" if args.partitions is not None else None
+    if mode is None:
+        return
+    given = [flag for flag, value in (("--max-items", args.max_items), ("--max-pages", args.max_pages),
+                                      ("--max-requests", args.max_requests), ("--deadline", args.deadline),
+                                      ("--resume", args.resume), ("--fields", args.fields)) if value is not None]
+    if mode == "--explain":
+        given += [flag for flag, value in (("--until", args.until), ("--since-param", args.since_param),
+                                           ("--since-field", args.since_field), ("--state", args.state))
+                  if value is not None]
+        what = "fetches page one only and prints how the list paginates"
+    else:
+        if args.format != "jsonl":
+            given.append(f"--format {args.format}")
+        what = "prints the plan (a partition a line, as JSON) from page one; the budgets and --resume go with each --partition run"
+    if given:
+        parser.error(f"{mode} {what}: not with {', '.join(given)}, which it would not honour")
+
+
+def _origin(parts) -> Tuple[str, str, int]:
+    scheme = parts.scheme.lower()
+    return scheme, (parts.hostname or "").lower(), parts.port or (443 if scheme == "https" else 80)
+
+
+def _origin_text(url: str) -> str:
+    parts = urlsplit(url)
+    return f"{parts.scheme.lower()}://{parts.netloc}"
+
+
+def _refuse_secrets_for_a_partition(parser: argparse.ArgumentParser, args: argparse.Namespace,
+                                    partition_url: str) -> None:
+    """--partition without URL: the partition alone names where its requests go, and a partition
+    is data (a line of a plan, from a queue or a file), not the user's word on where a credential
+    may be sent. So nothing secret goes with it: a credential, a header, a query value."""
+    given = [flag for flag, value in (("--token", args.token), ("$" + TOKEN_ENV, os.environ.get(TOKEN_ENV) or None),
+                                      ("--basic", args.basic), ("--api-key", args.api_key),
+                                      ("--api-key-param", args.api_key_param), ("--cert", args.cert),
+                                      ("-H", args.header or None), ("--query", args.query or None))
+             if value is not None]
+    if args.token is not None:
+        given = [flag for flag in given if flag != "$" + TOKEN_ENV]   # --token wins over it
+    if given:
+        origin = _origin_text(partition_url)
+        parser.error(f"--partition names {origin} as its list's origin, and {' and '.join(given)} would be sent "
+                     f"there: a partition is no word of yours on where a credential goes. Give the list's URL (or its "
+                     f"origin) with it, as: sheaf get {origin} --partition ...; nothing was sent")
+
+
+def _partition_on_url(parser: argparse.ArgumentParser, url: str, partition_url: str) -> List[Tuple[str, str]]:
+    """URL given with --partition fixes the origin the credential goes to: the partition's list
+    must be on it (else nothing is sent). URL is the list's (the one the plan was made from) or
+    its origin alone; its query parameters that the partition does not hold (the secret ones,
+    which a plan leaves out) are sent with every page, and one that differs from the
+    partition's is refused, as is another path: that is a plan of another list."""
+    _split_url(parser, url)   # a usage error for a bad URL
+    given, theirs = urlsplit(url), urlsplit(partition_url)
+    if _origin(given) != _origin(theirs):
+        parser.error(f"--partition: its list is on {_origin_text(partition_url)}, not on {_origin_text(url)} (the "
+                     "URL given, the only origin the credential goes to); nothing was sent")
+    if given.path not in ("", "/") and unquote(given.path) != unquote(theirs.path):
+        parser.error(f"--partition: the partition is of {theirs.path}, not of {given.path} (the URL given): "
+                     "a plan of another list")
+    held: dict = {}
+    for name, value in parse_qsl(theirs.query, keep_blank_values=True):
+        held.setdefault(name, []).append(value)
+    extra = []
+    for name, value in parse_qsl(given.query, keep_blank_values=True):
+        if name not in held:
+            extra.append((name, value))
+        elif value not in held[name]:
+            parser.error(f"--partition: the URL given has {name}={value}, the partition's list {name}={held[name][0]}: "
+                         "a plan of another list")
+    return extra
 
 
 def _sync_field(list_options: dict) -> str:
@@ -103,7 +190,6 @@ def _description_text(parser: argparse.ArgumentParser, value: Optional[str]) -> 
 
 def _explain(api, args: argparse.Namespace, base: str, path: str, token: Optional[str],
              list_options: dict, client_options: dict) -> int:
-    list_options = {name: value for name, value in list_options.items() if name not in RUN_OPTIONS + SYNC_OPTIONS}
     try:
         with open_client(api, base, client_options) as client:
             explained = client.explain(path, **list_options)
@@ -111,11 +197,30 @@ def _explain(api, args: argparse.Namespace, base: str, path: str, token: Optiona
         report(error_message(api, e, token))
         return exit_status(api, e)
     if args.format == "json":   # the description itself, for --description
-        sys.stdout.write((explained.json or "{}") + "\n")
-        return EXIT_OK
-    sys.stdout.write(explained.command_line(args.url) + "\n")
-    detected = ", ".join(explained.detected) or "nothing"
-    sys.stdout.write(f"plan: {explained.plan or 'unknown'}; detected: {detected}\n")
+        text = (explained.json or "{}") + "\n"
+    else:
+        detected = ", ".join(explained.detected) or "nothing"
+        text = explained.command_line(args.url) + "\n" + f"plan: {explained.plan or 'unknown'}; detected: {detected}\n"
+    return _print(args, text.encode("utf-8"))
+
+
+def _print(args: argparse.Namespace, text: bytes) -> int:
+    """What --explain or --partitions prints: to stdout, or to the file of -o (replaced only
+    when all of it is written)."""
+    if args.output and args.output != "-":
+        target = None
+        try:
+            target = AtomicFile(args.output)
+            target.file.write(text)
+            target.commit()
+        except OSError as e:
+            if target is not None:
+                target.discard()
+            report(f"cannot write {args.output}: {e.strerror or e}")
+            return EXIT_FAILURE
+    else:
+        sys.stdout.buffer.write(text)
+        sys.stdout.flush()
     return EXIT_OK
 
 
@@ -148,29 +253,13 @@ def _partition_text(parser: argparse.ArgumentParser, value: str) -> str:
 def _plan(api, args: argparse.Namespace, base: str, path: str, token: Optional[str], list_options: dict,
           client_options: dict) -> int:
     """--partitions N: the plan, one partition per line (to stdout, or to the file of -o)."""
-    list_options = {name: value for name, value in list_options.items() if name not in RUN_OPTIONS}
     try:
         with open_client(api, base, client_options) as client:
             partitions = client.partitions(path, args.partitions, at_once=args.at_once, **list_options)
     except api.Error as e:
         report(error_message(api, e, token))
         return exit_status(api, e)
-    text = "".join(partition.json + "\n" for partition in partitions).encode("utf-8")
-    if args.output and args.output != "-":
-        target = None
-        try:
-            target = AtomicFile(args.output)
-            target.file.write(text)
-            target.commit()
-        except OSError as e:
-            if target is not None:
-                target.discard()
-            report(f"cannot write {args.output}: {e.strerror or e}")
-            return EXIT_FAILURE
-    else:
-        sys.stdout.buffer.write(text)
-        sys.stdout.flush()
-    return EXIT_OK
+    return _print(args, "".join(partition.json + "\n" for partition in partitions).encode("utf-8"))
 
 
 def run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
@@ -181,6 +270,8 @@ def run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     if others:
         # A second value that is no URL is more often a secret typed in the wrong place.
         parser.error(unrecognized_message(others))
+    if args.at_once is not None and args.partitions is None:
+        parser.error("--at-once says how many of the partitions run at the same time: give it with --partitions")
     if len(urls) > 1 or args.urls is not None or args.each:
         return groups.run(parser, args, urls, _list_options(parser, args))
     for flag, given in (("--tag", args.tag is not None), ("--ordered", args.ordered), ("--fail-fast", args.fail_fast),
@@ -188,18 +279,23 @@ def run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         if given:
             parser.error(f"{flag} is for several lists: give several URLs, --urls or --each")
     args.url = urls[0] if urls else None
-    if args.at_once is not None and args.partitions is None:
-        parser.error("--at-once says how many of the partitions run at the same time: give it with --partitions")
     partition = None
+    partition_query: List[Tuple[str, str]] = []
     if args.partition is not None:
-        if args.url is not None:
-            parser.error("--partition holds the list's URL: give no URL with it")
         if args.partitions is not None or args.explain:
             parser.error("--partition runs a partition: not with --partitions or --explain")
         partition = _partition_text(parser, args.partition)
-        args.url = json.loads(partition)["url"]
+        partition_url = json.loads(partition)["url"]
+        if args.url is None:
+            # Only what is no secret goes where the partition alone says.
+            _refuse_secrets_for_a_partition(parser, args, partition_url)
+            args.url = partition_url
+        else:
+            # The URL, not the partition, says where the credential goes.
+            partition_query = _partition_on_url(parser, args.url, partition_url)
     elif args.url is None:
         parser.error("the following arguments are required: URL (or --partition)")
+    _refuse_what_is_not_run(parser, args)
     connection = connect(parser, args)
     if connection is None:
         return EXIT_FAILURE
@@ -210,7 +306,7 @@ def run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         parser.error("--until, --since-param and --state fetch a whole list from where it got to: "
                      "not with --partition or --partitions")
     state_file = None
-    if args.state is not None and not args.explain:
+    if args.state is not None:
         try:
             state_file = StateFile(args.state)
         except StateFileError as e:
@@ -220,9 +316,10 @@ def run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         if described:
             parser.error("--partition holds the list's description: not with "
                          + ", ".join("--" + name.replace("_", "-") for name in described))
-        # The query given with --query (an API key, say) goes with every page; the partition's
-        # own query is in its URL.
-        list_options["query"] = [split_pair(parser, pair, "=", "--query") for pair in args.query]
+        # The query given with --query (an API key, say) goes with every page, and so do the
+        # URL's parameters the partition does not hold (its secret ones); the partition's own
+        # query is in its URL.
+        list_options["query"] = partition_query + [split_pair(parser, pair, "=", "--query") for pair in args.query]
     if args.partitions is not None:
         if args.explain:
             parser.error("--partitions prints the plan: not with --explain")
@@ -233,10 +330,14 @@ def run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     if args.output == "-":
         args.output = None   # stdout
     target = None
+    carried = False   # the items of FILE.partial, written first (a run resumed after a failure)
     if args.output:
         try:
             target = AtomicFile(args.output)
+            carried = args.resume is not None and args.format in APPENDABLE and target.carry(partial_path(args.output))
         except OSError as e:
+            if target is not None:
+                target.discard()
             report(f"cannot write {args.output}: {e.strerror or e}")
             return EXIT_FAILURE
         out = target.file
@@ -248,7 +349,7 @@ def run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     shares_terminal = not args.output and isatty(sys.stdout)
     progress = Progress(sys.stderr, enabled=not args.quiet and isatty(sys.stderr), live=not shares_terminal)
     status, message, note = EXIT_OK, None, ""
-    stop_reason = None
+    stop_reason, unconfirmed = None, False
     resume = None   # the token after the items written
     sync_state = None   # where a syncing list got to, for --state
     state_key = None
@@ -277,7 +378,9 @@ def run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
                 else:
                     written = client.fetch_to(path, out, format=args.format, progress=progress.update, **list_options)
                     resume, stop_reason, sync_state = written.resume_token, written.stop_reason, written.sync_state
-            if stop_reason not in (api.StopReason.COMPLETE, api.StopReason.NONE, api.StopReason.BOUND):
+            if stop_reason == api.StopReason.UNCONFIRMED:
+                unconfirmed = True   # said in a warning below
+            elif stop_reason not in (api.StopReason.COMPLETE, api.StopReason.NONE, api.StopReason.BOUND):
                 note = stop_reason.note   # exit status 0: it stopped where asked
         except StateFileError as e:
             status, message = EXIT_USAGE, f"--state: {e}"
@@ -296,16 +399,23 @@ def run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
                 return _reader_left(out, progress)
             status, message, note = EXIT_FAILURE, f"cannot write {args.output or 'the items'}: {e.strerror or e}", "failed"
     finally:
+        kept = None   # where the items of a failed run went (FILE.partial)
         if target is not None:
             try:
                 if status == EXIT_OK:
                     target.commit()
+                    if carried:
+                        os.unlink(partial_path(args.output))
+                elif resume is not None and (carried or _written(progress) > 0):
+                    # What was paid for is kept beside FILE, for --resume to append the rest to.
+                    kept = partial_path(args.output)
+                    target.commit_as(kept)
                 else:
                     target.discard()
             except OSError as e:
                 target.discard()
-                report(f"cannot write {args.output}: {e.strerror or e}")
-                status = status or EXIT_FAILURE
+                report(f"cannot write {kept or args.output}: {e.strerror or e}")
+                status, kept = status or EXIT_FAILURE, None
     if state_file is not None and status == EXIT_OK and sync_state is not None:
         # Only a list read to its end or to its bound: one stopped early by a limit has items
         # between what it wrote and what an earlier run saw, which the next run must still fetch.
@@ -316,17 +426,42 @@ def run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
                 message, status = f"cannot write the state file {args.state}: {e.strerror or e}", EXIT_FAILURE
         else:
             report(f"--state: {args.state} is left as it was: the list stopped early ({stop_reason.note})")
-    items_written = progress.snapshot.item_count if progress.snapshot is not None else 0
+    items_written = _written(progress)
     progress.finish(note)
     if message is not None:
         report(message)
+    if unconfirmed and status == EXIT_OK:
+        # Said even with --quiet: exit 0 with every item the server showed, and maybe not all.
+        report(f"warning: {items_written} items in one full page, and nothing said it was the last: the server "
+               "may page by a parameter it was not told of; describe the paging (--paging, --description) "
+               "to read the rest, or --paging single to say the list is one response")
     # After a failure, a token is worth printing when items were written (a failure before any
-    # is re-run as it was), and not with -o: a failed run keeps nothing there.
+    # is re-run as it was): to stdout, or with -o to FILE.partial.
     if status == EXIT_OK and note:
         report(note)   # why the list stopped where asked (exit status 0)
-    if resume is not None and (status == EXIT_OK or (items_written > 0 and target is None)):
+    if kept is not None:
+        how = ("the same command with --resume TOKEN appends the rest to them and writes the whole list to "
+               f"{args.output}" if args.format in APPENDABLE else
+               f"a run with --resume TOKEN writes the rest (to join to them: --format {args.format} is one document)")
+        report(f"the items that arrived are kept in {kept} ({args.output} is left as it was); {how}")
+        report(f"to go on: --resume {resume}")
+    elif resume is not None and (status == EXIT_OK or (items_written > 0 and target is None)):
         report(f"to go on: --resume {resume}")
     return status
+
+
+#: Formats whose output of a resumed run appends to the items before it (csv has no header row
+#: with --resume); a json array is one document.
+APPENDABLE = ("jsonl", "csv")
+
+
+def partial_path(output: str) -> str:
+    """Where a failed run's items are kept: beside the file of -o."""
+    return output + ".partial"
+
+
+def _written(progress: Progress) -> int:
+    return progress.snapshot.item_count if progress.snapshot is not None else 0
 
 
 def _write_decoded(stream, writer: FieldWriter, progress: Progress):

@@ -74,6 +74,16 @@ def run(parser: argparse.ArgumentParser, args: argparse.Namespace, urls: List[st
         if given:
             parser.error(f"{flag} is for one list: not with several URLs, --urls or --each "
                          "(--urls takes the lines --failed writes, each with its token)")
+    which = "--each" if args.each else "--urls" if args.urls is not None else "several URLs"
+    if args.state is not None:
+        # A group reports no list's sync state: the file would be neither read nor written.
+        parser.error(f"--state records where one list got to: not with {which} (run each list with a state "
+                     "file of its own, or share one: its runs keep each other's entries)")
+    if args.each:
+        for flag, given in (("--until", args.until is not None), ("--since-param", args.since_param is not None)):
+            if given:
+                parser.error(f"--each does not bound its lists: not with {flag} (the bound would be the parent's "
+                             "or every child's alike)")
     entries = [Entry(url) for url in urls]
     if args.urls is not None:
         entries += read_urls(parser, args.urls)

@@ -9,6 +9,7 @@ import io
 import json
 import os
 import re
+import shutil
 from typing import Any, List, NamedTuple, Optional, Tuple
 
 
@@ -72,6 +73,24 @@ class AtomicFile:
         self.file.close()
         check_replaceable(self.path)   # again: whatever came to stand there meanwhile
         os.replace(self.temporary, self.path)
+
+    def carry(self, path: str) -> bool:
+        """Writes the bytes of the file at `path` first (the items a failed run kept), when there
+        is one; whether there was."""
+        try:
+            source = open(path, "rb")
+        except FileNotFoundError:
+            return False
+        with source:
+            shutil.copyfileobj(source, self.file)
+        self.file.flush()   # before the library writes to the descriptor
+        return True
+
+    def commit_as(self, path: str) -> None:
+        """Renames what was written over `path` instead (the file of -o is left as it was)."""
+        self.file.close()
+        check_replaceable(path)
+        os.replace(self.temporary, path)
 
     def discard(self) -> None:
         try:

@@ -33,6 +33,8 @@ exit status:
        a next link loops, leaves the URL's origin, or the walk exceeds the page cap (10,000);
        pages repeat; a body exceeds the size cap
   6    the list did not end within --deadline
+  7    the server's rate limit is spent until after --max-wait (default 60 s): nothing more was
+       sent; the message names the limit and when it resets
   130  interrupted (Ctrl-C); the list is cancelled
   With several lists (several URLs, --urls, --each), the status is that of the first list that
   failed (3 for a 404, ...); the other lists were written whole, stderr ends with how many
@@ -42,7 +44,8 @@ exit status:
   how to go on after them: "sheaf: to go on: --resume TOKEN" (the same command with that
   option writes the rest, no item twice or missing). A file named with -o is replaced only by a
   run that succeeds (written under a temporary name, then renamed), so a failed run leaves the
-  old file as it was, and prints no token. One line "sheaf: <message>" goes to stderr, with
+  old file as it was; the items it paid for are kept in FILE.partial, and the same command with
+  --resume TOKEN appends the rest to them and writes FILE (jsonl and csv). One line "sheaf: <message>" goes to stderr, with
   the server's own error text when it gave one. No credential ever appears in any message."""
 
 REQUEST_EPILOG = """\
@@ -531,6 +534,9 @@ def _add_connection_options(parser: argparse.ArgumentParser) -> None:
 def _add_retry_options(group) -> None:
     group.add_argument("--timeout", metavar="S", type=_seconds,
                        help="seconds allowed per request, 0 for no limit (default 30)")
+    group.add_argument("--max-wait", metavar="S", type=_seconds,
+                       help="the longest wait for a spent rate limit to reset (default 60); one that resets "
+                            "later stops the list (exit 7) before anything more is sent")
     group.add_argument("--max-attempts", metavar="N", type=_positive,
                        help="attempts per request, retries of 5xx, 429, timeouts and "
                             "connection failures included (default 4; 1 = no retries)")

@@ -29,6 +29,10 @@ def run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
                                        ("--data", args.data is not None)) if given]
     if len(bodies) > 1:
         parser.error(f"give one body, not {' and '.join(bodies)}")
+    if args.content_type is not None and args.data is None:
+        # --json and --form have their own type; dropping the one given would be silent.
+        parser.error(f"--content-type is the type of --data's body: not with {bodies[0] if bodies else 'no body'} "
+                     "(a JSON body of another type is --data JSON|@FILE --content-type TYPE)")
     options: dict = {"retry": args.retry}
     if args.json is not None:
         raw = _read_argument(parser, args.json, "--json")
