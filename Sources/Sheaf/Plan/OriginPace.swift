@@ -177,10 +177,12 @@ final class OriginPace: Sendable {
             switch response.status {
             case 200...299:
                 answer.kind = .ok
-            case 429 where answer.rateLimit?.remaining == 0:
-                break // a spent quota says nothing of how many the server takes at once
-            case 429, 503, 504:
-                answer.kind = .refused
+            case 403, 429, 503, 504:
+                // Every request of the origin waits a Retry-After out (a 403 with one is GitHub's
+                // secondary limit); a 403, or a 429 of a spent quota, says nothing of how many
+                // the server takes at once.
+                let quota = response.status == 403 || (response.status == 429 && answer.rateLimit?.remaining == 0)
+                answer.kind = quota ? .other : .refused
                 answer.retryAfterMilliseconds = response.headers.first(named: "Retry-After")
                     .flatMap { RetryPolicy.parseRetryAfter($0, now: Date()) }.map { $0 * 1000 }
             default:

@@ -323,6 +323,8 @@ package final class ArrowColumn {
                 return child.length == length ? child : nil
             }
         }
+        // A C string cannot hold the name whole: refused, never cut at the NUL.
+        if !name.isEmpty, memchr(name.baseAddress!, 0, name.count) != nil { return nil }
         let child = ArrowColumn(kind: .null, known: false)
         for _ in 0..<length { child.appendNull() }
         names.append(Array(name))
@@ -432,7 +434,10 @@ package enum ArrowColumns {
                 let item = item
                 let child = try withString { (name) throws(ArrowMismatch) -> ArrowColumn in
                     guard let child = column.field(name) else {
-                        throw ArrowMismatch(item: item, field: Self.text(name), reason: "the name is given twice")
+                        let nul = !name.isEmpty && memchr(name.baseAddress!, 0, name.count) != nil
+                        throw ArrowMismatch(item: item, field: Self.text(name).split(separator: "\u{0}", omittingEmptySubsequences: false).joined(separator: "\\u0000"),
+                                            reason: nul ? "the name holds a NUL, which an Arrow field name (a C string) cannot"
+                                                        : "the name is given twice")
                     }
                     return child
                 }

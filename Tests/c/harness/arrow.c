@@ -214,6 +214,7 @@ void items_that_do_not_fit_arrow_are_refused_with_the_item_and_field_named(void)
         {"[{\"a\": 1}, {\"a\": \"x\"}]", SHEAF_E_BAD_PAGE, "item 1, field a"},
         {"[{\"a\": {\"b\": [true, 1]}}]", SHEAF_E_BAD_PAGE, "field a.b[]"},
         {"[{\"a\": 1, \"a\": 2}]", SHEAF_E_BAD_PAGE, "given twice"},
+        {"[{\"a\\u0000b\": 1}]", SHEAF_E_BAD_PAGE, "field a\\u0000b: the name holds a NUL"},   /* never cut to "a" */
         {"[{\"a\": 1}, 2]", SHEAF_E_BAD_PAGE, "item 1: the item is not a JSON object"},
         {"[{\"a\": 18446744073709551616}]", SHEAF_E_BAD_PAGE, "beyond 64 bits"},
         {"[{\"a\": 1e999}]", SHEAF_E_BAD_PAGE, "beyond a double"},
