@@ -250,7 +250,9 @@ public struct RangeValue: Sendable, Hashable, Comparable {
     static let firstTime = -62_135_596_800 * 1_000_000
     static let endOfTime = 253_402_300_800 * 1_000_000
 
-    private static func formatTime(_ micros: Int) -> String? {
+    /// `2026-12-02T16:33:10Z` (six digits of fraction when there is one) for microseconds since
+    /// 1970; nil outside years 1 to 9999.
+    static func formatTime(_ micros: Int) -> String? {
         guard micros >= firstTime, micros < endOfTime else { return nil }
         var seconds = micros / 1_000_000
         var fraction = micros % 1_000_000

@@ -36,29 +36,11 @@ enum HTTPFailure {
         if let limit = spent.limit { which += " of \(limit) requests" }
         let resetsAt = Int(now.timeIntervalSince1970) + seconds
         let refused = status.map { " (HTTP \($0))" } ?? ""
-        let message = "\(url): the server's \(which) is spent\(refused): 0 left until it resets in \(seconds) s (at "
-            + "\(utcText(resetsAt))), "
-            + (spent.resetsIn > maxWait ? "past the longest wait of \(maxWait / 1000) s" : "and the request has no attempt left")
-            + "; nothing more was sent"
+        let at: String = RangeValue.formatTime(resetsAt * 1_000_000) ?? "\(resetsAt) s after 1970"
+        let why: String = spent.resetsIn > maxWait ? "past the longest wait of \(maxWait / 1000) s" : "and the request has no attempt left"
+        let message = "\(url): the server's \(which) is spent\(refused): 0 left until it resets in \(seconds) s (at \(at)), \(why); nothing more was sent"
         return SheafError(.rateLimited, message, url: url, httpStatus: status,
                           hint: "wait for the reset and resume, or allow a longer wait (SHEAF_OPT_MAX_WAIT_MS, --max-wait)")
-    }
-
-    /// `2026-12-02T16:33:10Z` for seconds since 1970 (a civil date from a day count, in integers).
-    static func utcText(_ seconds: Int) -> String {
-        let days = seconds >= 0 ? seconds / 86_400 : (seconds - 86_399) / 86_400
-        let secondOfDay = seconds - days * 86_400
-        let shifted = days + 719_468 // days from 0000-03-01
-        let era = (shifted >= 0 ? shifted : shifted - 146_096) / 146_097
-        let dayOfEra = shifted - era * 146_097
-        let yearOfEra = (dayOfEra - dayOfEra / 1460 + dayOfEra / 36_524 - dayOfEra / 146_096) / 365
-        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
-        let monthIndex = (5 * dayOfYear + 2) / 153
-        let day = dayOfYear - (153 * monthIndex + 2) / 5 + 1
-        let month = monthIndex < 10 ? monthIndex + 3 : monthIndex - 9
-        let year = yearOfEra + era * 400 + (month <= 2 ? 1 : 0)
-        func two(_ value: Int) -> String { value < 10 ? "0\(value)" : "\(value)" }
-        return "\(year)-\(two(month))-\(two(day))T\(two(secondOfDay / 3600)):\(two(secondOfDay / 60 % 60)):\(two(secondOfDay % 60))Z"
     }
 
     /// Where servers put their error text: plain fields (Slack's `error`, GitHub's `message`,

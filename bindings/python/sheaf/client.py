@@ -232,7 +232,6 @@ class Client(Closing):
                  token_provider: Optional[Callable[[bool], str]] = None, http_version: str = "auto",
                  max_wait: float = 60.0) -> None:
         self._handle: Optional[_ffi.ClientHandle] = None
-        self._hooks: Tuple[Any, ...] = ()
         self._lock = threading.Lock()   # one close frees the handle, whichever thread calls it
         if not isinstance(base_url, str):
             raise UsageError(Result.INVALID_ARGUMENT, f"base_url must be a str, not {type(base_url).__name__}")
@@ -264,7 +263,7 @@ class Client(Closing):
             _set_tls(handle, verify, cert)
             if on_event is not None and not callable(on_event):
                 raise UsageError(Result.INVALID_ARGUMENT, "on_event must be a callable")
-            self._hooks = hooks.install(handle, on_event)
+            hooks.install(handle, on_event)
             options = (
                 (_ffi.SHEAF_OPT_WINDOW, "concurrency", _whole(concurrency, "concurrency")),
                 (_ffi.SHEAF_OPT_ADAPTIVE_WINDOW, "adaptive_window", 1 if adaptive_window else 0),
@@ -305,7 +304,6 @@ class Client(Closing):
             handle, self._handle = self._handle, None
         if handle is not None:
             lib.sheaf_client_free(handle)   # no hook is called after this returns
-            self._hooks = ()
 
     def flush_hooks(self) -> None:
         """Waits until every event and log record made so far has been handed over (to

@@ -18,7 +18,7 @@ import itertools
 import logging
 import threading
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, Optional, Tuple
+from typing import Any, Callable, Dict, Optional
 
 from . import _ffi
 from ._ffi import lib
@@ -87,19 +87,50 @@ def _event(struct: Any) -> Event:
                  attempt=e.attempt, wait=None if e.wait_ms < 0 else e.wait_ms / 1000, message=_text(e.message) or "")
 
 
+class _Kept:
+    """Python callables C may still call, by the integer handed to C as their user_data. One
+    module-level ctypes function per kind serves them all and is never freed: a list may outlive
+    its client, a hook may close its own client, and the library calls them from its threads until
+    it destroys their user_data (`forget`, its destroy function)."""
+
+    def __init__(self) -> None:
+        self._kept: Dict[int, Any] = {}
+        self._ids = itertools.count(1)
+        self._lock = threading.Lock()
+        self._forget_fn = _ffi.DESTROY_FN(self.forget)   # lives as long as this (the module)
+
+    def keep(self, item: Any) -> int:
+        with self._lock:
+            key = next(self._ids)
+            self._kept[key] = item
+        return key
+
+    def get(self, key: Optional[int]) -> Any:
+        with self._lock:
+            return self._kept.get(key or 0)
+
+    def forget(self, key: Optional[int]) -> None:
+        with self._lock:
+            self._kept.pop(key or 0, None)
+
+    def register(self, item: Any, call: Callable[[int, Any], None]) -> None:
+        """Keeps `item` and hands its key to `call` (a registration with the library, given the
+        destroy function); a refused call leaves nothing kept: the library never destroys it."""
+        key = self.keep(item)
+        try:
+            call(key, self._forget_fn)
+        except BaseException:
+            self.forget(key)
+            raise
+
+
 # ---- token providers ----------------------------------------------------------------------------
 
-#: The token providers C may still call, by the integer handed to C as their user_data. One
-#: module-level ctypes function serves them all and is never freed: a list may outlive its client,
-#: and a provider is called from library threads until the library destroys its user_data.
-_providers: Dict[int, Callable[[bool], str]] = {}
-_provider_ids = itertools.count(1)
-_providers_lock = threading.Lock()
+_providers = _Kept()
 
 
 def _provide(reply: Any, user_data: Optional[int]) -> None:
-    with _providers_lock:
-        provider = _providers.get(user_data or 0)
+    provider = _providers.get(user_data)
     if provider is None:
         lib.sheaf_credential_reply_fail(reply, b"the client's token provider is gone")
         return
@@ -115,59 +146,32 @@ def _provide(reply: Any, user_data: Optional[int]) -> None:
         lib.sheaf_credential_reply_fail(reply, f"the token provider raised {type(error).__name__}".encode())
 
 
-def _forget(user_data: Optional[int]) -> None:
-    with _providers_lock:
-        _providers.pop(user_data or 0, None)
-
-
 _PROVIDE_FN = _ffi.CREDENTIAL_FN(_provide)
-_FORGET_FN = _ffi.DESTROY_FN(_forget)
 
 
 def set_token_provider(handle: _ffi.ClientHandle, provider: Callable[[bool], str]) -> None:
     """Makes the client's bearer token come from ``provider(refresh)``."""
-    with _providers_lock:
-        key = next(_provider_ids)
-        _providers[key] = provider
-    try:
-        lib.sheaf_client_set_credential_provider(handle, _ffi.SHEAF_AUTH_BEARER, None, _PROVIDE_FN, key, _FORGET_FN)
-    except BaseException:
-        _forget(key)   # a refused call leaves its user_data with us: the library never destroys it
-        raise
+    _providers.register(provider, lambda key, forget: lib.sheaf_client_set_credential_provider(
+        handle, _ffi.SHEAF_AUTH_BEARER, None, _PROVIDE_FN, key, forget))
 
 
-def install(handle: _ffi.ClientHandle, on_event: Optional[Callable[[Event], Any]]) -> Tuple[Any, ...]:
+def install(handle: _ffi.ClientHandle, on_event: Optional[Callable[[Event], Any]]) -> None:
     """Sets the client's hooks: the log when the ``"sheaf"`` logger listens, the events when
-    `on_event` is given. Returns the ctypes callbacks, to keep for as long as the client lives."""
-    keep: Tuple[Any, ...] = ()
+    `on_event` is given. What C calls is kept here, not by the client (`_Kept`): Client.close()
+    from inside on_event, or the client collected while a list runs, leaves the ctypes function
+    alive under the call that is running."""
     level = next((ours for ours, theirs in _LEVELS if logger.isEnabledFor(theirs)), None)
     if level is not None:
         lib.sheaf_client_set_log(handle, level, _LOG_FN, None, None)
     if on_event is not None:
-        # Kept by the library (user_data, destroyed when no event can come any more), not by the
-        # client: Client.close() from inside on_event, or the client collected while a list runs,
-        # leaves the ctypes function alive under the call that is running.
-        with _handlers_lock:
-            key = next(_handler_ids)
-            _handlers[key] = on_event
-        try:
-            lib.sheaf_client_set_event_handler(handle, _EVENT_FN, key, _FORGET_HANDLER_FN)
-        except BaseException:
-            _forget_handler(key)
-            raise
-    return keep
+        _handlers.register(on_event, lambda key, forget: lib.sheaf_client_set_event_handler(handle, _EVENT_FN, key, forget))
 
 
-#: The on_event handlers C may still call, by the integer handed to C as their user_data (as the
-#: token providers below): one module-level ctypes function serves them all and is never freed.
-_handlers: Dict[int, Callable[[Event], Any]] = {}
-_handler_ids = itertools.count(1)
-_handlers_lock = threading.Lock()
+_handlers = _Kept()
 
 
 def _deliver_event(struct: Any, user_data: Optional[int]) -> None:
-    with _handlers_lock:
-        on_event = _handlers.get(user_data or 0)
+    on_event = _handlers.get(user_data)
     if on_event is None:
         return
     try:
@@ -176,10 +180,4 @@ def _deliver_event(struct: Any, user_data: Optional[int]) -> None:
         logger.exception("the on_event callback raised")
 
 
-def _forget_handler(user_data: Optional[int]) -> None:
-    with _handlers_lock:
-        _handlers.pop(user_data or 0, None)
-
-
 _EVENT_FN = _ffi.EVENT_FN(_deliver_event)
-_FORGET_HANDLER_FN = _ffi.DESTROY_FN(_forget_handler)

@@ -17,7 +17,7 @@ from sheaf.description import loads_exact
 from . import groups
 from .connection import _split_url, connect, open_client, split_pair
 from .exits import EXIT_FAILURE, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, Interrupt, error_message, exit_status, report
-from .output import AtomicFile, FieldWriter, isatty, silence
+from .output import AtomicFile, FieldWriter, isatty, silence, write_whole
 from .parser import TOKEN_ENV, unrecognized_message
 from .progress import Progress
 from .state import StateFile, StateFileError
@@ -208,15 +208,9 @@ def _print(args: argparse.Namespace, text: bytes) -> int:
     """What --explain or --partitions prints: to stdout, or to the file of -o (replaced only
     when all of it is written)."""
     if args.output and args.output != "-":
-        target = None
-        try:
-            target = AtomicFile(args.output)
-            target.file.write(text)
-            target.commit()
-        except OSError as e:
-            if target is not None:
-                target.discard()
-            report(f"cannot write {args.output}: {e.strerror or e}")
+        failure = write_whole(args.output, text)
+        if failure is not None:
+            report(failure)
             return EXIT_FAILURE
     else:
         sys.stdout.buffer.write(text)

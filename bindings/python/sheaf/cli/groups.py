@@ -15,7 +15,7 @@ from urllib.parse import urlsplit
 
 from .connection import _split_url, _with_query, connect, open_client
 from .exits import EXIT_FAILURE, EXIT_INTERRUPTED, EXIT_OK, Interrupt, error_message, exit_status, report
-from .output import AtomicFile, FieldWriter, silence
+from .output import AtomicFile, FieldWriter, silence, write_whole
 
 class Entry(NamedTuple):
     """One list to fetch: its URL, and from a --failed file its tag, resume token and, for a
@@ -230,15 +230,9 @@ def _write_failed(path: Optional[str], base: str, failed: List[Tuple[Any, Tuple[
         if each:
             fields["each"] = list(each)
         lines.append(json.dumps(fields, ensure_ascii=False) + "\n")
-    target = None
-    try:
-        target = AtomicFile(path)
-        target.file.write("".join(lines).encode("utf-8"))
-        target.commit()
-    except OSError as e:
-        if target is not None:
-            target.discard()
-        report(f"cannot write {path}: {e.strerror or e}")
+    failure = write_whole(path, "".join(lines).encode("utf-8"))
+    if failure is not None:
+        report(failure)
         return EXIT_FAILURE
     return EXIT_OK
 

@@ -102,6 +102,21 @@ class AtomicFile:
                 pass
 
 
+def write_whole(path: str, data: bytes) -> Optional[str]:
+    """Replaces the file at `path` with `data` only once all of it is written (AtomicFile); the
+    reason it could not be, or None."""
+    target = None
+    try:
+        target = AtomicFile(path)
+        target.file.write(data)
+        target.commit()
+    except OSError as e:
+        if target is not None:
+            target.discard()
+        return f"cannot write {path}: {e.strerror or e}"
+    return None
+
+
 class FieldWriter:
     """Items written from Python, decoded: a csv row per item, or with jsonl or json an object of
     --fields per item (the library's own writer only copies whole items), or without fields
