@@ -335,6 +335,30 @@ def run_sheaf_fetch_404(args) -> dict:
     return {"seconds": seconds, "peak_rss_kb": rss}
 
 
+def run_sheaf_quota(args) -> dict:
+    """Q3: the list (its path carries the server's quota=) into a token with fewer points than
+    pages, a window of --window: it must stop with RateLimitedError, the items before it whole and
+    in order; the resume token, with a token of full points (the next hour), must give the rest,
+    each item once. The server's refusals are the row's measure (run.py reads them)."""
+    import sheaf
+    options = sheaf_options(args)
+    start = time.perf_counter()
+    with sheaf.Client(args.base, token="q3-first-hour", concurrency=args.window, max_wait=0) as client:
+        try:
+            client.fetch_all(args.path, **options)
+        except sheaf.RateLimitedError as error:
+            seconds, first, token = time.perf_counter() - start, list(error.items), error.resume_token
+        else:
+            wrong("the list ended though the quota is smaller than its pages")
+    check_items(first, len(first))
+    if token is None:
+        wrong("a rate-limited list gave no resume token")
+    with sheaf.Client(args.base, token="q3-next-hour", concurrency=args.window) as client:
+        rest = list(client.fetch_all(args.path, resume=token, **options))
+    check_items(first + rest, args.expect)
+    return {"seconds": seconds, "stopped_after": len(first), "peak_rss_kb": peak_rss_kb()}
+
+
 def run_decode_floor(args) -> dict:
     try:
         import orjson
@@ -563,6 +587,7 @@ MODES = {
     "sheaf-arrow": run_sheaf_arrow,
     "sheaf-stream": run_sheaf_stream,
     "sheaf-fetch-404": run_sheaf_fetch_404,
+    "sheaf-quota": run_sheaf_quota,
     "curl-parallel": run_curl_parallel,
     "decode-floor": run_decode_floor,
     "sheaf-split": run_sheaf_split,

@@ -52,7 +52,8 @@ RUN_TIMEOUT_S = 300            # one measured run
 SLOW_RUNS = 3                  # runs of a 10 s scenario (serial walks) at most
 
 ALL_IDS = ["P1", "P1A", "P1D", "P2", "P3", "P4", "P4C", "P5", "P5U", "P6", "P7", "P10", "P11", "P12", "P13", "F1",
-           "M1", "M2", "M3", "R1", "R2", "R3"]
+           "M1", "M2", "M3", "R1", "R2", "R3", "Q3"]
+Q3_PAGES, Q3_POINTS, Q3_WINDOW = 200, 120, 64   # Q3: a list larger than its token's quota (issue 44)
 # R1-R3: cursor lists split by their range filter (issue 43), on Tests/server/ranges.py
 R_PAGES, R_PER_PAGE, R_L_MS, R_CAPACITY = 1000, 100, 100, 64
 R_SPAN = R_PAGES * R_PER_PAGE * 10      # ten seconds an item, on average
@@ -1456,6 +1457,28 @@ class Scenarios:
                                                     f"{max(after)} after it in all (most of {len(after)} runs)",
                                 floor=f"{min(then)}-{max(then)} in flight then",
                                 target=f"none over {grace * 1000:.0f} ms after", met=yes(max(late) == 0)), m)]
+
+    def Q3(self) -> List[Row]:
+        """Issue 44's third row: a 200-page GitHub-shaped list into a token with 120 points (the
+        server's quota=, 403 past it), a window of 64: the server's refusals, where it stopped, and
+        that the resume token (with a token of full points) gave the rest exactly (the driver fails
+        the run otherwise)."""
+        b = self.b
+        label = (f"{Q3_PAGES}-page GitHub-shaped list into a token with {Q3_POINTS} points, W={Q3_WINDOW}, L={L_MS} ms "
+                 "(Python fetch_all, max_wait=0; then the resume token with the next hour's points)")
+        if not self.python_rows:
+            return [Row("Q3", label, sheaf=f"not run: {b.python_ok}")]
+        lst = ListDef(f"/anchor?n={Q3_PAGES * PER_PAGE}&latency_ms={L_MS}&quota={Q3_POINTS}:3600", Q3_PAGES, PER_PAGE)
+        b.measure(b.py_spec("Py quota Q3", "sheaf-quota", lst, self.runs, window=Q3_WINDOW))
+        m = b.results["Py quota Q3"]
+        target = "0 refusals at the server; stops SHEAF_E_RATE_LIMITED, resumes exactly"
+        if m.error or not m.runs:
+            return [failed_row("Q3", label, m, target)]
+        refused = [run["server_refused"] for run in m.runs]
+        stopped = sorted({run["stopped_after"] for run in m.runs})
+        return [fill_counts(Row("Q3", label, sheaf=f"{max(refused)} refusals; stopped after {stopped[0]}-{stopped[-1]} items "
+                                                   f"({Q3_POINTS * PER_PAGE} paid for) in {m.median():.3f} s",
+                                floor=f"{Q3_POINTS} points", target=target, met=yes(max(refused) == 0)), m)]
 
     # -- memory --
     def M1(self) -> List[Row]:

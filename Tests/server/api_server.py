@@ -467,7 +467,7 @@ class Handler(BaseHTTPRequestHandler):
             # An org's default options apply where the request sets none (its children's URLs
             # come from a template, without them).
             work_q = q if org is None else Query(self.server.orgs.with_options(org, split.query))
-            if cache is not None and path != "/redirect" and "bearer=" not in self.path:
+            if cache is not None and path != "/redirect" and "bearer=" not in self.path and "quota=" not in self.path:
                 hit = cache.get(self.path)
                 if hit is not None:
                     latency, status, body, content_type, headers = hit
@@ -479,7 +479,7 @@ class Handler(BaseHTTPRequestHandler):
                     return
                 if self.refuses_credential(work_q):
                     return
-                if cache is not None and path != "/redirect" and not q.has("fail"):
+                if cache is not None and path != "/redirect" and not q.has("fail") and not q.has("quota"):
                     self._capture = []
                     try:
                         route(self, q)
