@@ -43,8 +43,10 @@ struct AttemptReport {
             records.append(LogRecord(level: .info, kind: .retry,
                                      message: "\(method) \(url): \(reason), retrying in \(wait) ms",
                                      method: method, url: url, status: status, attempt: attempt, delayMilliseconds: wait))
-            if status == 429 || (status == 503 && retryAfter != nil) {
-                event(.rateLimited, wait: wait, "\(url): rate limited (\(reason)); waiting \(wait) ms")
+            if status == 429 || (status == 503 && retryAfter != nil) || (status == 403 && (retryAfter != nil || wait == 0)) {
+                // A 403 tried again at once is a spent quota: the origin's window holds it until the reset.
+                let waiting = wait == 0 ? "waiting for the limit's reset" : "waiting \(wait) ms"
+                event(.rateLimited, wait: wait, "\(url): rate limited (\(reason)); \(waiting)")
             }
             event(.retrying, wait: wait, "\(url): \(reason); attempt \(attempt + 1) in \(wait) ms")
         case .refreshCredential:
@@ -54,6 +56,8 @@ struct AttemptReport {
         case .redirect(let target, let newMethod):
             records.append(LogRecord(level: .debug, kind: .redirect, message: "\(method) \(url): \(status) to \(newMethod) \(redactor.redact(target))",
                                      method: method, url: url, status: status, attempt: attempt))
+        case .fail(let error) where error.code == .rateLimited:
+            event(.rateLimited, wait: -1, error.message)
         case .fail, .deliver:
             // The last word on this request: tell what it means for the caller.
             let tries = attempt > 1 ? " after \(attempt) attempts" : ""
@@ -75,6 +79,20 @@ struct AttemptReport {
 
 extension Hooks {
     /// Hands over an attempt's records (those at the hook's level) and events.
+    /// A request waits for a spent rate limit's reset (`WindowLimiter.Permit.waitForReset`): an
+    /// event, and a record at info (the command line's `-v`). `url` is redacted.
+    func waitsForReset(method: String, url: String, attempt: Int, milliseconds: Int) {
+        let message = "\(url): the rate limit is spent; waiting \(milliseconds) ms for its reset"
+        log(.info) {
+            LogRecord(level: .info, kind: .retry, message: "\(method) \(message)", method: method, url: url, status: 0,
+                      attempt: attempt, delayMilliseconds: Int64(milliseconds))
+        }
+        guard let onEvent else { return }
+        let event = ClientEvent(kind: .rateLimited, method: method, url: url, status: 0, transportError: nil,
+                                attempt: attempt, waitMilliseconds: Int64(milliseconds), message: message)
+        deliver { onEvent(event) }
+    }
+
     func deliver(_ report: AttemptReport) {
         let records = report.records.filter { logs($0.level) }
         let events = onEvent == nil ? [] : report.events

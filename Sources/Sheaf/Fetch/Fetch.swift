@@ -233,7 +233,7 @@ final class Fetch: Sendable {
             built.timeoutMilliseconds = max(1, built.timeoutMilliseconds - waited)
         }
         let request = built
-        enum Admission { case sent, cancelled, overBudget, wait(Int), spent(WindowLimiter.Spent) }
+        enum Admission { case sent, cancelled, overBudget, wait(Int), waitForReset(Int), spent(WindowLimiter.Spent) }
         let admission = state.withLock { state -> Admission in
             guard !state.isDone, state.serial == serial else { return .cancelled } // while a credential was made
             // The list's budget is charged first, then the origin's word is taken (which counts
@@ -241,13 +241,15 @@ final class Fetch: Sendable {
             let reserved = state.holdsReservation
             if !reserved, !requests.reserve() { return .overBudget }
             let sentBefore: Int
-            switch pace.take() {
+            let permit = pace.take()
+            switch permit {
             case .send(let before):
                 sentBefore = before
-            case .wait(let milliseconds):
+            case .wait(let milliseconds), .waitForReset(let milliseconds):
                 if !reserved { requests.unreserve() }
                 givePlaceBack(&state)
                 state.attempt -= 1 // not made
+                if case .waitForReset = permit { return .waitForReset(milliseconds) }
                 return .wait(milliseconds)
             case .spent(let spent):
                 if !reserved { requests.unreserve() }
@@ -267,6 +269,10 @@ final class Fetch: Sendable {
         case .overBudget:
             return finish(.outOfBudget)
         case .wait(let milliseconds):
+            return schedule(after: milliseconds)
+        case .waitForReset(let milliseconds):
+            client.hooks?.waitsForReset(method: template.method, url: client.redactor.redact(url),
+                                        attempt: state.withLock { $0.attempt + 1 }, milliseconds: milliseconds)
             return schedule(after: milliseconds)
         case .spent(let spent):
             return finish(.failed(HTTPFailure.rateLimited(url, spent, maxWait: client.configuration.maxWaitMilliseconds,

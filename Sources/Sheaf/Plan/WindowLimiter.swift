@@ -149,8 +149,11 @@ struct WindowLimiter {
     enum Permit: Equatable {
         /// Go: the requests sent before it (the answer's `sentBefore`).
         case send(sentBefore: Int)
-        /// Wait this many milliseconds first (a Retry-After, a limit that resets within the wait).
+        /// Wait this many milliseconds first (a Retry-After; the answers of requests in flight).
         case wait(milliseconds: Int)
+        /// Nothing is left until the limit's reset this many milliseconds away, within the
+        /// longest wait: wait for it.
+        case waitForReset(milliseconds: Int)
         /// Nothing is left of the server's rate limit until after the longest wait.
         case spent(Spent)
     }
@@ -186,7 +189,7 @@ struct WindowLimiter {
             guard milliseconds <= longestQuotaWaitMilliseconds else {
                 return .spent(Spent(resetsIn: milliseconds, limit: lastLimit?.limit, resource: lastLimit?.resource))
             }
-            return .wait(milliseconds: milliseconds)
+            return .waitForReset(milliseconds: milliseconds)
         }
         return .send(sentBefore: sent(at: now))
     }

@@ -260,7 +260,7 @@ final class WindowLimiterTests: XCTestCase {
         XCTAssertEqual(drive.limiter.pause(at: drive.now), 0)
         drive.answer(rateLimit: RateLimitHeaders(remaining: 0, resetSeconds: 2))
         XCTAssertEqual(drive.limiter.current(at: drive.now), 1)
-        guard case .wait(let wait) = drive.limiter.take(at: drive.now) else { return XCTFail("a reset in 2 s is waited for") }
+        guard case .waitForReset(let wait) = drive.limiter.take(at: drive.now) else { return XCTFail("a reset in 2 s is waited for") }
         XCTAssertTrue((1_999...2_001).contains(wait), "\(wait)")
         // Past the reset the limit no longer binds.
         XCTAssertGreaterThan(drive.limiter.current(at: drive.now + 2_001 * ms), 1)
@@ -286,8 +286,8 @@ final class WindowLimiterTests: XCTestCase {
         for _ in 0..<64 {
             switch drive.limiter.take(at: drive.now) {
             case .send: sent += 1
-            case .wait(let milliseconds): waits.append(milliseconds)
-            case .spent: XCTFail("a reset in 30 s is within the wait of 60 s")
+            case .waitForReset(let milliseconds): waits.append(milliseconds)
+            case .wait, .spent: XCTFail("a reset in 30 s is within the wait of 60 s, and nothing is in flight")
             }
         }
         XCTAssertEqual(sent, 5)

@@ -41,10 +41,14 @@ def test_a_list_past_the_quota_stops_before_it_is_refused_and_resumes_exactly(ap
 
 def test_a_quota_that_resets_within_max_wait_is_waited_for(api):
     # A window of 8: what goes before the origin's first answer, which says what the quota is, fits it.
-    with sheaf.Client(api.base_url, token="t-2", concurrency=8) as client:
+    events: list = []
+    with sheaf.Client(api.base_url, token="t-2", concurrency=8, on_event=events.append) as client:
         items = client.fetch_all("/anchor?n=300&quota=12:1", **PAGES)
+        client.flush_hooks()
     assert items == expected_items(300)
     assert stats(api)["refused"] == 0
+    waits = [event for event in events if event.kind == "rate_limited"]
+    assert waits and all("waiting" in event.message and 0 < event.wait <= 2 for event in waits), events
 
 
 def test_a_refusal_for_a_spent_quota_is_rate_limited_not_a_bad_token(api):
@@ -54,9 +58,14 @@ def test_a_refusal_for_a_spent_quota_is_rate_limited_not_a_bad_token(api):
         spender.fetch_all("/anchor?n=30&quota=3:60", **PAGES)
     assert stats(api)["refused"] == 0
     # Another client of the same token knows nothing of it: the server's 403 tells it.
-    with sheaf.Client(api.base_url, token="t-3", max_wait=0, concurrency=1,
-                      adaptive_window=False) as client, pytest.raises(sheaf.RateLimitedError) as caught:
-        client.fetch_all(path, **PAGES)
+    events: list = []
+    with sheaf.Client(api.base_url, token="t-3", max_wait=0, concurrency=1, adaptive_window=False,
+                      on_event=events.append) as client:
+        with pytest.raises(sheaf.RateLimitedError) as caught:
+            client.fetch_all(path, **PAGES)
+        client.flush_hooks()
+    kinds = [event.kind for event in events]
+    assert "rate_limited" in kinds and "authentication_refused" not in kinds, kinds
     assert "the server's core limit of 3 requests is spent" in caught.value.message
     assert stats(api)["refused"] == 1
 
