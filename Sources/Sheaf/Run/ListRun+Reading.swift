@@ -32,6 +32,8 @@ extension ListRun {
     /// The token that resumes the list after `snapshot`, one of this run's (for a puller or a
     /// pager: the last one it took), or at the start when it is nil.
     package func resumeToken(through snapshot: Snapshot?) -> ResumeToken? {
+        // A token that could not be taken is given back as it came (`RunState.Facts.keptToken`).
+        if let kept = state.withLock({ $0.machine.facts.keptToken }) { return kept }
         let point = snapshot?.resumePoint ?? startPoint
         let (resolution, outcome, end, origin, pageSize) = state.withLock { core in
             let machine = core.machine

@@ -53,6 +53,7 @@ struct RunStart {
         // A split list's pieces are the list's own URL with their bounds (a resumed run's too).
         let pieceTemplate = firstURL
         var start = ResumePoint(url: firstURL)
+        var startFailure: SheafError?
         var origin: Int?
         var resumedPageSize: Int?
         var pageBudget = description.maxPages
@@ -64,15 +65,22 @@ struct RunStart {
             guard token.point.url != nil else {
                 throw SheafError(.invalidArgument, "the resume token is of a list that had ended: there is nothing to resume")
             }
-            // Only a page of the list's own origin and path gets the list's secrets back.
-            let url = try token.startURL(forList: firstURL)
-            firstURL = client.redactor.restoringSecretParameters(of: firstURL, in: url, keeping: token.paging.parameter)
-            origin = token.paging.first
-            resumedPageSize = token.pageSize
-            let position = try token.position(in: firstURL)
-            description.paging = token.paging.starting(at: position ?? origin ?? 0)
-            description.signals = token.signals
-            start = ResumePoint(url: firstURL, skip: token.point.skip, itemsBefore: token.point.itemsBefore)
+            // Only a page of the list's own origin and path gets the list's secrets back. In a
+            // group, a token that cannot be taken fails its list alone, at its start (see
+            // `RunState.Facts.startFailure`): the library's own tokens always go back in.
+            do throws(SheafError) {
+                let url = try token.startURL(forList: firstURL)
+                firstURL = client.redactor.restoringSecretParameters(of: firstURL, in: url, keeping: token.paging.parameter)
+                origin = token.paging.first
+                resumedPageSize = token.pageSize
+                let position = try token.position(in: firstURL)
+                description.paging = token.paging.starting(at: position ?? origin ?? 0)
+                description.signals = token.signals
+                start = ResumePoint(url: firstURL, skip: token.point.skip, itemsBefore: token.point.itemsBefore)
+            } catch {
+                guard groupShare != nil else { throw error }
+                startFailure = client.redacting(error)
+            }
         }
         var partitionEnd: Int?
         // For a partition, the pages its plan gave the run: no more are asked for ahead of page one,
@@ -118,6 +126,7 @@ struct RunStart {
                                    maxBodyBytes: configuration.maxBodyBytes, syncs: description.syncField != nil,
                                    leads: leads, windowShare: windowShare, firstURL: start.url ?? firstURL,
                                    detectsPaging: originalDescription.paging == .detect && description.resume == nil,
+                                   startFailure: startFailure, keptToken: startFailure == nil ? nil : description.resume,
                                    redacting: { [client] in client.redacting($0) })
         self.description = description
         point = start

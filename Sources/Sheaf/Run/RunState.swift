@@ -23,6 +23,12 @@ struct RunState {
         var firstURL: String
         /// The paging is detected from page one (not described): an end nothing confirmed is said.
         var detectsPaging = false
+        /// A group's list whose resume token cannot be taken (its page is on another origin or
+        /// path: a list that failed on a next link elsewhere): it fails at its start, alone, with
+        /// this, and keeps the token (`keptToken`), so that handing a group's failed lists back
+        /// fails this one again and runs the others.
+        var startFailure: SheafError? = nil
+        var keptToken: ResumeToken? = nil
         /// Takes out what a failure may have carried of a credential (`SheafClient.redacting`).
         var redacting: @Sendable (SheafError) -> SheafError = { $0 }
     }
@@ -157,7 +163,12 @@ struct RunState {
 
     /// The run starts: page one (and the pages asked for with it).
     mutating func start(_ moment: Moment) -> Effects {
-        perform(page: nil, moment) { $0.planner.start() }
+        if let failure = facts.startFailure {
+            var effects = Effects()
+            end(.failed(failure), &effects)
+            return effects
+        }
+        return perform(page: nil, moment) { $0.planner.start() }
     }
 
     /// A load-more list may fetch its pages below `gate`.

@@ -310,6 +310,35 @@ final class ListGroupTests: XCTestCase {
         XCTAssertEqual(delivered.count, 4, "each leaf delivers its items, the middle lists none: \(delivered)")
     }
 
+    /// A list that failed on a next link to another origin has a token pointing there; handed
+    /// back to a group with the others, it fails again alone, keeping that token, and the others
+    /// run (issue 47: the group refused them all, nothing fetched).
+    func testAGroupTakesBackTheTokenOfAListThatFailedOnAnotherOriginAndRunsTheOthers() throws {
+        let transport = ScriptedTransport()
+        transport.on(scriptedPage(1)) { _, _ in
+            .json(#"{"items":[{"id":0},{"id":1}],"next_page":"https://elsewhere.example.com/v1/things?page=2&per_page=10","total":4}"#)
+        }
+        transport.otherwise { request, _ in .json(FakeAnchorAPI(count: 30).body(request.url)) }
+        let client = try scriptedClient(transport)
+        let failed = try client.makeList(anchorList())
+        try failed.start()
+        XCTAssertEqual(outcome(of: failed)?.error?.code, .crossOrigin)
+        let token = try XCTUnwrap(failed.resumeToken())
+        XCTAssertEqual(token.point.url.flatMap(Origin.init), Origin("https://elsewhere.example.com/"))
+
+        var again = anchorList()
+        again.resume = token
+        let group = try client.makeGroup()
+        XCTAssertEqual(try group.add(again), 0, "the library's own token goes back in")
+        XCTAssertEqual(try group.add(anchorList("/v1/others")), 1)
+        try group.start { _ in true }
+        XCTAssertEqual(try group.wait().error?.code, .partial)
+        XCTAssertEqual(group.run(at: 0)?.outcome?.error?.code, .invalidArgument, "it fails again, alone, nothing sent")
+        XCTAssertEqual(group.run(at: 0)?.resumeToken(), token, "and keeps the token")
+        XCTAssertEqual(group.run(at: 1)?.outcome, .complete)
+        XCTAssertFalse(transport.requests.contains { $0.url.contains("elsewhere") })
+    }
+
     func testTwoLevelsCompose() throws {
         let transport = ScriptedTransport(delayMilliseconds: 1)
         ownersAPI(transport, owners: 4, things: { _ in 12 })

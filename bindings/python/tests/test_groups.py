@@ -19,7 +19,7 @@ from typing import Any, Dict, List
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
-from conftest import settled_log, stats
+from conftest import expected_items, settled_log, stats
 
 import sheaf
 
@@ -357,3 +357,19 @@ def test_misuse_is_refused_before_anything_is_fetched(api):
             client.fetch_each("/orgs/x/repos", "/repos/{/full_name/issues")
     assert stats(api)["requests"] == 0
     assert sheaf._live_runs() == 0
+
+
+def test_the_failed_lists_handed_back_run_again_even_one_whose_token_points_to_another_origin(api, other_api):
+    # Issue 47: a list refused on a next link to another origin got a token pointing there, and
+    # handing the failed lists back was refused for the whole group, nothing fetched.
+    away = f"/anchor?n=60&per_page=10&next_base={other_api.base_url}"
+    flaky = "/anchor?n=60&per_page=10&fail=3:1:500"   # page 3 fails once
+    with sheaf.Client(api.base_url, max_attempts=1) as client:
+        first = client.fetch_many([away, flaky, "/anchor?n=30&per_page=10"], check=False)
+        assert [outcome.ok for outcome in first.lists] == [False, False, True]
+        assert isinstance(first.lists[0].error, sheaf.PolicyError)
+        again = client.fetch_many(first.failed, check=False)
+    assert [outcome.ok for outcome in again.lists] == [False, True], [o.error for o in again.lists]
+    assert again.lists[0].resume_token == first.lists[0].resume_token, "it keeps the token it was given"
+    assert again.lists[1].items == expected_items(60)[len(first.lists[1].items):], "the other goes on exactly"
+    assert stats(other_api)["requests"] == 0
