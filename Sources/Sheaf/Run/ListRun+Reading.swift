@@ -32,14 +32,14 @@ extension ListRun {
     /// The token that resumes the list after `snapshot`, one of this run's (for a puller or a
     /// pager: the last one it took), or at the start when it is nil.
     package func resumeToken(through snapshot: Snapshot?) -> ResumeToken? {
-        // A token that could not be taken is given back as it came (`RunState.Facts.keptToken`).
-        if let kept = state.withLock({ $0.machine.facts.keptToken }) { return kept }
         let point = snapshot?.resumePoint ?? startPoint
-        let (resolution, outcome, end, origin, pageSize) = state.withLock { core in
+        let (kept, resolution, outcome, end, origin, pageSize) = state.withLock { core in
             let machine = core.machine
-            return (machine.resolution, core.outcome, machine.assembledResume, machine.planner.origin,
+            return (machine.facts.keptToken, machine.resolution, core.outcome, machine.assembledResume, machine.planner.origin,
                     machine.planner.resumedPageSize ?? machine.planner.servedPageSize)
         }
+        // A token that could not be taken is given back as it came (`RunState.Facts.keptToken`).
+        if let kept { return kept }
         // A completed list leaves nothing to resume after its last page; before it, it does
         // (snapshots a puller or a pager has not taken yet).
         guard var url = point.url, outcome != .complete || point != end else { return nil }

@@ -343,7 +343,7 @@ def run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     shares_terminal = not args.output and isatty(sys.stdout)
     progress = Progress(sys.stderr, enabled=not args.quiet and isatty(sys.stderr), live=not shares_terminal)
     status, message, note = EXIT_OK, None, ""
-    stop_reason, unconfirmed = None, False
+    stop_reason = None
     resume = None   # the token after the items written
     sync_state = None   # where a syncing list got to, for --state
     state_key = None
@@ -372,9 +372,8 @@ def run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
                 else:
                     written = client.fetch_to(path, out, format=args.format, progress=progress.update, **list_options)
                     resume, stop_reason, sync_state = written.resume_token, written.stop_reason, written.sync_state
-            if stop_reason == api.StopReason.UNCONFIRMED:
-                unconfirmed = True   # said in a warning below
-            elif stop_reason not in (api.StopReason.COMPLETE, api.StopReason.NONE, api.StopReason.BOUND):
+            quiet_ends = (api.StopReason.COMPLETE, api.StopReason.NONE, api.StopReason.BOUND, api.StopReason.UNCONFIRMED)
+            if stop_reason not in quiet_ends:   # UNCONFIRMED is a warning below, not a note
                 note = stop_reason.note   # exit status 0: it stopped where asked
         except StateFileError as e:
             status, message = EXIT_USAGE, f"--state: {e}"
@@ -424,7 +423,7 @@ def run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     progress.finish(note)
     if message is not None:
         report(message)
-    if unconfirmed and status == EXIT_OK:
+    if stop_reason == api.StopReason.UNCONFIRMED and status == EXIT_OK:   # not a note: a warning
         # Said even with --quiet: exit 0 with every item the server showed, and maybe not all.
         report(f"warning: {items_written} items in one full page, and nothing said it was the last: the server "
                "may page by a parameter it was not told of; describe the paging (--paging, --description) "
