@@ -184,6 +184,9 @@ package struct ChildTemplate: Sendable, Hashable, CustomStringConvertible {
                 case .text(let text): value = text
                 case .unusable(let found): return .failure(Failure(pointer: pointer, found: found, parentURL: parentURL))
                 }
+                // A NUL names no resource, and the value reaches C as the child's tag, where it
+                // would end the string early.
+                guard !value.utf8.contains(0) else { return .failure(Failure(pointer: pointer, found: .nul, parentURL: parentURL)) }
                 values.append(value)
                 if inQuery {
                     query += URLText.encodeQueryComponent(value)
@@ -258,6 +261,8 @@ package struct ChildTemplate: Sendable, Hashable, CustomStringConvertible {
             case array
             /// An empty string, in the path (it would leave an empty segment).
             case emptyString
+            /// A string holding a NUL (U+0000).
+            case nul
             /// The item is not one JSON value (only when the caller hands its bytes in).
             case invalidItem
             /// The template is a path, and the parent URL has no http(s) origin to join it to.
@@ -279,6 +284,7 @@ package struct ChildTemplate: Sendable, Hashable, CustomStringConvertible {
             case .object: return "a parent item has an object at \(at), not a string, number or boolean"
             case .array: return "a parent item has an array at \(at), not a string, number or boolean"
             case .emptyString: return "a parent item has an empty string at \(at), which would leave an empty path segment"
+            case .nul: return "a parent item has a string holding a NUL character at \(at), which names no resource"
             case .invalidItem: return "a parent item is not one JSON value"
             case .parentWithoutOrigin: return "the parent URL \(parentURL) is not an absolute http(s) URL to join a path template to"
             }

@@ -76,8 +76,12 @@ struct RateLimitHeaders: Equatable {
         return policies.min { ($0.remaining, -($0.resetSeconds ?? 0)) < ($1.remaining, -($1.resetSeconds ?? 0)) }
     }
 
+    /// The most a count is taken to be: a server's number, however large, is held well below
+    /// where the window's sums on it (`WindowLimiter`: in flight plus what is left) could overflow.
+    static let largestCount = 1 << 40
+
     private static func count(_ text: String) -> Int? {
-        Int(trimmed(text[...])).flatMap { $0 >= 0 ? $0 : nil }
+        Int(trimmed(text[...])).flatMap { $0 >= 0 ? min($0, largestCount) : nil }
     }
 
     private static func trimmed(_ text: Substring) -> String {

@@ -141,6 +141,8 @@ final class ChildTemplateTests: XCTestCase {
             (#"{"owner":{"login":{"x":1}},"name":"w"}"#, .object, "/owner/login", "an object at \"/owner/login\""),
             (#"{"owner":{"login":["a"]},"name":"w"}"#, .array, "/owner/login", "an array at \"/owner/login\""),
             (#"{"owner":{"login":""},"name":"w"}"#, .emptyString, "/owner/login", "an empty string"),
+            (#"{"owner":{"login":"a\u0000b"},"name":"w"}"#, .nul, "/owner/login", "a NUL character"),
+            (#"{"owner":{"login":"acme"},"name":"\u0000"}"#, .nul, "/name", "a NUL character"),
         ]
         for (item, found, pointer, words) in cases {
             let got = try XCTUnwrap(failure(template, item), item)

@@ -389,6 +389,22 @@ final class RateLimitHeadersTests: XCTestCase {
     }
 }
 
+extension RateLimitHeadersTests {
+    /// A hostile count (Int.max) is held below 2^40: the window adds requests in flight to what
+    /// is left, and that sum must not trap.
+    func testAHugeCountIsHeldBelowWhatArithmeticOnItCouldOverflow() {
+        let huge = parse([("X-RateLimit-Remaining", "9223372036854775807"), ("X-RateLimit-Limit", "9223372036854775807")])
+        XCTAssertEqual(huge?.remaining, RateLimitHeaders.largestCount)
+        XCTAssertEqual(huge?.limit, RateLimitHeaders.largestCount)
+        XCTAssertEqual(parse([("RateLimit", #""d";r=9223372036854775807;t=5"#)])?.remaining, RateLimitHeaders.largestCount)
+        var drive = Drive(start: 64)
+        drive.answer(rateLimit: huge)
+        drive.limiter.sent(at: drive.now)
+        XCTAssertEqual(drive.limiter.current(at: drive.now, inFlight: 64), 64, "the window, not the server's count, binds")
+        guard case .send = drive.limiter.take(at: drive.now, othersInFlight: 63) else { return XCTFail("the server left plenty") }
+    }
+}
+
 final class OriginPaceTests: XCTestCase {
     private func pace(window: Int) -> OriginPace {
         var configuration = ClientConfiguration()
