@@ -158,7 +158,7 @@ typedef enum sheaf_result {
     SHEAF_E_NOT_FOLLOWED = 18,     /**< The last page signals more (a Link rel="next", has_more, a next field, a total above what arrived) that the description does not follow; the error names the signal and the option or preset that would. */
     SHEAF_E_UNDETECTED = 19,       /**< Detection could not decide the list's shape (no items array, or several candidates), or how to reach page two of a first page that promises more (no next page, and no page parameter that the probe tried gave the next items); the error names the candidates or what was tried, and the options that choose. */
     SHEAF_E_REPEATED_PAGE = 20,    /**< Two consecutive pages hold the same items byte for byte: the server ignores the paging parameter (or the description names the wrong one). */
-    SHEAF_E_IO = 21,               /**< A download's file could not be written: its folder cannot be created, it is not writable, or the disk is full (the destination is left as it was); or a list's output (sheaf_list_start_write_fd) could not be written. */
+    SHEAF_E_IO = 21,               /**< A download's file could not be written: its folder cannot be created, it is not writable, or the disk is full (the destination is left as it was); or a list's output (sheaf_list_start_write_fd) could not be written; or a response cache's folder (sheaf_client_set_cache) could not be made or given a key. */
     SHEAF_PAGE_BUDGET_REACHED = 22,    /**< Retired (0.4: the page budget was reached); never returned: the list ends SHEAF_OK with SHEAF_STOP_PAGE_BUDGET. */
     SHEAF_REQUEST_BUDGET_REACHED = 23, /**< Retired (0.4: the request budget was reached); never returned: the list ends SHEAF_OK with SHEAF_STOP_REQUEST_BUDGET. */
     SHEAF_E_DEADLINE = 24,         /**< The list did not end within the caller's deadline (SHEAF_BUDGET_DEADLINE_MS); what arrived before stays delivered. */
@@ -376,6 +376,27 @@ typedef enum sheaf_tls_file {
  * off instead. Custom transports receive no TLS settings: they apply their own.
  */
 SHEAF_API sheaf_result sheaf_client_set_tls_file(sheaf_client *client, sheaf_tls_file which, const char *path);
+
+/**
+ * Gives the client a response cache in `folder` (the path is copied; NULL: none, the default)
+ * for the lists, requests and fan-out children started from now on. Every GET answered 200 with
+ * an ETag or Last-Modified is stored there (not a download, not a request with validators of its
+ * own, not `Cache-Control: no-store` or `Vary: *`), and asked for again with If-None-Match /
+ * If-Modified-Since: a 304 answers with the stored status, headers and body (the 304's headers
+ * replacing stored ones), so a re-sync costs a 304 per unchanged page (GitHub charges no quota
+ * for one), and the list is as current as one fetched. Nothing is served without asking.
+ * An entry's key is an HMAC of the method, the URL and every request header under a key made
+ * with the folder: one credential's answers never answer another's, and no URL, token or header
+ * value is written to disk. The folder is made when missing (0700; its parents too) and made
+ * private when it is the caller's own; files are 0600, written whole and renamed into place
+ * (several processes may share the folder). An entry cut short, edited or forged is a miss. Past
+ * `max_bytes` (65536 to 2^50; 0: 512 MiB) the least recently used entries go. A folder that cannot
+ * be written to (read only, full) still answers from what it holds.
+ * SHEAF_E_INVALID_ARGUMENT for an empty path, a symbolic link, a file, a folder of another user's
+ * or `max_bytes` out of range; SHEAF_E_IO when the folder cannot be made or holds no key that can
+ * be read or written. sheaf_list_get_status counts the 304s (requests_revalidated).
+ */
+SHEAF_API sheaf_result sheaf_client_set_cache(sheaf_client *client, const char *folder, int64_t max_bytes);
 
 /** Integer options of a client. Append-only. Set before starting lists; running lists keep theirs. */
 typedef enum sheaf_option {
@@ -1096,9 +1117,13 @@ typedef struct sheaf_list_status {
     int64_t requests_in_flight;  /**< As sheaf_list_requests_in_flight. */
     int64_t window;              /**< Pages the list lets in flight now (see SHEAF_OPT_ADAPTIVE_WINDOW); 0 before it starts. */
     sheaf_stop_reason stop_reason; /**< Why it ended, once state is SHEAF_LIST_ENDED; SHEAF_STOP_NONE before. */
+    /* Version 2. */
+    int64_t requests_revalidated; /**< Of requests_made, those answered 304 Not Modified and served from the response cache (sheaf_client_set_cache). */
+    int64_t quota_remaining;     /**< What the server's rate limit at the list's origin has left, as its last answer said less the requests sent since; -1 when no answer said, or its reset has passed. */
+    int64_t quota_reset_ms;      /**< Milliseconds until that limit resets; -1 as for quota_remaining. */
 } sheaf_list_status;
 
-#define SHEAF_LIST_STATUS_VERSION 1
+#define SHEAF_LIST_STATUS_VERSION 2
 
 /**
  * Fills *out_status (its `version` set by the caller) with where the list stands: the fields of

@@ -73,6 +73,7 @@ LAYERS: Tuple[str, ...] = (
     "Support",      # locks, deadlines, threads, errno: nothing of Sheaf's own
     "Transport",    # the transport protocol, HTTP request and response values
     "Read",         # JSON scanning, pages, link headers, Arrow columns
+    "Cache",        # the response cache on disk, its hash
     "Policy",       # configuration, credentials, origins, redaction
     "Hooks",        # log records and events
     "Describe",     # list descriptions, presets, resume tokens, partitions

@@ -303,6 +303,18 @@ public func sheaf_client_set_tls_file(_ client: OpaquePointer?, _ which: sheaf_t
 }
 
 @c @implementation
+public func sheaf_client_set_cache(_ client: OpaquePointer?, _ folder: UnsafePointer<CChar>?, _ maxBytes: Int64) -> sheaf_result {
+    withClient(client) { (handle) throws(SheafError) in
+        let folder = try CString.text(folder, "the cache folder")
+        guard let size = Int(exactly: maxBytes), size >= 0 else { throw SheafError(.invalidArgument, "max_bytes must be 0 or more") }
+        let cache = try folder.map { (path) throws(SheafError) in
+            try ResponseCache(folder: path, maxBytes: size == 0 ? ResponseCache.defaultMaxBytes : size)
+        }
+        try handle.change { $0.configuration.cache = cache }
+    }
+}
+
+@c @implementation
 public func sheaf_client_set_option(_ client: OpaquePointer?, _ option: sheaf_option, _ value: Int64) -> sheaf_result {
     withClient(client) { (handle) throws(SheafError) in try handle.setOption(option, value) }
 }

@@ -160,7 +160,7 @@ public func sheaf_list_get_status(_ list: OpaquePointer?, _ outStatus: UnsafeMut
     // so version 2 adds `MemoryLayout.offset(of:)` of its first field as version 1's end here.
     // The caller's struct is as large as its header's version: the fields both versions know are
     // filled, and `version` says which that was.
-    let versionEnds = [MemoryLayout<sheaf_list_status>.size]
+    let versionEnds = [MemoryLayout<sheaf_list_status>.offset(of: \.requests_revalidated)!, MemoryLayout<sheaf_list_status>.size]
     let asked = outStatus.pointee.version
     guard asked >= 1 else {
         return failure(SheafError(.invalidArgument, "out_status->version must be set (SHEAF_LIST_STATUS_VERSION)"))
@@ -202,6 +202,9 @@ private func cStatus(_ status: ListSession<PulledSnapshot, ListSettings>.Status)
     c.requests_made = Int64(status.requestsMade)
     c.requests_in_flight = Int64(status.requestsInFlight)
     c.window = Int64(status.window)
+    c.requests_revalidated = Int64(status.requestsRevalidated)
+    c.quota_remaining = Int64(status.quota?.remaining ?? -1)
+    c.quota_reset_ms = Int64(status.quota?.resetsInMilliseconds ?? -1)
     if let outcome = status.outcome {
         c.stop_reason = status.reachedBound ? SHEAF_STOP_BOUND : status.endUnconfirmed ? SHEAF_STOP_UNCONFIRMED : outcome.cStopReason
     }

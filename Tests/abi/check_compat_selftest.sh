@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Shows that check_compat.sh fails and passes when it should, on purpose-made versions of a tiny C
 # library: a baseline of the original, then the same check against each version. A removal, a
-# changed parameter, a grown struct or a renumbered enum value fails; an added function or an
-# appended enum value passes. A function still declared but no longer exported fails too: the
+# changed parameter, a grown struct or a renumbered enum value fails; an added function, an
+# appended enum value or a field appended to a versioned struct (one with a <NAME>_VERSION) passes. A function still declared but no longer exported fails too: the
 # check reads what the library exports, not only what the header says. The experimental tier
 # (shelf/experimental.h) is left out: its function may change or go and the check passes; a
 # function of the baseline moved into it fails, as a removal.
@@ -40,6 +40,20 @@ typedef struct shelf_page {
 #endif
 } shelf_page;
 
+/* Versioned: it may grow at its end, under a new version. */
+typedef struct shelf_stat {
+    unsigned int version;
+#ifdef STAT_INSERTED
+    long inserted;
+#endif
+    long pages;
+#ifdef STAT_GROWN
+    long bytes;
+#endif
+} shelf_stat;
+#define SHELF_STAT_VERSION 1
+shelf_result shelf_get_stat(shelf_stat *stat);
+
 extern int shelf_verbosity;
 shelf_result shelf_page_items(const shelf_page *page, int *items);
 #ifdef PARAMETER_CHANGED
@@ -59,6 +73,7 @@ cat >"$work/shelf.c" <<'SOURCE'
 #include <stdlib.h>
 #include "shelf.h"
 int shelf_verbosity;
+shelf_result shelf_get_stat(shelf_stat *stat) { stat->pages = 1; return SHELF_OK; }
 shelf_result shelf_page_items(const shelf_page *page, int *items) { *items = page->items; return SHELF_OK; }
 #ifdef PARAMETER_CHANGED
 int shelf_page_number(const shelf_page *page, long base) { return (int)base + (int)page->version; }
@@ -118,6 +133,8 @@ expect fail FUNCTION_REMOVED
 expect fail FUNCTION_NOT_EXPORTED
 expect fail PARAMETER_CHANGED
 expect fail PAGE_GROWN
+expect pass STAT_GROWN
+expect fail STAT_INSERTED
 expect fail RESULT_RENUMBERED
 expect pass EXPERIMENTAL_CHANGED
 expect pass EXPERIMENTAL_REMOVED
@@ -125,4 +142,4 @@ expect fail MOVED_TO_EXPERIMENTAL
 grep -q shelf_page_peek "$work/baseline.abi" && { echo "FAIL: the baseline records the experimental shelf_page_peek" >&2; exit 1; }
 echo "ok: the baseline leaves the experimental shelf_page_peek out"
 
-expect_done "check_compat.sh passes the original, an added function, an appended enum value and an experimental function changed or removed, and fails a removed or unexported function, a changed parameter, a grown struct, a renumbered enum value and a function moved into the experimental header"
+expect_done "check_compat.sh passes the original, an added function, an appended enum value, a versioned struct grown at its end and an experimental function changed or removed, and fails a removed or unexported function, a changed parameter, a grown struct, a versioned struct grown but not at its end, a renumbered enum value and a function moved into the experimental header"

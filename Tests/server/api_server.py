@@ -45,6 +45,14 @@ Query parameters common to the list endpoints (/anchor, /drf, /array):
                   (quota_resource=NAME, default core), and past R a 403 {"message": "API rate
                   limit exceeded ..."} with X-RateLimit-Remaining: 0 and no Retry-After, as GitHub
                   answers ("refused" in /_stats); quota_status=429 answers 429 instead
+  etag=1          GitHub's conditional requests: every 200 answer carries a weak ETag of its
+                  body, a Last-Modified (the time of the last /_edit) and Cache-Control: private;
+                  a request whose If-None-Match names the current tag (or, without one, whose
+                  If-Modified-Since is that time) is answered 304 with the same headers and no
+                  body, and costs no point of quota= ("not_modified" in /_stats). etag=huge
+                  sends a 4 KiB tag; etag=nostore adds Cache-Control: no-store; etag=always
+                  answers 304 to any request with an If-None-Match, whatever it names, and
+                  etag=unasked answers 304 to every request of page 2 and later (hostile servers)
 
 Endpoints:
   GET /anchor?page=N&per_page=S   {"items":[...],"next_page":url|null,"total":n}
@@ -68,6 +76,8 @@ Endpoints:
   GET /status?code=S[&retry_after=X]   {"error":"status","status":S}
   GET /_stats                     {"requests":..,"max_in_flight":..,"in_flight":..,"log":[..]}
   GET|POST /_reset                {"ok":true}
+  GET|POST /_edit?ids=I,J,...     items I, J, ... are named "item-<i>-edited" from now on (in
+                                  every list), and Last-Modified moves; /_reset undoes it
   GET /_timeline                  {"arrivals":[t..],"failures":[{"at":t,"in_flight":k}..]}: when each
                                   request arrived and each fail= answer went out (monotonic seconds)
 """
@@ -77,6 +87,8 @@ from __future__ import annotations
 import argparse
 import collections
 import json
+import email.utils
+import hashlib
 import math
 import os
 import signal
@@ -125,6 +137,7 @@ class ServerState:
         self.windows: dict = {}          # ratelimit=R:W -> [window start, requests in it]
         self.arrivals: collections.deque = collections.deque(maxlen=LOG_LIMIT)   # monotonic times
         self.failures: list = []         # fail= answers: when, and how many were in flight then
+        self.not_modified = 0            # 304s answered by etag=
 
     def begin(self, path: str, authorization: str | None) -> None:
         with self.lock:
@@ -149,7 +162,10 @@ class ServerState:
             self.failures.clear()
             self.fail_counts.clear()
             self.refused = 0
+            self.not_modified = 0
             self.windows.clear()
+            EDITED.clear()
+            EDITED_AT[0] = SERVER_START
 
     def snapshot(self) -> dict:
         with self.lock:
@@ -158,6 +174,7 @@ class ServerState:
                 "max_in_flight": self.max_in_flight,
                 "in_flight": self.in_flight,
                 "refused": self.refused,
+                "not_modified": self.not_modified,
                 "log": list(self.log),
             }
 
@@ -200,6 +217,21 @@ class ServerState:
                 return False, 0, window[1], reset
             window[1] += 1
             return True, allowed - window[1], window[1], reset
+
+    def refund_quota(self, key: tuple) -> tuple:
+        """A 304 costs no point (GitHub): gives back what take_quota counted; returns (points
+        left, points used)."""
+        with self.lock:
+            self.not_modified += 1
+            window = self.windows.get(key)
+            if window is None:
+                return None
+            window[1] = max(0, window[1] - 1)
+            return window[1]
+
+    def note_not_modified(self) -> None:
+        with self.lock:
+            self.not_modified += 1
 
     def take_rate(self, allowed: int, seconds: int) -> tuple:
         """ratelimit=R:W: counts a request in the current W-second window; returns (admitted,
@@ -310,10 +342,16 @@ def parse_fail_specs(q: Query) -> list:
     return specs
 
 
+SERVER_START = time.time()
+EDITED: set = set()            # /_edit: items named item-<i>-edited
+EDITED_AT = [SERVER_START]     # Last-Modified of etag= answers: the last /_edit
+
+
 def item_json(i: int, pad: str | None) -> str:
+    name = "item-%d-edited" % i if i in EDITED else "item-%d" % i
     if pad is None:
-        return '{"id":%d,"name":"item-%d"}' % (i, i)
-    return '{"id":%d,"name":"item-%d","pad":"%s"}' % (i, i, pad)
+        return '{"id":%d,"name":"%s"}' % (i, name)
+    return '{"id":%d,"name":"%s","pad":"%s"}' % (i, name, pad)
 
 
 def items_json(indices, pad: str | None) -> str:
@@ -351,6 +389,9 @@ class Handler(BaseHTTPRequestHandler):
     def send(self, status: int, body: bytes, content_type: str | None = JSON_TYPE,
              headers: list | None = None) -> None:
         """Writes the whole response (status line, headers, body) in one send."""
+        etag = getattr(self, "_etag", None)
+        if etag is not None and status == 200:
+            status, headers = self.conditional(etag, body, headers)
         if status in (204, 304) or 100 <= status < 200:
             body = b""
         try:
@@ -377,6 +418,39 @@ class Handler(BaseHTTPRequestHandler):
         # soon as it has the answer must never be seen with two in flight.
         self._answered()
         self.wfile.write(head + body)
+
+    def conditional(self, mode: str, body: bytes, headers: list | None) -> tuple:
+        """etag=: the 200's validators, or a 304 in its place (see the module's docstring)."""
+        tag = 'W/"%s"' % hashlib.sha256(body).hexdigest()[:24]
+        if mode == "huge":
+            tag = 'W/"%s"' % ("a" * 4096)
+        modified = email.utils.formatdate(EDITED_AT[0], usegmt=True)
+        control = "private, max-age=60, s-maxage=60" + (", no-store" if mode == "nostore" else "")
+        added = [("ETag", tag), ("Last-Modified", modified), ("Cache-Control", control),
+                 ("Vary", "Accept, Authorization, Cookie, Accept-Encoding")]
+        asked = self.headers.get("If-None-Match")
+        since = self.headers.get("If-Modified-Since")
+        if asked is not None:
+            names = [part.strip() for part in asked.split(",")]
+            unchanged = mode == "always" or tag in names or "*" in names
+        else:
+            unchanged = since is not None and since == modified
+        page = Query(urlsplit(self.path).query).integer("page", 1)
+        if mode == "unasked" and page > 1:
+            unchanged = True
+        if not unchanged:
+            return 200, [*(headers or ()), *added]
+        quota = getattr(self, "_quota", None)
+        if quota is None:
+            self.server.state.note_not_modified()
+        else:
+            key, allowed = quota
+            used = self.server.state.refund_quota(key)
+            if used is not None:
+                self._extra_headers = [(name, str(allowed - used) if name == "X-RateLimit-Remaining"
+                                        else str(used) if name == "X-RateLimit-Used" else value)
+                                       for name, value in self._extra_headers]
+        return 304, added
 
     def _answered(self) -> None:
         """Ends this request's count in flight, once."""
@@ -431,6 +505,8 @@ class Handler(BaseHTTPRequestHandler):
 
     def dispatch(self, method: str) -> None:
         self._extra_headers = ()  # one handler serves every request of its connection
+        self._etag = None
+        self._quota = None
         split = urlsplit(self.path)
         path = split.path
         if path.startswith("/req/"):
@@ -461,13 +537,15 @@ class Handler(BaseHTTPRequestHandler):
                 self.send_json(404, {"error": "not found"})
                 return
             q = Query(split.query)
+            self._etag = q.text("etag")
             org = org_api.org_of(path)
             # An org's lists change when issues are added to it: never cached.
             cache = self.server.page_cache if org is None else None
             # An org's default options apply where the request sets none (its children's URLs
             # come from a template, without them).
             work_q = q if org is None else Query(self.server.orgs.with_options(org, split.query))
-            if cache is not None and path != "/redirect" and "bearer=" not in self.path and "quota=" not in self.path:
+            if cache is not None and path != "/redirect" and "bearer=" not in self.path and "quota=" not in self.path \
+                    and "etag=" not in self.path:
                 hit = cache.get(self.path)
                 if hit is not None:
                     latency, status, body, content_type, headers = hit
@@ -479,7 +557,8 @@ class Handler(BaseHTTPRequestHandler):
                     return
                 if self.refuses_credential(work_q):
                     return
-                if cache is not None and path != "/redirect" and not q.has("fail") and not q.has("quota"):
+                if cache is not None and path != "/redirect" and not q.has("fail") and not q.has("quota") \
+                        and not q.has("etag"):
                     self._capture = []
                     try:
                         route(self, q)
@@ -521,6 +600,17 @@ class Handler(BaseHTTPRequestHandler):
             self.send_json(200, self.server.state.snapshot())
         elif path == "/_timeline" and method == "GET":
             self.send_json(200, self.server.state.timeline())
+        elif path == "/_edit":
+            ids = Query(query).text("ids", "")
+            try:
+                EDITED.update(int(part) for part in ids.split(",") if part)
+            except ValueError:
+                self.send_json(400, {"error": "bad parameter", "param": "ids"})
+                return
+            EDITED_AT[0] = max(time.time(), EDITED_AT[0] + 1)
+            if self.server.page_cache is not None:
+                self.server.page_cache = PageCache()  # its pages hold the old names
+            self.send_json(200, {"ok": True, "edited": sorted(EDITED)})
         elif path == "/_reset":
             self.server.state.reset()
             requests_api.reset()
@@ -558,6 +648,7 @@ class Handler(BaseHTTPRequestHandler):
             resource = q.text("quota_resource", "core")
             key = ("quota", allowed, seconds, resource, self.headers.get("Authorization", ""))
             admitted, left, used, reset = state.take_quota(key, allowed, seconds)
+            self._quota = (key, allowed) if admitted else None
             self._extra_headers = [("X-RateLimit-Limit", str(allowed)), ("X-RateLimit-Remaining", str(left)),
                                    ("X-RateLimit-Used", str(used)), ("X-RateLimit-Reset", str(reset)),
                                    ("X-RateLimit-Resource", resource)]

@@ -213,6 +213,20 @@ func WithMaxWait(d time.Duration) Option {
 	return func(c *Client) error { return c.setOption(C.SHEAF_OPT_MAX_WAIT_MS, d.Milliseconds()) }
 }
 
+// WithCache gives the client a response cache in folder (made if missing, private to the user):
+// every GET answered 200 with an ETag or Last-Modified is stored there and asked for again with
+// If-None-Match / If-Modified-Since, so a re-sync pays only for the pages that changed (a 304
+// answers with the stored page; GitHub charges no quota for one). Nothing is served without
+// asking. No URL, token or header value is written to disk; several processes may share the
+// folder. maxBytes bounds it (0: 512 MiB), the least recently used entries going first.
+func WithCache(folder string, maxBytes int64) Option {
+	return func(c *Client) error {
+		return call(withCString(folder, func(f *C.char) C.sheaf_result {
+			return C.sheaf_client_set_cache(c.c, f, C.int64_t(maxBytes))
+		}))
+	}
+}
+
 // WithConnectTimeout sets the connect timeout (0: the transport's default; default 10 s).
 func WithConnectTimeout(d time.Duration) Option {
 	return func(c *Client) error { return c.setOption(C.SHEAF_OPT_CONNECT_TIMEOUT_MS, d.Milliseconds()) }

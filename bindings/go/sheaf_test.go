@@ -155,6 +155,30 @@ func TestASpentQuotaIsRateLimitedAndNeverRefused(t *testing.T) {
 	}
 }
 
+// A client with a cache re-syncs a list for 304s: the second run pays for no page and gives
+// the same items.
+func TestACachedReSyncIsAnsweredNotModified(t *testing.T) {
+	folder := t.TempDir() + "/cache"
+	var first []json.RawMessage
+	for run := 0; run < 2; run++ {
+		items, _, err := list(t, fresh(t, sheaf.WithCache(folder, 0)), "/anchor?n=95&per_page=10&etag=1").FetchAll(context.Background())
+		if err != nil || len(items) != 95 {
+			t.Fatalf("run %d: %d items, %v", run, len(items), err)
+		}
+		if run == 0 {
+			first = items
+		} else if fmt.Sprint(items) != fmt.Sprint(first) {
+			t.Fatal("the cached run gave other items")
+		}
+	}
+	if stats, err := server.Stats(); err != nil || stats.NotModified != 10 {
+		t.Fatalf("%d pages answered 304, want 10 (%v)", stats.NotModified, err)
+	}
+	if _, err := sheaf.NewClient(server.URL, sheaf.WithCache(folder+"/key", 0)); !errors.Is(err, sheaf.CodeInvalidArgument) {
+		t.Fatalf("a file as the cache folder: %v", err)
+	}
+}
+
 func TestFetchAllInto(t *testing.T) {
 	client := fresh(t)
 	l := list(t, client, "/drf?n=95&page_size=10")

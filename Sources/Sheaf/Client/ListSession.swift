@@ -51,7 +51,9 @@ package final class ListSession<Taken: TakenSnapshot, Settings: Sendable>: Senda
         /// What the caller has seen: items and pages, and the totals expected (when known).
         package var items = 0, pages = 0
         package var expectedItems: Int?, expectedPages: Int?
-        package var requestsMade = 0, requestsInFlight = 0, window = 0
+        package var requestsMade = 0, requestsInFlight = 0, window = 0, requestsRevalidated = 0
+        /// The origin's rate limit as last heard (`ListRun.quota`).
+        package var quota: (remaining: Int, resetsInMilliseconds: Int)?
         /// How the list ended, once it has; `reachedBound`: at its bound (`ListRun.reachedBound`).
         package var outcome: ListOutcome?
         package var reachedBound = false
@@ -319,6 +321,8 @@ package final class ListSession<Taken: TakenSnapshot, Settings: Sendable>: Senda
         status.expectedPages = seen?.expectedPages
         status.requestsMade = run?.requestsMade ?? 0
         status.requestsInFlight = run?.requestsInFlight ?? 0
+        status.requestsRevalidated = run?.requestsRevalidated ?? 0
+        status.quota = run?.quota
         status.window = run?.window ?? 0
         if status.stage == .ended {
             status.outcome = pager?.outcome ?? run?.outcome

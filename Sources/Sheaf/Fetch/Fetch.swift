@@ -80,6 +80,10 @@ final class Fetch: Sendable {
         /// The first request was counted when the page was planned (`RequestCounters.reserve`)
         /// and is not sent yet.
         var holdsReservation = false
+        /// The response cache's part in the attempt at the transport: the name its answer is
+        /// stored under, and the entry it revalidates (see `ResponseCache`).
+        var cacheName: String?
+        var revalidating: ResponseCache.Entry?
     }
 
     /// Past the request timeout, a transport gets this long to report the timeout itself before
@@ -232,6 +236,10 @@ final class Fetch: Sendable {
         if waited > 0, built.timeoutMilliseconds > 0 {
             built.timeoutMilliseconds = max(1, built.timeoutMilliseconds - waited)
         }
+        // A stored answer is asked for again with its validators: a 304 stands for it.
+        let cacheName = client.cache?.name(for: built)
+        let revalidating = cacheName.flatMap { client.cache?.load($0, maxBodyBytes: template.bodyCap(client.configuration)) }
+        if let revalidating { built.headers += revalidating.validators }
         let request = built
         enum Admission { case sent, cancelled, overBudget, wait(Int), waitForReset(Int), spent(WindowLimiter.Spent) }
         let admission = state.withLock { state -> Admission in
@@ -261,6 +269,8 @@ final class Fetch: Sendable {
             state.sentAt = DispatchTime.now().uptimeNanoseconds
             state.inFlightAtSend = pace.inFlight
             state.sentBefore = sentBefore
+            state.cacheName = cacheName
+            state.revalidating = revalidating
             return .sent
         }
         switch admission {
@@ -317,22 +327,36 @@ final class Fetch: Sendable {
         handle(.failure(TransportError(.timeout, "no answer within \(milliseconds) ms")), url: url, serial: serial)
     }
 
-    private func handle(_ result: Result<HTTPResponse, TransportError>, url: String, serial: Int) {
+    private func handle(_ answer: Result<HTTPResponse, TransportError>, url: String, serial: Int) {
         // Requests sent together reach the server in any order: what it saw is the most of the
         // requests in flight at the send and at the answer (this one still counted).
         let inFlightAtAnswer = pace.inFlight
         let current = state.withLock { state -> (attempt: Int, redirects: Int, template: FetchTemplate, sentAt: UInt64,
-                                                 sentBefore: Int, inFlight: Int, refreshes: Bool)? in
+                                                 sentBefore: Int, inFlight: Int, refreshes: Bool,
+                                                 cacheName: String?, revalidating: ResponseCache.Entry?)? in
             // An answer after the deadline, or for an attempt already replaced, is ignored.
             guard state.serial == serial, state.isOutstanding else { return nil }
             state.task = nil
             settleOutstanding(&state)
             givePlaceBack(&state)
+            defer {
+                state.cacheName = nil
+                state.revalidating = nil
+            }
             return state.isDone ? nil : (state.attempt, state.redirects, state.template, state.sentAt, state.sentBefore,
                                          state.inFlightAtSend,
-                                         state.credentialGeneration > 0 && state.refusedGeneration == 0)
+                                         state.credentialGeneration > 0 && state.refusedGeneration == 0,
+                                         state.cacheName, state.revalidating)
         }
-        guard let (attempt, redirects, template, sentAt, sentBefore, inFlight, refreshes) = current else { return }
+        guard let (attempt, redirects, template, sentAt, sentBefore, inFlight, refreshes, cacheName, revalidating) = current
+        else { return }
+        // A 304 to the stored answer's validators is that answer (with the 304's headers): from
+        // here on it is an answer like any other, its rate-limit fields read as a 200's are.
+        var result = answer
+        if let revalidating, case .success(let response) = answer, response.status == 304 {
+            result = .success(revalidating.answer(to: response))
+            requests.revalidated()
+        }
         let retry = client.configuration.retry
         var policy = AnswerPolicy(client.configuration, redactor: client.redactor, template: template)
         policy.refreshesCredential = refreshes
@@ -343,13 +367,20 @@ final class Fetch: Sendable {
         if let hooks = client.hooks, hooks.hearsAttempts {
             let milliseconds = Int64((DispatchTime.now().uptimeNanoseconds &- sentAt) / 1_000_000)
             hooks.deliver(AttemptReport(method: template.method, url: url, redactor: client.redactor, attempt: attempt,
-                                        milliseconds: milliseconds, result: result, decision: decision))
+                                        milliseconds: milliseconds, result: answer, decision: decision))
         }
         // After the attempt's own record: a change of the window it causes is logged after it.
         pace.record(result, sentAt: sentAt, sentBefore: sentBefore, inFlight: max(inFlight, inFlightAtAnswer),
                     inFlightAtSend: inFlight, sizesWindow: sizesWindow)
         switch decision {
         case .deliver(let response):
+            if let cacheName, let cache = client.cache {
+                if let revalidating, case .success(let raw) = answer, raw.status == 304 {
+                    cache.refresh(revalidating, with: response)
+                } else {
+                    cache.store(response, as: cacheName, replaces: revalidating != nil)
+                }
+            }
             finish(.fetched(Fetched(url: url, response: response, attempts: attempt)))
         case .retry(let milliseconds):
             schedule(after: milliseconds)

@@ -8,8 +8,12 @@ final class RequestCounters: Sendable {
     /// sent yet.
     private let charged = Atomic<Int>(0)
 
+    private let notModified = Atomic<Int>(0)
+
     /// Requests sent to the transport so far, retries and redirects included.
     var requestsMade: Int { made.load(ordering: .relaxed) }
+    /// Of those, the answers a 304 revalidated from the response cache.
+    var requestsRevalidated: Int { notModified.load(ordering: .relaxed) }
     /// Requests at the transport now.
     var inFlight: Int { outstanding.load(ordering: .relaxed) }
 
@@ -49,6 +53,11 @@ final class RequestCounters: Sendable {
     /// Gives back what `reserve` charged for a request never sent (its fetch was abandoned first).
     func unreserve() {
         charged.subtract(1, ordering: .relaxed)
+    }
+
+    /// Counts an answer served from the cache after a 304.
+    func revalidated() {
+        notModified.add(1, ordering: .relaxed)
     }
 
     func finished() {

@@ -60,6 +60,9 @@ public final class SheafClient: Sendable {
                       configuration: configuration)
     }
 
+    /// Stores GET answers and revalidates them (`ClientConfiguration.cache`).
+    var cache: ResponseCache? { configuration.cache }
+
     /// Notes that `url`'s origin answered a list's page one with success.
     func noteAccepted(_ url: String) {
         pace(for: url).noteAnsweredPageOne()

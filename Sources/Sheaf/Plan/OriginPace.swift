@@ -159,6 +159,12 @@ final class OriginPace: Sendable {
         state.withLock { $0.limiter.take(at: Self.now, othersInFlight: max(0, $0.inFlight - 1)) } // itself among them
     }
 
+    /// What the origin's rate limit has left and the milliseconds until it resets, as last heard
+    /// (see `WindowLimiter.quota`).
+    var quota: (remaining: Int, resetsInMilliseconds: Int)? {
+        state.withLock { $0.limiter.quota(at: Self.now) }.map { ($0.remaining, Int(($0.resetsIn + 999_999) / 1_000_000)) }
+    }
+
     /// Milliseconds a request about to be sent waits first (0: none).
     var pause: Int { state.withLock { $0.limiter.pause(at: Self.now) } }
 

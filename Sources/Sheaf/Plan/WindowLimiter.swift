@@ -158,6 +158,15 @@ struct WindowLimiter {
         case spent(Spent)
     }
 
+    /// What the server's rate limit has left at `now` (less the requests sent since it said) and
+    /// the nanoseconds until it resets; nil when it said nothing, or its reset has passed.
+    /// Once every request sent is answered, the fewest any answer said is the server's own count.
+    func quota(at now: UInt64) -> (remaining: Int, resetsIn: UInt64)? {
+        guard let allowance, now < allowance.until else { return nil }
+        let settled = newestAnswered == sends - 1 ? fewestSaid : nil
+        return (settled ?? allowance.remaining, allowance.until - now)
+    }
+
     /// The rate limit's state at `now` when nothing is left of it: nil while requests are left
     /// (or nothing was said); otherwise the wait until its reset.
     private func exhausted(at now: UInt64) -> UInt64? {

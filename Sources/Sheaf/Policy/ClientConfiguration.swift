@@ -41,6 +41,9 @@ public struct ClientConfiguration: Sendable, Equatable {
     /// later fails the next request with `.rateLimited` before it is sent, and a list with it,
     /// keeping its prefix and a resume token. 0: never waited for.
     public var maxWaitMilliseconds = ClientConfiguration.defaultMaxWaitMilliseconds
+    /// Stores the client's GET answers on disk and asks for each again with its validators, a
+    /// 304 answering with the stored one (see `ResponseCache`); nil (the default): none.
+    public var cache: ResponseCache?
 
     /// A minute: a limit of a minute's window (search APIs, secondary limits) is waited out; an
     /// hour's (GitHub's 5,000 points) is not, unless the caller says so.

@@ -71,6 +71,10 @@ public final class ListRun: Sendable {
 
     /// Requests sent so far, retries and redirects included.
     public var requestsMade: Int { requests.requestsMade }
+    /// Of those, answers the response cache revalidated (a 304 standing for a stored page).
+    public var requestsRevalidated: Int { requests.requestsRevalidated }
+    /// What the origin's rate limit has left, and the milliseconds until it resets; nil: unknown.
+    public var quota: (remaining: Int, resetsInMilliseconds: Int)? { pace.quota }
     /// Requests waiting for an answer now.
     public var requestsInFlight: Int { requests.inFlight }
     /// Requests the list's origin may have in flight now, this list's and the client's other

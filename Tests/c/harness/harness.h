@@ -109,6 +109,10 @@ void a_pulled_group_gives_the_same_deltas_on_the_callers_thread(void);
 void a_group_stops_when_its_callback_asks_and_misuse_is_refused(void);
 void a_group_freed_from_its_callback_or_while_running_destroys_its_user_data_once(void);
 
+/* cache.c */
+void a_resync_with_the_cache_pays_only_for_the_pages_that_changed(void);
+void the_cache_holds_no_credential_and_refuses_a_folder_it_cannot_trust(void);
+
 /* arrow.c */
 void items_become_an_arrow_struct_array_with_a_column_per_field(void);
 void a_known_schema_keeps_its_types_and_its_fields_come_first(void);

@@ -117,6 +117,8 @@ static const test_case tests[] = {
     TEST(a_page_that_is_not_json_is_a_bad_page_naming_its_url, 1),
     TEST(a_list_shorter_than_its_total_is_incomplete_but_keeps_its_items, 0),
     TEST(a_spent_quota_stops_the_list_before_the_server_refuses_it, 1),
+    TEST(a_resync_with_the_cache_pays_only_for_the_pages_that_changed, 1),
+    TEST(the_cache_holds_no_credential_and_refuses_a_folder_it_cannot_trust, 1),
     TEST(a_transient_503_is_retried, 1),
     TEST(a_persistent_500_fails_after_max_attempts, 1),
     TEST(a_404_inside_the_promised_pages_is_not_retried, 0),

@@ -41,7 +41,7 @@ ERROR_VERSION = 1
 #: SHEAF_SNAPSHOT_VERSION of the header this package mirrors.
 SNAPSHOT_VERSION = 1
 #: SHEAF_LIST_STATUS_VERSION: the sheaf_list_status declared here; set before each call.
-LIST_STATUS_VERSION = 1
+LIST_STATUS_VERSION = 2
 
 LIBRARY_PATH_VARIABLE = "SHEAF_LIBRARY_PATH"
 
@@ -296,6 +296,10 @@ class ListStatusStruct(Structure):
         ("requests_in_flight", c_int64),    # int64_t requests_in_flight;
         ("window", c_int64),                # int64_t window;
         ("stop_reason", c_int),             # sheaf_stop_reason stop_reason;
+        # Version 2.
+        ("requests_revalidated", c_int64),  # int64_t requests_revalidated;
+        ("quota_remaining", c_int64),       # int64_t quota_remaining;
+        ("quota_reset_ms", c_int64),        # int64_t quota_reset_ms;
     ]
 
 
@@ -519,6 +523,8 @@ def declare(library: Any) -> None:
     fn("sheaf_client_add_secret_param", _sheaf_result, [ClientHandle, c_char_p])
     # sheaf_result sheaf_client_set_tls_file(sheaf_client *client, sheaf_tls_file which, const char *path);
     fn("sheaf_client_set_tls_file", _sheaf_result, [ClientHandle, c_int, c_char_p])
+    # sheaf_result sheaf_client_set_cache(sheaf_client *client, const char *folder, int64_t max_bytes);
+    fn("sheaf_client_set_cache", _sheaf_result, [ClientHandle, c_char_p, c_int64])
     # sheaf_result sheaf_client_set_option(sheaf_client *client, sheaf_option option, int64_t value);
     fn("sheaf_client_set_option", _sheaf_result, [ClientHandle, c_int, c_int64])
     # sheaf_result sheaf_client_set_transport(sheaf_client *client, sheaf_transport_fn transport,
@@ -733,7 +739,7 @@ CHECKED = (
     "sheaf_client_new", "sheaf_client_set_auth", "sheaf_client_set_option", "sheaf_client_set_transport",
     "sheaf_client_set_log", "sheaf_client_set_event_handler", "sheaf_client_set_credential_provider",
     "sheaf_client_set_credential", "sheaf_client_add_header", "sheaf_client_add_secret_param",
-    "sheaf_client_set_tls_file", "sheaf_list_add_header",
+    "sheaf_client_set_tls_file", "sheaf_client_set_cache", "sheaf_list_add_header",
     "sheaf_request_new", "sheaf_request_add_segment", "sheaf_request_add_query", "sheaf_request_add_header",
     "sheaf_request_set_body", "sheaf_request_add_form", "sheaf_request_set_retry", "sheaf_request_start",
     "sheaf_request_set_output_file",

@@ -239,6 +239,9 @@ class ListRun:
             requests_made=status.requests_made,
             resume_token=self.current_resume_token(),
             window=status.window,
+            requests_revalidated=status.requests_revalidated,
+            quota_remaining=None if status.quota_remaining < 0 else status.quota_remaining,
+            quota_reset=None if status.quota_remaining < 0 else status.quota_reset_ms / 1000.0,
         )
 
     def _read_outcome(self) -> None:

@@ -170,6 +170,16 @@ class Client(Closing):
         verify: True (the system's CAs, or ``$SSL_CERT_FILE``), False (no verification: tests
             against self-signed servers only), or the path of a CA bundle file or directory.
         cert: a client certificate for mutual TLS: a PEM path holding both, or ``(cert, key)``.
+        cache: a folder (made if missing, private to the user) for a response cache: every GET
+            answered 200 with an ``ETag`` or ``Last-Modified`` is stored there and asked for again
+            with ``If-None-Match``/``If-Modified-Since``; a 304 answers with the stored page, so a
+            re-sync pays only for the pages that changed (GitHub charges no quota for a 304).
+            Nothing is served without asking the server. Entries are keyed by an HMAC of the
+            URL and every request header, the credential's included: no URL, token or header
+            value is written to disk, and one credential's pages never answer another's.
+            Several processes may share the folder. None (the default): no cache.
+        cache_max_bytes: the cache's size (64 KiB and up); past it the least recently used
+            entries go. Default 512 MiB.
         follow_cross_origin: follow next links, redirects and absolute URLs to other origins
             without credentials (never https to http), instead of failing with PolicyError.
         secret_params: query parameters whose values messages hide, besides the built-in
@@ -230,7 +240,8 @@ class Client(Closing):
                  follow_cross_origin: bool = False, secret_params: Sequence[str] = (),
                  on_event: Optional[Callable[[Event], Any]] = None,
                  token_provider: Optional[Callable[[bool], str]] = None, http_version: str = "auto",
-                 max_wait: float = 60.0) -> None:
+                 max_wait: float = 60.0, cache: Union[None, str, "os.PathLike[str]"] = None,
+                 cache_max_bytes: int = 512 << 20) -> None:
         self._handle: Optional[_ffi.ClientHandle] = None
         self._lock = threading.Lock()   # one close frees the handle, whichever thread calls it
         if not isinstance(base_url, str):
@@ -261,6 +272,9 @@ class Client(Closing):
             for name in secret_params:
                 lib.sheaf_client_add_secret_param(handle, encode(name))
             _set_tls(handle, verify, cert)
+            if cache is not None:
+                lib.sheaf_client_set_cache(handle, encode(os.fspath(cache), "the cache folder"),
+                                           _whole(cache_max_bytes, "cache_max_bytes"))
             if on_event is not None and not callable(on_event):
                 raise UsageError(Result.INVALID_ARGUMENT, "on_event must be a callable")
             hooks.install(handle, on_event)
@@ -1102,7 +1116,14 @@ def _set_tls(handle: _ffi.ClientHandle, verify: Union[bool, str], cert: Union[No
 def _progress(status: _ffi.ListStatusStruct) -> Progress:
     return Progress(status.items, status.pages, None if status.expected_items < 0 else status.expected_items,
                     None if status.expected_pages < 0 else status.expected_pages, status.requests_in_flight,
-                    status.requests_made, status.window)
+                    status.requests_made, status.window, status.requests_revalidated, *_quota(status))
+
+
+def _quota(status: _ffi.ListStatusStruct) -> Tuple[Optional[int], Optional[float]]:
+    """The origin's rate limit in a status: points left and seconds to its reset, or Nones."""
+    if status.quota_remaining < 0:
+        return None, None
+    return status.quota_remaining, status.quota_reset_ms / 1000.0
 
 
 def _query_pairs(query: Optional[Query]) -> List[Tuple[str, str]]:

@@ -59,6 +59,11 @@ class Snapshot:
             None when the list ends with it.
         window: the pages the list let in flight then (it adapts to the server unless the
             client was made with ``adaptive_window=False``).
+        requests_revalidated: of ``requests_made``, those answered 304 and served from the
+            client's response cache (``Client(cache=...)``).
+        quota_remaining: what the server's rate limit at the list's origin had left
+            (``X-RateLimit-Remaining``, ``RateLimit``), or None when no answer said.
+        quota_reset: seconds until that limit resets, or None.
     """
 
     items: List[Any]
@@ -70,6 +75,9 @@ class Snapshot:
     requests_made: int
     resume_token: Optional[str] = None
     window: int = 0
+    requests_revalidated: int = 0
+    quota_remaining: Optional[int] = None
+    quota_reset: Optional[float] = None
 
     def __repr__(self) -> str:
         expected = "?" if self.expected_items is None else str(self.expected_items)
@@ -153,6 +161,9 @@ class Progress(NamedTuple):
     requests_in_flight: int
     requests_made: int
     window: int = 0
+    requests_revalidated: int = 0
+    quota_remaining: Optional[int] = None
+    quota_reset: Optional[float] = None
 
 
 __all__ = ["Snapshot", "Items", "Written", "Progress", "StopReason"]

@@ -62,6 +62,7 @@ def expected(n: int, start: int = 0) -> list:
 def cli_env(**extra) -> dict:
     env = dict(os.environ)
     env.pop("SHEAF_TOKEN", None)
+    env.pop("SHEAF_CACHE", None)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PYTHON_DIR), env.get("PYTHONPATH")]))
     env["SHEAF_LIBRARY_PATH"] = LIBRARY
     env.update(extra)

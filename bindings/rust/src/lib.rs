@@ -498,6 +498,22 @@ impl Client {
         Ok(self)
     }
 
+    /// Gives the client a response cache in `folder` (None: none), at most `max_bytes` (0: 512 MiB):
+    /// every GET answered 200 with an ETag or Last-Modified is stored and asked for again with
+    /// its validators, a 304 answering with the stored page (see sheaf.h, `sheaf_client_set_cache`).
+    pub fn set_cache(&mut self, folder: Option<&Path>, max_bytes: i64) -> Result<&mut Self> {
+        use std::os::unix::ffi::OsStrExt;
+        let folder = folder
+            .map(|p| CString::new(p.as_os_str().as_bytes()))
+            .transpose()
+            .map_err(|_| Error::usage(sys::SHEAF_E_INVALID_ARGUMENT, "the path holds a NUL byte"))?;
+        // SAFETY: a live client; the path is copied.
+        check(unsafe {
+            sys::sheaf_client_set_cache(self.raw.as_ptr(), folder.as_ref().map_or(ptr::null(), |p| p.as_ptr()), max_bytes)
+        })?;
+        Ok(self)
+    }
+
     /// Sets an integer option (see [`ClientOption`] and sheaf.h's `sheaf_option`).
     pub fn set_option(&mut self, option: ClientOption, value: i64) -> Result<&mut Self> {
         // SAFETY: a live client.
@@ -790,6 +806,10 @@ pub struct Status {
     pub requests_made: i64,
     /// Why it ended (None while it runs).
     pub stop_reason: StopReason,
+    /// Of `requests_made`, those answered 304 from the client's response cache.
+    pub requests_revalidated: i64,
+    /// What the origin's rate limit has left, and the milliseconds to its reset, if a server said.
+    pub quota: Option<(i64, i64)>,
 }
 
 /// Every item of a list that ended: the raw JSON array, each item's JSON text, why it stopped
@@ -1009,6 +1029,8 @@ impl List {
             expected_items: (raw.expected_items >= 0).then_some(raw.expected_items),
             requests_made: raw.requests_made,
             stop_reason: StopReason::from_raw(raw.stop_reason),
+            requests_revalidated: raw.requests_revalidated,
+            quota: (raw.quota_remaining >= 0).then_some((raw.quota_remaining, raw.quota_reset_ms)),
         }
     }
 

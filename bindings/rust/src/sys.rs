@@ -170,7 +170,7 @@ pub const SHEAF_ERROR_VERSION: c_uint = 1;
 pub const SHEAF_LOG_RECORD_VERSION: c_uint = 1;
 pub const SHEAF_EVENT_VERSION: c_uint = 1;
 pub const SHEAF_SNAPSHOT_VERSION: c_uint = 1;
-pub const SHEAF_LIST_STATUS_VERSION: c_uint = 1;
+pub const SHEAF_LIST_STATUS_VERSION: c_uint = 2;
 pub const SHEAF_GROUP_DELTA_VERSION: c_uint = 1;
 // The Arrow C data interface's flags, for `ArrowSchema::flags` (an i64 there, so i64 here).
 pub const ARROW_FLAG_DICTIONARY_ORDERED: i64 = 1;
@@ -427,6 +427,9 @@ structs! {
         requests_in_flight: i64,
         window: i64,
         stop_reason: sheaf_stop_reason,
+        requests_revalidated: i64,
+        quota_remaining: i64,
+        quota_reset_ms: i64,
     }
     sheaf_group_delta {
         version: c_uint,
@@ -486,6 +489,7 @@ functions! {
     fn sheaf_client_add_header(client: *mut sheaf_client, name: *const c_char, value: *const c_char) -> sheaf_result;
     fn sheaf_client_add_secret_param(client: *mut sheaf_client, name: *const c_char) -> sheaf_result;
     fn sheaf_client_set_tls_file(client: *mut sheaf_client, which: sheaf_tls_file, path: *const c_char) -> sheaf_result;
+    fn sheaf_client_set_cache(client: *mut sheaf_client, folder: *const c_char, max_bytes: i64) -> sheaf_result;
     fn sheaf_client_set_option(client: *mut sheaf_client, option: sheaf_option, value: i64) -> sheaf_result;
     fn sheaf_client_set_log(client: *mut sheaf_client, level: sheaf_log_level, on_log: sheaf_log_fn, user_data: *mut c_void, destroy: sheaf_destroy_fn) -> sheaf_result;
     fn sheaf_client_set_event_handler(client: *mut sheaf_client, on_event: sheaf_event_fn, user_data: *mut c_void, destroy: sheaf_destroy_fn) -> sheaf_result;

@@ -2,7 +2,7 @@
 
 mod common;
 
-use common::{client, expected_items, ids, server};
+use common::{client, expected_items, ids, server, stat};
 use sheaf::{Auth, Budget, ClientOption, StopReason};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -95,6 +95,27 @@ fn a_spent_quota_is_rate_limited_with_the_items_paid_for() {
     assert!(count > 0 && count <= 120, "{count}");
     assert_eq!(partial.items.items, expected_items(count));
     assert!(partial.error.resume_token.is_some());
+}
+
+#[test]
+fn a_cached_resync_is_answered_not_modified() {
+    // Only this test asks for etag= pages: the server's count of 304s is its own.
+    let folder = std::env::temp_dir().join(format!("sheaf-rust-cache-{}", std::process::id()));
+    let path = "anchor?n=95&per_page=10&etag=1&x=rust";
+    let mut runs = Vec::new();
+    for _ in 0..2 {
+        let before = stat("not_modified");
+        let mut client = client();
+        client.set_cache(Some(&folder), 0).unwrap();
+        let items = client.list(path).unwrap().fetch_all().unwrap();
+        runs.push((items.items, stat("not_modified") - before));
+    }
+    assert_eq!(runs[0].0, expected_items(95));
+    assert_eq!(runs[1].0, runs[0].0);
+    assert_eq!((runs[0].1, runs[1].1), (0, 10), "the second run's ten pages were 304s");
+    let mut bad = client();
+    assert!(bad.set_cache(Some(&folder.join("key")), 0).is_err(), "a file is no cache folder");
+    std::fs::remove_dir_all(&folder).unwrap();
 }
 
 #[test]

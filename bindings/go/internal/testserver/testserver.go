@@ -97,6 +97,7 @@ type Stats struct {
 	MaxInFlight int `json:"max_in_flight"`
 	InFlight    int `json:"in_flight"`
 	Refused     int `json:"refused"` // 429s and 403s of limit=, ratelimit= and quota=
+	NotModified int `json:"not_modified"` // 304s of etag=
 	Log         []struct {
 		Path          string  `json:"path"`
 		Authorization *string `json:"authorization"`

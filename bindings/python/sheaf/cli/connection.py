@@ -11,7 +11,7 @@ from typing import List, Optional, Tuple
 from urllib.parse import urlsplit
 
 from .exits import one_line, report
-from .parser import TOKEN_ENV
+from .parser import CACHE_ENV, TOKEN_ENV
 
 
 def split_pair(parser: argparse.ArgumentParser, text: str, separator: str, flag: str) -> Tuple[str, str]:
@@ -66,6 +66,9 @@ def _client_options(parser: argparse.ArgumentParser, args: argparse.Namespace, a
     options["headers"] = [split_pair(parser, header, ":", "-H") for header in args.header]
     if args.http_version is not None:
         options["http_version"] = args.http_version
+    cache = args.cache if getattr(args, "cache", None) is not None else os.environ.get(CACHE_ENV)
+    if cache:
+        options["cache"] = cache
     if args.insecure:
         options["verify"] = False
     elif args.cacert is not None:

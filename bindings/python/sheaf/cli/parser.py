@@ -14,6 +14,7 @@ from .output import Field
 
 PROG = "sheaf"
 TOKEN_ENV = "SHEAF_TOKEN"
+CACHE_ENV = "SHEAF_CACHE"
 LOG_ENV = "SHEAF_LOG"
 
 EXIT_STATUS_TEXT = """\
@@ -519,6 +520,10 @@ def _add_connection_options(parser: argparse.ArgumentParser) -> None:
     http.add_argument("--cacert", metavar="FILE|DIR", help="trust these CAs (PEM) instead of the system's")
     http.add_argument("--cert", metavar="FILE", help="client certificate (PEM) for mutual TLS")
     http.add_argument("--key", metavar="FILE", help="the client certificate's private key (PEM)")
+    http.add_argument("--cache", metavar="DIR",
+                      help=f"keep GET answers in DIR (made private if missing) and ask for each again with its "
+                           f"ETag or Last-Modified: an unchanged page costs a 304 (default: ${CACHE_ENV}; "
+                           f"--cache '' for none)")
     http.add_argument("--insecure", "-k", action="store_true",
                       help="do not verify the server's certificate (self-signed test servers only)")
     version = http.add_mutually_exclusive_group()

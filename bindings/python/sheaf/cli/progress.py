@@ -48,7 +48,7 @@ def format_rate(rate: float) -> str:
 
 #: What a line too wide for the terminal gives up, in this order: first what only explains how the
 #: list is fetched, then the words around the numbers, then the numbers, the item count last.
-ECONOMIES = ("window", "in flight", "requests", "pages", "note", "prefix", "terse", "rounded", "rate", "eta")
+ECONOMIES = ("quota", "revalidated", "window", "in flight", "requests", "pages", "note", "prefix", "terse", "rounded", "rate", "eta")
 
 
 def status_line(snapshot, elapsed: float, width: int, final: bool = False, note: str = "") -> str:
@@ -92,11 +92,17 @@ def _line(s, elapsed: float, final: bool, note: str, without: frozenset) -> str:
         parts.append(shown + ("/s" if terse else " items/s"))
     if final:
         if "requests" not in without:
-            parts.append(f"{s.requests_made} requests")
+            revalidated = getattr(s, "requests_revalidated", 0)
+            unchanged = f" ({format_count(revalidated)} unchanged, 304)" if revalidated and "revalidated" not in without else ""
+            parts.append(f"{s.requests_made} requests{unchanged}")
         if "eta" not in without:
             parts.append(f"in {format_duration(elapsed)}")
     elif s.expected_items is not None and rate > 0 and "eta" not in without:
         parts.append(f"ETA {format_duration(max(s.expected_items - s.item_count, 0) / rate)}")
+    left = getattr(s, "quota_remaining", None)
+    if left is not None and "quota" not in without:
+        reset = getattr(s, "quota_reset", None)
+        parts.append(f"quota {format_count(left)} left" + ("" if reset is None else f", resets in {format_duration(reset)}"))
     text = (" " if terse else ", ").join(parts)
     if note and "note" not in without:
         text += f" ({note})"

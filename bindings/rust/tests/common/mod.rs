@@ -53,6 +53,19 @@ pub fn server() -> &'static Server {
     })
 }
 
+/// A counter of the server's /_stats ("requests", "not_modified", ...), read over a plain socket.
+#[allow(dead_code)] // not every test binary reads one
+pub fn stat(name: &str) -> i64 {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(("127.0.0.1", server().port)).expect("the test server");
+    stream.write_all(b"GET /_stats HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n").unwrap();
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).unwrap();
+    let key = format!("\"{name}\":");
+    let at = answer.find(&key).unwrap_or_else(|| panic!("no {name} in {answer}")) + key.len();
+    answer[at..].chars().take_while(|c| c.is_ascii_digit()).collect::<String>().parse().unwrap()
+}
+
 /// A client of the shared server.
 pub fn client() -> sheaf::Client {
     sheaf::Client::new(&server().url()).expect("a client")

@@ -1,0 +1,156 @@
+"""The response cache (issue 44): ``Client(cache=DIR)`` and ``sheaf get --cache DIR`` store every
+GET answer that has a validator and ask for it again with it, so that a re-sync pays only for the
+pages that changed. The server is GitHub-shaped (Tests/server/api_server.py ``etag=1``: a weak
+ETag and a Last-Modified on every page, a 304 that costs no point of ``quota=``, ``/_edit`` to
+change items), and hostile (``etag=unasked``, ``always``, ``nostore``, ``huge``)."""
+
+from __future__ import annotations
+
+import os
+import stat
+import subprocess
+import sys
+import textwrap
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+import sheaf
+from conftest import expected_items, stats
+from test_cli import cli_env, lines, run_cli
+
+PAGES = dict(paging="page:page", size_param="per_page", page_size=10)
+PATH = "/anchor?n=300&etag=1&quota=5000:3600"
+
+
+def edit(api, ids: str) -> None:
+    with urllib.request.urlopen(f"{api.base_url}/_edit?ids={ids}") as answer:
+        assert answer.status == 200
+
+
+def last_snapshot(client: sheaf.Client, path: str) -> sheaf.Snapshot:
+    snapshot = None
+    for snapshot in client.stream(path, **PAGES):
+        pass
+    assert snapshot is not None
+    return snapshot
+
+
+def test_a_resync_pays_only_for_the_pages_that_changed(api, tmp_path):
+    folder = tmp_path / "cache"
+    with sheaf.Client(api.base_url, token="t-cache", cache=folder) as client:
+        first = client.fetch_all(PATH, **PAGES)
+    assert first == expected_items(300)
+    assert stats(api)["not_modified"] == 0
+    with sheaf.Client(api.base_url, token="t-cache", cache=folder) as client:
+        end = last_snapshot(client, PATH)
+    assert stats(api)["not_modified"] == 30 and stats(api)["requests"] == 60
+    assert end.requests_revalidated == 30 and end.requests_made == 30
+    assert end.quota_remaining == 4970, "the second run spent no point"
+    assert end.quota_reset is not None and 0 < end.quota_reset <= 3601  # a Unix time, rounded up
+    edit(api, "5,6,150")   # pages 1 and 16
+    with sheaf.Client(api.base_url, token="t-cache", cache=folder) as client:
+        again = client.fetch_all(PATH, **PAGES)
+        assert client.fetch_all(PATH, **PAGES) == again
+    assert [item["name"] for item in again if item["name"].endswith("-edited")] == \
+        ["item-5-edited", "item-6-edited", "item-150-edited"]
+    # Two pages paid for, then none: 30 + 2 points in all.
+    assert stats(api)["requests"] - stats(api)["not_modified"] == 32
+    assert stat.S_IMODE(folder.stat().st_mode) == 0o700
+    assert all(stat.S_IMODE(path.stat().st_mode) == 0o600 for path in folder.iterdir())
+
+
+def test_the_output_with_the_cache_equals_the_output_without(api, tmp_path):
+    for path in ("/anchor?n=137&etag=1", "/conv/github?n=95&etag=1"):
+        with sheaf.Client(api.base_url) as plain:
+            expected = plain.fetch_all(path)
+        for _ in range(2):
+            with sheaf.Client(api.base_url, cache=tmp_path) as cached:
+                assert cached.fetch_all(path) == expected, path
+
+
+def test_hostile_validators_and_cache_headers(api, tmp_path):
+    # A 304 to a request that sent no validator is no page: the list fails, never OK and short.
+    with sheaf.Client(api.base_url, cache=tmp_path / "a", max_attempts=1) as client:
+        with pytest.raises(sheaf.Error) as caught:
+            client.fetch_all("/anchor?n=50&etag=unasked", **PAGES)
+    assert "304" in caught.value.message, caught.value.message
+    # Cache-Control: no-store is never stored: the second run asks for every page whole.
+    unasked = stats(api)["not_modified"]
+    for _ in range(2):
+        with sheaf.Client(api.base_url, cache=tmp_path / "b") as client:
+            assert client.fetch_all("/anchor?n=50&etag=nostore", **PAGES) == expected_items(50)
+    assert stats(api)["not_modified"] == unasked
+    assert [p for p in (tmp_path / "b").iterdir() if p.name.startswith("e-")] == []
+    # A 4 KiB ETag is stored and sent back as it came.
+    for _ in range(2):
+        with sheaf.Client(api.base_url, cache=tmp_path / "c") as client:
+            assert client.fetch_all("/anchor?n=50&etag=huge", **PAGES) == expected_items(50)
+    assert stats(api)["not_modified"] == unasked + 5
+    # Entries written by another key (a forged folder) are misses.
+    folder = tmp_path / "c"
+    (folder / "key").write_bytes(b"x" * 32)
+    before = stats(api)["not_modified"]
+    with sheaf.Client(api.base_url, cache=folder) as client:
+        assert client.fetch_all("/anchor?n=50&etag=huge", **PAGES) == expected_items(50)
+    assert stats(api)["not_modified"] == before
+
+
+def test_a_folder_it_cannot_trust_is_refused(tmp_path):
+    (tmp_path / "real").mkdir()
+    (tmp_path / "link").symlink_to(tmp_path / "real")
+    with pytest.raises(sheaf.UsageError, match="symbolic link"):
+        sheaf.Client("http://127.0.0.1:9", cache=tmp_path / "link")
+    (tmp_path / "file").write_text("")
+    with pytest.raises(sheaf.UsageError, match="not a folder"):
+        sheaf.Client("http://127.0.0.1:9", cache=tmp_path / "file")
+    with pytest.raises(sheaf.UsageError, match="cache's size"):
+        sheaf.Client("http://127.0.0.1:9", cache=tmp_path / "real", cache_max_bytes=100)
+    with pytest.raises(sheaf.UsageError, match="NUL"):
+        sheaf.Client("http://127.0.0.1:9", cache=str(tmp_path) + "/a\0b")
+
+
+TWO_PROCESSES = textwrap.dedent("""
+    import json, sys
+    import sheaf
+    base, folder, path = sys.argv[1:4]
+    with sheaf.Client(base, token="t-shared", cache=folder) as client:
+        items = client.fetch_all(path, paging="page:page", size_param="per_page", page_size=10)
+    print(json.dumps([item["id"] for item in items]))
+""")
+
+
+def test_two_processes_share_one_cache_folder(api, tmp_path):
+    folder = tmp_path / "shared"
+    script = tmp_path / "one.py"
+    script.write_text(TWO_PROCESSES)
+    env = cli_env()
+
+    def start(path: str) -> subprocess.Popen:
+        return subprocess.Popen([sys.executable, str(script), api.base_url, str(folder), path],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+
+    for round_ in range(2):
+        runs = [start("/anchor?n=400&etag=1"), start("/anchor?n=400&etag=1"), start("/anchor?n=200&etag=1&x=2")]
+        outs = [run.communicate(timeout=60) for run in runs]
+        assert [run.returncode for run in runs] == [0, 0, 0], [err for _, err in outs]
+        assert [len(__import__("json").loads(out)) for out, _ in outs] == [400, 400, 200]
+    # The second round found every page of the first: 40 + 20 pages answered 304 at least once each.
+    assert stats(api)["not_modified"] >= 60
+    assert not [p for p in folder.iterdir() if p.name.startswith("t-")], "no write left behind"
+
+
+def test_the_cli_keeps_its_cache_in_the_folder_given_or_in_sheaf_cache(api, tmp_path):
+    url = f"{api.base_url}/anchor?n=120&etag=1&per_page=20"
+    first = run_cli(url, "--cache", str(tmp_path / "cli"), "--format", "jsonl")
+    assert first.returncode == 0, first.stderr
+    again = run_cli(url, "--format", "jsonl", "-v", env=cli_env(SHEAF_CACHE=str(tmp_path / "cli")))
+    assert again.returncode == 0, again.stderr
+    assert lines(again.stdout) == lines(first.stdout) == expected_items(120)
+    assert stats(api)["not_modified"] == 6
+    assert b" 304" in again.stderr, again.stderr   # -v shows each answer
+    plain = run_cli(url, "--cache", "", "--format", "jsonl", env=cli_env(SHEAF_CACHE=str(tmp_path / "cli")))
+    assert plain.returncode == 0 and stats(api)["not_modified"] == 6, "--cache '' turns it off"
+    bad = run_cli(url, "--cache", str(tmp_path / "cli" / "key"))
+    assert bad.returncode == 2 and b"not a folder" in bad.stderr, bad.stderr
