@@ -359,6 +359,49 @@ def run_sheaf_quota(args) -> dict:
     return {"seconds": seconds, "stopped_after": len(first), "peak_rss_kb": peak_rss_kb()}
 
 
+def run_sheaf_resync(args) -> dict:
+    """C1, C2: the list (its path carries the server's etag=) fetched with an empty cache, then
+    again with it (every page unchanged), then again after 3 items on 3 pages change (/_edit):
+    each run's time, and what the server counted between them (points: answers other than
+    304; bytes sent). Each run's items are checked whole and in order."""
+    import shutil
+    import tempfile
+    import urllib.request
+    import sheaf
+    options = sheaf_options(args)
+
+    def server(path: str) -> dict:
+        with urllib.request.urlopen(args.base + path, timeout=30) as answer:
+            return json.loads(answer.read())
+
+    def counts() -> tuple:
+        s = server("/_stats")
+        return s["requests"] - s["not_modified"], s["bytes_sent"]
+
+    folder = tempfile.mkdtemp(prefix="sheaf-bench-cache-")
+    phases = []
+    try:
+        for phase in ("first", "resync", "changed"):
+            if phase == "changed":
+                per = args.page_size
+                server(f"/_edit?ids={3 * per + 1},{70 * per + 2},{150 * per + 3}")
+            before = counts()
+            start = time.perf_counter()
+            with sheaf.Client(args.base, token="c1-token", concurrency=args.window, cache=folder) as client:
+                items = client.fetch_all(args.path, **options)
+            seconds = time.perf_counter() - start
+            if len(items) != args.expect or [item["id"] for item in items] != list(range(args.expect)):
+                wrong(f"{phase}: {len(items)} items, not 0..{args.expect - 1} in order")
+            after = counts()
+            phases.append({"seconds": seconds, "points": after[0] - before[0], "bytes": after[1] - before[1]})
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    first, resync, changed = phases
+    return {"seconds": resync["seconds"], "first_seconds": first["seconds"], "changed_seconds": changed["seconds"],
+            "first_points": first["points"], "resync_points": resync["points"], "changed_points": changed["points"],
+            "first_bytes": first["bytes"], "resync_bytes": resync["bytes"], "peak_rss_kb": peak_rss_kb()}
+
+
 def run_decode_floor(args) -> dict:
     try:
         import orjson
@@ -588,6 +631,7 @@ MODES = {
     "sheaf-stream": run_sheaf_stream,
     "sheaf-fetch-404": run_sheaf_fetch_404,
     "sheaf-quota": run_sheaf_quota,
+    "sheaf-resync": run_sheaf_resync,
     "curl-parallel": run_curl_parallel,
     "decode-floor": run_decode_floor,
     "sheaf-split": run_sheaf_split,

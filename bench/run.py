@@ -52,7 +52,7 @@ RUN_TIMEOUT_S = 300            # one measured run
 SLOW_RUNS = 3                  # runs of a 10 s scenario (serial walks) at most
 
 ALL_IDS = ["P1", "P1A", "P1D", "P2", "P3", "P4", "P4C", "P5", "P5U", "P6", "P7", "P10", "P11", "P12", "P13", "F1",
-           "M1", "M2", "M3", "R1", "R2", "R3", "Q3"]
+           "M1", "M2", "M3", "R1", "R2", "R3", "Q3", "C1"]
 Q3_PAGES, Q3_POINTS, Q3_WINDOW = 200, 120, 64   # Q3: a list larger than its token's quota (issue 44)
 # R1-R3: cursor lists split by their range filter (issue 43), on Tests/server/ranges.py
 R_PAGES, R_PER_PAGE, R_L_MS, R_CAPACITY = 1000, 100, 100, 64
@@ -1479,6 +1479,52 @@ class Scenarios:
         return [fill_counts(Row("Q3", label, sheaf=f"{max(refused)} refusals; stopped after {stopped[0]}-{stopped[-1]} items "
                                                    f"({Q3_POINTS * PER_PAGE} paid for) in {m.median():.3f} s",
                                 floor=f"{Q3_POINTS} points", target=target, met=yes(max(refused) == 0)), m)]
+
+    def C1(self) -> List[Row]:
+        """Issue 44's first two rows: a 200-page GitHub-shaped list (items of 2 KB, GitHub's issues
+        are larger) at 50 ms, fetched with an empty response cache, re-synced with it (every page
+        unchanged), and re-synced after 3 items on 3 pages changed: the points the server counted
+        (answers other than 304), the bytes it sent, and the times (the driver checks the items)."""
+        b = self.b
+        label = (f"{N_PAGES}-page GitHub-shaped list (etag=, 2 KB items), L={L_MS} ms, W=8: re-sync with the cache "
+                 "(Python fetch_all, cache=)")
+        if not self.python_rows:
+            return [Row("C1", label, sheaf=f"not run: {b.python_ok}")]
+        lst = ListDef(f"/anchor?n={N_PAGES * PER_PAGE}&latency_ms={L_MS}&etag=1&pad=2000", N_PAGES, PER_PAGE)
+        link = ListDef(lst.path + "&mbps=100", N_PAGES, PER_PAGE)
+        b.measure(b.py_spec("Py resync C1", "sheaf-resync", lst, self.runs),
+                  b.py_spec("Py resync C1 100 Mbit/s", "sheaf-resync", link, self.runs))
+        m = b.results["Py resync C1"]
+        if m.error or not m.runs:
+            return [failed_row("C1", label, m, "0 points; bytes <= 2 % of the first run; time <= 0.6 x the first run")]
+        points = max(m.values("resync_points"))
+        share = max(run["resync_bytes"] / run["first_bytes"] for run in m.runs)
+        ratio = max(run["seconds"] / run["first_seconds"] for run in m.runs)
+        changed = sorted({run["changed_points"] for run in m.runs})
+        first = statistics.median(m.values("first_seconds"))
+        return [Row("C1", label, sheaf=f"{points} points; {share:.2%} of the first run's bytes; "
+                                       f"{m.median():.3f} s re-sync vs {first:.3f} s first ({ratio:.2f} x, the worst run)",
+                    floor=f"{N_PAGES} pages of {PER_PAGE}",
+                    target="0 points; bytes <= 2 % of the first run; time <= 0.6 x the first run",
+                    met=yes(points == 0 and share <= 0.02 and ratio <= 0.6)),
+                *self.link_row(b.results["Py resync C1 100 Mbit/s"]),
+                Row("C2", "  the same after 3 items on 3 pages changed (/_edit)",
+                    sheaf=f"{'-'.join(map(str, changed))} points in {statistics.median(m.values('changed_seconds')):.3f} s",
+                    target="exactly 3 points", met=yes(changed == [3]))]
+
+    @staticmethod
+    def link_row(m) -> List[Row]:
+        """C1 beside it: the same over one link of 100 Mbit/s (the server's mbps=, shared by the
+        run's requests as a client's downlink is), where a page's bytes take time as they do on a
+        real network, and a 304's few do not."""
+        if m.error or not m.runs:
+            return [failed_row("C1", "  the same over a link of 100 Mbit/s (mbps=100)", m)]
+        ratio = max(run["seconds"] / run["first_seconds"] for run in m.runs)
+        first = statistics.median(m.values("first_seconds"))
+        return [Row("C1", "  the same over a link of 100 Mbit/s (mbps=100): another measure, beside the row above",
+                    sheaf=f"{max(m.values('resync_points'))} points; {m.median():.3f} s re-sync vs {first:.3f} s first "
+                          f"({ratio:.2f} x, the worst run)",
+                    target="time <= 0.6 x the first run", met=yes(ratio <= 0.6))]
 
     # -- memory --
     def M1(self) -> List[Row]:

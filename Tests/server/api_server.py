@@ -45,6 +45,9 @@ Query parameters common to the list endpoints (/anchor, /drf, /array):
                   (quota_resource=NAME, default core), and past R a 403 {"message": "API rate
                   limit exceeded ..."} with X-RateLimit-Remaining: 0 and no Retry-After, as GitHub
                   answers ("refused" in /_stats); quota_status=429 answers 429 instead
+  mbps=M          the answers of every request that carries mbps=M share one link of M megabits
+                  a second: each is sent when the link has carried the answers before it
+                  (latency_ms is the round trip on top), as a client's downlink would
   etag=1          GitHub's conditional requests: every 200 answer carries a weak ETag of its
                   body, a Last-Modified (the time of the last /_edit) and Cache-Control: private;
                   a request whose If-None-Match names the current tag (or, without one, whose
@@ -74,7 +77,8 @@ Endpoints:
                                   them and their /_orgs/ control endpoints)
   GET /redirect?to=URL[&code=302] redirect (no latency)
   GET /status?code=S[&retry_after=X]   {"error":"status","status":S}
-  GET /_stats                     {"requests":..,"max_in_flight":..,"in_flight":..,"log":[..]}
+  GET /_stats                     {"requests":..,"max_in_flight":..,"in_flight":..,"not_modified":..,
+                                   "bytes_sent":.. (heads and bodies, the /_ endpoints' not counted),"log":[..]}
   GET|POST /_reset                {"ok":true}
   GET|POST /_edit?ids=I,J,...     items I, J, ... are named "item-<i>-edited" from now on (in
                                   every list), and Last-Modified moves; /_reset undoes it
@@ -138,6 +142,8 @@ class ServerState:
         self.arrivals: collections.deque = collections.deque(maxlen=LOG_LIMIT)   # monotonic times
         self.failures: list = []         # fail= answers: when, and how many were in flight then
         self.not_modified = 0            # 304s answered by etag=
+        self.bytes_sent = 0              # every answer's status line, headers and body
+        self.links: dict = {}            # mbps=M -> when its link is free (monotonic seconds)
 
     def begin(self, path: str, authorization: str | None) -> None:
         with self.lock:
@@ -163,6 +169,7 @@ class ServerState:
             self.fail_counts.clear()
             self.refused = 0
             self.not_modified = 0
+            self.bytes_sent = 0
             self.windows.clear()
             EDITED.clear()
             EDITED_AT[0] = SERVER_START
@@ -175,6 +182,7 @@ class ServerState:
                 "in_flight": self.in_flight,
                 "refused": self.refused,
                 "not_modified": self.not_modified,
+                "bytes_sent": self.bytes_sent,
                 "log": list(self.log),
             }
 
@@ -228,6 +236,18 @@ class ServerState:
                 return None
             window[1] = max(0, window[1] - 1)
             return window[1]
+
+    def take_link(self, mbps: int, count: int) -> float:
+        """mbps=M: `count` bytes on the link M shares; returns the seconds until they are through."""
+        with self.lock:
+            now = time.monotonic()
+            free = max(now, self.links.get(mbps, 0.0)) + count * 8 / (mbps * 1e6)
+            self.links[mbps] = free
+            return free - now
+
+    def note_sent(self, count: int) -> None:
+        with self.lock:
+            self.bytes_sent += count
 
     def note_not_modified(self) -> None:
         with self.lock:
@@ -416,7 +436,13 @@ class Handler(BaseHTTPRequestHandler):
             capture.append((status, body, content_type, headers))
         # Out of flight before the answer is written: a client that sends its next request as
         # soon as it has the answer must never be seen with two in flight.
+        mbps = getattr(self, "_mbps", None)
+        if mbps:
+            wait = self.server.state.take_link(mbps, len(head) + len(body))
+            time.sleep(min(wait, MAX_LATENCY_MS / 1000))
         self._answered()
+        if not self.path.startswith("/_"):   # the control endpoints are not the API's answers
+            self.server.state.note_sent(len(head) + len(body))
         self.wfile.write(head + body)
 
     def conditional(self, mode: str, body: bytes, headers: list | None) -> tuple:
@@ -506,6 +532,7 @@ class Handler(BaseHTTPRequestHandler):
     def dispatch(self, method: str) -> None:
         self._extra_headers = ()  # one handler serves every request of its connection
         self._etag = None
+        self._mbps = None
         self._quota = None
         split = urlsplit(self.path)
         path = split.path
@@ -538,6 +565,7 @@ class Handler(BaseHTTPRequestHandler):
                 return
             q = Query(split.query)
             self._etag = q.text("etag")
+            self._mbps = q.integer("mbps", None, 1, 100_000)
             org = org_api.org_of(path)
             # An org's lists change when issues are added to it: never cached.
             cache = self.server.page_cache if org is None else None

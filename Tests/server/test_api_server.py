@@ -332,7 +332,43 @@ def test_stats_log_and_reset(server):
     r = get(server, "/_reset", method="POST", data=b"{}")
     assert r.status == 200 and r.json() == {"ok": True}
     stats = get(server, "/_stats").json()
-    assert stats == {"requests": 0, "max_in_flight": 0, "in_flight": 0, "refused": 0, "log": []}
+    assert stats == {"requests": 0, "max_in_flight": 0, "in_flight": 0, "refused": 0, "not_modified": 0,
+                     "bytes_sent": 0, "log": []}
+
+
+def test_etag_answers_304_to_the_current_tag_free_of_quota_and_edit_changes_it(server):
+    path = "/anchor?n=20&per_page=5&etag=1&quota=10:3600"
+    first = get(server, path, headers={"Authorization": "Bearer e"})
+    tag, modified = first.headers["ETag"], first.headers["Last-Modified"]
+    assert first.status == 200 and tag.startswith('W/"') and first.headers["X-RateLimit-Remaining"] == "9"
+    again = get(server, path, headers={"Authorization": "Bearer e", "If-None-Match": tag})
+    assert again.status == 304 and again.body == b"" and again.headers["ETag"] == tag
+    assert again.headers["X-RateLimit-Remaining"] == "9", "a 304 costs no point"
+    since = get(server, path, headers={"Authorization": "Bearer e", "If-Modified-Since": modified})
+    assert since.status == 304
+    assert get(server, "/_edit?ids=2").json() == {"ok": True, "edited": [2]}
+    changed = get(server, path, headers={"Authorization": "Bearer e", "If-None-Match": tag})
+    assert changed.status == 200 and changed.headers["ETag"] != tag and changed.headers["Last-Modified"] != modified
+    assert changed.json()["items"][2]["name"] == "item-2-edited"
+    assert get(server, path, headers={"If-Modified-Since": modified}).status == 200, "edited since"
+    stats = get(server, "/_stats").json()
+    assert stats["not_modified"] == 2 and stats["bytes_sent"] > 0
+    # The hostile ones.
+    assert get(server, "/anchor?n=20&page=2&etag=unasked").status == 304
+    assert get(server, "/anchor?n=20&etag=always", headers={"If-None-Match": '"made-up"'}).status == 304
+    assert "no-store" in get(server, "/anchor?n=20&etag=nostore").headers["Cache-Control"]
+    assert len(get(server, "/anchor?n=20&etag=huge").headers["ETag"]) > 4096
+    get(server, "/_reset")
+    assert get(server, "/anchor?n=20&per_page=5&page=1").json()["items"][2]["name"] == "item-2", "/_reset undoes edits"
+
+
+def test_mbps_answers_share_one_link(server):
+    start = time.monotonic()
+    # 4 answers of ~60 KB on a link of 8 Mbit/s: ~0.24 s however they are sent.
+    answers = concurrently(server, ["/anchor?n=10&per_page=10&pad=6000&mbps=8"] * 4)
+    took = time.monotonic() - start
+    assert all(answer.status == 200 for answer in answers)
+    assert 0.2 < took < 2, took
 
 
 def concurrently(server, paths):

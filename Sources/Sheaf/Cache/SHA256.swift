@@ -36,11 +36,9 @@ struct SHA256 {
             pending.withUnsafeBytes { compress($0) }
             pending.removeAll(keepingCapacity: true)
         }
-        while rest.count >= 64 {
-            compress(UnsafeRawBufferPointer(rebasing: rest.prefix(64)))
-            rest = rest.dropFirst(64)
-        }
-        pending += rest
+        let whole = rest.count / 64 * 64
+        if whole > 0 { compress(UnsafeRawBufferPointer(rebasing: rest.prefix(whole))) }
+        pending += rest.dropFirst(whole)
     }
 
     /// Feeds `bytes` preceded by their length, so that fields fed one after another cannot run
@@ -65,29 +63,36 @@ struct SHA256 {
         return hasher.finish()
     }
 
-    private mutating func compress(_ block: UnsafeRawBufferPointer) {
-        withUnsafeTemporaryAllocation(of: UInt32.self, capacity: 64) { w in
-            for i in 0..<16 {
-                w[i] = UInt32(block[4 * i]) << 24 | UInt32(block[4 * i + 1]) << 16 | UInt32(block[4 * i + 2]) << 8
-                    | UInt32(block[4 * i + 3])
+    /// Compresses `blocks` (a whole number of 64-byte blocks) into the state.
+    private mutating func compress(_ blocks: UnsafeRawBufferPointer) {
+        var (a0, b0, c0, d0, e0, f0, g0, h0) = (state[0], state[1], state[2], state[3], state[4], state[5], state[6], state[7])
+        Self.k.withUnsafeBufferPointer { k in
+            withUnsafeTemporaryAllocation(of: UInt32.self, capacity: 64) { w in
+                var offset = 0
+                while offset + 64 <= blocks.count {
+                    for i in 0..<16 {
+                        w[i] = UInt32(bigEndian: blocks.loadUnaligned(fromByteOffset: offset + 4 * i, as: UInt32.self))
+                    }
+                    for i in 16..<64 {
+                        let s0 = w[i - 15].rotatedRight(7) ^ w[i - 15].rotatedRight(18) ^ (w[i - 15] >> 3)
+                        let s1 = w[i - 2].rotatedRight(17) ^ w[i - 2].rotatedRight(19) ^ (w[i - 2] >> 10)
+                        w[i] = w[i - 16] &+ s0 &+ w[i - 7] &+ s1
+                    }
+                    var (a, b, c, d, e, f, g, h) = (a0, b0, c0, d0, e0, f0, g0, h0)
+                    for i in 0..<64 {
+                        let s1 = e.rotatedRight(6) ^ e.rotatedRight(11) ^ e.rotatedRight(25)
+                        let choose = (e & f) ^ (~e & g)
+                        let t1 = h &+ s1 &+ choose &+ k[i] &+ w[i]
+                        let s0 = a.rotatedRight(2) ^ a.rotatedRight(13) ^ a.rotatedRight(22)
+                        let majority = (a & b) ^ (a & c) ^ (b & c)
+                        (h, g, f, e, d, c, b, a) = (g, f, e, d &+ t1, c, b, a, t1 &+ s0 &+ majority)
+                    }
+                    a0 &+= a; b0 &+= b; c0 &+= c; d0 &+= d; e0 &+= e; f0 &+= f; g0 &+= g; h0 &+= h
+                    offset += 64
+                }
             }
-            for i in 16..<64 {
-                let s0 = w[i - 15].rotatedRight(7) ^ w[i - 15].rotatedRight(18) ^ (w[i - 15] >> 3)
-                let s1 = w[i - 2].rotatedRight(17) ^ w[i - 2].rotatedRight(19) ^ (w[i - 2] >> 10)
-                w[i] = w[i - 16] &+ s0 &+ w[i - 7] &+ s1
-            }
-            var (a, b, c, d, e, f, g, h) = (state[0], state[1], state[2], state[3], state[4], state[5], state[6], state[7])
-            for i in 0..<64 {
-                let s1 = e.rotatedRight(6) ^ e.rotatedRight(11) ^ e.rotatedRight(25)
-                let choose = (e & f) ^ (~e & g)
-                let t1 = h &+ s1 &+ choose &+ Self.k[i] &+ w[i]
-                let s0 = a.rotatedRight(2) ^ a.rotatedRight(13) ^ a.rotatedRight(22)
-                let majority = (a & b) ^ (a & c) ^ (b & c)
-                (h, g, f, e, d, c, b, a) = (g, f, e, d &+ t1, c, b, a, t1 &+ s0 &+ majority)
-            }
-            state[0] &+= a; state[1] &+= b; state[2] &+= c; state[3] &+= d
-            state[4] &+= e; state[5] &+= f; state[6] &+= g; state[7] &+= h
         }
+        state = [a0, b0, c0, d0, e0, f0, g0, h0]
     }
 }
 

@@ -154,3 +154,20 @@ def test_the_cli_keeps_its_cache_in_the_folder_given_or_in_sheaf_cache(api, tmp_
     assert plain.returncode == 0 and stats(api)["not_modified"] == 6, "--cache '' turns it off"
     bad = run_cli(url, "--cache", str(tmp_path / "cli" / "key"))
     assert bad.returncode == 2 and b"not a folder" in bad.stderr, bad.stderr
+
+
+def test_a_nightly_resync_of_a_newest_first_list_with_nothing_new_costs_one_304(api, tmp_path):
+    # The incremental sync's bound (until=) ends the list at the first issue already synced; with
+    # the cache, the page one that says so is a 304: no point, a few hundred bytes.
+    import urllib.request as request
+    with request.urlopen(request.Request(f"{api.base_url}/_orgs/sync/reset", method="POST"), timeout=10) as answer:
+        answer.read()
+    path = "/repos/sync/repo-114/issues?etag=1"
+    with sheaf.Client(api.base_url, cache=tmp_path) as client:
+        newest = client.fetch_all(path)[0]["id"]
+    api.state.reset()
+    with sheaf.Client(api.base_url, cache=tmp_path) as client:
+        again = client.fetch_all(path, until=("/id", newest))
+    assert list(again) == [] and again.stop_reason == sheaf.StopReason.BOUND
+    seen = stats(api)
+    assert seen["requests"] == 1 and seen["not_modified"] == 1, seen
