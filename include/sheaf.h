@@ -1117,8 +1117,7 @@ typedef struct sheaf_list_status {
     int64_t requests_in_flight;  /**< As sheaf_list_requests_in_flight. */
     int64_t window;              /**< Pages the list lets in flight now (see SHEAF_OPT_ADAPTIVE_WINDOW); 0 before it starts. */
     sheaf_stop_reason stop_reason; /**< Why it ended, once state is SHEAF_LIST_ENDED; SHEAF_STOP_NONE before. */
-    /* Version 2. */
-    int64_t requests_revalidated; /**< Of requests_made, those answered 304 Not Modified and served from the response cache (sheaf_client_set_cache). */
+    int64_t requests_revalidated; /**< Version 2. Of requests_made, those answered 304 Not Modified and served from the response cache (sheaf_client_set_cache). */
     int64_t quota_remaining;     /**< What the server's rate limit at the list's origin has left, as its last answer said less the requests sent since; -1 when no answer said, or its reset has passed. */
     int64_t quota_reset_ms;      /**< Milliseconds until that limit resets; -1 as for quota_remaining. */
 } sheaf_list_status;
