@@ -171,3 +171,69 @@ def test_a_nightly_resync_of_a_newest_first_list_with_nothing_new_costs_one_304(
     assert list(again) == [] and again.stop_reason == sheaf.StopReason.BOUND
     seen = stats(api)
     assert seen["requests"] == 1 and seen["not_modified"] == 1, seen
+
+
+# A folder that cannot be written to: the command runs as another user (root can write anywhere)
+# or with a file-size limit (a full disk: writes past it fail with EFBIG).
+NO_WRITES = textwrap.dedent("""
+    import json, os, resource, signal, sys
+    import sheaf
+    base, folder, path, how = sys.argv[1:5]
+    if how == "readonly":
+        os.setgid(65534)
+        os.setuid(65534)
+    else:
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (1000, 1000))
+    with sheaf.Client(base, cache=folder) as client:
+        items = client.fetch_all(path, paging="page:page", size_param="per_page", page_size=10)
+    print(json.dumps([item["id"] for item in items]))
+""")
+
+
+def run_without_writes(api, tmp_path, folder: Path, path: str, how: str) -> list:
+    script = tmp_path / "no_writes.py"
+    script.write_text(NO_WRITES)
+    script.chmod(0o644)
+    run = subprocess.run([sys.executable, str(script), api.base_url, str(folder), path, how],
+                         capture_output=True, env=cli_env(), timeout=60)
+    assert run.returncode == 0, run.stderr.decode(errors="replace")
+    import json
+    return json.loads(run.stdout)
+
+
+def test_a_full_disk_stores_nothing_and_loses_nothing(api, tmp_path):
+    folder = tmp_path / "full"
+    path = "/anchor?n=60&etag=1&pad=200"     # pages of 2 KB, past the limit of 1,000 bytes
+    for _ in range(2):
+        assert run_without_writes(api, tmp_path, folder, path, "full") == list(range(60))
+    assert stats(api)["not_modified"] == 0, "nothing could be stored"
+    assert [p.name for p in folder.iterdir()] == ["key"], "no entry, and no temporary file left behind"
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to run the command as another user")
+def test_a_read_only_folder_still_answers_from_what_it_holds(api, tmp_path):
+    import shutil
+    import tempfile
+    # Not under tmp_path (pytest keeps it 0700): a folder of /tmp the other user can reach.
+    outer = Path(tempfile.mkdtemp(prefix="sheaf-readonly-", dir="/tmp"))
+    outer.chmod(0o755)
+    try:
+        readonly_folder(api, outer, outer / "cache")
+    finally:
+        shutil.rmtree(outer, ignore_errors=True)
+
+
+def readonly_folder(api, scripts: Path, folder: Path) -> None:
+    path = "/anchor?n=60&etag=1"
+    with sheaf.Client(api.base_url, cache=folder) as client:
+        client.fetch_all(path, **PAGES)
+    for entry in [folder, *folder.iterdir()]:
+        os.chown(entry, 65534, 65534)
+    folder.chmod(0o500)
+    before = sorted(p.name for p in folder.iterdir())
+    api.state.reset()
+    edit(api, "33")    # one page changed: fetched whole, and not stored
+    assert run_without_writes(api, scripts, folder, path, "readonly") == list(range(60))
+    assert stats(api)["not_modified"] == 5, "the unchanged pages were still revalidated"
+    assert sorted(p.name for p in folder.iterdir()) == before
