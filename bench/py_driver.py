@@ -402,6 +402,81 @@ def run_sheaf_resync(args) -> dict:
             "first_bytes": first["bytes"], "resync_bytes": resync["bytes"], "peak_rss_kb": peak_rss_kb()}
 
 
+def run_aiohttp_resync(args) -> dict:
+    """C1's peer: the conditional-request loop a good engineer writes with aiohttp: page one, then
+    every other page the total names at once within a semaphore of --window, each page's ETag and
+    body kept in a file of a folder (one per URL), sent again as If-None-Match, a 304 answered with
+    the kept body. The same three phases as run_sheaf_resync, timed alike."""
+    import asyncio
+    import hashlib
+    import shutil
+    import tempfile
+    import urllib.request
+
+    import aiohttp
+
+    folder = tempfile.mkdtemp(prefix="aiohttp-bench-cache-")
+
+    def server(path: str) -> dict:
+        with urllib.request.urlopen(args.base + path, timeout=30) as answer:
+            return json.loads(answer.read())
+
+    def counts() -> tuple:
+        s = server("/_stats")
+        return s["requests"] - s["not_modified"], s["bytes_sent"]
+
+    async def fetch(session, limit, url):
+        name = os.path.join(folder, hashlib.sha256(url.encode()).hexdigest())
+        kept = None
+        if os.path.exists(name):
+            with open(name, "rb") as f:
+                tag, _, body = f.read().partition(b"\n")
+                kept = (tag.decode(), body)
+        headers = {"If-None-Match": kept[0]} if kept else {}
+        async with limit:
+            async with session.get(url, headers=headers) as answer:
+                if answer.status == 304 and kept:
+                    return json.loads(kept[1])
+                body = await answer.read()
+                tag = answer.headers.get("ETag")
+        if tag:
+            temporary = name + ".tmp"
+            with open(temporary, "wb") as f:
+                f.write(tag.encode() + b"\n" + body)
+            os.replace(temporary, name)
+        return json.loads(body)
+
+    async def once():
+        limit = asyncio.Semaphore(args.window)
+        async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=args.window)) as session:
+            url = lambda page: f"{args.base}{args.path}&page={page}&per_page={args.page_size}"
+            first = await fetch(session, limit, url(1))
+            pages = -(-first["total"] // args.page_size)
+            rest = await asyncio.gather(*(fetch(session, limit, url(page)) for page in range(2, pages + 1)))
+        return [item for page in [first, *rest] for item in page["items"]]
+
+    phases = []
+    try:
+        for phase in ("first", "resync", "changed"):
+            if phase == "changed":
+                per = args.page_size
+                server(f"/_edit?ids={3 * per + 1},{70 * per + 2},{150 * per + 3}")
+            before = counts()
+            start = time.perf_counter()
+            items = asyncio.run(once())
+            seconds = time.perf_counter() - start
+            if [item["id"] for item in items] != list(range(args.expect)):
+                wrong(f"{phase}: {len(items)} items, not 0..{args.expect - 1} in order")
+            after = counts()
+            phases.append({"seconds": seconds, "points": after[0] - before[0], "bytes": after[1] - before[1]})
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    first, resync, changed = phases
+    return {"seconds": resync["seconds"], "first_seconds": first["seconds"], "changed_seconds": changed["seconds"],
+            "first_points": first["points"], "resync_points": resync["points"], "changed_points": changed["points"],
+            "first_bytes": first["bytes"], "resync_bytes": resync["bytes"], "peak_rss_kb": peak_rss_kb()}
+
+
 def run_decode_floor(args) -> dict:
     try:
         import orjson
@@ -632,6 +707,7 @@ MODES = {
     "sheaf-fetch-404": run_sheaf_fetch_404,
     "sheaf-quota": run_sheaf_quota,
     "sheaf-resync": run_sheaf_resync,
+    "aiohttp-resync": run_aiohttp_resync,
     "curl-parallel": run_curl_parallel,
     "decode-floor": run_decode_floor,
     "sheaf-split": run_sheaf_split,

@@ -1492,8 +1492,12 @@ class Scenarios:
             return [Row("C1", label, sheaf=f"not run: {b.python_ok}")]
         lst = ListDef(f"/anchor?n={N_PAGES * PER_PAGE}&latency_ms={L_MS}&etag=1&pad=2000", N_PAGES, PER_PAGE)
         link = ListDef(lst.path + "&mbps=100", N_PAGES, PER_PAGE)
-        b.measure(b.py_spec("Py resync C1", "sheaf-resync", lst, self.runs),
-                  b.py_spec("Py resync C1 100 Mbit/s", "sheaf-resync", link, self.runs))
+        specs = [b.py_spec("Py resync C1", "sheaf-resync", lst, self.runs),
+                 b.py_spec("Py resync C1 100 Mbit/s", "sheaf-resync", link, self.runs)]
+        python = b.async_python()
+        if python:
+            specs.append(b.py_spec("aiohttp resync C1", "aiohttp-resync", lst, self.runs, window=64, python=python))
+        b.measure(*specs)
         m = b.results["Py resync C1"]
         if m.error or not m.runs:
             return [failed_row("C1", label, m, "0 points; bytes <= 2 % of the first run; time <= 0.6 x the first run")]
@@ -1508,9 +1512,25 @@ class Scenarios:
                     target="0 points; bytes <= 2 % of the first run; time <= 0.6 x the first run",
                     met=yes(points == 0 and share <= 0.02 and ratio <= 0.6)),
                 *self.link_row(b.results["Py resync C1 100 Mbit/s"]),
+                *self.resync_peer_row(b.results.get("aiohttp resync C1"), m),
                 Row("C2", "  the same after 3 items on 3 pages changed (/_edit)",
                     sheaf=f"{'-'.join(map(str, changed))} points in {statistics.median(m.values('changed_seconds')):.3f} s",
                     target="exactly 3 points", met=yes(changed == [3]))]
+
+    @staticmethod
+    def resync_peer_row(peer, m) -> List[Row]:
+        """C1 against its peer: an aiohttp conditional-request loop (ETags kept on disk, a
+        semaphore of 64), the re-sync timed alike."""
+        label = "  baseline: aiohttp conditional-request loop, ETags and bodies on disk, semaphore of 64"
+        if peer is None:
+            return [Row("C1", label, sheaf="not run: needs build/bench-venv with aiohttp")]
+        if peer.error or not peer.runs:
+            return [failed_row("C1", label, peer)]
+        ratio = m.median() / peer.median()
+        return [Row("C1", label, sheaf=f"{m.median():.3f} s re-sync",
+                    floor=f"{peer.median():.3f} s re-sync (first {statistics.median(peer.values('first_seconds')):.3f} s), "
+                          f"{max(peer.values('resync_points'))} points",
+                    ratio=f"{ratio:.2f} x", target="<= 1.0 x the peer's re-sync", met=yes(ratio <= 1.0))]
 
     @staticmethod
     def link_row(m) -> List[Row]:

@@ -1265,9 +1265,11 @@ typedef struct sheaf_group_delta {
     size_t items;               /**< Items in the list's prefix so far. */
     int finished;               /**< 1 on the list's last delta, which adds no items; 0 before. */
     sheaf_result result;        /**< On the last delta, the list's outcome (detail: sheaf_list_error of sheaf_group_list); SHEAF_OK before. */
+    int parent;                 /**< Version 2. 1 for a fan-out's parent: the list given to sheaf_group_add_each, or a list of a middle level of a fan-out of several templates, whose items name the next level's lists; such a list has only its last delta. 0 for a list of items. */
+    const char *templates_json; /**< Version 2. For a parent, the templates its items fill, in order, as a JSON array of strings (borrowed): what fetches its children again (after its resume token, the same fan-out goes on); NULL for a list of items. */
 } sheaf_group_delta;
 
-#define SHEAF_GROUP_DELTA_VERSION 1
+#define SHEAF_GROUP_DELTA_VERSION 2
 
 /**
  * Called once per delta, never two at once for one group, on a library thread, never after the

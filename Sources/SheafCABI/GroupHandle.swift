@@ -116,15 +116,19 @@ final class GroupDeltaCopy: @unchecked Sendable {
     let value: UnsafeMutablePointer<sheaf_group_delta>
     private let tag: UnsafeMutablePointer<CChar>?
     private let json: UnsafeMutablePointer<CChar>?
+    /// A parent's templates as a JSON array (`templates_json`); nil for a list of items.
+    private let templates: UnsafeMutablePointer<CChar>?
 
     init(_ delta: GroupDelta) {
         tag = CString.mallocCopy(Array(delta.tag.utf8))
+        templates = delta.templates.flatMap { CString.mallocCopy(Array(templatesJSON($0).utf8)) }
         let items = delta.snapshot?.delta.json ?? Array("[]".utf8)
         json = CString.mallocCopy(items)
         value = .allocate(capacity: 1)
         value.initialize(to: cGroupDelta(delta, tag: tag.map { UnsafePointer($0) } ?? UnsafePointer(emptyText.pointer),
                                          json: json.map { UnsafePointer($0) } ?? UnsafePointer(emptyArrayText.pointer),
-                                         length: json == nil ? 2 : items.count))
+                                         length: json == nil ? 2 : items.count,
+                                         templates: templates.map { UnsafePointer($0) }))
     }
 
     /// Whether the items hold 19 or more digits in a row.
@@ -134,13 +138,20 @@ final class GroupDeltaCopy: @unchecked Sendable {
         value.deallocate()
         free(tag)
         free(json)
+        free(templates)
     }
+}
+
+/// A parent's templates as the JSON array `templates_json` holds.
+private func templatesJSON(_ templates: [String]) -> String {
+    "[" + templates.map(JSONText.quote).joined(separator: ",") + "]"
 }
 
 private let emptyText = OwnedCString("")
 private let emptyArrayText = OwnedCString("[]")
 
-private func cGroupDelta(_ delta: GroupDelta, tag: UnsafePointer<CChar>, json: UnsafePointer<CChar>, length: Int) -> sheaf_group_delta {
+private func cGroupDelta(_ delta: GroupDelta, tag: UnsafePointer<CChar>, json: UnsafePointer<CChar>, length: Int,
+                         templates: UnsafePointer<CChar>?) -> sheaf_group_delta {
     sheaf_group_delta(
         version: UInt32(SHEAF_GROUP_DELTA_VERSION),
         list: delta.list,
@@ -150,7 +161,9 @@ private func cGroupDelta(_ delta: GroupDelta, tag: UnsafePointer<CChar>, json: U
         delta_items: delta.snapshot?.delta.items ?? 0,
         items: delta.snapshot?.delta.totalItems ?? 0,
         finished: delta.outcome == nil ? 0 : 1,
-        result: delta.outcome?.cResult ?? SHEAF_OK)
+        result: delta.outcome?.cResult ?? SHEAF_OK,
+        parent: delta.templates == nil ? 0 : 1,
+        templates_json: templates)
 }
 
 /// Runs `body` against the group behind `group`, turning a thrown error into the group's and the
@@ -302,12 +315,16 @@ public func sheaf_group_start(_ group: OpaquePointer?, _ onDelta: sheaf_group_fn
                     let pointer = OpaquePointer(Unmanaged.passUnretained(handle).toOpaque())
                     let json = delta.snapshot?.delta.json ?? Array("[]".utf8)
                     let tag = OwnedCString(delta.tag)
+                    let templates = delta.templates.map { OwnedCString(templatesJSON($0)) }
                     let items = json + [0]
-                    return items.withUnsafeBufferPointer { buffer in
-                        var value = cGroupDelta(delta, tag: UnsafePointer(tag.pointer),
-                                                json: UnsafeRawPointer(buffer.baseAddress!).assumingMemoryBound(to: CChar.self),
-                                                length: buffer.count - 1)
-                        return handle.beingDelivered.during(json) { onDelta(pointer, &value, owned.pointer) == 0 }
+                    // The C strings live until the callback returns (not only to their last use here).
+                    return withExtendedLifetime((tag, templates)) {
+                        items.withUnsafeBufferPointer { buffer in
+                            var value = cGroupDelta(delta, tag: UnsafePointer(tag.pointer),
+                                                    json: UnsafeRawPointer(buffer.baseAddress!).assumingMemoryBound(to: CChar.self),
+                                                    length: buffer.count - 1, templates: templates.map { UnsafePointer($0.pointer) })
+                            return handle.beingDelivered.during(json) { onDelta(pointer, &value, owned.pointer) == 0 }
+                        }
                     }
                 }
             }

@@ -14,7 +14,10 @@
  *     every item;
  *   - a failure mid-list keeps the items before it, and its resume token completes the list;
  *   - each budget ends SHEAF_OK with its stop reason, and its token completes the list;
- *   - a consumer that takes nothing holds the fetching back within the bound the header states.
+ *   - a consumer that takes nothing holds the fetching back within the bound the header states;
+ *   - a spent quota stops it SHEAF_E_RATE_LIMITED before the server refuses a request, keeping a
+ *     prefix and a token;
+ *   - with a response cache, a second run is answered 304 page by page with the same items.
  *
  * usage: sheaf_conformance [NAME-FRAGMENT...]     (the last line is "N passed, N failed")
  */
@@ -676,6 +679,75 @@ static void a_consumer_that_takes_nothing_holds_the_fetching_back_within_the_bou
     sheaf_client_free(client);
 }
 
+static long long server_stat(const char *name) {
+    json_t *stats = test_server_stats(&g_server);
+    long long value = stats ? json_integer_value(json_object_get(stats, name)) : -1;
+    json_decref(stats);
+    return value;
+}
+
+/* A GitHub-shaped quota of 12 points (the server's quota=, a window of its own per mode through
+ * quota_resource=): every mode stops SHEAF_E_RATE_LIMITED before the server refuses a request,
+ * with the items of the pages paid for, in order, and a token that goes on after them. */
+static void every_mode_stops_at_a_spent_quota_before_the_server_refuses_it(void) {
+    for (mode m = 0; m < MODES; m++) {
+        /* A client per mode: a client keeps what the origin said of its quota. */
+        sheaf_client *client = new_client(4);
+        CHECK_RESULT(sheaf_client_set_option(client, SHEAF_OPT_MAX_WAIT_MS, 0), SHEAF_OK);
+        char path[160];
+        snprintf(path, sizeof path, "/anchor?n=300&per_page=10&quota=12:3600&quota_resource=conformance-%s", mode_names[m]);
+        test_server_reset(&g_server);
+        consumer c;
+        consumer_init(&c, m, client, new_list(client, path));
+        run(&c);
+        if (!CHECK_LIST_RESULT(c.list, c.result, SHEAF_E_RATE_LIMITED)) fprintf(stderr, "    mode %s\n", mode_names[m]);
+        CHECK_INT(server_stat("refused"), 0);
+        long count = c.items ? (long)json_array_size(c.items) : 0;
+        if (!CHECK(count <= 120 && count % 10 == 0)) fprintf(stderr, "    mode %s: %ld items\n", mode_names[m], count);
+        ids_are(c.items, 0, count, mode_names[m]);
+        char *token = token_of(c.list);
+        if (!CHECK(token != NULL)) fprintf(stderr, "    mode %s: no token\n", mode_names[m]);
+        sheaf_free(token);
+        consumer_free(&c);
+        consumer_destroy(&c);
+        sheaf_client_free(client);
+    }
+}
+
+/* With a response cache, every mode's second run of a list is answered 304 page by page and
+ * delivers the same items; the status counts the 304s. */
+static void every_mode_revalidates_from_the_cache_and_delivers_the_same_items(void) {
+    char folder[] = "/tmp/sheaf-conformance-cache-XXXXXX";
+    if (!CHECK(mkdtemp(folder) != NULL)) return;
+    sheaf_client *client = new_client(4);
+    CHECK_RESULT(sheaf_client_set_cache(client, folder, 0), SHEAF_OK);
+    for (mode m = 0; m < MODES; m++) {
+        char path[160];
+        snprintf(path, sizeof path, "/anchor?n=97&per_page=10&etag=1&mode=%s", mode_names[m]);
+        for (int round = 0; round < 2; round++) {
+            test_server_reset(&g_server);
+            consumer c;
+            consumer_init(&c, m, client, new_list(client, path));
+            run(&c);
+            if (!CHECK_LIST_RESULT(c.list, c.result, SHEAF_OK)) fprintf(stderr, "    mode %s, run %d\n", mode_names[m], round + 1);
+            ids_are(c.items, 0, 97, mode_names[m]);
+            /* PARTITION plans the list first, reading page one: the run asks for it again, a
+               304 on the first run already; the second run's planning is a 304 too. */
+            long long planned = m == PARTITION;
+            long long expected = round == 0 ? planned : 10;
+            if (!CHECK_INT(server_stat("not_modified"), expected + (round == 1 ? planned : 0))
+                | !CHECK_INT(status_of(c.list).requests_revalidated, expected))
+                fprintf(stderr, "    mode %s, run %d\n", mode_names[m], round + 1);
+            consumer_free(&c);
+            consumer_destroy(&c);
+        }
+    }
+    sheaf_client_free(client);
+    char command[128];
+    snprintf(command, sizeof command, "rm -rf '%s'", folder);
+    CHECK_INT(system(command), 0);
+}
+
 /* ---- main ----------------------------------------------------------------------------------- */
 
 typedef struct test { const char *name; void (*run)(void); } test;
@@ -690,6 +762,8 @@ static const test tests[] = {
     TEST(a_failure_mid_list_keeps_the_items_before_it_and_its_token_completes_the_list),
     TEST(each_budget_ends_ok_with_its_stop_reason_and_its_token_completes_the_list),
     TEST(a_consumer_that_takes_nothing_holds_the_fetching_back_within_the_bound),
+    TEST(every_mode_stops_at_a_spent_quota_before_the_server_refuses_it),
+    TEST(every_mode_revalidates_from_the_cache_and_delivers_the_same_items),
 };
 
 static void on_alarm(int signal) {

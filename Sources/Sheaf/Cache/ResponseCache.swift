@@ -51,6 +51,7 @@ public final class ResponseCache: Sendable, Equatable {
     private let evicting = Atomic<Bool>(false)
 
     private static let magic = Array("sheaf-cache-entry-1\n".utf8)
+    private static let nameOffset = MemoryLayout<dirent>.offset(of: \dirent.d_name)!
     private static let keyFileName = "key"
     private static let entryPrefix = "e-"
     private static let temporaryPrefix = "t-"
@@ -308,7 +309,9 @@ public final class ResponseCache: Sendable, Equatable {
         var entries: [(name: String, bytes: Int, used: Int)] = []
         let now = time(nil)
         while let record = readdir(directory) {
-            let name = withUnsafeBytes(of: record.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+            // Read in place up to its NUL: a record is as long as its name, not sizeof(dirent),
+            // and copying d_name whole would read past it.
+            let name = String(cString: UnsafeRawPointer(record).advanced(by: Self.nameOffset).assumingMemoryBound(to: CChar.self))
             let isEntry = name.hasPrefix(Self.entryPrefix)
             guard isEntry || name.hasPrefix(Self.temporaryPrefix) else { continue }
             var status = stat()

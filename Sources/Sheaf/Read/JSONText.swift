@@ -1,7 +1,7 @@
 /// Writing JSON text.
-enum JSONText {
+package enum JSONText {
     /// `text` as a JSON string literal, or `null`.
-    static func quote(_ text: String?) -> String {
+    package static func quote(_ text: String?) -> String {
         guard let text else { return "null" }
         var out = "\""
         for scalar in text.unicodeScalars {

@@ -12,6 +12,10 @@ public struct GroupDelta: Sendable {
     public var snapshot: Snapshot?
     /// How the list ended, on its last delta (which adds no items); nil before.
     public var outcome: ListOutcome?
+    /// For a fan-out's parent (the list added with `addEach`, or a list of a middle level of a
+    /// fan-out of several), the templates its items fill, in order; nil for a list of items.
+    /// Only a parent's last delta comes: its items name children and are not delivered.
+    public var templates: [String]? = nil
 }
 
 /// Many lists run as one job on one client (`SheafClient.makeGroup`): one stream of deltas, each
@@ -67,6 +71,8 @@ public final class ListGroup: Sendable {
         let client: SheafClient
         var run: ListRun?
         let fanOut: FanOut?
+        /// A fan-out's parent: the templates its items fill (`GroupDelta.templates`).
+        var templates: [String]? { fanOut.map { $0.templates.map(\.description) } }
         /// Ordered: deltas waiting for the list's turn.
         var waiting: [GroupDelta] = []
         var outcome: ListOutcome?
@@ -285,11 +291,11 @@ public final class ListGroup: Sendable {
 
     /// A list that could not start ends failed, as a list does.
     private func endUnstarted(_ index: Int, _ error: SheafError) {
-        let tag = state.withLock { state in
+        let (tag, templates) = state.withLock { state in
             state.members[index].outcome = .failed(error)
-            return state.members[index].tag
+            return (state.members[index].tag, state.members[index].templates)
         }
-        post(GroupDelta(list: index, tag: tag, snapshot: nil, outcome: .failed(error)))
+        post(GroupDelta(list: index, tag: tag, snapshot: nil, outcome: .failed(error), templates: templates))
     }
 
     /// Takes the next delta of a group started with `startPulling`, waiting at most
@@ -380,7 +386,8 @@ public final class ListGroup: Sendable {
             let error = SheafError(.cancelled, "another list of the group failed (fail fast)")
             for run in failed { run.fail(error) }
         }
-        post(GroupDelta(list: index, tag: state.withLock { $0.members[index].tag }, snapshot: nil, outcome: outcome))
+        let (tag, templates) = state.withLock { ($0.members[index].tag, $0.members[index].templates) }
+        post(GroupDelta(list: index, tag: tag, snapshot: nil, outcome: outcome, templates: templates))
     }
 
     /// Queues `delta` for the consumer (ordered: behind the lists before its own), then hands

@@ -366,5 +366,13 @@ final class ListGroupTests: XCTestCase {
         let partLists = log.all.filter { !$0.tag.hasPrefix("owner-") && $0.tag.contains("-") && $0.outcome != nil }
         XCTAssertEqual(partLists.count, 48)
         XCTAssertEqual(log.ids().values.map(\.count).reduce(0, +), 48 * 2, "only the last level's items are delivered")
+        // Each list's last delta says whether it is a parent, and what its items fill: the top
+        // level both templates, a middle list the one below it, a list of items none.
+        let last = log.all.filter { $0.outcome != nil }
+        XCTAssertEqual(last.first { $0.list == 0 }?.templates, ["/v1/owners/{/name}/things", "/v1/parts/{/part}"])
+        let middles = last.filter { $0.tag.hasPrefix("owner-") }
+        XCTAssertEqual(middles.count, 4)
+        XCTAssertTrue(middles.allSatisfy { $0.templates == ["/v1/parts/{/part}"] }, "\(middles.map(\.templates))")
+        XCTAssertTrue(partLists.allSatisfy { $0.templates == nil })
     }
 }

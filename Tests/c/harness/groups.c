@@ -22,6 +22,8 @@ typedef struct group_record {
     int finished[GROUP_LISTS];
     sheaf_result result[GROUP_LISTS];
     char *tag[GROUP_LISTS];
+    int parent[GROUP_LISTS];        /* the last delta's `parent` (version 2) */
+    char *templates[GROUP_LISTS];   /* and its templates_json (copied), NULL for a list of items */
     json_t *ids;                    /* every item's id, by list: {"<list>": [ids]} */
     size_t last_list;               /* the list of the last delta */
     int out_of_turn;                /* ordered: a delta of a list before one already seen */
@@ -35,7 +37,7 @@ static void group_record_init(group_record *r) {
 }
 
 static void group_record_free(group_record *r) {
-    for (int k = 0; k < GROUP_LISTS; k++) free(r->tag[k]);
+    for (int k = 0; k < GROUP_LISTS; k++) free(r->tag[k]), free(r->templates[k]);
     json_decref(r->ids);
     pthread_mutex_destroy(&r->lock);
 }
@@ -71,6 +73,9 @@ static void record_group_delta(group_record *r, const sheaf_group_delta *delta) 
     if (delta->finished) {
         r->finished[k] = 1;
         r->result[k] = delta->result;
+        r->parent[k] = delta->parent;   /* the version was checked above */
+        free(r->templates[k]);
+        r->templates[k] = delta->templates_json ? strdup(delta->templates_json) : NULL;
         if (delta->delta_items != 0) r->order_broken++;
     } else if (delta->items != r->items[k]) {
         r->order_broken++;
@@ -138,6 +143,8 @@ static void check_children(group_record *r, sheaf_group *group, const char *org,
     CHECK_INT(sheaf_group_count(group), expected_children + 1);
     CHECK_INT(r->finished[0], 1);                 /* the parent's last delta, and no items of it */
     CHECK_INT(r->items[0], 0);
+    CHECK_INT(r->parent[0], 1);                   /* a parent, and the templates its items fill */
+    CHECK(r->templates[0] != NULL && strcmp(r->templates[0], "[\"/repos/{/full_name}/issues\"]") == 0);
     CHECK_INT(r->order_broken, 0);
     CHECK_INT(atomic_load(&r->overlaps), 0);
     size_t children = 0, issues = 0;
@@ -145,6 +152,8 @@ static void check_children(group_record *r, sheaf_group *group, const char *org,
         if (!CHECK(r->finished[k] && r->tag[k] != NULL)) continue;
         children++;
         CHECK_INT(r->result[k], SHEAF_OK);
+        CHECK_INT(r->parent[k], 0);
+        CHECK(r->templates[k] == NULL);
         /* The tag is the repository's full name; the list's status agrees with the deltas. */
         json_int_t n = json_integer_value(json_object_get(expected, r->tag[k]));
         if (!CHECK_INT((json_int_t)r->items[k], n)) fprintf(stderr, "    child %zu (%s)\n", k, r->tag[k]);

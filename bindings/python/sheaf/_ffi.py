@@ -35,7 +35,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 ABI_MAJOR = 1
 ABI_MINOR = 0
 #: SHEAF_GROUP_DELTA_VERSION of the header this package mirrors.
-GROUP_DELTA_VERSION = 1
+GROUP_DELTA_VERSION = 2
 #: SHEAF_ERROR_VERSION of the header this package mirrors.
 ERROR_VERSION = 1
 #: SHEAF_SNAPSHOT_VERSION of the header this package mirrors.
@@ -232,7 +232,8 @@ class SnapshotStruct(Structure):
 
 
 class GroupDeltaStruct(Structure):
-    """``struct sheaf_group_delta`` (SHEAF_GROUP_DELTA_VERSION 1)."""
+    """``struct sheaf_group_delta`` (SHEAF_GROUP_DELTA_VERSION 2; the version 2 fields are read
+    only when ``version`` says the library filled them)."""
 
     _fields_ = [
         ("version", c_uint),            # unsigned int version;
@@ -244,6 +245,9 @@ class GroupDeltaStruct(Structure):
         ("items", c_size_t),            # size_t items;
         ("finished", c_int),            # int finished;
         ("result", c_int),              # sheaf_result result;
+        # Version 2.
+        ("parent", c_int),              # int parent;
+        ("templates_json", c_char_p),   # const char *templates_json;  (borrowed; NULL for a list of items)
     ]
 
 

@@ -15,6 +15,7 @@ its error and its resume token stay in its :class:`ListOutcome`.
 from __future__ import annotations
 
 import ctypes
+import json
 import re
 import threading
 from ctypes import POINTER, byref
@@ -55,7 +56,10 @@ class ListOutcome:
             still running when the group was left, has a :class:`StoppedError`.
         resume_token: for a list that failed or stopped at a budget, the token that goes on
             after ``items``; None once it completed.
-        parent: True for a fan-out's parent list.
+        parent: True for a fan-out's parent list: the one given to ``fetch_many``'s ``each=``, or a
+            list of a middle level of a fan-out of several templates.
+        templates: for a parent, the templates its items fill, in order (what fetches its
+            children again); empty for a list of items.
         stop_reason: why the list ended (``COMPLETE``, ``ITEM_LIMIT``, ``PAGE_BUDGET``,
             ``REQUEST_BUDGET``, ``BOUND``; ``FAILED`` for a failed list; ``NONE`` for one that
             never ended), as ``fetch_all``'s items say.
@@ -69,6 +73,7 @@ class ListOutcome:
     resume_token: Optional[str] = None
     parent: bool = False
     stop_reason: StopReason = StopReason.NONE
+    templates: Tuple[str, ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -157,6 +162,7 @@ class _Member:
     tag: str
     url: Optional[str]
     parent: bool = False
+    templates: Tuple[str, ...] = ()
 
 
 class GroupRun:
@@ -265,6 +271,9 @@ class GroupRun:
         if member is None:   # a fan-out's child, joined as its parent's pages came
             tag = _ffi.decode(delta.tag)
             member = self.members[index] = _Member(tag, self._url_of(index))
+        if delta.version >= 2 and delta.parent:   # a parent (a middle level's too): its templates
+            member.parent = True
+            member.templates = tuple(json.loads(delta.templates_json.decode("utf-8")))
         items: List[Any] = []
         if delta.delta_items:
             lib.sheaf_group_delta_has_long_digits(self.handle, byref(self._long_digits))
@@ -312,7 +321,7 @@ class GroupRun:
             status = _ffi.ListStatusStruct(version=_ffi.LIST_STATUS_VERSION)
             lib.sheaf_list_get_status(handle, byref(status))
             outcome = ListOutcome(index, member.tag, member.url, items.get(index, []), parent=member.parent,
-                                  stop_reason=StopReason(status.stop_reason))
+                                  stop_reason=StopReason(status.stop_reason), templates=member.templates)
             if outcome.stop_reason in (StopReason.ITEM_LIMIT, StopReason.PAGE_BUDGET, StopReason.REQUEST_BUDGET):
                 outcome.resume_token = _resume_token(handle)   # a budget reached: the rest goes on from here
             if index in ended:

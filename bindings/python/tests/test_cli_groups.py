@@ -141,3 +141,14 @@ def test_cli_urls_on_another_origin_are_refused(api):
 def test_a_tag_is_added_to_an_object_and_wraps_anything_else():
     assert _tagged([{"id": 1, "t": "old"}, 2, None, [3]], "t", "x") == [
         {"id": 1, "t": "x"}, {"t": "x", "item": 2}, {"t": "x", "item": None}, {"t": "x", "item": [3]}]
+
+
+def test_cli_failed_writes_a_middle_level_with_the_templates_below_it(api, tmp_path):
+    templates = ["/repos/{/full_name}/issues?fail=1:1:500", "/anchor?n=2&issue={/id}"]
+    failed = tmp_path / "failed.jsonl"
+    result = run_cli(f"{api.base_url}/orgs/climiddle/repos?repos=2", "--each", templates[0], "--each", templates[1],
+                     "--max-attempts", "1", "--failed", str(failed))
+    assert result.returncode == 3, result.stderr
+    listed = [json.loads(line) for line in failed.read_text().splitlines()]
+    assert len(listed) == 2 and all(entry["each"] == [templates[1]] for entry in listed), listed
+    assert all("/repos/climiddle/repo-" in entry["url"] for entry in listed)

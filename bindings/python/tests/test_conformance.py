@@ -10,7 +10,10 @@ AsyncClient's fetch_all and stream. (Tests/c/conformance.c holds the C modes to 
 - a failure mid-list raises with the items before it, and its token completes the list;
 - a cancel racing the list's end may win, but a list that ends without an error is whole;
 - a cursor list split by its range filter (Tests/server/ranges.py, the stripe preset) arrives
-  whole, in the list's order, once, and a page budget's token goes on exactly.
+  whole, in the list's order, once, and a page budget's token goes on exactly;
+- a spent quota stops the list with RateLimitedError before the server refuses a request, its
+  items in order and a token;
+- with a response cache, a second run is answered 304 page by page with the same items.
 """
 
 from __future__ import annotations
@@ -360,3 +363,31 @@ def test_a_split_lists_page_budget_stops_it_and_its_token_goes_on_exactly(mode, 
             break
         assert run.stop_reason == sheaf.StopReason.PAGE_BUDGET and token, mode
     assert got == expected, mode
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_spent_quota_stops_the_list_before_the_server_refuses_it(mode, api, tmp_path, monkeypatch):
+    # A GitHub-shaped quota of 12 points, a window of its own per mode (quota_resource=).
+    monkeypatch.setitem(_ASYNC_OPTIONS, "max_wait", 0)
+    path = f"/anchor?n=300&per_page=10&quota=12:3600&quota_resource=conformance-{mode}"
+    with sheaf.Client(api.base_url, **_ASYNC_OPTIONS) as client:
+        run = run_mode(mode, client, path, tmp_path)
+    assert isinstance(run.error, sheaf.RateLimitedError), (mode, run.error)
+    assert stats(api)["refused"] == 0
+    assert ids(run.items) == list(range(len(run.items))) and len(run.items) <= 120
+    assert run.token is not None
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_second_run_with_the_cache_is_answered_304_with_the_same_items(mode, api, tmp_path, monkeypatch):
+    monkeypatch.setitem(_ASYNC_OPTIONS, "cache", str(tmp_path / "cache"))
+    path = f"/anchor?n=97&per_page=10&etag=1&mode={mode}"
+    runs = []
+    for _ in range(2):
+        api.state.reset()
+        with sheaf.Client(api.base_url, **_ASYNC_OPTIONS) as client:
+            runs.append(run_mode(mode, client, path, tmp_path))
+        assert runs[-1].error is None and ids(runs[-1].items) == list(range(97)), mode
+    # fetch_partition plans the list first, reading page one: on the second run, a 304 too.
+    assert stats(api)["not_modified"] == 10 + (mode == "fetch_partition"), mode
+    assert runs[1].items == runs[0].items

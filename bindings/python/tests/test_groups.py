@@ -373,3 +373,19 @@ def test_the_failed_lists_handed_back_run_again_even_one_whose_token_points_to_a
     assert again.lists[0].resume_token == first.lists[0].resume_token, "it keeps the token it was given"
     assert again.lists[1].items == expected_items(60)[len(first.lists[1].items):], "the other goes on exactly"
     assert stats(other_api)["requests"] == 0
+
+
+def test_a_middle_level_of_a_fan_out_is_a_parent_with_the_templates_below_it(api):
+    # Two levels: repositories, then each repository's issues (failing: every middle list fails
+    # on its page one), then a list per issue. A middle list is a parent too, and says which
+    # templates fetch its children again.
+    templates = ["/repos/{/full_name}/issues?fail=1:1:500", "/anchor?n=2&issue={/id}"]
+    with sheaf.Client(api.base_url, max_attempts=1) as client:
+        with pytest.raises(sheaf.Error) as caught:
+            client.fetch_each("/orgs/middle/repos?repos=3", templates)
+    result = caught.value.result
+    assert result[0].parent and result[0].templates == tuple(templates)
+    middles = result[1:]
+    assert len(middles) == 3 and all(outcome.parent and not outcome.ok for outcome in middles), middles
+    assert all(outcome.templates == (templates[1],) for outcome in middles)
+    assert all(outcome.url and "/repos/middle/repo-" in outcome.url for outcome in middles)

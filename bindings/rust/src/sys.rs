@@ -171,7 +171,7 @@ pub const SHEAF_LOG_RECORD_VERSION: c_uint = 1;
 pub const SHEAF_EVENT_VERSION: c_uint = 1;
 pub const SHEAF_SNAPSHOT_VERSION: c_uint = 1;
 pub const SHEAF_LIST_STATUS_VERSION: c_uint = 2;
-pub const SHEAF_GROUP_DELTA_VERSION: c_uint = 1;
+pub const SHEAF_GROUP_DELTA_VERSION: c_uint = 2;
 // The Arrow C data interface's flags, for `ArrowSchema::flags` (an i64 there, so i64 here).
 pub const ARROW_FLAG_DICTIONARY_ORDERED: i64 = 1;
 pub const ARROW_FLAG_NULLABLE: i64 = 2;
@@ -441,6 +441,8 @@ structs! {
         items: usize,
         finished: c_int,
         result: sheaf_result,
+        parent: c_int,
+        templates_json: *const c_char,
     }
     // The Arrow C data interface's two structs (plain `struct ArrowSchema`/`struct ArrowArray` in
     // C, laid out as Arrow fixes them). Being Copy, a copy is a move in Arrow's sense: release

@@ -209,8 +209,10 @@ def _write_group(stream, writer: FieldWriter, tag_name: Optional[str]) -> List[T
 
 
 def _with_templates(outcomes: List[Tuple[Any, Tuple[str, ...]]], each: Tuple[str, ...]) -> List[Tuple[Any, Tuple[str, ...]]]:
-    """A fan-out's parent keeps its templates: fetched again, it fans out again from where it stopped."""
-    return [(outcome, each if outcome.parent else ()) for outcome, _ in outcomes]
+    """A fan-out's parent keeps its templates: fetched again, it fans out again from where it
+    stopped. A list of a middle level (a fan-out of several templates) keeps the levels below it,
+    as the library says (`ListOutcome.templates`)."""
+    return [(outcome, tuple(outcome.templates) or (each if outcome.parent else ())) for outcome, _ in outcomes]
 
 
 def _write_failed(path: Optional[str], base: str, failed: List[Tuple[Any, Tuple[str, ...]]]) -> int:
