@@ -249,7 +249,7 @@ final class Fetch: Sendable {
             let reserved = state.holdsReservation
             if !reserved, !requests.reserve() { return .overBudget }
             let sentBefore: Int
-            let permit = pace.take()
+            let permit = pace.take(route: WindowLimiter.route(of: url))
             switch permit {
             case .send(let before):
                 sentBefore = before
@@ -371,7 +371,7 @@ final class Fetch: Sendable {
         }
         // After the attempt's own record: a change of the window it causes is logged after it.
         pace.record(result, sentAt: sentAt, sentBefore: sentBefore, inFlight: max(inFlight, inFlightAtAnswer),
-                    inFlightAtSend: inFlight, sizesWindow: sizesWindow)
+                    inFlightAtSend: inFlight, sizesWindow: sizesWindow, route: WindowLimiter.route(of: url))
         switch decision {
         case .deliver(let response):
             if let cacheName, let cache = client.cache {

@@ -155,14 +155,16 @@ final class OriginPace: Sendable {
 
     /// Whether a request goes to the transport now (counted as sent), waits first, or finds
     /// the server's rate limit spent past the client's longest wait (`WindowLimiter.take`).
-    func take() -> WindowLimiter.Permit {
-        state.withLock { $0.limiter.take(at: Self.now, othersInFlight: max(0, $0.inFlight - 1)) } // itself among them
+    /// `route`: the request's (`WindowLimiter.route(of:)`), whose rate limit it counts against.
+    func take(route: String = "") -> WindowLimiter.Permit {
+        state.withLock { $0.limiter.take(at: Self.now, othersInFlight: max(0, $0.inFlight - 1), route: route) } // itself among them
     }
 
     /// What the origin's rate limit has left and the milliseconds until it resets, as last heard
     /// (see `WindowLimiter.quota`).
-    var quota: (remaining: Int, resetsInMilliseconds: Int)? {
-        state.withLock { $0.limiter.quota(at: Self.now) }.map { ($0.remaining, Int(($0.resetsIn + 999_999) / 1_000_000)) }
+    /// `route`: the limit of that route (nil: the one with the fewest left).
+    func quota(route: String? = nil) -> (remaining: Int, resetsInMilliseconds: Int)? {
+        state.withLock { $0.limiter.quota(at: Self.now, route: route) }.map { ($0.remaining, Int(($0.resetsIn + 999_999) / 1_000_000)) }
     }
 
     /// Milliseconds a request about to be sent waits first (0: none).
@@ -173,10 +175,10 @@ final class OriginPace: Sendable {
     /// refusal size the window; a Retry-After and rate-limit headers are obeyed whoever got them.
     /// A window that grew lets in whoever waits.
     func record(_ result: Result<HTTPResponse, TransportError>, sentAt: UInt64, sentBefore: Int, inFlight: Int,
-                inFlightAtSend: Int? = nil, sizesWindow: Bool = true) {
+                inFlightAtSend: Int? = nil, sizesWindow: Bool = true, route: String = "") {
         let now = Self.now
         var answer = WindowLimiter.Answer(kind: .other, sentAt: sentAt, latency: now &- sentAt, inFlight: inFlight,
-                                          inFlightAtSend: inFlightAtSend, sentBefore: sentBefore)
+                                          inFlightAtSend: inFlightAtSend, sentBefore: sentBefore, route: route)
         switch result {
         case .success(let response):
             answer.rateLimit = RateLimitHeaders.parse(response.headers)

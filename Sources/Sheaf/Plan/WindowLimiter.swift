@@ -62,6 +62,9 @@ struct WindowLimiter {
         var rateLimit: RateLimitHeaders? = nil
         /// The origin's requests sent before this one (`WindowLimiter.sent` counts them).
         var sentBefore = 0
+        /// The request's route (`WindowLimiter.route(of:)`): which of the server's limits its
+        /// answer speaks of is learned by it.
+        var route = ""
     }
 
     /// Why the window changed, for the log.
@@ -114,17 +117,25 @@ struct WindowLimiter {
     private var sinceProbe = 0
     /// Requests to the origin sent so far.
     private(set) var sends = 0
-    /// Requests left until `until`: the fewest the server's rate-limit headers said in this
-    /// window of the server's, less the requests sent since (answers in flight carry counts
-    /// that are already stale).
-    private var allowance: (remaining: Int, until: UInt64)?
-    /// What the last rate-limit headers said of the limit (its size and name), for `spent`.
-    private var lastLimit: RateLimitHeaders?
-    /// The latest request sent whose answer carried a count (its `sentBefore`), and the fewest
-    /// left any answer said in the server's current window: once every request sent is
-    /// answered, the server's own count of all of them.
-    private var newestAnswered = -1
-    private var fewestSaid: Int?
+    /// One of the server's rate limits (GitHub's `core`, `search`, `graphql`: its
+    /// `X-RateLimit-Resource`; one named "" when the server names none).
+    private struct Quota {
+        /// Requests left until `until`: the fewest the server's rate-limit headers said in this
+        /// window of the server's, less the requests sent since (answers in flight carry counts
+        /// that are already stale).
+        var allowance: (remaining: Int, until: UInt64)?
+        /// What the last rate-limit headers said of the limit (its size and name), for `spent`.
+        var lastLimit: RateLimitHeaders?
+        /// The latest request sent whose answer carried a count (its `sentBefore`), and the
+        /// fewest left any answer said in the server's current window: once every request sent
+        /// is answered, the server's own count of all of them.
+        var newestAnswered = -1
+        var fewestSaid: Int?
+    }
+    /// The server's limits by name, and the limit each route's answers named: a spent search
+    /// limit holds back the search requests, not the others.
+    private var quotas: [String: Quota] = [:]
+    private var limitOfRoute: [String: String] = [:]
 
     init(adaptive: Bool, start: Int, maximum: Int, longestPauseMilliseconds: Int,
          longestQuotaWaitMilliseconds: Int = ClientConfiguration.defaultMaxWaitMilliseconds) {
@@ -158,20 +169,34 @@ struct WindowLimiter {
         case spent(Spent)
     }
 
-    /// What the server's rate limit has left at `now` (less the requests sent since it said) and
-    /// the nanoseconds until it resets; nil when it said nothing, or its reset has passed.
-    /// Once every request sent is answered, the fewest any answer said is the server's own count.
-    func quota(at now: UInt64) -> (remaining: Int, resetsIn: UInt64)? {
-        guard let allowance, now < allowance.until else { return nil }
-        let settled = newestAnswered == sends - 1 ? fewestSaid : nil
-        return (settled ?? allowance.remaining, allowance.until - now)
+    /// The route of `url` for the rate limits: its path's first segment (GitHub's `/search/...`,
+    /// `/graphql`, `/repos/...`), or "" for none.
+    static func route(of url: String) -> String {
+        guard let scheme = url.firstRange(of: "://") else { return "" }
+        let afterHost = url[scheme.upperBound...].drop { $0 != "/" && $0 != "?" && $0 != "#" }
+        guard afterHost.first == "/" else { return "" }
+        return String(afterHost.dropFirst().prefix { $0 != "/" && $0 != "?" && $0 != "#" }.prefix(64))
     }
 
-    /// The rate limit's state at `now` when nothing is left of it: nil while requests are left
-    /// (or nothing was said); otherwise the wait until its reset.
-    private func exhausted(at now: UInt64) -> UInt64? {
-        guard let allowance, now < allowance.until, allowance.remaining == 0 else { return nil }
-        return allowance.until - now
+    /// The limit a request of `route` counts against: the one its route's answers named; for a
+    /// route not answered yet, the limit the server left unnamed (one for everything), and none
+    /// when it names its limits: the answer says which (a new route's request is not held back
+    /// by the search limit of another).
+    private func limitName(of route: String) -> String? {
+        limitOfRoute[route] ?? (quotas[""] != nil ? "" : nil)
+    }
+
+    /// What the server's rate limit of `route` has left at `now` (less the requests sent since
+    /// it said) and the nanoseconds until it resets; nil when it said nothing, or its reset has
+    /// passed. Once every request sent is answered, the fewest any answer said is the server's
+    /// own count. A route of nil: the limit with the fewest left.
+    func quota(at now: UInt64, route: String? = nil) -> (remaining: Int, resetsIn: UInt64)? {
+        let names = route.map { limitName(of: $0).map { [$0] } ?? [] } ?? Array(quotas.keys)
+        return names.compactMap { name -> (remaining: Int, resetsIn: UInt64)? in
+            guard let quota = quotas[name], let allowance = quota.allowance, now < allowance.until else { return nil }
+            let settled = quota.newestAnswered == sends - 1 ? quota.fewestSaid : nil
+            return (settled ?? allowance.remaining, allowance.until - now)
+        }.min { $0.remaining < $1.remaining }
     }
 
     /// Whether the request about to be sent at `now` goes, waits, or finds the limit spent;
@@ -183,32 +208,39 @@ struct WindowLimiter {
     /// While `othersInFlight` are at the server their answers may say so: the request waits for
     /// them (a round trip). Once every request sent is answered, the answer to the last one is
     /// the server's own count: that many go on.
-    mutating func take(at now: UInt64, othersInFlight: Int = 0) -> Permit {
+    mutating func take(at now: UInt64, othersInFlight: Int = 0, route: String = "") -> Permit {
         let paused = pause(at: now)
         if paused > 0 { return .wait(milliseconds: paused) }
-        if let wait = exhausted(at: now) {
-            if othersInFlight > 0 {
-                return .wait(milliseconds: Int(min(max(average, 1_000_000) / 1_000_000, 100)) + 1)
-            }
-            if newestAnswered == sends - 1, let fewestSaid, fewestSaid > 0, let allowance {
-                self.allowance = (fewestSaid, allowance.until)
-                return .send(sentBefore: sent(at: now))
-            }
-            let milliseconds = Int(min(wait / 1_000_000, UInt64(Int32.max))) + 1
-            guard milliseconds <= longestQuotaWaitMilliseconds else {
-                return .spent(Spent(resetsIn: milliseconds, limit: lastLimit?.limit, resource: lastLimit?.resource))
-            }
-            return .waitForReset(milliseconds: milliseconds)
+        guard let name = limitName(of: route), var quota = quotas[name], let allowance = quota.allowance,
+              now < allowance.until, allowance.remaining == 0 else {
+            return .send(sentBefore: sent(at: now, route: route))
         }
-        return .send(sentBefore: sent(at: now))
+        if othersInFlight > 0 {
+            return .wait(milliseconds: Int(min(max(average, 1_000_000) / 1_000_000, 100)) + 1)
+        }
+        if quota.newestAnswered == sends - 1, let fewestSaid = quota.fewestSaid, fewestSaid > 0 {
+            quota.allowance = (fewestSaid, allowance.until)
+            quotas[name] = quota
+            return .send(sentBefore: sent(at: now, route: route))
+        }
+        let milliseconds = Int(min((allowance.until - now) / 1_000_000, UInt64(Int32.max))) + 1
+        guard milliseconds <= longestQuotaWaitMilliseconds else {
+            return .spent(Spent(resetsIn: milliseconds, limit: quota.lastLimit?.limit, resource: quota.lastLimit?.resource))
+        }
+        return .waitForReset(milliseconds: milliseconds)
     }
 
     /// The requests the origin may have in flight at `now`, with `inFlight` requests at the
-    /// transport: the window, within the requests the server's rate limit leaves (never 0 with
-    /// nothing in flight: the server's answer then says what to do).
+    /// transport: the window, within the requests the server's rate limits leave (the most any
+    /// of them leaves: `take` holds each request to its own; never 0 with nothing in flight: the
+    /// server's answer then says what to do).
     func current(at now: UInt64, inFlight: Int = 0) -> Int {
-        guard let allowance, now < allowance.until else { return window }
-        return max(inFlight == 0 ? 1 : 0, min(window, inFlight + allowance.remaining))
+        let left = quotas.values.compactMap { quota -> Int? in
+            guard let allowance = quota.allowance, now < allowance.until else { return nil }
+            return allowance.remaining
+        }
+        guard left.count == quotas.count, let most = left.max() else { return window } // a limit without a count: the window
+        return max(inFlight == 0 ? 1 : 0, min(window, inFlight + most))
     }
 
     /// Whether a request may go to the transport at `now`, with `inFlight` there already.
@@ -219,10 +251,10 @@ struct WindowLimiter {
     /// A request to the origin was sent at `now`: one less left of a rate limit. Returns the
     /// requests sent before it (the answer's `sentBefore`).
     @discardableResult
-    mutating func sent(at now: UInt64) -> Int {
+    mutating func sent(at now: UInt64, route: String = "") -> Int {
         defer { sends += 1 }
-        if let allowance, now < allowance.until {
-            self.allowance = (max(0, allowance.remaining - 1), allowance.until)
+        if let name = limitName(of: route), let allowance = quotas[name]?.allowance, now < allowance.until {
+            quotas[name]?.allowance = (max(0, allowance.remaining - 1), allowance.until)
         }
         return sends
     }
@@ -254,8 +286,12 @@ struct WindowLimiter {
             pausedUntil = max(pausedUntil, now + min(UInt64(max(0, milliseconds)) * 1_000_000, pauseLimit))
         }
         guard let limit = answer.rateLimit else { return }
-        lastLimit = limit
-        newestAnswered = max(newestAnswered, answer.sentBefore)
+        let name = limit.resource ?? ""
+        limitOfRoute[answer.route] = name
+        var quota = quotas[name] ?? Quota()
+        defer { quotas[name] = quota }
+        quota.lastLimit = limit
+        quota.newestAnswered = max(quota.newestAnswered, answer.sentBefore)
         // Seconds from a server are bounded before they are multiplied.
         let reset = UInt64(min(limit.resetSeconds ?? 1, 1 << 32)) * 1_000_000_000
         // The count was made when this request reached the server: the ones sent after it may
@@ -263,12 +299,12 @@ struct WindowLimiter {
         let left = max(0, limit.remaining - max(0, sends - answer.sentBefore - 1))
         // The same window of the server's (its reset within a second of the last one said):
         // counts only go down in it. A later reset is a new window.
-        if let allowance, now < allowance.until, now + reset < allowance.until + 1_000_000_000 {
-            self.allowance = (min(allowance.remaining, left), now + reset)
-            fewestSaid = min(fewestSaid ?? limit.remaining, limit.remaining)
+        if let allowance = quota.allowance, now < allowance.until, now + reset < allowance.until + 1_000_000_000 {
+            quota.allowance = (min(allowance.remaining, left), now + reset)
+            quota.fewestSaid = min(quota.fewestSaid ?? limit.remaining, limit.remaining)
         } else {
-            allowance = (left, now + reset)
-            fewestSaid = limit.remaining
+            quota.allowance = (left, now + reset)
+            quota.fewestSaid = limit.remaining
         }
         // A spent limit holds every request until its reset (`take`): waited for within the
         // longest wait, else the request is not sent (`Permit.spent`).

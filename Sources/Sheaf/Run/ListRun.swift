@@ -74,7 +74,7 @@ public final class ListRun: Sendable {
     /// Of those, answers the response cache revalidated (a 304 standing for a stored page).
     public var requestsRevalidated: Int { requests.requestsRevalidated }
     /// What the origin's rate limit has left, and the milliseconds until it resets; nil: unknown.
-    public var quota: (remaining: Int, resetsInMilliseconds: Int)? { pace.quota }
+    public var quota: (remaining: Int, resetsInMilliseconds: Int)? { pace.quota(route: WindowLimiter.route(of: url)) }
     /// Requests waiting for an answer now.
     public var requestsInFlight: Int { requests.inFlight }
     /// Requests the list's origin may have in flight now, this list's and the client's other

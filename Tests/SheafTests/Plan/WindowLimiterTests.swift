@@ -336,6 +336,47 @@ final class WindowLimiterTests: XCTestCase {
         XCTAssertEqual(drive.limiter.current(at: drive.now, inFlight: 0), 5)
     }
 
+    /// GitHub's limits are per resource: a spent search limit (30 a minute) holds back the
+    /// search requests, and the core requests go on, the window open for them.
+    func testASpentLimitHoldsBackOnlyTheRequestsOfItsRoutes() {
+        var drive = Drive(start: 8)
+        var search = RateLimitHeaders(remaining: 0, resetSeconds: 3_600, limit: 30)
+        search.resource = "search"
+        var core = RateLimitHeaders(remaining: 4_000, resetSeconds: 3_600, limit: 5_000)
+        core.resource = "core"
+        drive.limiter.sent(at: drive.now, route: "search")
+        let now = drive.now + 1 * ms
+        _ = drive.limiter.record(WindowLimiter.Answer(kind: .other, sentAt: drive.now, latency: ms, inFlight: 1,
+                                                      rateLimit: search, sentBefore: 0, route: "search"), at: now)
+        guard case .spent(let spent) = drive.limiter.take(at: now, route: "search") else { return XCTFail("search is spent") }
+        XCTAssertEqual(spent.resource, "search")
+        XCTAssertEqual(drive.limiter.take(at: now, route: "repos"), .send(sentBefore: 1),
+                       "a named limit holds back the routes that answered with it, not a new one")
+        _ = drive.limiter.record(WindowLimiter.Answer(kind: .ok, sentAt: now, latency: ms, inFlight: 1, rateLimit: core,
+                                                      sentBefore: 1, route: "repos"), at: now + ms)
+        for _ in 0..<20 { guard case .send = drive.limiter.take(at: now + ms, route: "repos") else { return XCTFail("core has points") } }
+        XCTAssertEqual(drive.limiter.current(at: now + ms, inFlight: 0), 8, "the window is core's, not search's 1")
+        guard case .spent = drive.limiter.take(at: now + ms, route: "search") else { return XCTFail("search is still spent") }
+        guard case .send = drive.limiter.take(at: now + ms, route: "user") else {
+            return XCTFail("a route no answer named: sent, its answer says which limit it counts against")
+        }
+        // A server that names no limit has one for everything: a new route counts against it.
+        var unnamed = Drive(start: 8)
+        unnamed.answer(rateLimit: RateLimitHeaders(remaining: 0, resetSeconds: 3_600))
+        guard case .spent = unnamed.limiter.take(at: unnamed.now, route: "anything") else { return XCTFail("one limit for all") }
+        XCTAssertEqual(drive.limiter.quota(at: now + ms, route: "search")?.remaining, 0)
+        XCTAssertEqual(drive.limiter.quota(at: now + ms, route: nil)?.remaining, 0, "the fewest left")
+    }
+
+    func testARouteIsThePathsFirstSegment() {
+        XCTAssertEqual(WindowLimiter.route(of: "https://api.github.com/search/issues?q=x"), "search")
+        XCTAssertEqual(WindowLimiter.route(of: "https://api.github.com:443/graphql"), "graphql")
+        XCTAssertEqual(WindowLimiter.route(of: "https://api.github.com/repos/a/b/issues"), "repos")
+        XCTAssertEqual(WindowLimiter.route(of: "https://h?page=2"), "")
+        XCTAssertEqual(WindowLimiter.route(of: "https://h"), "")
+        XCTAssertEqual(WindowLimiter.route(of: "not a url"), "")
+    }
+
     func testAFixedWindowKeepsItsSizeButObeysTheServer() {
         var drive = Drive(adaptive: false, start: 6)
         drive.round()

@@ -91,3 +91,17 @@ def test_cli_a_rate_limited_run_keeps_its_items_beside_the_file_and_resume_appen
     assert lines(out.read_bytes()) == expected_items(600), "the kept items and the rest, each once"
     assert not partial.exists()
     assert stats(api)["refused"] == 0
+
+
+def test_a_spent_search_limit_holds_back_the_search_requests_not_the_others(api):
+    # GitHub's limits are per resource (X-RateLimit-Resource): 30 searches a minute, 5,000 core
+    # requests an hour. One client spends its search limit; its core lists go on.
+    with sheaf.Client(api.base_url, token="t-resources", concurrency=4, adaptive_window=False, max_wait=0) as client:
+        with pytest.raises(sheaf.RateLimitedError) as caught:
+            client.fetch_all("/drf?n=200&page_size=10&quota=3:3600&quota_resource=search")
+        assert "search limit" in caught.value.message, caught.value.message
+        items = client.fetch_all("/anchor?n=300&quota=100:3600", **PAGES)
+        assert items == expected_items(300)
+        with pytest.raises(sheaf.RateLimitedError):   # and the search requests are still held
+            client.fetch_all("/drf?n=200&page_size=10&quota=3:3600&quota_resource=search")
+    assert stats(api)["refused"] == 0
