@@ -359,16 +359,14 @@ def run_sheaf_quota(args) -> dict:
     return {"seconds": seconds, "stopped_after": len(first), "peak_rss_kb": peak_rss_kb()}
 
 
-def run_sheaf_resync(args) -> dict:
-    """C1, C2: the list (its path carries the server's etag=) fetched with an empty cache, then
-    again with it (every page unchanged), then again after 3 items on 3 pages change (/_edit):
-    each run's time, and what the server counted between them (points: answers other than
-    304; bytes sent). Each run's items are checked whole and in order."""
+def resync_phases(args, fetch_once) -> dict:
+    """C1, C2: the list (its path carries the server's etag=) fetched by `fetch_once(folder)`
+    with an empty cache folder, then again (every page unchanged), then again after 3 items on 3
+    pages change (/_edit): each run's time, and what the server counted between them (points:
+    answers other than 304; bytes sent). Each run's items are checked whole and in order."""
     import shutil
     import tempfile
     import urllib.request
-    import sheaf
-    options = sheaf_options(args)
 
     def server(path: str) -> dict:
         with urllib.request.urlopen(args.base + path, timeout=30) as answer:
@@ -378,7 +376,7 @@ def run_sheaf_resync(args) -> dict:
         s = server("/_stats")
         return s["requests"] - s["not_modified"], s["bytes_sent"]
 
-    folder = tempfile.mkdtemp(prefix="sheaf-bench-cache-")
+    folder = tempfile.mkdtemp(prefix="bench-cache-")
     phases = []
     try:
         for phase in ("first", "resync", "changed"):
@@ -387,8 +385,7 @@ def run_sheaf_resync(args) -> dict:
                 server(f"/_edit?ids={3 * per + 1},{70 * per + 2},{150 * per + 3}")
             before = counts()
             start = time.perf_counter()
-            with sheaf.Client(args.base, token="c1-token", concurrency=args.window, cache=folder) as client:
-                items = client.fetch_all(args.path, **options)
+            items = fetch_once(folder)
             seconds = time.perf_counter() - start
             if len(items) != args.expect or [item["id"] for item in items] != list(range(args.expect)):
                 wrong(f"{phase}: {len(items)} items, not 0..{args.expect - 1} in order")
@@ -402,30 +399,28 @@ def run_sheaf_resync(args) -> dict:
             "first_bytes": first["bytes"], "resync_bytes": resync["bytes"], "peak_rss_kb": peak_rss_kb()}
 
 
+def run_sheaf_resync(args) -> dict:
+    """C1, C2 (resync_phases): Python fetch_all with Client(cache=)."""
+    import sheaf
+    options = sheaf_options(args)
+
+    def once(folder: str) -> list:
+        with sheaf.Client(args.base, token="c1-token", concurrency=args.window, cache=folder) as client:
+            return client.fetch_all(args.path, **options)
+    return resync_phases(args, once)
+
+
 def run_aiohttp_resync(args) -> dict:
-    """C1's peer: the conditional-request loop a good engineer writes with aiohttp: page one, then
-    every other page the total names at once within a semaphore of --window, each page's ETag and
-    body kept in a file of a folder (one per URL), sent again as If-None-Match, a 304 answered with
-    the kept body. The same three phases as run_sheaf_resync, timed alike."""
+    """C1's peer (resync_phases): the conditional-request loop a good engineer writes with
+    aiohttp: page one, then every other page the total names at once within a semaphore of
+    --window, each page's ETag and body kept in a file of the folder (one per URL), sent again as
+    If-None-Match, a 304 answered with the kept body."""
     import asyncio
     import hashlib
-    import shutil
-    import tempfile
-    import urllib.request
 
     import aiohttp
 
-    folder = tempfile.mkdtemp(prefix="aiohttp-bench-cache-")
-
-    def server(path: str) -> dict:
-        with urllib.request.urlopen(args.base + path, timeout=30) as answer:
-            return json.loads(answer.read())
-
-    def counts() -> tuple:
-        s = server("/_stats")
-        return s["requests"] - s["not_modified"], s["bytes_sent"]
-
-    async def fetch(session, limit, url):
+    async def fetch(session, limit, folder, url):
         name = os.path.join(folder, hashlib.sha256(url.encode()).hexdigest())
         kept = None
         if os.path.exists(name):
@@ -446,35 +441,16 @@ def run_aiohttp_resync(args) -> dict:
             os.replace(temporary, name)
         return json.loads(body)
 
-    async def once():
+    async def walk(folder: str) -> list:
         limit = asyncio.Semaphore(args.window)
         async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=args.window)) as session:
             url = lambda page: f"{args.base}{args.path}&page={page}&per_page={args.page_size}"
-            first = await fetch(session, limit, url(1))
+            first = await fetch(session, limit, folder, url(1))
             pages = -(-first["total"] // args.page_size)
-            rest = await asyncio.gather(*(fetch(session, limit, url(page)) for page in range(2, pages + 1)))
+            rest = await asyncio.gather(*(fetch(session, limit, folder, url(page)) for page in range(2, pages + 1)))
         return [item for page in [first, *rest] for item in page["items"]]
 
-    phases = []
-    try:
-        for phase in ("first", "resync", "changed"):
-            if phase == "changed":
-                per = args.page_size
-                server(f"/_edit?ids={3 * per + 1},{70 * per + 2},{150 * per + 3}")
-            before = counts()
-            start = time.perf_counter()
-            items = asyncio.run(once())
-            seconds = time.perf_counter() - start
-            if [item["id"] for item in items] != list(range(args.expect)):
-                wrong(f"{phase}: {len(items)} items, not 0..{args.expect - 1} in order")
-            after = counts()
-            phases.append({"seconds": seconds, "points": after[0] - before[0], "bytes": after[1] - before[1]})
-    finally:
-        shutil.rmtree(folder, ignore_errors=True)
-    first, resync, changed = phases
-    return {"seconds": resync["seconds"], "first_seconds": first["seconds"], "changed_seconds": changed["seconds"],
-            "first_points": first["points"], "resync_points": resync["points"], "changed_points": changed["points"],
-            "first_bytes": first["bytes"], "resync_bytes": resync["bytes"], "peak_rss_kb": peak_rss_kb()}
+    return resync_phases(args, lambda folder: asyncio.run(walk(folder)))
 
 
 def run_decode_floor(args) -> dict:
