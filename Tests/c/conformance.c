@@ -17,7 +17,8 @@
  *   - a consumer that takes nothing holds the fetching back within the bound the header states;
  *   - a spent quota stops it SHEAF_E_RATE_LIMITED before the server refuses a request, keeping a
  *     prefix and a token;
- *   - with a response cache, a second run is answered 304 page by page with the same items.
+ *   - with a response cache, a second run is answered 304 page by page with the same items;
+ *   - a full page that names no next page, total or cursor ends SHEAF_STOP_UNCONFIRMED.
  *
  * usage: sheaf_conformance [NAME-FRAGMENT...]     (the last line is "N passed, N failed")
  */
@@ -748,6 +749,26 @@ static void every_mode_revalidates_from_the_cache_and_delivers_the_same_items(vo
     CHECK_INT(system(command), 0);
 }
 
+/* A detected list whose one full page names no next page, total or cursor (GitHub's shape
+ * without its Link header) ends SHEAF_OK with SHEAF_STOP_UNCONFIRMED in every mode, its page whole:
+ * never a plain SHEAF_STOP_COMPLETE. */
+static void every_mode_ends_a_full_page_that_says_nothing_of_more_unconfirmed(void) {
+    sheaf_client *client = new_client(4);
+    for (mode m = 0; m < MODES; m++) {
+        sheaf_list *list = NULL;
+        if (!CHECK_RESULT(sheaf_list_new(&list, client, "/conv/github?n=95&link=none"), SHEAF_OK)) continue;
+        consumer c;
+        consumer_init(&c, m, client, list);
+        run(&c);
+        if (!CHECK_LIST_RESULT(c.list, c.result, SHEAF_OK)) fprintf(stderr, "    mode %s\n", mode_names[m]);
+        ids_are(c.items, 0, 30, mode_names[m]);
+        if (!CHECK_INT(stop_reason(c.list), SHEAF_STOP_UNCONFIRMED)) fprintf(stderr, "    mode %s\n", mode_names[m]);
+        consumer_free(&c);
+        consumer_destroy(&c);
+    }
+    sheaf_client_free(client);
+}
+
 /* ---- main ----------------------------------------------------------------------------------- */
 
 typedef struct test { const char *name; void (*run)(void); } test;
@@ -764,6 +785,7 @@ static const test tests[] = {
     TEST(a_consumer_that_takes_nothing_holds_the_fetching_back_within_the_bound),
     TEST(every_mode_stops_at_a_spent_quota_before_the_server_refuses_it),
     TEST(every_mode_revalidates_from_the_cache_and_delivers_the_same_items),
+    TEST(every_mode_ends_a_full_page_that_says_nothing_of_more_unconfirmed),
 };
 
 static void on_alarm(int signal) {

@@ -46,6 +46,15 @@ public struct Partition: Sendable, Equatable, CustomStringConvertible {
     /// The most requests the partition's run has in flight (its share of the plan's window);
     /// nil: the running client's window alone.
     public var window: Int?
+    /// Whether the planning run detected the paging (its description's `/paging/detected`): a
+    /// run of the partition then ends as a detected list does, unconfirmed after one full page
+    /// that names no next page (`ListRun.endUnconfirmed`), never a plain complete.
+    var pagingDetected: Bool {
+        guard let descriptionText, let value = try? JSONValue(parsing: descriptionText),
+              case .object(let members) = value, case .object(let paging)? = members.first(where: { $0.name == "paging" })?.value
+        else { return false }
+        return paging.contains { $0.name == "detected" && $0.value == .bool(true) }
+    }
 
     init(index: Int, count: Int, url: String, paging: Paging, signals: [Signal: SignalSource], preset: String?,
          firstPage: Int, pages: Int, openEnded: Bool, pageSize: Int, itemsExpected: Int?, why: String?) {

@@ -338,7 +338,10 @@ final class Fetch: Sendable {
             guard state.serial == serial, state.isOutstanding else { return nil }
             state.task = nil
             settleOutstanding(&state)
-            givePlaceBack(&state)
+            // The place in the origin's window is given back once the answer is recorded there
+            // (below): a request admitted in between would find every request answered and the
+            // rate limit's count not yet heard, and take the limit for spent.
+            if state.isDone { givePlaceBack(&state) }
             defer {
                 state.cacheName = nil
                 state.revalidating = nil
@@ -372,6 +375,7 @@ final class Fetch: Sendable {
         // After the attempt's own record: a change of the window it causes is logged after it.
         pace.record(result, sentAt: sentAt, sentBefore: sentBefore, inFlight: max(inFlight, inFlightAtAnswer),
                     inFlightAtSend: inFlight, sizesWindow: sizesWindow, route: WindowLimiter.route(of: url))
+        state.withLock { givePlaceBack(&$0) }
         switch decision {
         case .deliver(let response):
             if let cacheName, let cache = client.cache {

@@ -125,7 +125,8 @@ struct RunStart {
         let facts = RunState.Facts(partitionEnd: partitionEnd, consumerWindow: configuration.window,
                                    maxBodyBytes: configuration.maxBodyBytes, syncs: description.syncField != nil,
                                    leads: leads, windowShare: windowShare, firstURL: start.url ?? firstURL,
-                                   detectsPaging: originalDescription.paging == .detect && description.resume == nil,
+                                   detectsPaging: (originalDescription.paging == .detect || partition?.pagingDetected == true)
+                                       && description.resume == nil,
                                    startFailure: startFailure, keptToken: startFailure == nil ? nil : description.resume,
                                    redacting: { [client] in client.redacting($0) })
         self.description = description

@@ -13,7 +13,8 @@ AsyncClient's fetch_all and stream. (Tests/c/conformance.c holds the C modes to 
   whole, in the list's order, once, and a page budget's token goes on exactly;
 - a spent quota stops the list with RateLimitedError before the server refuses a request, its
   items in order and a token;
-- with a response cache, a second run is answered 304 page by page with the same items.
+- with a response cache, a second run is answered 304 page by page with the same items;
+- a detected list's one full page that names no next page, total or cursor ends UNCONFIRMED.
 """
 
 from __future__ import annotations
@@ -391,3 +392,12 @@ def test_a_second_run_with_the_cache_is_answered_304_with_the_same_items(mode, a
     # fetch_partition plans the list first, reading page one: on the second run, a 304 too.
     assert stats(api)["not_modified"] == 10 + (mode == "fetch_partition"), mode
     assert runs[1].items == runs[0].items
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_full_page_that_says_nothing_of_more_ends_unconfirmed(mode, client, tmp_path):
+    # Detected (no preset): GitHub's shape without its Link header, one full page of 30.
+    run = run_mode(mode, client, "/conv/github?n=95&link=none", tmp_path, preset=None)
+    assert run.error is None, (mode, run.error)
+    assert ids(run.items) == list(range(30))
+    assert run.stop_reason == sheaf.StopReason.UNCONFIRMED, mode

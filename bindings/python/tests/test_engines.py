@@ -74,7 +74,9 @@ def test_a_process_reads_one_partition_after_another_on_one_client_that_keeps_th
         assert [item["id"] for item in read.client().fetch_partition(partition)] == list(
             range(partition.first_page * 50, (partition.first_page + 20) * 50))
         arrivals = list(api.state.arrivals)
-        bursts.append(sum(1 for at in arrivals if at - arrivals[0] < 0.025))
+        # What arrived before any answer could have gone back (each waits 50 ms): the requests
+        # sent together at the start. A loaded machine accepts 20 connections slowly: 45 ms.
+        bursts.append(sum(1 for at in arrivals if at - arrivals[0] < 0.045))
     assert bursts[1] > 8, f"the second partition's first burst: {bursts} (a new client sends 2, then 8)"
     one, again = read.client(), read.client()
     assert one is again
