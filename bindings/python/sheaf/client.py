@@ -170,9 +170,10 @@ class Client(Closing):
         verify: True (the system's CAs, or ``$SSL_CERT_FILE``), False (no verification: tests
             against self-signed servers only), or the path of a CA bundle file or directory.
         cert: a client certificate for mutual TLS: a PEM path holding both, or ``(cert, key)``.
-        cache: a folder (made if missing, private to the user) for a response cache: every GET
-            answered 200 with an ``ETag`` or ``Last-Modified`` is stored there and asked for again
-            with ``If-None-Match``/``If-Modified-Since``; a 304 answers with the stored page, so a
+        cache: a folder (``~`` expanded; made if missing, private to the user) for a response
+            cache: every GET answered 200 with an ``ETag`` or ``Last-Modified`` is stored there
+            and asked for again with ``If-None-Match``/``If-Modified-Since``; a 304 answers with
+            the stored page, so a
             re-sync pays only for the pages that changed (GitHub charges no quota for a 304).
             Nothing is served without asking the server. Entries are keyed by an HMAC of the
             URL and every request header, the credential's included: no URL, token or header
@@ -273,7 +274,7 @@ class Client(Closing):
                 lib.sheaf_client_add_secret_param(handle, encode(name))
             _set_tls(handle, verify, cert)
             if cache is not None:
-                lib.sheaf_client_set_cache(handle, encode(os.fspath(cache), "the cache folder"),
+                lib.sheaf_client_set_cache(handle, encode(os.path.expanduser(os.fspath(cache)), "the cache folder"),
                                            _whole(cache_max_bytes, "cache_max_bytes"))
             if on_event is not None and not callable(on_event):
                 raise UsageError(Result.INVALID_ARGUMENT, "on_event must be a callable")

@@ -97,6 +97,13 @@ def test_hostile_validators_and_cache_headers(api, tmp_path):
     assert stats(api)["not_modified"] == before
 
 
+def test_a_folder_under_home_is_spelled_with_a_tilde(api, tmp_path, monkeypatch):
+    monkeypatch.setenv("HOME", str(tmp_path))
+    with sheaf.Client(api.base_url, cache="~/.cache/sheaf") as client:
+        client.fetch_all("/anchor?n=20&etag=1", **PAGES)
+    assert (tmp_path / ".cache" / "sheaf" / "key").is_file()
+
+
 def test_a_folder_it_cannot_trust_is_refused(tmp_path):
     (tmp_path / "real").mkdir()
     (tmp_path / "link").symlink_to(tmp_path / "real")
