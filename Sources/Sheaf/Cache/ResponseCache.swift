@@ -361,12 +361,3 @@ public final class ResponseCache: Sendable, Equatable {
         SheafError(.io, "\(message): \(errnoText(code))")
     }
 }
-
-private extension Substring {
-    /// Without the spaces and tabs around it.
-    var trimmingSpaces: Substring {
-        let isSpace = { (character: Character) in character == " " || character == "\t" }
-        guard let first = firstIndex(where: { !isSpace($0) }), let last = lastIndex(where: { !isSpace($0) }) else { return "" }
-        return self[first...last]
-    }
-}

@@ -301,12 +301,3 @@ extension SignalSource {
         }
     }
 }
-
-extension String {
-    var trimmingSpaces: String {
-        var view = Substring(self)
-        while let first = view.first, first == " " || first == "\t" { view = view.dropFirst() }
-        while let last = view.last, last == " " || last == "\t" { view = view.dropLast() }
-        return String(view)
-    }
-}

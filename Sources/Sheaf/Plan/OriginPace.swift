@@ -160,9 +160,8 @@ final class OriginPace: Sendable {
         state.withLock { $0.limiter.take(at: Self.now, othersInFlight: max(0, $0.inFlight - 1), route: route) } // itself among them
     }
 
-    /// What the origin's rate limit has left and the milliseconds until it resets, as last heard
-    /// (see `WindowLimiter.quota`).
-    /// `route`: the limit of that route (nil: the one with the fewest left).
+    /// What the rate limit of `route` (nil: the one with the fewest left) has left and the
+    /// milliseconds until it resets, as last heard (see `WindowLimiter.quota`).
     func quota(route: String? = nil) -> (remaining: Int, resetsInMilliseconds: Int)? {
         state.withLock { $0.limiter.quota(at: Self.now, route: route) }.map { ($0.remaining, Int(($0.resetsIn + 999_999) / 1_000_000)) }
     }
