@@ -630,6 +630,21 @@ def run_sheaf_split(args) -> dict:
     return out
 
 
+def run_sheaf_post(args) -> dict:
+    """A Notion-shaped database query (Tests/server/post_api.py): POSTs walked by the cursor in
+    their body, Python fetch_all with the notion preset; every result once, in order."""
+    client, _ = make_client(args)
+    start, cpu = time.perf_counter(), cpu_now()
+    items = client.fetch_all(args.path, preset="notion", page_size=args.page_size,
+                             json={"filter": {"property": "n", "number": {"greater_than_or_equal_to": 1}}})
+    seconds, cpu_seconds = time.perf_counter() - start, cpu_now() - cpu
+    client.close()
+    numbers = [item["properties"]["n"]["number"] for item in items]
+    if numbers != list(range(1, args.expect + 1)):
+        wrong(f"{len(numbers)} results, {len(numbers) - len(set(numbers))} twice, not 1..{args.expect} in order")
+    return {"seconds": seconds, "cpu_seconds": cpu_seconds, "peak_rss_kb": peak_rss_kb(), "items": len(numbers)}
+
+
 def run_aiohttp_split(args) -> dict:
     """The peer: an aiohttp range splitter as a good engineer writes one (Airbyte's
     DatetimeBasedCursor.step): the created range, known to it, cut into a fixed number of equal
@@ -687,6 +702,7 @@ MODES = {
     "curl-parallel": run_curl_parallel,
     "decode-floor": run_decode_floor,
     "sheaf-split": run_sheaf_split,
+    "sheaf-post": run_sheaf_post,
     "aiohttp-split": run_aiohttp_split,
 }
 

@@ -52,12 +52,13 @@ RUN_TIMEOUT_S = 300            # one measured run
 SLOW_RUNS = 3                  # runs of a 10 s scenario (serial walks) at most
 
 ALL_IDS = ["P1", "P1A", "P1D", "P2", "P3", "P4", "P4C", "P5", "P5U", "P6", "P7", "P10", "P11", "P12", "P13", "F1",
-           "M1", "M2", "M3", "R1", "R2", "R3", "Q3", "C1"]
+           "M1", "M2", "M3", "R1", "R2", "R3", "Q3", "C1", "N1"]
 Q3_PAGES, Q3_POINTS, Q3_WINDOW = 200, 120, 64   # Q3: a list larger than its token's quota (issue 44)
 # R1-R3: cursor lists split by their range filter (issue 43), on Tests/server/ranges.py
 R_PAGES, R_PER_PAGE, R_L_MS, R_CAPACITY = 1000, 100, 100, 64
 R_SPAN = R_PAGES * R_PER_PAGE * 10      # ten seconds an item, on average
 R3_PAGES = 200
+N1_RESULTS, N1_PAGE, N1_L_MS = 5000, 100, 50   # N1: a Notion-shaped POST query (issue 45)
 P13_PAGES, P13_FAILING = 20, 10        # P13: a 20-page list whose page 10 answers 404
 P10_MAX_CONNECTIONS = 6                # P10: a server taking this many connections per client
 P10_ONE_WAY_MS = 20                    # P10: the delay each way of the round-trip rows
@@ -1654,6 +1655,24 @@ class Scenarios:
         return [self.split_row("R3", f"P4c with its range filter: Slack-shaped, {pages}x{PER_PAGE}, L={L_MS} ms, "
                                "capacity 64, slack preset, adaptive (Python fetch_all; P4c walks it in N x L)",
                                b.results["sheaf R3"], floor, 1.3)]
+
+    def N1(self) -> List[Row]:
+        """A Notion-shaped database query: a cursor walk of POSTs, the cursor in each body."""
+        b = self.b
+        pages = N1_RESULTS // N1_PAGE
+        lst = ListDef(f"/post/notion/query?n={N1_RESULTS}&latency_ms={N1_L_MS}", pages, N1_PAGE, addressing="next", total=False)
+        b.measure(b.py_spec("sheaf N1", "sheaf-post", lst, self.slow_runs))
+        m = b.results["sheaf N1"]
+        label = (f"Notion-shaped POST query, {N1_RESULTS} results, {N1_PAGE} a page, L={N1_L_MS} ms "
+                 "(Python fetch_all, notion preset; a cursor walk)")
+        target = f"{pages} requests; <= 1.05x {pages} x L"
+        if m.error or not m.runs:
+            return [failed_row("N1", label, m, target)]
+        floor = pages * N1_L_MS / 1000.0
+        ratio = m.median() / floor
+        requests = set(m.values("server_requests"))
+        return [fill_counts(Row("N1", label, sheaf=secs(m.median()), floor=secs(floor), ratio=f"{ratio:.2f}x",
+                                target=target, met=yes(ratio <= 1.05 and requests == {pages})), m)]
 
     def M3(self) -> List[Row]:
         b = self.b

@@ -164,7 +164,8 @@ typedef enum sheaf_result {
     SHEAF_E_DEADLINE = 24,         /**< The list did not end within the caller's deadline (SHEAF_BUDGET_DEADLINE_MS); what arrived before stays delivered. */
     SHEAF_E_CREDENTIAL = 25,       /**< The credential provider (sheaf_client_set_credential_provider) gave no credential. */
     SHEAF_E_PARTIAL = 26,          /**< Some lists of a group failed; the others ended well (each list's own result and error say which and why). */
-    SHEAF_E_RATE_LIMITED = 27      /**< The server's rate limit is spent until a reset further off than SHEAF_OPT_MAX_WAIT_MS: its headers (X-RateLimit-Remaining/-Reset, RateLimit) said nothing is left, or it refused a request (403, 429) saying so. Nothing more was sent; the message names the limit (X-RateLimit-Resource), its size and when it resets; what arrived before stays delivered, and a list's resume token goes on after it. Never reported as SHEAF_E_HTTP's refused credential. */
+    SHEAF_E_RATE_LIMITED = 27,     /**< The server's rate limit is spent until a reset further off than SHEAF_OPT_MAX_WAIT_MS: its headers (X-RateLimit-Remaining/-Reset, RateLimit) said nothing is left, or it refused a request (403, 429) saying so. Nothing more was sent; the message names the limit (X-RateLimit-Resource), its size and when it resets; what arrived before stays delivered, and a list's resume token goes on after it. Never reported as SHEAF_E_HTTP's refused credential. */
+    SHEAF_E_API = 28               /**< The API answered 2xx with errors in the body: a GraphQL answer's "errors" (the message names the first one's message and path, and how many more). Partial data with errors is this failure unless the description allows it ("graphql": {"allow_partial": true}). A GraphQL rate limit (RATE_LIMITED, THROTTLED) is waited out as a 429 is. */
 } sheaf_result;
 
 /** Whether a result code is a success (SHEAF_OK: why a list stopped is its status's stop_reason). */
@@ -560,6 +561,28 @@ SHEAF_API sheaf_result sheaf_list_add_query(sheaf_list *list, const char *name, 
  * checked as sheaf_client_add_header checks it.
  */
 SHEAF_API sheaf_result sheaf_list_add_header(sheaf_list *list, const char *name, const char *value);
+
+/**
+ * Asks for every page with `method` (an HTTP method token: "POST", "QUERY", "SEARCH"…; not
+ * HEAD or CONNECT) and a body: `length` bytes at `body` (copied; may be NULL when length is 0),
+ * sent with "Content-Type: <content_type>" (NULL: "application/json"). A list behind a POST:
+ * Notion's database query, Elasticsearch's _search, a GraphQL connection. Set before the list
+ * starts, as its description is; "GET" with length 0 undoes it.
+ *
+ * Paging parameters named "body:" and a JSON pointer (the notion preset's "body:/start_cursor",
+ * a description's "graphql" object) are set in the body, page by page: the body must then be a
+ * JSON object (an empty body is {}), or the list fails at its start with
+ * SHEAF_E_INVALID_ARGUMENT. A cursor keeps its JSON type there (a string, a number, an array of
+ * sort values). Without a body, such a parameter goes in the query under its field's name.
+ *
+ * A POST is not idempotent: a failed page is sent again (retries, rate limits) only when the
+ * description says the endpoint only reads ("read_only": true, which the notion and
+ * elasticsearch presets set), for a GraphQL query (never a mutation), or for GET, QUERY and
+ * SEARCH. Otherwise the first transient failure fails the list. Pages of a POST are never cached.
+ * The body is never part of a message, a log record, a resume token or a description.
+ */
+SHEAF_API sheaf_result sheaf_list_set_body(sheaf_list *list, const char *method, const char *content_type,
+                                           const void *body, size_t length);
 
 /** How the pages of a list are reached. Append-only. */
 typedef enum sheaf_paging {

@@ -191,6 +191,23 @@ public func sheaf_list_add_header(_ list: OpaquePointer?, _ name: UnsafePointer<
 }
 
 @c @implementation
+public func sheaf_list_set_body(_ list: OpaquePointer?, _ method: UnsafePointer<CChar>?, _ contentType: UnsafePointer<CChar>?,
+                                _ body: UnsafeRawPointer?, _ length: Int) -> sheaf_result {
+    withList(list) { (handle) throws(SheafError) in
+        let method = try CString.nonEmpty(method, "the method")
+        let contentType = try HeaderRules.check(HTTPHeader(name: "Content-Type",
+                                                           value: try CString.text(contentType, "the content type") ?? "application/json")).value
+        guard length >= 0, length == 0 || body != nil else { throw SheafError(.invalidArgument, "the body is NULL but its length is \(length)") }
+        let bytes = length == 0 ? [] : Array(UnsafeRawBufferPointer(start: body, count: length))
+        let request = method == "GET" && bytes.isEmpty ? nil : ListRequest(method: method, contentType: contentType, body: bytes)
+        var checked = ListDescription(path: "")
+        checked.request = request
+        _ = try checked.pageBody() // the method, now; the body, with the paging that goes in it, at the start
+        try handle.session.describe { $0.request = request }
+    }
+}
+
+@c @implementation
 public func sheaf_list_set_paging(_ list: OpaquePointer?, _ kind_: sheaf_paging, _ param: UnsafePointer<CChar>?,
                                   _ first: Int64, _ sizeParam: UnsafePointer<CChar>?, _ size: Int64) -> sheaf_result {
     withList(list) { (handle) throws(SheafError) in

@@ -30,6 +30,7 @@ extension SheafError.Code {
         case .credential: SHEAF_E_CREDENTIAL
         case .partial: SHEAF_E_PARTIAL
         case .rateLimited: SHEAF_E_RATE_LIMITED
+        case .api: SHEAF_E_API
         default: SHEAF_E_INTERNAL
         }
     }
@@ -82,6 +83,7 @@ private let resultTexts: [OwnedCString] = [
     "the credential provider gave no credential",
     "some lists of the group failed",
     "the server's rate limit is spent until after the longest wait",
+    "the API answered with errors in its body (a GraphQL answer's errors)",
 ].map(OwnedCString.init)
 private let unknownResultText = OwnedCString("unknown result code")
 private let versionText = OwnedCString(SheafVersion.string)

@@ -70,6 +70,8 @@ Endpoints:
   GET /range/<name>               cursor lists with a range filter: stripe, slack, shopify, with
                                   bursts, inserts during a run and a filter ignored (ranges.py)
   ANY /req/...                    single requests: echo, flaky, redirect, error shapes
+  POST /post/...                  lists behind a POST: Notion's database query, Elasticsearch's
+                                  search_after, a GitHub-shaped GraphQL connection (post_api.py)
                                   (requests_api.py documents each)
   GET /orgs/<org>/repos, /repos/<org>/<repo>/issues
                                   an org of 300 repositories and their issues, 0 to 12 pages
@@ -547,6 +549,19 @@ class Handler(BaseHTTPRequestHandler):
             finally:
                 self._answered()
             return
+        if path.startswith("/post/"):
+            self.server.state.begin(self.path, self.headers.get("Authorization"))
+            self._in_flight = True
+            try:
+                body = requests_api.read_body(self)
+                q = Query(split.query)
+                if self.work(q, self.latency(q)) and not self.refuses_credential(q):
+                    post_api.handle(self, method, path, q, body)
+            except BadParam as e:
+                self.send_json(400, {"error": "bad parameter", "param": e.name})
+            finally:
+                self._answered()
+            return
         self.discard_body()
         if path.startswith("/_"):
             self.control(method, path, split.query)
@@ -626,6 +641,8 @@ class Handler(BaseHTTPRequestHandler):
             return
         if path == "/_stats" and method == "GET":
             self.send_json(200, self.server.state.snapshot())
+        elif path == "/_post/log" and method == "GET":
+            self.send_json(200, post_api.log_json())
         elif path == "/_timeline" and method == "GET":
             self.send_json(200, self.server.state.timeline())
         elif path == "/_edit":
@@ -643,6 +660,7 @@ class Handler(BaseHTTPRequestHandler):
             self.server.state.reset()
             requests_api.reset()
             ranges.reset()
+            post_api.reset()
             self.send_json(200, {"ok": True})
         else:
             self.send_json(404, {"error": "not found"})
@@ -832,6 +850,7 @@ ROUTES = {
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import conventions  # noqa: E402
 import org_api  # noqa: E402
+import post_api  # noqa: E402
 import ranges  # noqa: E402
 import requests_api  # noqa: E402
 

@@ -37,6 +37,7 @@ const (
 	CodeCredential      Code = C.SHEAF_E_CREDENTIAL
 	CodePartial         Code = C.SHEAF_E_PARTIAL
 	CodeRateLimited     Code = C.SHEAF_E_RATE_LIMITED
+	CodeAPI             Code = C.SHEAF_E_API // a 2xx answer with errors in its body (a GraphQL answer's "errors")
 )
 
 // String is the library's static text for the code (sheaf_result_str).

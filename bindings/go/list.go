@@ -7,6 +7,7 @@ package sheaf
 import "C"
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"strconv"
@@ -77,6 +78,10 @@ type List struct {
 	// already given of the snapshot an earlier Each stopped inside (a token of eachTokenPrefix).
 	passOver int64
 	maxItems int64 // MaxItems' n: the library's item budget is n + passOver
+
+	// connection is GraphQL's pointer to the connection in the answer, merged into the
+	// description once every option has been applied ("" when the list is no GraphQL list).
+	connection string
 }
 
 // ListOption describes a list in Client.List.
@@ -94,6 +99,13 @@ func (c *Client) List(path string, opts ...ListOption) (*List, error) {
 	}
 	for _, opt := range opts {
 		if err := opt(list); err != nil {
+			list.Close()
+			return nil, err
+		}
+	}
+	if list.connection != "" {
+		// After every option, so that a Preset or Description given after GraphQL keeps it.
+		if err := list.describeGraphQL(); err != nil {
 			list.Close()
 			return nil, err
 		}
@@ -135,6 +147,113 @@ func Header(name, value string) ListOption {
 	return func(l *List) error {
 		return call(withCStrings(name, value, func(n, v *C.char) C.sheaf_result { return C.sheaf_list_add_header(l.c, n, v) }))
 	}
+}
+
+// Body asks for every page with method and body (sheaf_list_set_body): a list behind a POST, such
+// as Notion's database query or Elasticsearch's _search. method "" is "POST"; contentType "" is
+// "application/json". body is copied when the option is applied, so the caller may reuse it, and
+// is never part of a message, a log record, a resume token or a description. Paging parameters
+// named "body:" and a JSON pointer (the notion preset's "body:/start_cursor") are set inside the
+// body page by page: the body must then be a JSON object (nil is {}), or the run fails with
+// CodeInvalidArgument. A POST page that failed is sent again (retries, rate limits) only when the
+// description says the endpoint only reads ("read_only": true, which the notion and elasticsearch
+// presets set) or for a GraphQL query; otherwise the first transient failure fails the list.
+// Body("GET", "", nil) undoes it.
+func Body(method, contentType string, body []byte) ListOption {
+	return func(l *List) error {
+		if method == "" {
+			method = "POST"
+		}
+		var kind *C.char // NULL: application/json
+		if contentType != "" {
+			kind = cString(contentType)
+			defer C.free(unsafe.Pointer(kind))
+		}
+		return call(withCString(method, func(m *C.char) C.sheaf_result {
+			var data unsafe.Pointer
+			if len(body) > 0 {
+				data = unsafe.Pointer(&body[0]) // copied by the call; holds no Go pointer
+			}
+			return C.sheaf_list_set_body(l.c, m, kind, data, C.size_t(len(body)))
+		}))
+	}
+}
+
+// GraphQL makes the list a GraphQL connection: every page is a POST of
+// {"query": query, "variables": variables} (encoding/json; nil variables are {}), and the
+// description gets {"graphql": {"connection": connection}}, connection being the JSON pointer to
+// the connection in the answer ("/data/repository/issues"). The library then sets the page size
+// in variables.first (100, or the description's "graphql" "page_size") and the cursor in
+// variables.after, page by page: the query takes $first and $after (leave them out of variables),
+// and selects pageInfo { hasNextPage endCursor } and nodes (or edges { node }), and totalCount
+// for a total. The items are the nodes. An answer with "errors" fails the list with CodeAPI
+// (its message names the first error's message and path), the items of the pages before it
+// delivered, unless the description says "graphql": {"allow_partial": true}; a GraphQL rate
+// limit (RATE_LIMITED, THROTTLED) is waited out, and a failed page sent again (a query, never a
+// mutation). The connection is added to the description once every option has been applied,
+// over a Preset or Description given before or after it (whose "graphql" object, with its
+// "first", "after", "page_size" and "allow_partial", it keeps; the connection's paging and
+// signals replace theirs, but for the identity).
+func GraphQL(query string, variables map[string]any, connection string) ListOption {
+	return func(l *List) error {
+		if connection == "" {
+			return usage(CodeInvalidArgument, "a GraphQL list needs its connection: the JSON pointer to it in the answer (\"/data/repository/issues\")")
+		}
+		if variables == nil {
+			variables = map[string]any{}
+		}
+		var body bytes.Buffer
+		encoder := json.NewEncoder(&body)
+		encoder.SetEscapeHTML(false)
+		err := encoder.Encode(struct {
+			Query     string         `json:"query"`
+			Variables map[string]any `json:"variables"`
+		}{query, variables})
+		if err != nil {
+			return usage(CodeInvalidArgument, "the GraphQL variables cannot be sent as JSON: "+err.Error())
+		}
+		if err := Body("POST", "application/json", bytes.TrimSpace(body.Bytes()))(l); err != nil {
+			return err
+		}
+		l.connection = connection
+		return nil
+	}
+}
+
+// describeGraphQL adds {"graphql": {"connection": l.connection}} to what the list's description
+// pins so far (its printed form, which sheaf_list_set_description takes back): its preset,
+// "read_only", "until", "since", "split" and identity stay, a "graphql" object keeps its other
+// parts; its paging and other signals are left out, being the connection's.
+func (l *List) describeGraphQL() error {
+	printed, err := description(l.c)
+	if err != nil {
+		return err
+	}
+	var document map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(printed), &document); err != nil {
+		return usage(CodeInternal, "the library printed a description that is not a JSON object: "+err.Error())
+	}
+	graphQL := map[string]json.RawMessage{}
+	if given := document["graphql"]; len(given) > 0 && string(given) != "null" {
+		if err := json.Unmarshal(given, &graphQL); err != nil {
+			return usage(CodeInternal, "the library printed a \"graphql\" that is not a JSON object: "+err.Error())
+		}
+	}
+	graphQL["connection"], _ = json.Marshal(l.connection)
+	document["graphql"], _ = json.Marshal(graphQL)
+	var signals map[string]json.RawMessage
+	_ = json.Unmarshal(document["signals"], &signals)
+	delete(document, "paging")
+	delete(document, "signals")
+	delete(document, "plan")
+	if identity, found := signals["identity"]; found {
+		document["signals"], _ = json.Marshal(map[string]json.RawMessage{"identity": identity})
+	}
+	text, err := json.Marshal(document)
+	if err != nil {
+		return usage(CodeInternal, "the description could not be written again: "+err.Error())
+	}
+	return Description(string(text))(l)
 }
 
 func budget(which C.sheaf_budget, value int64) ListOption {

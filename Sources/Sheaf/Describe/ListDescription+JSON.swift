@@ -14,7 +14,7 @@ extension ListDescription {
     /// printed as "sync_state" (nil: none).
     package func json(resolution: Detector.Resolution?, plan: String?, sync: (list: String?, state: SyncState)?,
                       splitPlan: String? = nil) -> [UInt8] {
-        let summary = preset.flatMap { name in Preset.all.first { $0.name == name }?.summary }
+        let named = preset.flatMap { name in Preset.all.first { $0.name == name } }
         var out = "{\"paging\":{\"kind\":\(JSONText.quote(paging.kindName)),\"param\":\(JSONText.quote(paging.parameter))"
         out += ",\"first\":\(paging.first ?? 0),\"size_param\":\(JSONText.quote(paging.size?.parameter))"
         out += ",\"size\":\(paging.size?.value.map(String.init) ?? "null"),\"detected\":\(resolution?.pagingDetected ?? false)}"
@@ -27,9 +27,12 @@ extension ListDescription {
             return "\(JSONText.quote(signal.rawValue)):\(value)"
         }.joined(separator: ",")
         out += "},\"plan\":\(JSONText.quote(plan)),\"preset\":\(JSONText.quote(preset))"
-        if let summary { out += ",\"summary\":\(JSONText.quote(summary))" }
+        if let summary = named?.summary { out += ",\"summary\":\(JSONText.quote(summary))" }
         out += syncJSONMembers()
         if let split { out += ",\"split\":" + split.json }
+        // What the preset says is not said again (a preset's description prints as the preset).
+        if readOnly != (named?.readOnly ?? false) { out += ",\"read_only\":\(readOnly)" }
+        if let graphQL { out += ",\"graphql\":" + graphQL.json }
         if let splitPlan { out += ",\"split_plan\":" + JSONText.quote(splitPlan) }
         if let sync { out += ",\"sync_state\":" + sync.state.json(list: sync.list) }
         out += "}"

@@ -170,7 +170,7 @@ enum DescriptionReading {
 
     static func read(_ value: JSONValue, onto original: ListDescription) throws(DescriptionRefusal) -> ListDescription {
         let top = try members(value, at: "", allowed: ["paging", "signals", "preset", "plan", "summary", "until", "since", "sync_state",
-                                                               "split", "split_plan"])
+                                                               "split", "split_plan", "read_only", "graphql"])
         var description = original
         description.paging = .detect
         description.signals = [:]
@@ -178,6 +178,8 @@ enum DescriptionReading {
         description.until = nil
         description.since = nil
         description.split = nil
+        description.readOnly = false
+        description.graphQL = nil
         var preset: Preset?
         if let named = top["preset"] {
             switch named {
@@ -203,6 +205,13 @@ enum DescriptionReading {
             guard plan == .null || planNames.contains(where: { plan == .string($0) }) else {
                 throw DescriptionRefusal("/plan", "is printed, not read: it must be null, \(planNames.joined(separator: ", ")), or left out")
             }
+        }
+        if let graphQL = top["graphql"], graphQL != .null { description.readGraphQL(try readGraphQL(graphQL)) }
+        if let flag = top["read_only"] {
+            guard case .bool(let readOnly) = flag else {
+                throw DescriptionRefusal("/read_only", "must be true (the endpoint only reads: its POST pages may be sent again) or false, not \(flag.kindName)")
+            }
+            description.readOnly = readOnly
         }
         if let paging = top["paging"] { description.paging = try readPaging(paging, over: description.paging) }
         if let signals = top["signals"] {
@@ -265,6 +274,40 @@ enum DescriptionReading {
         } catch {
             throw DescriptionRefusal("/paging/" + error.field, error.message)
         }
+    }
+
+    /// The "graphql" object: {"connection": pointer, "first", "after", "page_size", "allow_partial"}.
+    private static func readGraphQL(_ value: JSONValue) throws(DescriptionRefusal) -> GraphQLConnection {
+        let fields = try members(value, at: "/graphql", allowed: ["connection", "first", "after", "page_size", "allow_partial"])
+        guard case .string(let text)? = fields["connection"], let connection = JSONPointer(text), connection.tokens.first == "data" else {
+            throw DescriptionRefusal("/graphql/connection", "must be a JSON pointer to the connection in the answer's data (\"/data/repository/issues\")")
+        }
+        var graphQL = GraphQLConnection(connection: connection)
+        for (name, at) in [("first", "/graphql/first"), ("after", "/graphql/after")] {
+            guard let given = fields[name] else { continue }
+            guard let variable = try optionalString(given, at: at), let lead = variable.utf8.first, !(0x30...0x39).contains(lead),
+                  variable.utf8.allSatisfy(isNameByte) else {
+                throw DescriptionRefusal(at, "must be the name of a variable of the query (letters, digits and _), without its $")
+            }
+            if name == "first" { graphQL.first = variable } else { graphQL.after = variable }
+        }
+        if let given = fields["page_size"] {
+            guard let size = try optionalWhole(given, at: "/graphql/page_size"), size >= 1 else {
+                throw DescriptionRefusal("/graphql/page_size", "must be a whole number of 1 or more (GitHub's connections take at most 100)")
+            }
+            graphQL.pageSize = size
+        }
+        if let given = fields["allow_partial"] {
+            guard case .bool(let allows) = given else { throw DescriptionRefusal("/graphql/allow_partial", "must be true or false") }
+            graphQL.allowsPartial = allows
+        }
+        return graphQL
+    }
+
+    /// A byte of a GraphQL name (`/[_A-Za-z][_0-9A-Za-z]*/`).
+    private static func isNameByte(_ byte: UInt8) -> Bool {
+        byte == UInt8(ascii: "_") || (byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9"))
+            || (byte | 0x20 >= UInt8(ascii: "a") && byte | 0x20 <= UInt8(ascii: "z"))
     }
 
     private static func readSource(_ value: JSONValue, of signal: Signal) throws(DescriptionRefusal) -> SignalSource {

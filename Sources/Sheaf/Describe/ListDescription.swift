@@ -35,6 +35,13 @@ public struct ListDescription: Sendable {
     /// The range filter a cursor list takes on the field its items are ordered by: with it, the
     /// list is read as pieces of that range walked side by side (see `RangeFilter`).
     public var split: RangeFilter? = nil
+    /// The method and body each page is asked for with; nil: a GET (see `ListRequest`).
+    public var request: ListRequest? = nil
+    /// Whether the endpoint only reads (a POST that queries): its pages are then retried as a
+    /// GET's are. A GraphQL query is a read; a mutation never is.
+    public var readOnly = false
+    /// The GraphQL connection the list is (set with `readGraphQL`): its answers' `errors` fail it.
+    public internal(set) var graphQL: GraphQLConnection? = nil
 
     public init(path: String) {
         self.path = path

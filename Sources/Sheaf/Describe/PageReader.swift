@@ -13,6 +13,8 @@ struct PageReader: Sendable {
     let syncField: JSONPointer?
     /// The field a split list is ordered by, read from each item.
     let rangeField: JSONPointer?
+    /// A GraphQL connection's edges, read for the items when it has no `nodes`.
+    let edges: JSONPointer?
 
     /// - Parameter description: a description whose `.detect` parts count as absent (the
     ///   detector resolves them before a run reads pages).
@@ -32,6 +34,7 @@ struct PageReader: Sendable {
         if case .item(let pointer) = description.source(of: .identity) { identity = pointer } else { identity = nil }
         syncField = description.syncField
         rangeField = description.split?.field
+        edges = description.graphQL?.edges
     }
 
     /// Whether pages of this list say where the list ends (a next signal or an end flag).
@@ -48,6 +51,7 @@ struct PageReader: Sendable {
         // The body pointers, items first; `slot` remembers where each signal's target is.
         var targets = [JSONScanner.Target(pointer: items, collectsElements: true)]
         var slots: [Signal: Int] = [:]
+        if let edges { targets.append(.init(pointer: edges, collectsElements: true)) }
         for (signal, source) in [(Signal.next, next), (.cursor, cursor), (.total, total), (.pageCount, pageCount),
                                  (.hasMore, hasMore), (.isLast, isLast)] {
             if case .body(let pointer) = source {
@@ -62,13 +66,20 @@ struct PageReader: Sendable {
             } catch {
                 throw SheafError(.badPage, "\(url): the body is not valid JSON: \(error)", url: url, jsonOffset: error.offset)
             }
-            guard let itemsRange = targets[0].range, buffer[itemsRange.lowerBound] == UInt8(ascii: "[") else {
+            var elements = targets[0].elements
+            if targets[0].range == nil, let edges, let range = targets[1].range, buffer[range.lowerBound] == UInt8(ascii: "[") {
+                elements = try targets[1].elements.map { (edge) throws(SheafError) -> Range<Int> in
+                    guard let node = scanner.locate(GraphQLConnection.node, in: edge) else {
+                        throw SheafError(.badPage, "\(url): an edge at \"\(edges)\" has no node", url: url, jsonPointer: edges.description)
+                    }
+                    return node
+                }
+            } else if targets[0].range.map({ buffer[$0.lowerBound] }) != UInt8(ascii: "[") {
                 let what = targets[0].range == nil ? "nothing" : "a value that is not an array"
                 throw SheafError(.badPage, "\(url): expected the items array at \"\(items)\", found \(what)", url: url,
                                  jsonPointer: items.description)
             }
             let context = Context(scanner: scanner, headers: headers, url: url, targets: targets, slots: slots)
-            let elements = targets[0].elements
             var page = Page(body: body, items: elements, identities: identities(of: elements, scanner))
             if let syncField {
                 page.syncValues = elements.map { element in scanner.locate(syncField, in: element).flatMap { SyncValue(scanner, $0) } }
@@ -120,6 +131,14 @@ struct PageReader: Sendable {
                                  jsonPointer: next.pointerText)
             }
             return resolved
+        }
+        if case .cursor(let parameter, _) = paging, parameter.hasPrefix(GraphQLConnection.bodyPrefix) {
+            // A cursor in a body keeps its JSON type: a string, a number, or an array (search_after).
+            guard let value = try context.json(.cursor, cursor, lastItem: lastItem) else { return nil }
+            guard let url = URLText.settingQuery(context.url, parameter, to: value) else {
+                throw SheafError(.badPage, "\(context.url): cannot send the cursor in \(parameter)", url: context.url)
+            }
+            return url
         }
         if cursor != .none, let value = try context.text(.cursor, cursor, lastItem: lastItem, allowsNumber: true) {
             guard case .cursor(let parameter, _) = paging else { return nil }
@@ -179,6 +198,25 @@ struct PageReader: Sendable {
             case .none, .detect, .item:
                 return nil
             }
+        }
+
+        /// A signal as JSON text, for a parameter sent in a body: a body value as it is (a string,
+        /// number, array or object), a header's as a string; nil when absent, null or empty.
+        func json(_ signal: Signal, _ source: SignalSource, lastItem: Range<Int>?) throws(SheafError) -> String? {
+            let range: Range<Int>?
+            switch source {
+            case .body: range = targets[slots[signal]!].range
+            case .lastItem(let pointer): range = lastItem.flatMap { scanner.locate(pointer, in: $0) }
+            default: return try text(signal, source, lastItem: lastItem, allowsNumber: false).map { JSONText.quote($0) }
+            }
+            guard let range else { return nil }
+            let text = String(decoding: scanner.bytes[range], as: UTF8.self)
+            guard text != "null", text != "\"\"", text != "false", text != "true" else {
+                if text == "null" || text == "\"\"" { return nil }
+                throw SheafError(.badPage, "\(url): the \(signal.rawValue) at \"\(source.whereText ?? "")\" is a boolean, not a cursor",
+                                 url: url, jsonPointer: source.pointerText)
+            }
+            return text
         }
 
         private func bodyText(_ signal: Signal, range: Range<Int>?, pointer: String?, allowsNumber: Bool) throws(SheafError) -> String? {

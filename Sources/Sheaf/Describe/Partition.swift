@@ -92,6 +92,10 @@ public struct Partition: Sendable, Equatable, CustomStringConvertible {
         read.deadlineMilliseconds = list.deadlineMilliseconds
         read.resume = list.resume
         read.until = list.until
+        // A list behind a POST: each partition asks with its method and body.
+        read.request = list.request
+        read.readOnly = read.readOnly || list.readOnly
+        if let graphQL = list.graphQL { read.graphQL = graphQL }
         read.partition = self
         return read
     }

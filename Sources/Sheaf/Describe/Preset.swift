@@ -9,6 +9,9 @@ public struct Preset: Sendable {
     public let signals: [Signal: SignalSource]
     /// The range filter the API's lists take on the field they are ordered by, when it has one.
     public let split: RangeFilter?
+    /// Whether the API's list endpoints only read though they take a POST (a query or a search):
+    /// their pages are retried as a GET's are.
+    public let readOnly: Bool
 
     /// Every preset, in the order they are listed.
     public static let all: [Preset] = [
@@ -73,6 +76,12 @@ public struct Preset: Sendable {
         Preset("jira", "Atlassian (Jira, Confluence): {\"values\", \"total\", \"isLast\"}, ?startAt=K&maxResults=M",
                .offset(.init(parameter: "startAt", first: 0, size: size("maxResults"))),
                [.items: body("/values"), .total: body("/total"), .isLast: body("/isLast")]),
+        Preset("notion", "Notion: POST a query with start_cursor and page_size in the JSON body; {\"results\", \"next_cursor\", \"has_more\"}",
+               .cursor(parameter: "body:/start_cursor", size: size("body:/page_size")),
+               [.items: body("/results"), .cursor: body("/next_cursor"), .hasMore: body("/has_more")], readOnly: true),
+        Preset("elasticsearch", "Elasticsearch / OpenSearch _search: hits.hits, the last hit's sort values sent as search_after in the body",
+               .cursor(parameter: "body:/search_after", size: size("body:/size")),
+               [.items: body("/hits/hits"), .cursor: .lastItem(JSONPointer("/sort")!)], readOnly: true),
         Preset("content-range", "PostgREST-style: a bare array, Content-Range: items 0-24/573, ?offset=O&limit=L",
                .offset(.init(parameter: "offset", first: 0, size: size("limit"))),
                [.items: body(""), .total: .header("Content-Range")]),
@@ -97,12 +106,16 @@ public struct Preset: Sendable {
             description.signals[signal] = signals[signal] ?? (signal == .items ? .detect : .none)
         }
         description.split = split
+        description.graphQL = nil // a preset is the list's whole shape
+        if readOnly { description.readOnly = true }
         description.preset = name
         return description
     }
 
-    private init(_ name: String, _ summary: String, _ paging: Paging, _ signals: [Signal: SignalSource], split: RangeFilter? = nil) {
+    private init(_ name: String, _ summary: String, _ paging: Paging, _ signals: [Signal: SignalSource], split: RangeFilter? = nil,
+                 readOnly: Bool = false) {
         self.split = split
+        self.readOnly = readOnly
         self.name = name
         self.summary = summary
         self.paging = paging

@@ -189,7 +189,9 @@ public struct ResumeToken: Sendable, Equatable, CustomStringConvertible {
     /// as pinned, not what a run detected nor how far it may go.
     static func fingerprint(_ description: ListDescription, firstURL: String, redactor: Redactor) -> UInt64 {
         var hash: UInt64 = 0xcbf2_9ce4_8422_2325
-        for byte in Array(redactor.redact(firstURL).utf8) + [0] + description.json(resolution: nil, plan: nil) {
+        // The body a list is asked with too: a token is not taken by the same query with another filter.
+        let request = description.request.map { Array($0.method.utf8) + [0] + $0.body } ?? []
+        for byte in Array(redactor.redact(firstURL).utf8) + [0] + description.json(resolution: nil, plan: nil) + request {
             hash = (hash ^ UInt64(byte)) &* 0x0000_0100_0000_01B3
         }
         return hash

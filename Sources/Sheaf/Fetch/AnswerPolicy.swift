@@ -17,6 +17,8 @@ struct AnswerPolicy: Sendable {
     var refreshesCredential = false
     /// The longest wait for a spent rate limit (`ClientConfiguration.maxWaitMilliseconds`).
     let maxWaitMilliseconds: Int
+    /// The GraphQL connection a page is of: a 2xx answer with `errors` is then no page.
+    let graphQL: GraphQLConnection?
 
     enum Decision: Equatable {
         /// A 2xx answer within the body cap: the page.
@@ -52,6 +54,7 @@ struct AnswerPolicy: Sendable {
         isRetriable = template.isRetriable
         deliversFailures = template.deliversFailures
         maxWaitMilliseconds = configuration.maxWaitMilliseconds
+        graphQL = template.page?.graphQL
     }
 
     /// - Parameters:
@@ -75,6 +78,15 @@ struct AnswerPolicy: Sendable {
         if response.body.count > maxBodyBytes { return .fail(bodyTooLarge(url)) }
         switch response.status {
         case 200...299:
+            if let graphQL, let answer = GraphQLAnswer(response.body) {
+                if answer.rateLimited {
+                    if RateLimitHeaders.parse(response.headers)?.remaining == 0 { return spentLimit(response, url: url, mayRetry: mayRetry) }
+                    if mayRetry { return .retry(afterMilliseconds: answer.throttleWait ?? delay(attempt, response.headers.first(named: "Retry-After"))) }
+                    return .fail(SheafError(.rateLimited, "\(redactor.redact(url)): the GraphQL API is rate limited (\(redactor.redact(answer.first))) after \(attempt) attempts",
+                                            url: redactor.redact(url)))
+                }
+                if !(graphQL.allowsPartial && answer.hasData) { return .fail(answer.error(url: url, redactor: redactor)) }
+            }
             return .deliver(response)
         case 401 where refreshesCredential:
             return .refreshCredential(status: 401)
@@ -83,12 +95,7 @@ struct AnswerPolicy: Sendable {
             // X-RateLimit-Remaining: 0) is tried again once the limit resets, within the longest
             // wait: the origin's window holds the attempt until then, or finds it spent
             // (`WindowLimiter.take`). Never a refused credential.
-            if let limit = RateLimitHeaders.parse(response.headers), limit.remaining == 0 {
-                if mayRetry { return .retry(afterMilliseconds: 0) }
-                let resetsIn = min(limit.resetSeconds ?? 1, Int(Int32.max) / 1000) * 1000
-                return .fail(HTTPFailure.rateLimited(url, .init(resetsIn: resetsIn, limit: limit.limit, resource: limit.resource),
-                                                     maxWait: maxWaitMilliseconds, status: response.status, redactor: redactor))
-            }
+            if RateLimitHeaders.parse(response.headers)?.remaining == 0 { return spentLimit(response, url: url, mayRetry: mayRetry) }
             // A secondary limit (GitHub's 403 with Retry-After) or a 429: backed off as a
             // transient failure, Retry-After first.
             if mayRetry, response.status == 429 || response.headers.first(named: "Retry-After") != nil {
@@ -117,6 +124,17 @@ struct AnswerPolicy: Sendable {
         default:
             return .fail(HTTPFailure.error(for: response, url: url, attempts: attempt, redactor: redactor))
         }
+    }
+
+    /// An answer saying the rate limit is spent: tried again once it resets, within the longest
+    /// wait (the origin's window holds the attempt until then, or finds it spent), or failed.
+    private func spentLimit(_ response: HTTPResponse, url: String, mayRetry: Bool) -> Decision {
+        if mayRetry { return .retry(afterMilliseconds: 0) }
+        let limit = RateLimitHeaders.parse(response.headers)
+        let resetsIn = min(limit?.resetSeconds ?? 1, Int(Int32.max) / 1000) * 1000
+        return .fail(HTTPFailure.rateLimited(url, .init(resetsIn: resetsIn, limit: limit?.limit, resource: limit?.resource),
+                                             maxWait: maxWaitMilliseconds, status: response.status < 300 ? nil : response.status,
+                                             redactor: redactor))
     }
 
     private func bodyTooLarge(_ url: String) -> SheafError {

@@ -16,10 +16,24 @@ struct FetchTemplate: Sendable {
     /// A cap on the body below the client's (`ClientConfiguration.maxBodyBytes`): a page asked
     /// for ahead of page one.
     var maxBodyBytes: Int?
+    /// A list's page: its method and body, with the page URL's body parameters set in it.
+    var page: PageBody?
 
     /// The body cap for this fetch: the client's, or this template's when it is lower.
     func bodyCap(_ configuration: ClientConfiguration) -> Int {
         min(configuration.maxBodyBytes, maxBodyBytes ?? .max)
+    }
+}
+
+extension FetchTemplate {
+    /// The template of a list's pages (nil: a GET).
+    init(page: PageBody?) {
+        self.init()
+        guard let page else { return }
+        self.page = page
+        method = page.method
+        if let type = page.contentType { headers = [HTTPHeader(name: "Content-Type", value: type)] }
+        isRetriable = page.isRead
     }
 }
 
@@ -398,12 +412,15 @@ final class Fetch: Sendable {
         case .redirect(let target, let method):
             state.withLock { state in
                 state.redirects += 1
-                state.url = target
+                // 307 and 308 repeat the request: its body parameters go with it.
+                let repeated = method == state.template.method ? state.template.page : nil
+                state.url = repeated?.carrying(from: state.url, to: target) ?? target
                 state.attempt = 0
                 if method != state.template.method {
                     // 303 (and 301/302 after a POST): the same resource fetched with GET, no body.
                     state.template.method = method
                     state.template.body = []
+                    state.template.page = nil
                     state.template.headers.removeAll { ["content-type", "content-length"].contains($0.name.lowercased()) }
                 }
             }

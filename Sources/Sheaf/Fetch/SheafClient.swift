@@ -166,6 +166,8 @@ public final class SheafClient: Sendable {
                        HTTPHeader(name: "User-Agent", value: "sheaf/\(SheafVersion.string)")]
         for header in self.headers + template.headers { headers.replace(with: header) }
         var url = url
+        var body = template.body
+        if let page = template.page { (url, body) = try page.render(url) }
         if sameOrigin {
             try (provided ?? credential)?.apply(to: &headers, url: &url)
         } else {
@@ -176,7 +178,7 @@ public final class SheafClient: Sendable {
             url = stripped
         }
         if let download = template.download { headers += download.resumeHeaders() }
-        var request = HTTPRequest(method: template.method, url: url, headers: headers, body: template.body,
+        var request = HTTPRequest(method: template.method, url: url, headers: headers, body: body,
                                   timeoutMilliseconds: configuration.timeoutMilliseconds,
                                   connectTimeoutMilliseconds: configuration.connectTimeoutMilliseconds,
                                   maxBodyBytes: template.bodyCap(configuration), tls: configuration.tls)

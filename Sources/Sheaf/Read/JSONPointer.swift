@@ -31,6 +31,11 @@ public struct JSONPointer: Sendable, Hashable, CustomStringConvertible {
         tokens = result
     }
 
+    /// The pointer to `tokens` (unescaped).
+    public init(tokens: [String]) {
+        self.tokens = tokens
+    }
+
     /// The pointer in its textual form.
     public var description: String {
         tokens.map { "/" + Self.escaping($0) }.joined()

@@ -49,6 +49,8 @@ public final class ListRun: Sendable {
     let fingerprint: UInt64
     /// Where this run starts.
     let startPoint: ResumePoint
+    /// How each page is asked for (`RunStart.pageTemplate`).
+    private let pageTemplate: FetchTemplate
     /// The URL of the list's first page (a partition's: its range's first), before a `since`
     /// parameter, with no credential or secret query value: the list as messages and a sync
     /// state name it (`sheaf_list_url`).
@@ -118,6 +120,7 @@ public final class ListRun: Sendable {
         url = start.url
         fingerprint = start.fingerprint
         startPoint = start.point
+        pageTemplate = start.pageTemplate
         pace = start.pace
         requests = RequestCounters(budget: start.description.maxRequests)
         self.groupShare = groupShare
@@ -270,11 +273,11 @@ public final class ListRun: Sendable {
     private func makeFetch(_ order: RunState.FetchOrder) -> Fetch {
         let serial = order.serial
         guard let index = order.index else {
-            return Fetch(client: client, url: order.url, requests: requests, pace: pace) { [self] end in
+            return Fetch(client: client, url: order.url, template: pageTemplate, requests: requests, pace: pace) { [self] end in
                 offTheTransportThread(for: end) { [self] in feedNow(ended: serial) { $0.probeEnded(serial: serial, end, $1) } }
             }
         }
-        var template = FetchTemplate()
+        var template = pageTemplate
         if let cap = order.maxBodyBytes { template.maxBodyBytes = cap }
         return Fetch(client: client, url: order.url, template: template, requests: requests, pace: pace,
                      reserved: true, leads: order.leads) { [self] end in
@@ -300,11 +303,7 @@ public final class ListRun: Sendable {
     /// Runs `body` for a fetch that ended: on the global pool when it brought an answer (reading
     /// a page is CPU work, not the transport's), at once otherwise.
     private func offTheTransportThread(for end: FetchEnd, _ body: @escaping @Sendable () -> Void) {
-        if case .fetched = end {
-            DispatchQueue.global().async(execute: body)
-        } else {
-            body()
-        }
+        if case .fetched = end { DispatchQueue.global().async(execute: body) } else { body() }
     }
 
     /// Page `index`'s fetch `serial` ended: the machine routes it, and an answer is read here,

@@ -15,6 +15,8 @@ struct RunStart {
     let pace: OriginPace
     /// The run's decisions, before its first event.
     let state: RunState
+    /// How each page is asked for: a GET, or the list's method and body.
+    let pageTemplate: FetchTemplate
 
     /// - Parameter deliversItems: the run's snapshots carry their items (a callback or a channel
     ///   takes them).
@@ -34,6 +36,7 @@ struct RunStart {
             description = partition.description(runFor: description)
         }
         try description.check()
+        pageTemplate = FetchTemplate(page: try description.pageBody())
         var firstURL = try client.firstURL(of: description)
         url = client.redactor.redact(firstURL)
         if let since = description.since, let value = since.value, partition == nil {
@@ -60,7 +63,7 @@ struct RunStart {
         if let token = description.resume {
             // The run goes on with what the first run read, from where it stopped.
             guard token.fingerprint == fingerprint else {
-                throw SheafError(.invalidArgument, "the resume token was made by another list (another path, query or description)")
+                throw SheafError(.invalidArgument, "the resume token was made by another list (another path, query, description or body)")
             }
             guard token.point.url != nil else {
                 throw SheafError(.invalidArgument, "the resume token is of a list that had ended: there is nothing to resume")

@@ -6,7 +6,7 @@ public struct SheafError: Error, Sendable, Equatable, CustomStringConvertible {
             case invalidArgument, unsupported, state, reentrant, http, transport, badPage, incomplete,
                  loop, pageLimit, bodyTooLarge, crossOrigin, stopped, cancelled, `internal`,
                  notFollowed, undetected, repeatedPage, io, deadline, credential,
-                 decoding, partial, rateLimited
+                 decoding, partial, rateLimited, api
         }
         let value: Value
         init(_ value: Value) { self.value = value }
@@ -47,6 +47,8 @@ public struct SheafError: Error, Sendable, Equatable, CustomStringConvertible {
         /// request saying so) until a reset further off than the client waits
         /// (`ClientConfiguration.maxWaitMilliseconds`); what arrived before stays delivered.
         public static let rateLimited = Code(.rateLimited)
+        /// The API answered with success and an error in its body (a GraphQL answer's `errors`).
+        public static let api = Code(.api)
     }
 
     public var code: Code

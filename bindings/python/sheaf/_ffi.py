@@ -80,6 +80,7 @@ SHEAF_E_DEADLINE = 24
 SHEAF_E_CREDENTIAL = 25
 SHEAF_E_PARTIAL = 26
 SHEAF_E_RATE_LIMITED = 27
+SHEAF_E_API = 28
 
 #: The codes that are successes: OK alone (a list that stopped where its caller asked ends OK,
 #: and says why in its status's stop_reason; LIMIT_REACHED and the two BUDGET_REACHED are retired).
@@ -562,6 +563,9 @@ def declare(library: Any) -> None:
     fn("sheaf_list_add_query", _sheaf_result, [ListHandle, c_char_p, c_char_p])
     # sheaf_result sheaf_list_add_header(sheaf_list *list, const char *name, const char *value);
     fn("sheaf_list_add_header", _sheaf_result, [ListHandle, c_char_p, c_char_p])
+    # sheaf_result sheaf_list_set_body(sheaf_list *list, const char *method, const char *content_type,
+    #                                  const void *body, size_t length);
+    fn("sheaf_list_set_body", _sheaf_result, [ListHandle, c_char_p, c_char_p, c_char_p, c_size_t])
     # sheaf_result sheaf_list_set_paging(sheaf_list *list, sheaf_paging paging, const char *param,
     #                                    int64_t first, const char *size_param, int64_t size);
     fn("sheaf_list_set_paging", _sheaf_result, [ListHandle, c_int, c_char_p, c_int64, c_char_p, c_int64])
@@ -743,7 +747,7 @@ CHECKED = (
     "sheaf_client_new", "sheaf_client_set_auth", "sheaf_client_set_option", "sheaf_client_set_transport",
     "sheaf_client_set_log", "sheaf_client_set_event_handler", "sheaf_client_set_credential_provider",
     "sheaf_client_set_credential", "sheaf_client_add_header", "sheaf_client_add_secret_param",
-    "sheaf_client_set_tls_file", "sheaf_client_set_cache", "sheaf_list_add_header",
+    "sheaf_client_set_tls_file", "sheaf_client_set_cache", "sheaf_list_add_header", "sheaf_list_set_body",
     "sheaf_request_new", "sheaf_request_add_segment", "sheaf_request_add_query", "sheaf_request_add_header",
     "sheaf_request_set_body", "sheaf_request_add_form", "sheaf_request_set_retry", "sheaf_request_start",
     "sheaf_request_set_output_file",

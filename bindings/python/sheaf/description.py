@@ -47,7 +47,7 @@ import json as _json
 import re
 import secrets
 import shlex
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, field, fields, replace
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 from . import _ffi
@@ -175,6 +175,22 @@ class Description:
     since: Optional[Tuple[Any, ...]] = None
     #: A cursor list's range filter, ``"FIELD:LOWER,UPPER[:ORDER]"``, read in pieces; "none": not split.
     split: Optional[str] = None
+    #: A list behind a POST: the method of every page request ("POST" when a body or a GraphQL
+    #: query is given), and its body: a dict or list (sent as JSON; ``json=`` of one is this
+    #: field), or bytes or a str as they are. Never shown in a repr or a message.
+    method: Optional[str] = None
+    body: Any = field(default=None, repr=False, hash=False)
+    #: The body's content type (default ``application/json``).
+    content_type: Optional[str] = None
+    #: The endpoint only reads (a POST that queries): its pages may be sent again on a failure.
+    read_only: Optional[bool] = None
+    #: A GraphQL connection: the query text, the pointer to the connection in the answer
+    #: (``/data/repository/issues``), the query's other variables, and whether an answer with
+    #: data and errors is read rather than failed. ``page_size`` is its ``first``.
+    graphql: Optional[str] = None
+    connection: Optional[str] = None
+    variables: Any = field(default=None, repr=False, hash=False)
+    allow_partial: Optional[bool] = None
 
     def merged(self, parts: Mapping[str, Any]) -> "Description":
         """This description with `parts` (keyword arguments of the same names) replacing fields."""
@@ -182,11 +198,55 @@ class Description:
         unknown = sorted(set(parts) - known)
         if unknown:
             raise UsageError(Result.INVALID_ARGUMENT, f"unknown description option(s): {', '.join(unknown)}")
+        parts = dict(parts)
+        if parts.get("json") is not None and not isinstance(parts["json"], str):
+            # json= of a dict or a list is the request's body, as in requests; a str is a description.
+            if parts.get("body") is not None:
+                raise UsageError(Result.INVALID_ARGUMENT, "give the body once: as json= or as body=")
+            parts["body"] = parts.pop("json")
         return replace(self, **{name: value for name, value in parts.items() if value is not None})
 
     def apply(self, handle: _ffi.ListHandle) -> None:
-        """Describes the C list `handle` with :meth:`to_json` (UsageError naming the refused field)."""
+        """Describes the C list `handle` with :meth:`to_json` (UsageError naming the refused field),
+        and sets its method and body."""
         _ffi.lib.sheaf_list_set_description(handle, encode(self.to_json(), "the description"))
+        request = self.request_body()
+        if request is not None:
+            method, data = request
+            _ffi.lib.sheaf_list_set_body(handle, encode(method, "the method"),
+                                         encode(self.content_type or "application/json", "the content type"),
+                                         data, len(data))
+
+    def request_body(self) -> Optional[Tuple[str, bytes]]:
+        """The method and the body bytes every page is asked with; None for a plain GET."""
+        if self.method is not None and not isinstance(self.method, str):
+            raise UsageError(Result.INVALID_ARGUMENT, f"method must be a str, not {type(self.method).__name__}")
+        body = self.body
+        if self.graphql is not None:
+            if not isinstance(self.graphql, str):
+                raise UsageError(Result.INVALID_ARGUMENT, f"graphql must be the query's text (a str), not {type(self.graphql).__name__}")
+            if body is not None:
+                raise UsageError(Result.INVALID_ARGUMENT, "a GraphQL list's body is its query and variables: give graphql= and variables=, not a body")
+            variables = self.variables if self.variables is not None else {}
+            if not isinstance(variables, Mapping):
+                raise UsageError(Result.INVALID_ARGUMENT, f"variables must be a dict, not {type(variables).__name__}")
+            body = {"query": self.graphql, "variables": dict(variables)}
+        elif self.variables is not None or self.connection is not None:
+            raise UsageError(Result.INVALID_ARGUMENT, "variables= and connection= go with graphql=, the query's text")
+        if body is None:
+            return None if self.method in (None, "GET") else (self.method.upper(), b"")
+        if isinstance(body, (dict, list, tuple)):
+            try:
+                data = dumps_exact(body, separators=(",", ":")).encode()
+            except (TypeError, ValueError) as error:
+                raise UsageError(Result.INVALID_ARGUMENT, f"the body is not JSON: {error}") from None
+        elif isinstance(body, str):
+            data = body.encode()
+        elif isinstance(body, (bytes, bytearray, memoryview)):
+            data = bytes(body)
+        else:
+            raise UsageError(Result.INVALID_ARGUMENT, f"the body must be a dict, a list, bytes or a str, not {type(body).__name__}")
+        return (self.method or "POST").upper(), data
 
     def to_json(self) -> str:
         """This description in the library's JSON form (``sheaf_list_set_description``): `json`, if
@@ -237,6 +297,21 @@ class Description:
             document["since"] = _since(self.since)
         if self.split is not None:
             document["split"] = _split(self.split)
+        if self.read_only is not None:
+            document["read_only"] = bool(self.read_only)
+        if self.graphql is not None or self.connection is not None:
+            if not isinstance(self.connection, str):
+                raise UsageError(Result.INVALID_ARGUMENT, "a GraphQL list needs connection=, the JSON pointer to its "
+                                 "connection in the answer (\"/data/repository/issues\")")
+            graphql = dict(document.get("graphql") or {})
+            graphql["connection"] = self.connection
+            if self.page_size is not None:
+                graphql["page_size"] = self.page_size
+            if self.allow_partial is not None:
+                graphql["allow_partial"] = bool(self.allow_partial)
+            document["graphql"] = graphql
+        elif self.allow_partial is not None:
+            raise UsageError(Result.INVALID_ARGUMENT, "allow_partial= goes with graphql=")
         return dumps_exact(document)
 
     @classmethod

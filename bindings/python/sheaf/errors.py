@@ -29,6 +29,8 @@ class                         result codes
                               whole; ``result`` holds every list's items and outcome
 :class:`RateLimitedError`     SHEAF_E_RATE_LIMITED: the server's rate limit is spent until
                               after ``Client(max_wait=...)``; ``items`` and ``resume_token``
+:class:`APIError`             SHEAF_E_API: a 2xx answer with errors in its body (a GraphQL
+                              answer's ``errors``): the first one's message and path
 ============================  =======================================================
 """
 
@@ -71,6 +73,7 @@ class Result(enum.IntEnum):
     CREDENTIAL = _ffi.SHEAF_E_CREDENTIAL
     PARTIAL = _ffi.SHEAF_E_PARTIAL
     RATE_LIMITED = _ffi.SHEAF_E_RATE_LIMITED
+    API = _ffi.SHEAF_E_API
 
     @property
     def is_success(self) -> bool:
@@ -252,6 +255,13 @@ class RateLimitedError(Error):
     Never an :class:`HTTPError` for a refused credential."""
 
 
+class APIError(Error):
+    """The API answered with success and errors in its body: a GraphQL answer's ``errors``
+    (partial data included, unless ``allow_partial=True``). The message names the first error's
+    message and path, and how many more; ``server_message`` holds the first. ``items`` are the
+    items of the pages before it, ``resume_token`` goes on from the page that failed."""
+
+
 #: The one table from result codes to exception classes.
 ERROR_CLASSES: Dict[int, Type[Error]] = {
     Result.INVALID_ARGUMENT: UsageError,
@@ -277,6 +287,7 @@ ERROR_CLASSES: Dict[int, Type[Error]] = {
     Result.CREDENTIAL: CredentialError,
     Result.PARTIAL: PartialError,
     Result.RATE_LIMITED: RateLimitedError,
+    Result.API: APIError,
 }
 
 
@@ -329,5 +340,5 @@ def encode(text: Optional[str], what: str = "a text given to the library") -> Op
 __all__ = [
     "Result", "Error", "HTTPError", "TransportError", "DecodingError", "IncompleteError",
     "NotFollowedError", "DetectionError", "PolicyError", "StoppedError", "UsageError", "FileError", "DeadlineError",
-    "CredentialError", "InternalError", "PartialError", "RateLimitedError", "ERROR_CLASSES", "error_for",
+    "CredentialError", "InternalError", "PartialError", "RateLimitedError", "APIError", "ERROR_CLASSES", "error_for",
 ]

@@ -22,6 +22,7 @@ sys.path.insert(0, str(REPO / "bindings" / "python"))
 sys.path.insert(0, str(REPO / "Tests" / "server"))
 
 from api_server import APIServer, start_server  # noqa: E402
+import post_api  # noqa: E402
 
 
 # The tests that run the `sheaf` command in a process of its own. The sanitizer runs
@@ -56,6 +57,7 @@ def _fresh(server: APIServer) -> APIServer:
     while server.state.snapshot()["in_flight"] and time.monotonic() < deadline:
         time.sleep(0.01)
     server.state.reset()
+    post_api.reset()
     return server
 
 

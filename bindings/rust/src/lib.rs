@@ -982,6 +982,86 @@ impl List {
         Ok(self)
     }
 
+    /// Asks for every page with `method` and `body` (`sheaf_list_set_body`): a list behind a
+    /// POST, such as Notion's database query or Elasticsearch's `_search`. `content_type` None is
+    /// "application/json". The body is copied (the caller keeps `body`) and is never part of a
+    /// message, a log record, a resume token or a description. Paging parameters named "body:"
+    /// and a JSON pointer (the notion preset's "body:/start_cursor") are set inside the body page
+    /// by page: the body must then be a JSON object (an empty body is `{}`), or the run fails with
+    /// `SHEAF_E_INVALID_ARGUMENT`. A POST page that failed is sent again (retries, rate limits)
+    /// only when the description says the endpoint only reads (`"read_only": true`, which the
+    /// notion and elasticsearch presets set) or for a GraphQL query; otherwise the first transient
+    /// failure fails the list. `body("GET", None, b"")` undoes it. A method that is no HTTP token,
+    /// HEAD or CONNECT is refused here.
+    pub fn body(&mut self, method: &str, content_type: Option<&str>, body: &[u8]) -> Result<&mut Self> {
+        let method = c_string(method, "the method")?;
+        let content_type = content_type.map(|t| c_string(t, "the content type")).transpose()?;
+        let content_type = content_type.as_ref().map_or(ptr::null(), |t| t.as_ptr());
+        // SAFETY: as above; `body` is copied.
+        self.check(unsafe {
+            sys::sheaf_list_set_body(
+                self.raw(),
+                method.as_ptr(),
+                content_type,
+                body.as_ptr() as *const c_void,
+                body.len(),
+            )
+        })?;
+        Ok(self)
+    }
+
+    /// Posts `json` (a JSON object's text) with every page: `body("POST", None, json.as_bytes())`.
+    pub fn post_json(&mut self, json: &str) -> Result<&mut Self> {
+        self.body("POST", None, json.as_bytes())
+    }
+
+    /// Makes the list a GraphQL connection: every page is a POST of
+    /// `{"query": query, "variables": variables}`, `variables` being a JSON object's text (`""`
+    /// is `{}`; [`json_string`] quotes a string for it), and the description gets
+    /// `"graphql": {"connection": connection}`, `connection` being the JSON pointer to the
+    /// connection in the answer (`"/data/repository/issues"`). The library then sets the page
+    /// size in `variables.first` (100, or the description's `"graphql"` `"page_size"`) and the
+    /// cursor in `variables.after`, page by page: the query takes `$first` and `$after` (leave them
+    /// out of `variables`) and selects `pageInfo { hasNextPage endCursor }` and `nodes` (or
+    /// `edges { node }`), and `totalCount` for a total. The items are the nodes.
+    ///
+    /// An answer with `"errors"` fails the list with `SHEAF_E_API`, its message naming the first
+    /// error's message and path ([`List::fetch_all_partial`] keeps the items of the pages before
+    /// it), unless the description says `"graphql": {"allow_partial": true}`; a GraphQL rate limit
+    /// (RATE_LIMITED, THROTTLED) is waited out, and a failed page sent again (a query, never a
+    /// mutation).
+    ///
+    /// The connection is added to what the description pins so far: its preset, `read_only`,
+    /// `until`, `since`, `split` and identity stay, and a `"graphql"` object set before keeps its
+    /// other parts (`first`, `after`, `page_size`, `allow_partial`); its paging and other signals
+    /// are the connection's. Call it after [`List::preset`] and [`List::set_description`], which
+    /// replace the description, the connection included.
+    pub fn graphql(&mut self, query: &str, variables: &str, connection: &str) -> Result<&mut Self> {
+        let variables = match variables.trim() {
+            "" => "{}",
+            given => given,
+        };
+        if object_members(variables).is_none() {
+            return Err(Error::usage(
+                sys::SHEAF_E_INVALID_ARGUMENT,
+                "the GraphQL variables must be a JSON object's text (\"\" or {} for none)",
+            ));
+        }
+        if connection.is_empty() {
+            return Err(Error::usage(
+                sys::SHEAF_E_INVALID_ARGUMENT,
+                "a GraphQL list needs its connection: the JSON pointer to it in the answer (\"/data/repository/issues\")",
+            ));
+        }
+        let printed = self.description()?;
+        let described = with_graphql(&printed, connection).ok_or_else(|| {
+            Error::usage(sys::SHEAF_E_INTERNAL, "the library printed a description that is not a JSON object")
+        })?;
+        self.set_description(&described)?;
+        let body = format!("{{\"query\":{},\"variables\":{variables}}}", json_string(query));
+        self.body("POST", None, body.as_bytes())
+    }
+
     /// Stops after `max_items` items (0: no limit), with [`StopReason::ItemLimit`].
     pub fn max_items(&mut self, max_items: i64) -> Result<&mut Self> {
         // SAFETY: as above.
@@ -1212,6 +1292,115 @@ impl Iterator for ItemIter {
             }
         }
     }
+}
+
+/// `text` as a JSON string literal, quotes included (`"`, `\` and control characters escaped):
+/// for writing a body or GraphQL variables without a JSON library, e.g.
+/// `format!(r#"{{"owner": {}}}"#, sheaf::json_string(owner))`.
+pub fn json_string(text: &str) -> String {
+    use std::fmt::Write;
+    let mut out = String::with_capacity(text.len() + 2);
+    out.push('"');
+    for c in text.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if (c as u32) < 0x20 => {
+                let _ = write!(out, "\\u{:04x}", c as u32);
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+/// The members of a JSON object's text (valid JSON, as the library prints it): each key's text,
+/// quotes included, and its value's text. None when it is not an object.
+fn object_members(json: &str) -> Option<Vec<(&str, &str)>> {
+    let inner = json.trim().strip_prefix('{')?.strip_suffix('}')?;
+    let mut pieces = Vec::new();
+    let (mut depth, mut in_string, mut escaped, mut start) = (0usize, false, false, 0usize);
+    for (i, &b) in inner.as_bytes().iter().enumerate() {
+        if in_string {
+            match b {
+                _ if escaped => escaped = false,
+                b'\\' => escaped = true,
+                b'"' => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match b {
+            b'"' => in_string = true,
+            b'[' | b'{' => depth += 1,
+            b']' | b'}' => depth = depth.checked_sub(1)?,
+            b',' if depth == 0 => {
+                pieces.push(&inner[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    if in_string || depth != 0 {
+        return None;
+    }
+    if !inner.trim().is_empty() {
+        pieces.push(&inner[start..]);
+    }
+    pieces
+        .into_iter()
+        .map(|piece| {
+            let piece = piece.trim();
+            let bytes = piece.as_bytes();
+            if bytes.first() != Some(&b'"') {
+                return None;
+            }
+            let mut escaped = false;
+            let end = bytes.iter().enumerate().skip(1).find_map(|(i, &b)| {
+                match b {
+                    _ if escaped => escaped = false,
+                    b'\\' => escaped = true,
+                    b'"' => return Some(i + 1),
+                    _ => {}
+                }
+                None
+            })?;
+            let value = piece[end..].trim_start().strip_prefix(':')?.trim();
+            (!value.is_empty()).then_some((&piece[..end], value))
+        })
+        .collect()
+}
+
+/// The description `printed` (sheaf_list_description's text) with `"graphql": {"connection":
+/// connection}`, over its "graphql" object's other parts: its paging, its plan and its signals but
+/// the identity left out (the connection pins them).
+fn with_graphql(printed: &str, connection: &str) -> Option<String> {
+    let mut members = Vec::new();
+    let mut graphql = vec![format!("\"connection\":{}", json_string(connection))];
+    for (key, value) in object_members(printed)? {
+        match key {
+            "\"paging\"" | "\"plan\"" => {}
+            "\"signals\"" => {
+                if let Some((_, identity)) = object_members(value)?.into_iter().find(|(k, _)| *k == "\"identity\"") {
+                    members.push(format!("\"signals\":{{\"identity\":{identity}}}"));
+                }
+            }
+            "\"graphql\"" if value != "null" => graphql.extend(
+                object_members(value)?
+                    .into_iter()
+                    .filter(|(k, _)| *k != "\"connection\"")
+                    .map(|(k, v)| format!("{k}:{v}")),
+            ),
+            "\"graphql\"" => {}
+            _ => members.push(format!("{key}:{value}")),
+        }
+    }
+    members.push(format!("\"graphql\":{{{}}}", graphql.join(",")));
+    Some(format!("{{{}}}", members.join(",")))
 }
 
 /// Splits a JSON array (as the library hands it: valid JSON) into its elements' texts.
@@ -1453,7 +1642,35 @@ impl Drop for Request {
 
 #[cfg(test)]
 mod tests {
-    use super::split_array;
+    use super::{json_string, object_members, split_array, with_graphql};
+
+    #[test]
+    fn quotes_json_strings() {
+        assert_eq!(json_string(""), "\"\"");
+        assert_eq!(json_string("a\"b\\c\nd\u{1}é"), "\"a\\\"b\\\\c\\nd\\u0001é\"");
+    }
+
+    #[test]
+    fn reads_object_members() {
+        assert_eq!(object_members("{}"), Some(vec![]));
+        assert_eq!(
+            object_members(r#" {"a": 1, "b\"{": {"c": [1, "}"]}, "d":null} "#),
+            Some(vec![("\"a\"", "1"), ("\"b\\\"{\"", r#"{"c": [1, "}"]}"#), ("\"d\"", "null")])
+        );
+        assert_eq!(object_members("[1]"), None);
+        assert_eq!(object_members("{\"a\"}"), None);
+        assert_eq!(object_members("{\"a\": [}"), None);
+    }
+
+    #[test]
+    fn adds_a_graphql_connection_to_a_description() {
+        let printed = r#"{"paging":{"kind":"detect"},"signals":{"items":null,"identity":{"source":"item","where":"/id"}},"plan":null,"preset":null,"graphql":{"connection":"/data/x","page_size":40}}"#;
+        assert_eq!(
+            with_graphql(printed, "/data/repository/issues").unwrap(),
+            r#"{"signals":{"identity":{"source":"item","where":"/id"}},"preset":null,"graphql":{"connection":"/data/repository/issues","page_size":40}}"#
+        );
+        assert_eq!(with_graphql("{}", "/data/a").unwrap(), r#"{"graphql":{"connection":"/data/a"}}"#);
+    }
 
     #[test]
     fn splits_arrays() {

@@ -243,6 +243,7 @@ enums! {
         SHEAF_E_CREDENTIAL = 25,
         SHEAF_E_PARTIAL = 26,
         SHEAF_E_RATE_LIMITED = 27,
+        SHEAF_E_API = 28,
     }
     sheaf_auth {
         SHEAF_AUTH_NONE = 0,
@@ -500,6 +501,7 @@ functions! {
     fn sheaf_list_error(list: *const sheaf_list) -> *mut sheaf_error;
     fn sheaf_list_add_query(list: *mut sheaf_list, name: *const c_char, value: *const c_char) -> sheaf_result;
     fn sheaf_list_add_header(list: *mut sheaf_list, name: *const c_char, value: *const c_char) -> sheaf_result;
+    fn sheaf_list_set_body(list: *mut sheaf_list, method: *const c_char, content_type: *const c_char, body: *const c_void, length: usize) -> sheaf_result;
     fn sheaf_list_set_paging(list: *mut sheaf_list, paging: sheaf_paging, param: *const c_char, first: i64, size_param: *const c_char, size: i64) -> sheaf_result;
     fn sheaf_list_set_signal(list: *mut sheaf_list, signal: sheaf_signal, source: sheaf_source, r#where: *const c_char) -> sheaf_result;
     fn sheaf_preset_count() -> usize;

@@ -44,6 +44,8 @@ def exit_status(api, error: BaseException) -> int:
         return EXIT_USAGE
     if isa("DeadlineError"):
         return EXIT_DEADLINE
+    if isa("APIError"):
+        return EXIT_HTTP
     if isa("RateLimitedError"):
         return EXIT_RATE_LIMITED
     return EXIT_FAILURE

@@ -20,6 +20,7 @@ from .exits import EXIT_FAILURE, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, Interrup
 from .output import AtomicFile, FieldWriter, isatty, silence, write_whole
 from .parser import TOKEN_ENV, unrecognized_message
 from .progress import Progress
+from .request import _read_argument
 from .state import StateFile, StateFileError
 
 #: The options of a run of a list, not of its description (``--explain`` and ``--partitions``
@@ -44,7 +45,8 @@ def _list_options(parser: argparse.ArgumentParser, args: argparse.Namespace) -> 
     # Without --description the flags alone must make sense; with it, the library judges the whole.
     if args.first is not None and paging is None and args.preset is None and described is None:
         parser.error("--first needs --paging (or --page-param, or a preset)")
-    if args.page_size is not None and args.size_param is None and args.preset is None and described is None:
+    if args.page_size is not None and args.size_param is None and args.preset is None and described is None \
+            and args.graphql is None:
         parser.error("--page-size needs --size-param (the query parameter that carries it) or a preset")
     for name in RUN_OPTIONS:
         if getattr(args, name) is not None:
@@ -52,7 +54,49 @@ def _list_options(parser: argparse.ArgumentParser, args: argparse.Namespace) -> 
     if options.get("deadline") == 0:
         parser.error("--deadline needs a positive number of seconds")
     options.update(_sync_options(parser, args))
+    options.update(_body_options(parser, args))
     return {name: value for name, value in options.items() if value is not None}
+
+
+def _body_options(parser: argparse.ArgumentParser, args: argparse.Namespace) -> dict:
+    """-X, --json, --data, --graphql and their company as the description's method and body."""
+    options: dict = {"method": args.method and args.method.upper(), "read_only": args.read_only,
+                     "allow_partial": args.allow_partial}
+    bodies = [flag for flag, value in (("--json", args.json), ("--data", args.data), ("--graphql", args.graphql))
+              if value is not None]
+    if len(bodies) > 1:
+        parser.error(f"give one body, not {' and '.join(bodies)}")
+    if args.content_type is not None and args.data is None:
+        parser.error("--content-type is the type of --data's body")
+    if args.json is not None:
+        try:
+            options["body"] = loads_exact(_read_argument(parser, args.json, "--json"))
+        except ValueError as e:
+            parser.error(f"--json is not JSON: {e}")
+    elif args.data is not None:
+        options["body"] = _read_argument(parser, args.data, "--data")
+        options["content_type"] = args.content_type
+    if (args.graphql is None) != (args.connection is None):
+        parser.error("--graphql and --connection go together: the query and where its connection is in the answer")
+    if (args.var or args.allow_partial) and args.graphql is None:
+        parser.error("--var and --allow-partial go with --graphql")
+    if args.graphql is not None:
+        try:
+            options["graphql"] = sys.stdin.read() if args.graphql == "-" else open(args.graphql, encoding="utf-8").read()
+        except OSError as e:
+            parser.error(f"--graphql: cannot read {args.graphql}: {e.strerror or e}")
+        options["connection"] = args.connection
+        variables = {}
+        for pair in args.var:
+            name, found, text = pair.partition("=")
+            if not found or not name:
+                parser.error(f"--var expects NAME=VALUE, not {pair!r}")
+            try:
+                variables[name] = loads_exact(text)
+            except ValueError:
+                variables[name] = text
+        options["variables"] = variables
+    return options
 
 
 def _sync_options(parser: argparse.ArgumentParser, args: argparse.Namespace) -> dict:

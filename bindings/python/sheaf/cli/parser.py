@@ -131,6 +131,25 @@ describing a list:
     sheaf get 'https://api.example.com/v1/things' --description things.json
     sheaf get 'https://api.example.com/v1/things' --description '{"preset": "github"}' --page-size 50
 
+lists behind a POST, and GraphQL connections:
+  A list whose pages are POSTs (a query or a search endpoint) takes -X POST and a body; paging
+  parameters named body:/POINTER are set inside the body page by page (the notion and
+  elasticsearch presets name theirs). A POST is sent again after a failure only with --read-only
+  (the presets set it): it says the endpoint only reads.
+
+    sheaf get 'https://api.notion.com/v1/databases/DB/query' --preset notion -X POST \\
+        --json '{"filter": {"property": "Done", "checkbox": {"equals": true}}}' -H 'Notion-Version: 2022-06-28'
+    sheaf get 'http://localhost:9200/logs/_search' --preset elasticsearch --page-size 1000 \\
+        --json '{"sort": [{"ts": "asc"}, {"_id": "asc"}]}'
+
+  A GraphQL connection: the query (from FILE; - for stdin) taking $first and $after, the pointer
+  to the connection in the answer, and its other variables; the items are its nodes (or each
+  edge's node), walked by pageInfo.endCursor. An answer with errors fails (exit 3) naming the
+  first one, unless --allow-partial and it has data; RATE_LIMITED and THROTTLED are waited out.
+
+    sheaf get https://api.github.com/graphql --graphql issues.graphql \\
+        --connection /data/repository/issues --var owner=octo --var name=repo --page-size 100
+
 many lists (one job):
   Several URLs, or --urls FILE, fetch several lists together on one client: they share one
   window per origin (300 lists send what one list would), and every list's items are written
@@ -374,6 +393,20 @@ def build_parser() -> argparse.ArgumentParser:
                             "of the range's ends (/created:created[gte],created[lt]; :oldest_first for a list "
                             "served oldest first): read as pieces of the range side by side, each item once; "
                             "none: one page at a time (the stripe, slack and shopify presets carry theirs)")
+
+    post = get.add_argument_group("a list behind a POST, or a GraphQL connection (see below)")
+    post.add_argument("-X", "--method", metavar="METHOD", help="the method of every page (POST with a body)")
+    post.add_argument("--json", metavar="JSON|@FILE", help="the JSON body of every page, inline or read from FILE")
+    post.add_argument("--data", metavar="TEXT|@FILE", help="a raw body, inline or read from FILE (with --content-type)")
+    post.add_argument("--content-type", metavar="TYPE", help="--data's type (default application/json)")
+    post.add_argument("--read-only", action="store_true", default=None,
+                      help="the endpoint only reads: its POST pages may be sent again after a failure")
+    post.add_argument("--graphql", metavar="FILE", help="the GraphQL query (from FILE, - for stdin), taking $first and $after")
+    post.add_argument("--connection", metavar="PTR", help="the connection in the answer (/data/repository/issues)")
+    post.add_argument("--var", metavar="NAME=VALUE", action="append", default=[],
+                      help="a variable of the query (repeatable; VALUE is JSON if it parses, else a string)")
+    post.add_argument("--allow-partial", action="store_true", default=None,
+                      help="read an answer with both data and errors instead of failing")
 
     limits = get.add_argument_group("fetching")
     limits.add_argument("--concurrency", metavar="N", type=_positive,
