@@ -645,6 +645,35 @@ def run_sheaf_post(args) -> dict:
     return {"seconds": seconds, "cpu_seconds": cpu_seconds, "peak_rss_kb": peak_rss_kb(), "items": len(numbers)}
 
 
+GRAPHQL_ISSUES = """query($owner: String!, $first: Int!, $after: String) {
+  repository(owner: $owner, name: "sheaf") { issues(first: $first, after: $after) {
+    totalCount pageInfo { hasNextPage endCursor }
+    nodes { id number comments(first: 5) { totalCount pageInfo { hasNextPage endCursor } nodes { id } } } } }
+}"""
+GRAPHQL_COMMENTS = """query($id: ID!, $first: Int!, $after: String) {
+  node(id: $id) { ... on Issue { comments(first: $first, after: $after) { totalCount pageInfo { hasNextPage endCursor } nodes { id } } } }
+}"""
+
+
+def run_sheaf_graphql(args) -> dict:
+    """A GitHub-shaped GraphQL connection (Tests/server/post_api.py) with each issue's comments
+    completed by a nested query, Python fetch_all; every issue once, in order, each whole."""
+    client, _ = make_client(args)
+    start, cpu = time.perf_counter(), cpu_now()
+    items = client.fetch_all(args.path, graphql=GRAPHQL_ISSUES, connection="/data/repository/issues",
+                             variables={"owner": "octo"}, page_size=args.page_size,
+                             nested={"/comments": {"query": GRAPHQL_COMMENTS, "page_size": 100}})
+    seconds, cpu_seconds = time.perf_counter() - start, cpu_now() - cpu
+    client.close()
+    if [item["number"] for item in items] != list(range(1, args.expect + 1)):
+        wrong(f"{len(items)} issues, not 1..{args.expect} in order")
+    short = [item["number"] for item in items if len(item["comments"]["nodes"]) != item["comments"]["totalCount"]]
+    if short:
+        wrong(f"{len(short)} issues short of their comments (issue {short[0]} first)")
+    return {"seconds": seconds, "cpu_seconds": cpu_seconds, "peak_rss_kb": peak_rss_kb(), "items": len(items),
+            "comments": sum(len(item["comments"]["nodes"]) for item in items)}
+
+
 def run_aiohttp_split(args) -> dict:
     """The peer: an aiohttp range splitter as a good engineer writes one (Airbyte's
     DatetimeBasedCursor.step): the created range, known to it, cut into a fixed number of equal
@@ -703,6 +732,7 @@ MODES = {
     "decode-floor": run_decode_floor,
     "sheaf-split": run_sheaf_split,
     "sheaf-post": run_sheaf_post,
+    "sheaf-graphql": run_sheaf_graphql,
     "aiohttp-split": run_aiohttp_split,
 }
 

@@ -52,13 +52,14 @@ RUN_TIMEOUT_S = 300            # one measured run
 SLOW_RUNS = 3                  # runs of a 10 s scenario (serial walks) at most
 
 ALL_IDS = ["P1", "P1A", "P1D", "P2", "P3", "P4", "P4C", "P5", "P5U", "P6", "P7", "P10", "P11", "P12", "P13", "F1",
-           "M1", "M2", "M3", "R1", "R2", "R3", "Q3", "C1", "N1"]
+           "M1", "M2", "M3", "R1", "R2", "R3", "Q3", "C1", "N1", "G1"]
 Q3_PAGES, Q3_POINTS, Q3_WINDOW = 200, 120, 64   # Q3: a list larger than its token's quota (issue 44)
 # R1-R3: cursor lists split by their range filter (issue 43), on Tests/server/ranges.py
 R_PAGES, R_PER_PAGE, R_L_MS, R_CAPACITY = 1000, 100, 100, 64
 R_SPAN = R_PAGES * R_PER_PAGE * 10      # ten seconds an item, on average
 R3_PAGES = 200
 N1_RESULTS, N1_PAGE, N1_L_MS = 5000, 100, 50   # N1: a Notion-shaped POST query (issue 45)
+G1_ISSUES, G1_PAGE, G1_L_MS, G1_WINDOW = 2000, 100, 50, 64   # G1: GraphQL with nested comments (issue 45)
 P13_PAGES, P13_FAILING = 20, 10        # P13: a 20-page list whose page 10 answers 404
 P10_MAX_CONNECTIONS = 6                # P10: a server taking this many connections per client
 P10_ONE_WAY_MS = 20                    # P10: the delay each way of the round-trip rows
@@ -1673,6 +1674,28 @@ class Scenarios:
         requests = set(m.values("server_requests"))
         return [fill_counts(Row("N1", label, sheaf=secs(m.median()), floor=secs(floor), ratio=f"{ratio:.2f}x",
                                 target=target, met=yes(ratio <= 1.05 and requests == {pages})), m)]
+
+    def G1(self) -> List[Row]:
+        """A GitHub-shaped GraphQL connection, each issue's comments completed by a nested query."""
+        b = self.b
+        pages = G1_ISSUES // G1_PAGE
+        # Issue i has (i * 7) % 23 comments (post_api.py), 5 of them in the list's query: the
+        # fewest requests are the pages and one nested page (of 100) per issue with more than 5.
+        nested = sum(1 for i in range(1, G1_ISSUES + 1) if (i * 7) % 23 > 5)
+        fewest = pages + nested
+        lst = ListDef(f"/post/graphql?n={G1_ISSUES}&latency_ms={G1_L_MS}", pages, G1_PAGE, addressing="next", total=False)
+        b.measure(b.py_spec("sheaf G1", "sheaf-graphql", lst, self.slow_runs, window=G1_WINDOW))
+        m = b.results["sheaf G1"]
+        label = (f"GraphQL: {G1_ISSUES} issues, {G1_PAGE} a page, nested comments completed ({nested} nodes), "
+                 f"L={G1_L_MS} ms, window {G1_WINDOW} (Python fetch_all)")
+        target = f"requests <= 1.1x {fewest}; <= 1.2x floor"
+        if m.error or not m.runs:
+            return [failed_row("G1", label, m, target)]
+        floor = math.ceil(fewest / G1_WINDOW) * G1_L_MS / 1000.0
+        ratio = m.median() / floor
+        requests = max(m.values("server_requests") or [0])
+        return [fill_counts(Row("G1", label, sheaf=secs(m.median()), floor=secs(floor), ratio=f"{ratio:.2f}x",
+                                target=target, met=yes(ratio <= 1.2 and requests <= 1.1 * fewest)), m)]
 
     def M3(self) -> List[Row]:
         b = self.b

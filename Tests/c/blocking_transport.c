@@ -48,9 +48,11 @@ void blocking_transport_get(sheaf_exchange *request, void *user_data) {
     http_response response;
     char error[512];
     int64_t max_body = sheaf_exchange_max_body_bytes(request);
-    http_get_status status = http_get(sheaf_exchange_url(request), header_count, names, values,
-                                      (long)sheaf_exchange_timeout_ms(request),
-                                      max_body > 0 ? (size_t)max_body : 0, &response, error, sizeof error);
+    size_t body_length = 0;
+    const char *body = sheaf_exchange_body(request, &body_length);
+    http_get_status status = http_send(sheaf_exchange_method(request), sheaf_exchange_url(request), header_count, names,
+                                       values, body, body_length, (long)sheaf_exchange_timeout_ms(request),
+                                       max_body > 0 ? (size_t)max_body : 0, &response, error, sizeof error);
     free(names);
     free(values);
     atomic_fetch_sub(&transport->in_flight, 1);

@@ -1,6 +1,6 @@
 /*
  * blocking_transport.h - a custom Sheaf transport that blocks: each request is one blocking socket
- * GET (http_get.c) on the library's thread, then answered. Used by the C harness (the window must
+ * request (http_get.c: its method, headers and body) on the library's thread, then answered. Used by the C harness (the window must
  * still be reached on 2 cores) and by the benchmark driver (P6).
  */
 #ifndef SHEAF_TEST_BLOCKING_TRANSPORT_H

@@ -18,7 +18,9 @@
  *   - a spent quota stops it SHEAF_E_RATE_LIMITED before the server refuses a request, keeping a
  *     prefix and a token;
  *   - with a response cache, a second run is answered 304 page by page with the same items;
- *   - a full page that names no next page, total or cursor ends SHEAF_STOP_UNCONFIRMED.
+ *   - a full page that names no next page, total or cursor ends SHEAF_STOP_UNCONFIRMED;
+ *   - a list behind a POST (its cursor in the body) and a GraphQL connection whose nodes' own
+ *     connections are completed arrive whole, in order, once.
  *
  * usage: sheaf_conformance [NAME-FRAGMENT...]     (the last line is "N passed, N failed")
  */
@@ -438,6 +440,62 @@ static int same_ids(const json_t *items, const json_t *expected, const char *wha
     return 1;
 }
 
+/* A list behind a POST: `description` and a JSON `body` (Tests/server/post_api.py). */
+static sheaf_list *new_post_list(sheaf_client *client, const char *path, const char *description, const char *body) {
+    sheaf_list *list = NULL;
+    if (!CHECK_RESULT(sheaf_list_new(&list, client, path), SHEAF_OK)) return NULL;
+    CHECK_LIST_RESULT(list, sheaf_list_set_description(list, description), SHEAF_OK);
+    CHECK_LIST_RESULT(list, sheaf_list_set_body(list, "POST", NULL, body, strlen(body)), SHEAF_OK);
+    return list;
+}
+
+static void every_mode_delivers_post_and_graphql_lists_whole_in_order_once(void) {
+    static const char *graphql =
+        "{\"graphql\":{\"connection\":\"/data/repository/issues\",\"page_size\":20,\"nested\":[{\"field\":\"/comments\","
+        "\"page_size\":6,\"query\":\"query($id: ID!, $first: Int!, $after: String) { node(id: $id) { ... on Issue { "
+        "comments(first: $first, after: $after) { totalCount pageInfo { hasNextPage endCursor } nodes { id } } } } }\"}]}}";
+    static const char *issues =
+        "{\"query\":\"query($first: Int!, $after: String) { repository { issues(first: $first, after: $after) { totalCount "
+        "pageInfo { hasNextPage endCursor } nodes { id number comments(first: 5) { totalCount pageInfo { hasNextPage "
+        "endCursor } nodes { id } } } } } }\",\"variables\":{}}";
+    sheaf_client *client = new_client(4);
+    for (mode m = 0; m < MODES; m++) {
+        consumer c;
+        consumer_init(&c, m, client, new_post_list(client, "/post/notion/query?n=130", "{\"preset\":\"notion\",\"paging\":"
+                                                   "{\"size_param\":\"body:/page_size\",\"size\":25}}", "{\"filter\":{}}"));
+        run(&c);
+        if (!CHECK_LIST_RESULT(c.list, c.result, SHEAF_OK)) fprintf(stderr, "    mode %s (notion)\n", mode_names[m]);
+        long count = (long)json_array_size(c.items);
+        if (!CHECK_INT(count, 130)) fprintf(stderr, "    mode %s (notion)\n", mode_names[m]);
+        for (long i = 0; i < count; i++) {
+            char expected[64];
+            snprintf(expected, sizeof expected, "59833787-2cf9-4fdf-8782-%012ld", i + 1);
+            const char *id = json_string_value(json_object_get(json_array_get(c.items, (size_t)i), "id"));
+            if (!CHECK(id != NULL && strcmp(id, expected) == 0)) { fprintf(stderr, "    mode %s: item %ld\n", mode_names[m], i); break; }
+        }
+        consumer_free(&c);
+        consumer_destroy(&c);
+
+        consumer_init(&c, m, client, new_post_list(client, "/post/graphql?n=70", graphql, issues));
+        run(&c);
+        if (!CHECK_LIST_RESULT(c.list, c.result, SHEAF_OK)) fprintf(stderr, "    mode %s (graphql)\n", mode_names[m]);
+        count = (long)json_array_size(c.items);
+        if (!CHECK_INT(count, 70)) fprintf(stderr, "    mode %s (graphql)\n", mode_names[m]);
+        for (long i = 0; i < count; i++) {
+            json_t *item = json_array_get(c.items, (size_t)i);
+            json_t *nodes = json_object_get(json_object_get(item, "comments"), "nodes");
+            long number = (long)json_integer_value(json_object_get(item, "number"));
+            if (!CHECK_INT(number, i + 1) || !CHECK_INT((long)json_array_size(nodes), (number * 7) % 23)) {
+                fprintf(stderr, "    mode %s: issue %ld\n", mode_names[m], i + 1);
+                break;
+            }
+        }
+        consumer_free(&c);
+        consumer_destroy(&c);
+    }
+    sheaf_client_free(client);
+}
+
 static void every_mode_delivers_a_split_cursor_list_whole_in_order_once(void) {
     sheaf_client *client = new_client(4);
     const char *path = "/range/stripe?n=1500&limit=100&burst=150:2&latency_ms=1";
@@ -776,6 +834,7 @@ typedef struct test { const char *name; void (*run)(void); } test;
 static const test tests[] = {
     TEST(every_mode_delivers_every_item_in_order_and_ends_complete),
     TEST(every_mode_delivers_a_split_cursor_list_whole_in_order_once),
+    TEST(every_mode_delivers_post_and_graphql_lists_whole_in_order_once),
     TEST(a_consumer_that_stops_at_its_first_delivery_stops_the_list),
     TEST(a_cancel_with_the_window_full_ends_cancelled_keeping_a_prefix),
     TEST(a_free_while_running_returns_promptly_and_nothing_is_delivered_after),

@@ -245,6 +245,12 @@ static http_get_status parse_response(buffer *raw, size_t max_body, http_respons
 http_get_status http_get(const char *url, size_t header_count, const char *const *names,
                          const char *const *values, long timeout_ms, size_t max_body,
                          http_response *response, char *error, size_t error_size) {
+    return http_send("GET", url, header_count, names, values, NULL, 0, timeout_ms, max_body, response, error, error_size);
+}
+
+http_get_status http_send(const char *method, const char *url, size_t header_count, const char *const *names,
+                          const char *const *values, const char *body, size_t body_length, long timeout_ms,
+                          size_t max_body, http_response *response, char *error, size_t error_size) {
     char host[256], port[16];
     const char *target;
     http_get_status status = HTTP_GET_OK;
@@ -259,14 +265,17 @@ http_get_status http_get(const char *url, size_t header_count, const char *const
     if (fd < 0) return status;
 
     /* Connection: close, so the answer ends where the connection does. */
-    int ok = buffer_appendf(&request, "GET %.*s HTTP/1.1\r\nHost: %s%s%s:%s\r\nConnection: close\r\n",
+    int ok = buffer_appendf(&request, "%s %.*s HTTP/1.1\r\nHost: %s%s%s:%s\r\nConnection: close\r\n", method,
                             (int)strcspn(target, "#"), target, strchr(host, ':') ? "[" : "", host,
                             strchr(host, ':') ? "]" : "", port);
     for (size_t i = 0; ok && i < header_count; i++) {
-        if (strcasecmp(names[i], "Host") == 0 || strcasecmp(names[i], "Connection") == 0) continue;
+        if (strcasecmp(names[i], "Host") == 0 || strcasecmp(names[i], "Connection") == 0
+            || strcasecmp(names[i], "Content-Length") == 0) continue;
         ok = buffer_appendf(&request, "%s: %s\r\n", names[i], values[i]);
     }
+    if (ok && (body_length > 0 || strcmp(method, "GET") != 0)) ok = buffer_appendf(&request, "Content-Length: %zu\r\n", body_length);
     ok = ok && buffer_append(&request, "\r\n", 2);
+    if (ok && body_length > 0) ok = buffer_append(&request, body, body_length);
     if (!ok || !send_all(fd, request.data, request.length, deadline)) {
         status = fail_with(remaining_ms(deadline) == 0 ? HTTP_GET_TIMEOUT : HTTP_GET_CONNECT, error, error_size,
                            "cannot send the request to %s", url);

@@ -41,6 +41,11 @@ http_get_status http_get(const char *url, size_t header_count, const char *const
                          const char *const *values, long timeout_ms, size_t max_body,
                          http_response *response, char *error, size_t error_size);
 
+/* As http_get, with `method` and a body of `body_length` bytes (sent with its Content-Length). */
+http_get_status http_send(const char *method, const char *url, size_t header_count, const char *const *names,
+                          const char *const *values, const char *body, size_t body_length, long timeout_ms,
+                          size_t max_body, http_response *response, char *error, size_t error_size);
+
 void http_response_free(http_response *response);
 
 /* The value of the first header called `name` (case-insensitive), or NULL. */

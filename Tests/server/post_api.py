@@ -15,8 +15,15 @@ Query parameters (of the URL, not the body):
                    error and X-RateLimit-Remaining: 0, resetting in 1 s
   throttled=T      GraphQL: the first T requests with key K answer 200 with Shopify's THROTTLED
                    error and its cost extension (restoring in 100 ms)
-  error_at=P       GraphQL: the page whose first item is number P answers its data with an
-                   error (partial data, as GitHub does when a field fails)
+  error_at=P       GraphQL: the page holding item number P answers its data with an error
+                   (partial data, as GitHub does when a field fails)
+  comments=C       GraphQL: issue i has (i * 7) % (C + 1) comments (default C=22); a query that
+                   names comments gets each issue's comments(first: F) connection (F from the
+                   query's text, default 5): totalCount, pageInfo, nodes (or edges)
+  nested_fail=I    GraphQL: the node(id:) query for issue I answers an error
+
+A query with node(id: $id) is the nested one: {"data": {"node": {"comments": {...}}}} for the
+issue whose id is variables.id, paged by variables.first and variables.after.
   ignore_cursor=1  the cursor in the body is ignored (a server that does not read it)
 
 Notion's body may hold {"filter": {"property": "n", "number": {"greater_than_or_equal_to": K}}}.
@@ -29,6 +36,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 import threading
 
 _lock = threading.Lock()
@@ -60,10 +68,15 @@ def _counted(q, name: str) -> bool:
     return seen < limit
 
 
-def handle(handler, method: str, path: str, q, body: bytes) -> None:
+def record(path: str, body: bytes) -> None:
+    """Keeps a body received (GET /_post/log)."""
     with _lock:
         if len(_log) < LOG_LIMIT:
             _log.append({"path": path, "body": body.decode("utf-8", "replace")})
+
+
+def handle(handler, method: str, path: str, q, body: bytes) -> None:
+    record(path, body)
     if method != "POST":
         handler.send_json(405, {"error": "method not allowed"})
         return
@@ -148,8 +161,57 @@ def elasticsearch(handler, q, request: dict) -> None:
                            "sort": [d[0], d[1]]} for d in hits]}})
 
 
-def _cursor(i: int) -> str:
-    return base64.b64encode(f"cursor:v2:{i}".encode()).decode()
+def _cursor(i: int, kind: str = "cursor:v2") -> str:
+    return base64.b64encode(f"{kind}:{i}".encode()).decode()
+
+
+def _comment_count(q, number: int) -> int:
+    return (number * 7) % (q.integer("comments", 22, 0, 10_000) + 1)
+
+
+def _comments(q, number: int, first: int, after: int, edges: bool) -> dict:
+    """Issue `number`'s comments after the `after`-th, `first` of them, as a connection."""
+    count = _comment_count(q, number)
+    chosen = list(range(after + 1, min(count, after + first) + 1))
+    nodes = [{"id": f"IC_{number}_{k}", "body": f"comment {k} of issue {number}"} for k in chosen]
+    connection = {"totalCount": count, "pageInfo": {
+        "hasNextPage": after + len(chosen) < count,
+        "endCursor": _cursor(chosen[-1], f"comment:{number}") if chosen else None}}
+    if edges:
+        connection["edges"] = [{"cursor": _cursor(node_k, f"comment:{number}"), "node": node}
+                               for node_k, node in zip(chosen, nodes)]
+    else:
+        connection["nodes"] = nodes
+    return connection
+
+
+def _nested(handler, q, query: str, variables: dict) -> None:
+    """node(id: $id) { ... on Issue { comments(first: $first, after: $after) } }"""
+    node_id = variables.get("id")
+    if not isinstance(node_id, str) or not node_id.startswith("I_kwDO"):
+        return handler.send_json(200, {"data": {"node": None}, "errors": [{
+            "type": "NOT_FOUND", "path": ["node"], "message": "Could not resolve to a node with the global id of '%s'" % str(node_id)[:40]}]})
+    number = int(node_id[len("I_kwDO"):])
+    if q.integer("nested_fail", None, 1) == number:
+        return handler.send_json(200, {"data": {"node": None}, "errors": [{
+            "type": "FORBIDDEN", "path": ["node", "comments"], "message": "Resource not accessible by integration"}]})
+    first = variables.get("first")
+    if not isinstance(first, int) or isinstance(first, bool) or not 1 <= first <= 100:
+        return handler.send_json(200, {"data": None, "errors": [{
+            "type": "MISSING_PAGINATION_BOUNDARIES", "path": ["node", "comments"],
+            "message": "You must provide a `first` or `last` value to properly paginate the `comments` connection."}]})
+    after = 0
+    if variables.get("after") is not None:
+        try:
+            text = base64.b64decode(variables["after"], validate=True).decode()
+            prefix = f"comment:{number}:"
+            assert text.startswith(prefix)
+            after = int(text[len(prefix):])
+        except Exception:
+            return handler.send_json(200, {"data": {"node": {"comments": None}}, "errors": [{
+                "type": "INVALID_CURSOR_ARGUMENTS", "path": ["node", "comments"],
+                "message": "`%s` does not appear to be a valid cursor." % str(variables["after"])[:40]}]})
+    handler.send_json(200, {"data": {"node": {"comments": _comments(q, number, first, after, "edges" in query)}}})
 
 
 def graphql(handler, q, request: dict) -> None:
@@ -168,6 +230,8 @@ def graphql(handler, q, request: dict) -> None:
                                        "extensions": {"cost": {"requestedQueryCost": 10, "actualQueryCost": None,
                                                                "throttleStatus": {"maximumAvailable": 1000,
                                                                                   "currentlyAvailable": 5, "restoreRate": 50}}}})
+    if "node(" in query:
+        return _nested(handler, q, query, variables)
     first = variables.get("first")
     if not isinstance(first, int) or isinstance(first, bool) or not 1 <= first <= 100:
         return handler.send_json(200, {"data": None, "errors": [{
@@ -188,11 +252,17 @@ def graphql(handler, q, request: dict) -> None:
                 "message": "`%s` does not appear to be a valid cursor." % str(after)[:40]}]})
     chosen = list(range(start, min(n, start + first - 1) + 1))
     nodes = [{"id": f"I_kwDO{i:08d}", "number": i, "title": f"Issue {i}"} for i in chosen]
+    if "comments" in query:
+        match = re.search(r"comments\(first:\s*(\d+)", query)
+        inner = int(match.group(1)) if match else 5
+        edges = "comments(first" in query and "edges" in query.split("comments(first", 1)[1][:200]
+        for node in nodes:
+            node["comments"] = _comments(q, node["number"], inner, 0, edges)
     connection = {"pageInfo": {"hasNextPage": bool(chosen) and chosen[-1] < n,
                                "endCursor": _cursor(chosen[-1]) if chosen else None}}
     if "totalCount" in query:
         connection["totalCount"] = n
-    if "edges" in query:
+    if "edges" in query.split("comments", 1)[0]:
         connection["edges"] = [{"cursor": _cursor(node["number"]), "node": node} for node in nodes]
     else:
         connection["nodes"] = nodes

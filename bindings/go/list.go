@@ -82,6 +82,9 @@ type List struct {
 	// connection is GraphQL's pointer to the connection in the answer, merged into the
 	// description once every option has been applied ("" when the list is no GraphQL list).
 	connection string
+	// nested are the Nested and NestedConnections options' connections, merged into the
+	// description's "graphql" "nested" with the connection.
+	nested []NestedConnection
 }
 
 // ListOption describes a list in Client.List.
@@ -103,8 +106,8 @@ func (c *Client) List(path string, opts ...ListOption) (*List, error) {
 			return nil, err
 		}
 	}
-	if list.connection != "" {
-		// After every option, so that a Preset or Description given after GraphQL keeps it.
+	if list.connection != "" || len(list.nested) > 0 {
+		// After every option, so that a Preset or Description given after GraphQL or Nested keeps them.
 		if err := list.describeGraphQL(); err != nil {
 			list.Close()
 			return nil, err
@@ -192,8 +195,9 @@ func Body(method, contentType string, body []byte) ListOption {
 // limit (RATE_LIMITED, THROTTLED) is waited out, and a failed page sent again (a query, never a
 // mutation). The connection is added to the description once every option has been applied,
 // over a Preset or Description given before or after it (whose "graphql" object, with its
-// "first", "after", "page_size" and "allow_partial", it keeps; the connection's paging and
-// signals replace theirs, but for the identity).
+// "first", "after", "page_size", "allow_partial" and "nested", it keeps; the connection's paging
+// and signals replace theirs, but for the identity). Nested completes the connections inside each
+// node that the query cuts short.
 func GraphQL(query string, variables map[string]any, connection string) ListOption {
 	return func(l *List) error {
 		if connection == "" {
@@ -220,10 +224,58 @@ func GraphQL(query string, variables map[string]any, connection string) ListOpti
 	}
 }
 
-// describeGraphQL adds {"graphql": {"connection": l.connection}} to what the list's description
-// pins so far (its printed form, which sheaf_list_set_description takes back): its preset,
-// "read_only", "until", "since", "split" and identity stay, a "graphql" object keeps its other
-// parts; its paging and other signals are left out, being the connection's.
+// NestedConnection is a connection inside each node of a GraphQL list that the list's query cuts
+// short (an issue's comments(first: 5) of 40), completed by a query of its own: an entry of the
+// description's "graphql" "nested" (include/sheaf/description.schema.json). Field and Query are
+// required; a field left zero is the library's default.
+type NestedConnection struct {
+	Field      string `json:"field"`                // the connection inside each node ("/comments")
+	Query      string `json:"query"`                // the query that pages one node's connection
+	Connection string `json:"connection,omitempty"` // where it is in that query's answer; "": "/data/node" and Field
+	First      string `json:"first,omitempty"`      // the query's page-size variable; "": "first"
+	After      string `json:"after,omitempty"`      // its cursor variable; "": "after"
+	ID         string `json:"id,omitempty"`         // the variable of the node's id, and the node's field that holds it; "": "id"
+	PageSize   int64  `json:"page_size,omitempty"`  // the size sent in First; 0: 100
+}
+
+// Nested completes the connection at field inside each node of a GraphQL list (GraphQL, or a
+// Description with a "graphql" object), such as an issue's comments that the list's query cuts
+// short at comments(first: 5): for each node whose connection there says pageInfo.hasNextPage,
+// the library fetches the rest with query, which takes $id (the node's id), $first (100) and
+// $after (the node's endCursor, then the last page's), and finds the connection in its answer at
+// "/data/node" and field (GitHub's node(id: $id) { ... on Issue { comments(first: $first,
+// after: $after) { ... } } }). The node is then delivered whole: its nodes (or edges) hold all of
+// them, pageInfo.hasNextPage is false, and a totalCount that disagrees fails the list with
+// CodeIncomplete. Those requests share the origin's window with the list, which goes on meanwhile
+// and keeps its order. A nested connection that fails fails the list (CodeAPI for a GraphQL
+// error), its message naming the connection and the node's id, the items of the pages before it
+// delivered. A field given again replaces the earlier entry; NestedConnections sets the rest of
+// an entry (its page size, its variables' names, where the connection is in the answer). Like
+// the connection, the entries are added to the description once every option has been applied.
+func Nested(field, query string) ListOption {
+	return NestedConnections(NestedConnection{Field: field, Query: query})
+}
+
+// NestedConnections completes each of connections inside each node of a GraphQL list, as Nested
+// does, with the parts of an entry Nested leaves to the library's defaults.
+func NestedConnections(connections ...NestedConnection) ListOption {
+	return func(l *List) error {
+		for _, nested := range connections {
+			if nested.Field == "" || nested.Query == "" {
+				return usage(CodeInvalidArgument, "a nested connection needs its field (the JSON pointer to it inside each node, \"/comments\") and the query that pages it")
+			}
+		}
+		l.nested = append(l.nested, connections...)
+		return nil
+	}
+}
+
+// describeGraphQL adds {"graphql": {"connection": l.connection, "nested": l.nested}} to what the
+// list's description pins so far (its printed form, which sheaf_list_set_description takes back):
+// its preset, "read_only", "until", "since", "split" and identity stay, a "graphql" object keeps
+// its other parts (an entry of its "nested" stays unless l.nested has one of the same field); its
+// paging and other signals are left out, being the connection's. Without l.connection, the
+// description's "graphql" connection is kept (there must be one).
 func (l *List) describeGraphQL() error {
 	printed, err := description(l.c)
 	if err != nil {
@@ -239,7 +291,36 @@ func (l *List) describeGraphQL() error {
 			return usage(CodeInternal, "the library printed a \"graphql\" that is not a JSON object: "+err.Error())
 		}
 	}
-	graphQL["connection"], _ = json.Marshal(l.connection)
+	if l.connection != "" {
+		graphQL["connection"], _ = json.Marshal(l.connection)
+	} else if _, found := graphQL["connection"]; !found {
+		return usage(CodeInvalidArgument, "Nested goes with a GraphQL list: the GraphQL option, or a Description with a \"graphql\" connection")
+	}
+	if len(l.nested) > 0 {
+		var entries []json.RawMessage
+		if given := graphQL["nested"]; len(given) > 0 && string(given) != "null" {
+			if err := json.Unmarshal(given, &entries); err != nil {
+				return usage(CodeInternal, "the library printed a \"graphql\" \"nested\" that is not a JSON array: "+err.Error())
+			}
+		}
+		for _, nested := range l.nested {
+			kept := entries[:0]
+			for _, entry := range entries {
+				var named struct {
+					Field string `json:"field"`
+				}
+				if json.Unmarshal(entry, &named) != nil || named.Field != nested.Field {
+					kept = append(kept, entry)
+				}
+			}
+			text, err := json.Marshal(nested)
+			if err != nil {
+				return usage(CodeInternal, "a nested connection could not be written as JSON: "+err.Error())
+			}
+			entries = append(kept, text)
+		}
+		graphQL["nested"], _ = json.Marshal(entries)
+	}
 	document["graphql"], _ = json.Marshal(graphQL)
 	var signals map[string]json.RawMessage
 	_ = json.Unmarshal(document["signals"], &signals)

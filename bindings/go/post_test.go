@@ -221,3 +221,158 @@ func TestABodyTheLibraryRefuses(t *testing.T) {
 		t.Fatalf("an array body: %v", err)
 	}
 }
+
+const issuesWithCommentsQuery = `query($owner: String!, $name: String!, $first: Int!, $after: String) {
+  repository(owner: $owner, name: $name) {
+    issues(first: $first, after: $after) {
+      totalCount pageInfo { hasNextPage endCursor }
+      nodes { id number comments(first: 5) { totalCount pageInfo { hasNextPage endCursor } nodes { id } } }
+    }
+  }
+}`
+
+const commentsQuery = `query($id: ID!, $first: Int!, $after: String) {
+  node(id: $id) { ... on Issue { comments(first: $first, after: $after) { totalCount pageInfo { hasNextPage endCursor } nodes { id } } } }
+}`
+
+type ghIssueWithComments struct {
+	ID       string `json:"id"`
+	Number   int    `json:"number"`
+	Comments struct {
+		TotalCount int `json:"totalCount"`
+		PageInfo   struct {
+			HasNextPage bool `json:"hasNextPage"`
+		} `json:"pageInfo"`
+		Nodes []struct {
+			ID string `json:"id"`
+		} `json:"nodes"`
+	} `json:"comments"`
+}
+
+// Each issue's comments, cut short at 5 by the list's query, are completed by the nested query:
+// every issue arrives in order with all (number * 7) % 23 of its comments.
+func TestNestedConnectionsAreCompleted(t *testing.T) {
+	variables := map[string]any{"owner": "octo", "name": "repo"}
+	for _, tc := range []struct {
+		name   string
+		nested sheaf.ListOption
+		first  float64 // the nested query's page size
+	}{
+		{"Nested", sheaf.Nested("/comments", commentsQuery), 100},
+		{"NestedConnections", sheaf.NestedConnections(sheaf.NestedConnection{
+			Field: "/comments", Query: commentsQuery, Connection: "/data/node/comments", PageSize: 4}), 4},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			client := fresh(t)
+			l := list(t, client, "/post/graphql?n=120",
+				tc.nested, sheaf.GraphQL(issuesWithCommentsQuery, variables, "/data/repository/issues"))
+			issues, err := sheaf.FetchAllInto[ghIssueWithComments](context.Background(), l)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(issues) != 120 {
+				t.Fatalf("%d issues, want 120", len(issues))
+			}
+			completed := 0
+			for i, issue := range issues {
+				count := (issue.Number * 7) % 23
+				comments := issue.Comments
+				if issue.Number != i+1 || issue.ID != fmt.Sprintf("I_kwDO%08d", i+1) || len(comments.Nodes) != count ||
+					comments.TotalCount != count || comments.PageInfo.HasNextPage {
+					t.Fatalf("issue %d is %+v, want number %d with %d comments", i, issue, i+1, count)
+				}
+				if count > 0 && comments.Nodes[count-1].ID != fmt.Sprintf("IC_%d_%d", issue.Number, count) {
+					t.Fatalf("issue %d's last comment is %s", issue.Number, comments.Nodes[count-1].ID)
+				}
+				if count > 5 {
+					completed++
+				}
+			}
+			if result := l.Result(); result.StopReason != sheaf.StopComplete || result.Items != 120 {
+				t.Fatalf("result %+v", result)
+			}
+			if !strings.Contains(l.Result().Description, `"nested":[{"field":"/comments"`) {
+				t.Fatalf("description %s", l.Result().Description)
+			}
+			// One nested query for each issue with more than 5 comments, from its fifth on.
+			nested := 0
+			for _, body := range postedBodies(t) {
+				var sent struct {
+					Query     string         `json:"query"`
+					Variables map[string]any `json:"variables"`
+				}
+				if err := json.Unmarshal([]byte(body), &sent); err != nil {
+					t.Fatal(err)
+				}
+				if sent.Query != commentsQuery {
+					continue
+				}
+				nested++
+				if id, _ := sent.Variables["id"].(string); !strings.HasPrefix(id, "I_kwDO") || sent.Variables["first"] != tc.first {
+					t.Fatalf("a nested query was posted %s", body)
+				}
+			}
+			if tc.first == 100 && nested != completed {
+				t.Fatalf("%d nested queries for %d issues with more than 5 comments", nested, completed)
+			}
+			if tc.first == 4 && nested <= completed {
+				t.Fatalf("%d nested queries of 4 for %d issues with more than 5 comments", nested, completed)
+			}
+		})
+	}
+}
+
+// A nested query answered with an error fails the list with CodeAPI, naming the node. Issue 50
+// has 5 comments: the list's comments(first: 5) has them all, and no nested query is sent for it;
+// comments(first: 2) leaves 3 to the nested query, which fails.
+func TestANestedConnectionThatFailsFailsTheList(t *testing.T) {
+	client := fresh(t)
+	variables := map[string]any{"owner": "octo", "name": "repo"}
+	items, _, err := list(t, client, "/post/graphql?n=120&nested_fail=50",
+		sheaf.GraphQL(issuesWithCommentsQuery, variables, "/data/repository/issues"),
+		sheaf.Nested("/comments", commentsQuery),
+	).FetchAll(context.Background())
+	if err != nil || len(items) != 120 {
+		t.Fatalf("comments(first: 5): %d items, err %v", len(items), err)
+	}
+
+	firstTwo := strings.Replace(issuesWithCommentsQuery, "comments(first: 5)", "comments(first: 2)", 1)
+	_, result, err := list(t, client, "/post/graphql?n=120&nested_fail=50",
+		sheaf.GraphQL(firstTwo, variables, "/data/repository/issues"),
+		sheaf.Nested("/comments", commentsQuery),
+	).FetchAll(context.Background())
+	var serr *sheaf.Error
+	if !errors.As(err, &serr) || serr.Code != sheaf.CodeAPI {
+		t.Fatalf("err %v, want CodeAPI", err)
+	}
+	if !strings.Contains(serr.Message, `of the node with id "I_kwDO00000050"`) ||
+		!strings.Contains(serr.Message, "Resource not accessible by integration") {
+		t.Fatalf("error %+v", serr)
+	}
+	if result.StopReason != sheaf.StopFailed {
+		t.Fatalf("result %+v", result)
+	}
+}
+
+// Nested is refused without a GraphQL connection, and without its field or query.
+func TestNestedNeedsAGraphQLList(t *testing.T) {
+	client := fresh(t)
+	if _, err := client.List("/post/graphql", sheaf.Nested("/comments", commentsQuery)); !errors.Is(err, sheaf.CodeInvalidArgument) {
+		t.Fatalf("no connection: %v", err)
+	}
+	if _, err := client.List("/post/graphql", sheaf.Nested("", commentsQuery)); !errors.Is(err, sheaf.CodeInvalidArgument) {
+		t.Fatalf("no field: %v", err)
+	}
+	// A Description's "graphql" connection is one; its own nested entry of the same field is replaced.
+	l := list(t, client, "/post/graphql",
+		sheaf.Description(`{"graphql": {"connection": "/data/repository/issues", "nested": [{"field": "/comments", "query": "old"}, {"field": "/labels", "query": "labels"}]}}`),
+		sheaf.Nested("/comments", commentsQuery))
+	description, err := l.Description()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(description, `"query":"old"`) || !strings.Contains(description, `"field":"/labels"`) ||
+		strings.Count(description, `"field":"/comments"`) != 1 {
+		t.Fatalf("description %s", description)
+	}
+}

@@ -276,35 +276,70 @@ enum DescriptionReading {
         }
     }
 
-    /// The "graphql" object: {"connection": pointer, "first", "after", "page_size", "allow_partial"}.
+    /// The "graphql" object: {"connection": pointer, "first", "after", "page_size", "allow_partial",
+    /// "nested": [{"field", "query", "connection", "first", "after", "id", "page_size"}]}.
     private static func readGraphQL(_ value: JSONValue) throws(DescriptionRefusal) -> GraphQLConnection {
-        let fields = try members(value, at: "/graphql", allowed: ["connection", "first", "after", "page_size", "allow_partial"])
-        guard case .string(let text)? = fields["connection"], let connection = JSONPointer(text), connection.tokens.first == "data" else {
-            throw DescriptionRefusal("/graphql/connection", "must be a JSON pointer to the connection in the answer's data (\"/data/repository/issues\")")
-        }
-        var graphQL = GraphQLConnection(connection: connection)
-        for (name, at) in [("first", "/graphql/first"), ("after", "/graphql/after")] {
-            guard let given = fields[name] else { continue }
-            guard let variable = try optionalString(given, at: at), let lead = variable.utf8.first, !(0x30...0x39).contains(lead),
-                  variable.utf8.allSatisfy(isNameByte) else {
-                throw DescriptionRefusal(at, "must be the name of a variable of the query (letters, digits and _), without its $")
-            }
-            if name == "first" { graphQL.first = variable } else { graphQL.after = variable }
-        }
-        if let given = fields["page_size"] {
-            guard let size = try optionalWhole(given, at: "/graphql/page_size"), size >= 1 else {
-                throw DescriptionRefusal("/graphql/page_size", "must be a whole number of 1 or more (GitHub's connections take at most 100)")
-            }
-            graphQL.pageSize = size
-        }
+        let fields = try members(value, at: "/graphql", allowed: ["connection", "first", "after", "page_size", "allow_partial", "nested"])
+        var graphQL = GraphQLConnection(connection: try dataPointer(fields["connection"], at: "/graphql/connection", required: true)!)
+        graphQL.first = try variable(fields["first"], at: "/graphql/first") ?? graphQL.first
+        graphQL.after = try variable(fields["after"], at: "/graphql/after") ?? graphQL.after
+        graphQL.pageSize = try pageSize(fields["page_size"], at: "/graphql/page_size") ?? graphQL.pageSize
         if let given = fields["allow_partial"] {
             guard case .bool(let allows) = given else { throw DescriptionRefusal("/graphql/allow_partial", "must be true or false") }
             graphQL.allowsPartial = allows
         }
+        if let given = fields["nested"], given != .null {
+            guard case .array(let entries) = given else {
+                throw DescriptionRefusal("/graphql/nested", "must be an array of the connections inside each node to complete")
+            }
+            for (index, entry) in entries.enumerated() {
+                let at = "/graphql/nested/\(index)"
+                let parts = try members(entry, at: at, allowed: ["field", "query", "connection", "first", "after", "id", "page_size"])
+                guard case .string(let text)? = parts["field"], let field = JSONPointer(text), !field.tokens.isEmpty else {
+                    throw DescriptionRefusal(at + "/field", "must be a JSON pointer to the connection inside each node (\"/comments\")")
+                }
+                guard case .string(let query)? = parts["query"], !query.isEmpty else {
+                    throw DescriptionRefusal(at + "/query", "must be the query that pages this connection of one node (a non-empty string)")
+                }
+                var nested = NestedConnection(field: field, query: query, connection: try dataPointer(parts["connection"], at: at + "/connection"))
+                nested.first = try variable(parts["first"], at: at + "/first") ?? nested.first
+                nested.after = try variable(parts["after"], at: at + "/after") ?? nested.after
+                nested.id = try variable(parts["id"], at: at + "/id") ?? nested.id
+                nested.pageSize = try pageSize(parts["page_size"], at: at + "/page_size") ?? nested.pageSize
+                graphQL.nested.append(nested)
+            }
+        }
         return graphQL
     }
 
-    /// A byte of a GraphQL name (`/[_A-Za-z][_0-9A-Za-z]*/`).
+    /// A pointer into an answer's data ("/data/..."); nil when absent and not required.
+    private static func dataPointer(_ value: JSONValue?, at: String, required: Bool = false) throws(DescriptionRefusal) -> JSONPointer? {
+        guard let value, value != .null || required else { return nil }
+        guard case .string(let text) = value, let pointer = JSONPointer(text), pointer.tokens.first == "data" else {
+            throw DescriptionRefusal(at, "must be a JSON pointer to the connection in the answer's data (\"/data/repository/issues\")")
+        }
+        return pointer
+    }
+
+    /// The name of a GraphQL variable (`/[_A-Za-z][_0-9A-Za-z]*/`, without its $); nil when absent.
+    private static func variable(_ value: JSONValue?, at: String) throws(DescriptionRefusal) -> String? {
+        guard let value else { return nil }
+        guard let name = try optionalString(value, at: at), let lead = name.utf8.first, !(0x30...0x39).contains(lead),
+              name.utf8.allSatisfy(isNameByte) else {
+            throw DescriptionRefusal(at, "must be the name of a variable of the query (letters, digits and _), without its $")
+        }
+        return name
+    }
+
+    private static func pageSize(_ value: JSONValue?, at: String) throws(DescriptionRefusal) -> Int? {
+        guard let value else { return nil }
+        guard let size = try optionalWhole(value, at: at), size >= 1 else {
+            throw DescriptionRefusal(at, "must be a whole number of 1 or more (GitHub's connections take at most 100)")
+        }
+        return size
+    }
+
+    /// A byte of a GraphQL name.
     private static func isNameByte(_ byte: UInt8) -> Bool {
         byte == UInt8(ascii: "_") || (byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9"))
             || (byte | 0x20 >= UInt8(ascii: "a") && byte | 0x20 <= UInt8(ascii: "z"))

@@ -32,23 +32,27 @@ public struct GraphQLConnection: Sendable, Equatable {
     public var pageSize: Int
     /// The cursor variable.
     public var after: String
-    /// Whether an answer with both data and errors is read (the errors reported to the hooks)
-    /// rather than failed.
+    /// Whether an answer with both data and errors is read rather than failed.
     public var allowsPartial: Bool
+    /// The connections inside each node completed by queries of their own (an issue's comments).
+    public var nested: [NestedConnection]
 
     public init(connection: JSONPointer, first: String = "first", pageSize: Int = 100, after: String = "after",
-                allowsPartial: Bool = false) {
+                allowsPartial: Bool = false, nested: [NestedConnection] = []) {
         self.connection = connection
         self.first = first
         self.pageSize = pageSize
         self.after = after
         self.allowsPartial = allowsPartial
+        self.nested = nested
     }
 
     /// The description's "graphql" object.
     var json: String {
-        "{\"connection\":\(JSONText.quote(connection.description)),\"first\":\(JSONText.quote(first)),"
-            + "\"after\":\(JSONText.quote(after)),\"page_size\":\(pageSize),\"allow_partial\":\(allowsPartial)}"
+        var out = "{\"connection\":\(JSONText.quote(connection.description)),\"first\":\(JSONText.quote(first)),"
+            + "\"after\":\(JSONText.quote(after)),\"page_size\":\(pageSize),\"allow_partial\":\(allowsPartial)"
+        if !nested.isEmpty { out += ",\"nested\":[" + nested.map(\.json).joined(separator: ",") + "]" }
+        return out + "}"
     }
 
     /// The prefix of a paging parameter that goes in the request's body.
@@ -58,6 +62,42 @@ public struct GraphQLConnection: Sendable, Equatable {
     /// its `node`.
     var edges: JSONPointer { JSONPointer(tokens: connection.tokens + ["edges"]) }
     static let node = JSONPointer(tokens: ["node"])
+}
+
+/// A connection inside each node of a GraphQL list that has more pages than the list's query
+/// asks for (an issue's `comments(first: 5)` of 40): the rest is fetched for each node by a
+/// query of its own, taking the node's id, and the node is delivered whole.
+public struct NestedConnection: Sendable, Equatable {
+    /// The connection inside each node (`/comments`).
+    public var field: JSONPointer
+    /// The query that pages the connection of one node: it takes the node's id and the
+    /// page-size and cursor variables (`node(id: $id) { ... on Issue { comments(first: $first,
+    /// after: $after) { ... } } }`).
+    public var query: String
+    /// Where the connection is in that query's answer (by default `/data/node` and `field`).
+    public var connection: JSONPointer
+    public var first: String
+    public var after: String
+    /// The variable the node's id is sent in, and where the id is in each node.
+    public var id: String
+    public var pageSize: Int
+
+    public init(field: JSONPointer, query: String, connection: JSONPointer? = nil, first: String = "first",
+                after: String = "after", id: String = "id", pageSize: Int = 100) {
+        self.field = field
+        self.query = query
+        self.connection = connection ?? JSONPointer(tokens: ["data", "node"] + field.tokens)
+        self.first = first
+        self.after = after
+        self.id = id
+        self.pageSize = pageSize
+    }
+
+    var json: String {
+        "{\"field\":\(JSONText.quote(field.description)),\"query\":\(JSONText.quote(query)),"
+            + "\"connection\":\(JSONText.quote(connection.description)),\"first\":\(JSONText.quote(first)),"
+            + "\"after\":\(JSONText.quote(after)),\"id\":\(JSONText.quote(id)),\"page_size\":\(pageSize)}"
+    }
 }
 
 extension ListDescription {

@@ -1,9 +1,9 @@
 /// One page as read from a response: its items (verbatim byte ranges) and its signals.
 struct Page: Sendable {
     /// The response body the ranges point into.
-    let body: [UInt8]
+    var body: [UInt8]
     /// Each item's bytes in `body`, in order.
-    let items: [Range<Int>]
+    var items: [Range<Int>]
     /// Each item's identity key (same order), when the list de-duplicates.
     let identities: [IdentityKey?]
     /// Each item's value of the sync field (same order), when the list syncs (`ListDescription.until`,

@@ -49,8 +49,10 @@ public final class ListRun: Sendable {
     let fingerprint: UInt64
     /// Where this run starts.
     let startPoint: ResumePoint
-    /// How each page is asked for (`RunStart.pageTemplate`).
+    /// How each page is asked for (`RunStart.pageTemplate`), and completed where its nodes'
+    /// connections have more pages (`GraphQLConnection.nested`).
     private let pageTemplate: FetchTemplate
+    private let nested: NestedCompletion?
     /// The URL of the list's first page (a partition's: its range's first), before a `since`
     /// parameter, with no credential or secret query value: the list as messages and a sync
     /// state name it (`sheaf_list_url`).
@@ -121,6 +123,7 @@ public final class ListRun: Sendable {
         fingerprint = start.fingerprint
         startPoint = start.point
         pageTemplate = start.pageTemplate
+        nested = NestedCompletion(client: client, description: start.description)
         pace = start.pace
         requests = RequestCounters(budget: start.description.maxRequests)
         self.groupShare = groupShare
@@ -318,7 +321,7 @@ public final class ListRun: Sendable {
         guard case .read(let resolution) = routing, case .fetched(let fetched) = end else { return }
         let response = fetched.response
         if index == 0, (200..<300).contains(response.status) { client.noteAccepted(startPoint.url ?? fetched.url) }
-        let arrived: RunState.ArrivedPage
+        var arrived: RunState.ArrivedPage
         do {
             // The first page: whatever the description left open is decided here, once.
             let detection = resolution == nil ? try Detector.resolve(description, response, url: fetched.url) : nil
@@ -328,7 +331,10 @@ public final class ListRun: Sendable {
         } catch {
             return feed(&later) { $0.failed(index, serial: serial, error, $1) }
         }
+        let needs = nested?.needs(arrived.page) ?? []
+        arrived.completing = !needs.isEmpty
         feed(&later) { $0.arrived(arrived, $1) }
+        if !needs.isEmpty { nested!.complete(arrived.page, needs) { [self] page in feedNow { $0.completed(index, page, $1) } } }
     }
 
     /// Ends the run with `error`; `silencing`, no snapshot is delivered any more (a deadline
@@ -360,6 +366,7 @@ public final class ListRun: Sendable {
     /// dropped here, with what it holds), the caller's context dropped (no callback after the
     /// end), then `wait()` and `whenFinished` told.
     private func finish() {
+        nested?.cancel() // the nested connections of pages that will not be delivered
         let (ending, finishing) = state.withLock { core in
             defer { core.finishing = nil }
             return (core.machine.finalOutcome!, core.finishing)

@@ -93,6 +93,9 @@ struct RunState {
         let page: Page
         /// What detection decided, for the first page of a list that detects.
         var detection: Detector.Resolution?
+        /// Its items are completed later (nested GraphQL connections, `completed`): the page is
+        /// planned now, and assembled once they are in.
+        var completing = false
     }
 
     /// How a fetch that ended goes on (`fetchEnded`).
@@ -150,6 +153,10 @@ struct RunState {
     private var windowForPageBytes = Int.max
     /// Page one is being planned now, from this URL (its plan is logged: `Effects.logsPlan`).
     private var plansPageOne: String?
+    /// Pages planned and accepted whose items are being completed, with where each goes on.
+    private var completing: [Int: (url: String?, next: (url: String?, skip: Int))] = [:]
+    /// The plan's ending, held while pages are being completed.
+    private var heldEnding: PagePlanner.Ending?
 
     init(facts: Facts, planner: PagePlanner, assembler: Assembler, start: ResumePoint, resolution: Detector.Resolution?) {
         self.facts = facts
@@ -181,7 +188,7 @@ struct RunState {
         if case .failed(let error) = end, error.code == .bodyTooLarge, let url = aheadURL(index, serial) {
             // A page asked for ahead of page one came back bigger than such a page may be: it is
             // asked for again without the cap, at once when page one's plan already needs it.
-            return .decided(perform(page: (index, serial, .empty), moment) { state in
+            return .decided(perform(page: (index, serial, .empty, false), moment) { state in
                 guard state.planner.mode == .firstPage, !state.planner.isFinished else { return [.fetch(index: index, url: url)] }
                 state.planner.forgetAhead(index)
                 return []
@@ -212,14 +219,32 @@ struct RunState {
         return plan(arrived, moment)
     }
 
+    /// Page `index`'s items are complete (`ArrivedPage.completing`): it is assembled now, and the
+    /// plan's ending, held for it, is carried out once no page is being completed.
+    mutating func completed(_ index: Int, _ result: Result<Page, SheafError>, _ moment: Moment) -> Effects {
+        var effects = Effects()
+        guard ending == nil, let held = completing.removeValue(forKey: index) else { return effects }
+        switch result {
+        case .failure(let error):
+            end(.failed(error), &effects)
+        case .success(let page):
+            accept(index, page, url: held.url, next: held.next, &effects)
+        }
+        if completing.isEmpty, let planned = heldEnding, ending == nil {
+            heldEnding = nil
+            end(outcome(of: planned), &effects)
+        }
+        return effects
+    }
+
     /// Page `index` could not be had, or could not be read.
     mutating func failed(_ index: Int, serial: Int, _ error: SheafError, _ moment: Moment) -> Effects {
-        perform(page: (index, serial, .empty), moment) { $0.planner.pageFailed(index, error) }
+        perform(page: (index, serial, .empty, false), moment) { $0.planner.pageFailed(index, error) }
     }
 
     /// Page `index` was not asked for: the request budget is spent.
     mutating func stopped(_ index: Int, serial: Int, _ moment: Moment) -> Effects {
-        perform(page: (index, serial, .empty), moment) { $0.planner.pageStopped(index, .requestBudget) }
+        perform(page: (index, serial, .empty, false), moment) { $0.planner.pageStopped(index, .requestBudget) }
     }
 
     /// The probe's fetch `serial` ended: its answer decides the probe's next step.
@@ -325,7 +350,7 @@ struct RunState {
     /// Plans a page that arrived (the first one with what detection decided).
     private mutating func plan(_ arrived: ArrivedPage, _ moment: Moment) -> Effects {
         let index = arrived.index
-        return perform(page: (index, arrived.serial, arrived.page), moment) { state in
+        return perform(page: (index, arrived.serial, arrived.page, arrived.completing), moment) { state in
             if let detection = arrived.detection, state.resolution == nil {
                 state.resolution = detection
                 state.planner.adopt(detection.description.paging, pagesSignalTheEnd: PageReader(detection.description).pagesSignalTheEnd)
@@ -342,7 +367,7 @@ struct RunState {
     /// Asks the planner (through `decide`) and decides what its actions make of the run, under
     /// one hold of the run's lock: no other page's ending slips in between a decision and its
     /// effect.
-    private mutating func perform(page: (index: Int, serial: Int, page: Page)?, _ moment: Moment,
+    private mutating func perform(page: (index: Int, serial: Int, page: Page, completes: Bool)?, _ moment: Moment,
                                   _ decide: (inout RunState) -> [PagePlanner.Action]) -> Effects {
         var effects = Effects()
         guard ending == nil else { return effects }
@@ -386,6 +411,10 @@ struct RunState {
                     continue
                 }
                 guard ending == nil else { continue }
+                if page?.index == index, page?.completes == true {
+                    completing[index] = (content.url, (planner.continuation(after: index, content), 0))
+                    continue
+                }
                 let next: (url: String?, skip: Int)
                 if action == .acceptEmpty(index: index) {
                     next = (nil, 0)
@@ -408,7 +437,7 @@ struct RunState {
                 pageEnds = pageEnds.filter { $0.key <= index }
                 if let last = lastPage, last.index > index { lastPage = nil }
             case .finish(let planned):
-                end(outcome(of: planned), &effects)
+                if completing.isEmpty || ending != nil { end(outcome(of: planned), &effects) } else { heldEnding = planned }
             }
         }
         if page?.index == 0, planner.mode != .firstPage || planner.isFinished {

@@ -287,3 +287,85 @@ final class GraphQLListTests: XCTestCase {
         XCTAssertEqual(try graphQLList().pageBody()?.isRead, true)
     }
 }
+
+/// 3 pages of 10 issues, each with 7 comments of which the list's query gives 5; the rest comes
+/// from a `node(id:)` query (after the node's endCursor), `delay` ms later.
+private func nestedReply(_ request: HTTPRequest, failing: Int? = nil) -> ScriptedReply {
+    let sent = body(of: request)
+    let query = sent["query"] as? String ?? ""
+    let variables = sent["variables"] as? [String: Any] ?? [:]
+    func comments(_ issue: Int, from: Int, count: Int, more: Bool) -> String {
+        let nodes = (from..<from + count).map { #"{"id":"C_\#(issue)_\#($0)"}"# }.joined(separator: ",")
+        return #"{"totalCount":7,"pageInfo":{"hasNextPage":\#(more),"endCursor":"k\#(from + count - 1)"},"nodes":[\#(nodes)]}"#
+    }
+    if query.contains("node(") {
+        guard let id = variables["id"] as? String, let issue = Int(id.dropFirst(2)), variables["after"] as? String == "k5" else {
+            return .json(#"{"data":null,"errors":[{"message":"bad nested request"}]}"#)
+        }
+        if issue == failing {
+            return .json(#"{"data":{"node":null},"errors":[{"message":"Resource not accessible","path":["node"]}]}"#).after(300)
+        }
+        return .json(#"{"data":{"node":{"comments":\#(comments(issue, from: 6, count: 2, more: false))}}}"#).after(100)
+    }
+    let after = (variables["after"] as? String).flatMap { Int($0.dropFirst(2)) } ?? 0
+    let issues = (after + 1...after + 10).map { #"{"id":"I_\#($0)","number":\#($0),"comments":\#(comments($0, from: 1, count: 5, more: true))}"# }
+    let more = after + 10 < 30
+    return .json(#"{"data":{"repository":{"issues":{"pageInfo":{"hasNextPage":\#(more),"endCursor":"c:\#(after + 10)"},"nodes":[\#(issues.joined(separator: ","))]}}}}"#)
+}
+
+private func nestedList() -> ListDescription {
+    var description = graphQLList()
+    var graphQL = description.graphQL!
+    graphQL.nested = [NestedConnection(field: JSONPointer("/comments")!, query: "query($id: ID!, $first: Int!, $after: String) { node(id: $id) { ... on Issue { comments(first: $first, after: $after) { totalCount pageInfo { hasNextPage endCursor } nodes { id } } } } }")]
+    description.readGraphQL(graphQL)
+    return description
+}
+
+final class NestedConnectionTests: XCTestCase {
+    /// Every node arrives whole (its 7 comments in order, no next page), the list's order kept;
+    /// the nested requests are in flight while the list goes on: 30 of them, 100 ms each, in
+    /// far less than the 300 ms a page-by-page completion would take.
+    func testNestedConnectionsAreCompletedWhileTheListGoesOn() throws {
+        let transport = ScriptedTransport()
+        transport.otherwise { request, _ in nestedReply(request) }
+        let started = Date()
+        let (json, outcome) = try scriptedClient(transport) { $0.window = 64; $0.maxWindow = 64 }.fetchAll(nestedList())
+        let elapsed = Date().timeIntervalSince(started)
+        XCTAssertNil(outcome.error, "\(outcome)")
+        let items = (try JSONSerialization.jsonObject(with: Data(json))) as? [[String: Any]] ?? []
+        XCTAssertEqual(items.compactMap { $0["number"] as? Int }, Array(1...30))
+        for item in items {
+            let comments = item["comments"] as? [String: Any]
+            let ids = (comments?["nodes"] as? [[String: Any]])?.compactMap { $0["id"] as? String }
+            XCTAssertEqual(ids, (1...7).map { "C_\(item["number"]!)_\($0)" })
+            XCTAssertEqual((comments?["pageInfo"] as? [String: Any])?["hasNextPage"] as? Bool, false)
+        }
+        XCTAssertEqual(transport.requests.count, 33)
+        XCTAssertLessThan(elapsed, 0.28, "the nested connections of the three pages were completed one page after another")
+    }
+
+    /// A nested list that fails fails the list with what was whole before its page, naming the
+    /// node and the connection.
+    func testANestedFailureFailsTheListNamingTheNode() throws {
+        let transport = ScriptedTransport()
+        transport.otherwise { request, _ in nestedReply(request, failing: 14) }
+        let (json, outcome) = try scriptedClient(transport) { $0.window = 64; $0.maxWindow = 64 }.fetchAll(nestedList())
+        XCTAssertEqual(outcome.error?.code, .api)
+        XCTAssertTrue(outcome.error?.message.contains("the nested connection /comments of the node with id \"I_14\": ") == true,
+                      outcome.error?.message ?? "")
+        XCTAssertEqual(numbers(json), Array(1...10))
+    }
+
+    /// A node whose connection comes back short of its totalCount fails the list.
+    func testANestedConnectionShortOfItsTotalIsIncomplete() throws {
+        let transport = ScriptedTransport()
+        transport.otherwise { request, _ in
+            let query = body(of: request)["query"] as? String ?? ""
+            guard query.contains("node(") else { return nestedReply(request) }
+            return .json(#"{"data":{"node":{"comments":{"totalCount":7,"pageInfo":{"hasNextPage":false,"endCursor":"k6"},"nodes":[{"id":"x"}]}}}}"#)
+        }
+        let (_, outcome) = try scriptedClient(transport).fetchAll(nestedList())
+        XCTAssertEqual(outcome.error?.code, .incomplete, "\(outcome)")
+        XCTAssertTrue(outcome.error?.message.contains("holds 6 nodes, but its totalCount is 7") == true, outcome.error?.message ?? "")
+    }
+}

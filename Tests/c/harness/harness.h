@@ -102,6 +102,7 @@ int send_simple(sheaf_client *client, const char *path);
 /* post_lists.c */
 void a_notion_query_pages_with_its_cursor_in_a_post_body(void);
 void a_graphql_error_fails_the_list_with_sheaf_e_api(void);
+void a_graphql_lists_nested_connections_arrive_whole(void);
 
 /* groups.c */
 void a_fan_out_gives_every_childs_items_once_tagged_with_its_parent_value(void);

@@ -111,6 +111,7 @@ static const test_case tests[] = {
     TEST(load_more_looks_ahead_keeps_budgets_and_refuses_misuse, 1),
     TEST(a_notion_query_pages_with_its_cursor_in_a_post_body, 1),
     TEST(a_graphql_error_fails_the_list_with_sheaf_e_api, 1),
+    TEST(a_graphql_lists_nested_connections_arrive_whole, 1),
     TEST(a_list_runs_once, 1),
     TEST(a_list_outlives_its_client, 1),
     TEST(a_next_link_that_loops_is_refused, 1),

@@ -85,3 +85,40 @@ void a_graphql_error_fails_the_list_with_sheaf_e_api(void) {
     }
     sheaf_client_free(client);
 }
+
+/* Each issue's comments, cut at 5 by the list's query, completed by a node(id:) query of their
+   own: every issue arrives whole, all totalCount of its comments in order. */
+void a_graphql_lists_nested_connections_arrive_whole(void) {
+    static const char *description =
+        "{\"graphql\":{\"connection\":\"/data/repository/issues\",\"nested\":[{\"field\":\"/comments\",\"page_size\":4,"
+        "\"query\":\"query($id: ID!, $first: Int!, $after: String) { node(id: $id) { ... on Issue { comments(first: $first, "
+        "after: $after) { totalCount pageInfo { hasNextPage endCursor } nodes { id } } } } }\"}]}}";
+    static const char *body =
+        "{\"query\":\"query($first: Int!, $after: String) { repository { issues(first: $first, after: $after) { pageInfo "
+        "{ hasNextPage endCursor } nodes { id number comments(first: 5) { totalCount pageInfo { hasNextPage endCursor } "
+        "nodes { id } } } } } }\",\"variables\":{}}";
+    sheaf_client *client = client_for(&g_server, NULL);
+    if (client == NULL) return;
+    sheaf_list *list = NULL;
+    CHECK_INT(sheaf_list_new(&list, client, "/post/graphql?n=120"), SHEAF_OK);
+    CHECK_INT(sheaf_list_set_description(list, description), SHEAF_OK);
+    CHECK_INT(sheaf_list_set_body(list, "POST", NULL, body, strlen(body)), SHEAF_OK);
+    json_t *items = NULL;
+    CHECK_INT(fetch_all(list, &items), SHEAF_OK);
+    CHECK_INT(json_array_size(items), 120);
+    for (size_t i = 0; i < json_array_size(items); i++) {
+        json_t *item = json_array_get(items, i);
+        long number = (long)json_integer_value(json_object_get(item, "number"));
+        json_t *comments = json_object_get(item, "comments");
+        json_t *nodes = json_object_get(comments, "nodes");
+        long count = (number * 7) % 23; /* post_api.py: issue i has (i * 7) % 23 comments */
+        if (!CHECK_INT(number, (long)i + 1) || !CHECK_INT(json_array_size(nodes), count)) break;
+        char expected[64];
+        snprintf(expected, sizeof expected, "IC_%ld_%ld", number, count);
+        if (count > 0) CHECK(strcmp(json_string_value(json_object_get(json_array_get(nodes, (size_t)count - 1), "id")), expected) == 0);
+        CHECK(json_is_false(json_object_get(json_object_get(comments, "pageInfo"), "hasNextPage")));
+    }
+    json_decref(items);
+    sheaf_list_free(list);
+    sheaf_client_free(client);
+}

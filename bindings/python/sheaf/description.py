@@ -191,6 +191,10 @@ class Description:
     connection: Optional[str] = None
     variables: Any = field(default=None, repr=False, hash=False)
     allow_partial: Optional[bool] = None
+    #: Connections inside each node to complete, by their pointer in the node: the query that
+    #: pages one node's connection (taking ``$id``, ``$first``, ``$after``), or a dict of the
+    #: description's nested fields (``{"query": ..., "page_size": 50, "connection": ...}``).
+    nested: Any = field(default=None, repr=False, hash=False)
 
     def merged(self, parts: Mapping[str, Any]) -> "Description":
         """This description with `parts` (keyword arguments of the same names) replacing fields."""
@@ -309,9 +313,11 @@ class Description:
                 graphql["page_size"] = self.page_size
             if self.allow_partial is not None:
                 graphql["allow_partial"] = bool(self.allow_partial)
+            if self.nested is not None:
+                graphql["nested"] = _nested(self.nested)
             document["graphql"] = graphql
-        elif self.allow_partial is not None:
-            raise UsageError(Result.INVALID_ARGUMENT, "allow_partial= goes with graphql=")
+        elif self.allow_partial is not None or self.nested is not None:
+            raise UsageError(Result.INVALID_ARGUMENT, "allow_partial= and nested= go with graphql=")
         return dumps_exact(document)
 
     @classmethod
@@ -383,6 +389,19 @@ def presets() -> Dict[str, Tuple[str, Description]]:
         data = _json.loads(_ffi.take_string(pointer, length.value))
         result[name] = (data.get("summary", ""), Description.from_json(data))
     return result
+
+
+def _nested(value: Any) -> List[Dict[str, Any]]:
+    """nested=: {"/comments": QUERY or {"query": QUERY, ...}} as the description's list."""
+    if not isinstance(value, Mapping):
+        raise UsageError(Result.INVALID_ARGUMENT, "nested= must be a dict: the connection's pointer in each node "
+                         "(\"/comments\") to the query that pages it")
+    out = []
+    for pointer, spec in value.items():
+        entry = dict(spec) if isinstance(spec, Mapping) else {"query": spec}
+        entry["field"] = pointer
+        out.append(entry)
+    return out
 
 
 def _until(value: Any) -> Dict[str, Any]:

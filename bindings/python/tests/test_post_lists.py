@@ -8,16 +8,14 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import io
 import json
-import subprocess
 import urllib.request
 from typing import Any, Dict, List
 
 import pytest
 
 import sheaf
-from test_cli import cli_env, lines, run_cli
+from test_cli import lines, run_cli
 
 NOTION_FILTER = {"filter": {"property": "n", "number": {"greater_than_or_equal_to": 1}}}
 ISSUES = """query($owner: String!, $first: Int!, $after: String) {
@@ -50,34 +48,46 @@ def test_a_notion_query_is_walked_with_its_cursor_in_the_body(api) -> None:
     assert all(body["filter"] == query["filter"] for body in sent), "the caller's filter goes with every page"
 
 
-def test_every_way_of_running_a_post_list_gives_each_item_once_in_order(api, tmp_path) -> None:
-    expected = notion_ids(230)
-    path = "/post/notion/query?n=230"
-    parts = {"preset": "notion", "json": NOTION_FILTER, "page_size": 40}
+def every_way(api, tmp_path, path: str, parts: Dict[str, Any], key) -> List[Any]:
+    """The list at `path` run by each list call: the same items (by `key`) each time."""
     with sheaf.Client(api.base_url) as client:
-        assert [i["id"] for i in client.fetch_all(path, **parts)] == expected
-        streamed = [item["id"] for snapshot in client.stream(path, **parts) for item in snapshot.items]
+        expected = [key(item) for item in client.fetch_all(path, **parts)]
+        streamed = [key(item) for snapshot in client.stream(path, **parts) for item in snapshot.items]
         assert streamed == expected
         out = tmp_path / "out.jsonl"
         with open(out, "w") as file:
             client.fetch_to(path, file, format="jsonl", **parts)
-        assert [json.loads(line)["id"] for line in out.read_text().splitlines()] == expected
-        paged: List[str] = []
+        assert [key(json.loads(line)) for line in out.read_text().splitlines()] == expected
+        paged: List[Any] = []
         with client.pager(path, **parts) as pager:
-            for _ in range(20):   # bounded: 6 pages of 40
+            for _ in range(40):   # bounded: at most a few pages
                 page = pager.more()
                 if page is None:
                     break
-                paged += [item["id"] for item in page]
+                paged += [key(item) for item in page]
         assert paged == expected
-        many = client.fetch_many([path, "/post/notion/query?n=45"], **parts)
-        assert [i["id"] for i in many[0].items] == expected and len(many[1].items) == 45
+        many = client.fetch_many([path, path], **parts)
+        assert [key(i) for i in many[0].items] == expected == [key(i) for i in many[1].items]
 
-    async def run_async() -> List[str]:
+    async def run_async() -> List[Any]:
         async with sheaf.AsyncClient(api.base_url) as client:
-            return [item["id"] for item in await client.fetch_all(path, **parts)]
+            return [key(item) for item in await client.fetch_all(path, **parts)]
     assert asyncio.run(run_async()) == expected
+    return expected
+
+
+def test_every_way_of_running_a_post_list_gives_each_item_once_in_order(api, tmp_path) -> None:
+    parts = {"preset": "notion", "json": NOTION_FILTER, "page_size": 40}
+    assert every_way(api, tmp_path, "/post/notion/query?n=230", parts, lambda item: item["id"]) == notion_ids(230)
     assert all(body["page_size"] == 40 for body in bodies(api))
+
+
+def test_every_way_of_running_a_nested_graphql_list_gives_each_node_whole(api, tmp_path) -> None:
+    parts = {"graphql": COMMENTED, "connection": CONNECTION, "variables": {"owner": "octo"}, "page_size": 30,
+             "nested": {"/comments": {"query": COMMENTS, "page_size": 4}}}
+    got = every_way(api, tmp_path, "/post/graphql?n=100", parts,
+                    lambda item: (item["number"], [c["id"] for c in item["comments"]["nodes"]]))
+    assert got == [(i, [f"IC_{i}_{k}" for k in range(1, comment_count(i) + 1)]) for i in range(1, 101)]
 
 
 def test_a_post_is_sent_again_only_where_the_endpoint_reads(api) -> None:
@@ -203,3 +213,53 @@ def test_a_post_list_stopped_early_resumes_exactly_and_only_with_its_own_body(ap
         with pytest.raises(sheaf.UsageError, match="another list"):
             client.fetch_all("/post/graphql?n=230", resume=first.resume_token,
                              **{**parts, "variables": {"owner": "someone-else"}})
+
+
+COMMENTED = ISSUES % "nodes { id number comments(first: 5) { totalCount pageInfo { hasNextPage endCursor } nodes { id } } }"
+COMMENTS = """query($id: ID!, $first: Int!, $after: String) {
+  node(id: $id) { ... on Issue { comments(first: $first, after: $after) { totalCount pageInfo { hasNextPage endCursor } nodes { id } } } }
+}"""
+
+
+def comment_count(number: int, most: int = 22) -> int:
+    return (number * 7) % (most + 1)
+
+
+def test_nested_connections_are_completed_exactly(api) -> None:
+    with sheaf.Client(api.base_url, concurrency=16) as client:
+        items = client.fetch_all("/post/graphql?n=230", graphql=COMMENTED, connection=CONNECTION,
+                                 variables={"owner": "octo"}, nested={"/comments": {"query": COMMENTS, "page_size": 7}})
+    assert [item["number"] for item in items] == list(range(1, 231))
+    for item in items:
+        comments = item["comments"]
+        assert [c["id"] for c in comments["nodes"]] == [f"IC_{item['number']}_{k}" for k in range(1, comment_count(item["number"]) + 1)]
+        assert comments["totalCount"] == len(comments["nodes"]) and comments["pageInfo"]["hasNextPage"] is False
+    # The fewest requests: 3 pages of issues, and for each issue with more than 5 comments,
+    # one page of 7 per 7 comments past the fifth.
+    nested = sum(-(-(comment_count(i) - 5) // 7) for i in range(1, 231) if comment_count(i) > 5)
+    sent = bodies(api)
+    assert len(sent) == 3 + nested
+    assert all(body["variables"].keys() == {"id", "after", "first"} for body in sent if "node(" in body["query"])
+
+
+def test_a_nested_connection_that_fails_fails_the_list_naming_the_node(api) -> None:
+    with sheaf.Client(api.base_url) as client:
+        with pytest.raises(sheaf.APIError) as failed:
+            client.fetch_all("/post/graphql?n=230&nested_fail=150", graphql=COMMENTED, connection=CONNECTION,
+                             nested={"/comments": COMMENTS})
+    assert 'the nested connection /comments of the node with id "I_kwDO00000150"' in str(failed.value)
+    assert "Resource not accessible by integration" in str(failed.value)
+    assert [item["number"] for item in failed.value.items] == list(range(1, len(failed.value.items) + 1))
+    assert len(failed.value.items) <= 100
+
+
+def test_the_cli_completes_nested_connections(api, tmp_path) -> None:
+    (tmp_path / "issues.graphql").write_text(COMMENTED)
+    (tmp_path / "comments.graphql").write_text(COMMENTS)
+    result = run_cli(f"{api.base_url}/post/graphql?n=120", "--graphql", str(tmp_path / "issues.graphql"),
+                     "--connection", CONNECTION, "--var", "owner=octo",
+                     "--nested", f"/comments={tmp_path / 'comments.graphql'}")
+    assert result.returncode == 0, result.stderr
+    written = lines(result.stdout)
+    assert [item["number"] for item in written] == list(range(1, 121))
+    assert all(len(item["comments"]["nodes"]) == comment_count(item["number"]) for item in written)

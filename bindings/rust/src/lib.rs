@@ -1033,9 +1033,10 @@ impl List {
     ///
     /// The connection is added to what the description pins so far: its preset, `read_only`,
     /// `until`, `since`, `split` and identity stay, and a `"graphql"` object set before keeps its
-    /// other parts (`first`, `after`, `page_size`, `allow_partial`); its paging and other signals
-    /// are the connection's. Call it after [`List::preset`] and [`List::set_description`], which
-    /// replace the description, the connection included.
+    /// other parts (`first`, `after`, `page_size`, `allow_partial`, `nested`); its paging and other
+    /// signals are the connection's. Call it after [`List::preset`] and [`List::set_description`],
+    /// which replace the description, the connection included, and before [`List::nested`], which
+    /// completes the connections inside each node that the query cuts short.
     pub fn graphql(&mut self, query: &str, variables: &str, connection: &str) -> Result<&mut Self> {
         let variables = match variables.trim() {
             "" => "{}",
@@ -1054,12 +1055,70 @@ impl List {
             ));
         }
         let printed = self.description()?;
-        let described = with_graphql(&printed, connection).ok_or_else(|| {
-            Error::usage(sys::SHEAF_E_INTERNAL, "the library printed a description that is not a JSON object")
-        })?;
+        let described =
+            with_graphql(&printed, &[("\"connection\"", json_string(connection))]).ok_or_else(not_printed)?;
         self.set_description(&described)?;
         let body = format!("{{\"query\":{},\"variables\":{variables}}}", json_string(query));
         self.body("POST", None, body.as_bytes())
+    }
+
+    /// Completes the connection at `field` inside each node of a GraphQL list, such as an issue's
+    /// comments that the list's query cuts short at `comments(first: 5)`: for each node whose
+    /// connection there says `pageInfo.hasNextPage`, the library fetches the rest with `query`,
+    /// which takes `$id` (the node's id), `$first` (100) and `$after` (the node's `endCursor`,
+    /// then the last page's), and finds the connection in its answer at `/data/node` and `field`
+    /// (GitHub's `node(id: $id) { ... on Issue { comments(first: $first, after: $after) { ... } } }`).
+    /// The node is then delivered whole: its `nodes` (or `edges`) hold all of them,
+    /// `pageInfo.hasNextPage` is false, and a `totalCount` that disagrees fails the list with
+    /// `SHEAF_E_INCOMPLETE`. Those requests share the origin's window with the list, which goes on
+    /// meanwhile and keeps its order. A nested connection that fails fails the list
+    /// (`SHEAF_E_API` for a GraphQL error), its message naming the connection and the node's id,
+    /// the items of the pages before it delivered ([`List::fetch_all_partial`]).
+    ///
+    /// It is an entry of the description's `"graphql"` `"nested"`: call it after [`List::graphql`]
+    /// (or a [`List::set_description`] with a `"graphql"` object), which keep it when called again;
+    /// a `field` given again replaces the earlier entry. [`List::nested_with`] sets the rest of an
+    /// entry (its page size, its variables' names, where the connection is in the answer).
+    pub fn nested(&mut self, field: &str, query: &str) -> Result<&mut Self> {
+        self.nested_with(&NestedConnection::new(field, query))
+    }
+
+    /// Completes a connection inside each node of a GraphQL list, as [`List::nested`] does, with
+    /// the parts of the entry that `nested` leaves to the library's defaults.
+    pub fn nested_with(&mut self, nested: &NestedConnection<'_>) -> Result<&mut Self> {
+        if nested.field.is_empty() || nested.query.is_empty() {
+            return Err(Error::usage(
+                sys::SHEAF_E_INVALID_ARGUMENT,
+                "a nested connection needs its field (the JSON pointer to it inside each node, \"/comments\") and the query that pages it",
+            ));
+        }
+        let printed = self.description()?;
+        let members = object_members(&printed).ok_or_else(not_printed)?;
+        let graphql = members
+            .iter()
+            .find(|(key, value)| *key == "\"graphql\"" && *value != "null")
+            .and_then(|(_, value)| object_members(value))
+            .filter(|graphql| graphql.iter().any(|(key, _)| *key == "\"connection\""))
+            .ok_or_else(|| {
+                Error::usage(
+                    sys::SHEAF_E_INVALID_ARGUMENT,
+                    "a nested connection goes with a GraphQL list: call List::graphql (or describe a \"graphql\" connection) first",
+                )
+            })?;
+        let field = json_string(nested.field);
+        let mut entries: Vec<String> = graphql
+            .iter()
+            .find(|(key, value)| *key == "\"nested\"" && *value != "null")
+            .map(|(_, value)| split_array(value))
+            .unwrap_or_default();
+        entries.retain(|entry| {
+            object_members(entry)
+                .map_or(true, |parts| !parts.iter().any(|(key, value)| *key == "\"field\"" && *value == field))
+        });
+        entries.push(nested.json());
+        let described =
+            with_graphql(&printed, &[("\"nested\"", format!("[{}]", entries.join(",")))]).ok_or_else(not_printed)?;
+        self.set_description(&described)
     }
 
     /// Stops after `max_items` items (0: no limit), with [`StopReason::ItemLimit`].
@@ -1294,6 +1353,60 @@ impl Iterator for ItemIter {
     }
 }
 
+/// A connection inside each node of a GraphQL list that the list's query cuts short (an issue's
+/// `comments(first: 5)` of 40), completed by a query of its own ([`List::nested_with`]): an entry
+/// of the description's `"graphql"` `"nested"` (include/sheaf/description.schema.json). `field`
+/// and `query` are required; a part left `None` is the library's default.
+///
+/// ```
+/// let query = "query($id: ID!, $first: Int!, $after: String) { node(id: $id) { ... } }";
+/// let comments = sheaf::NestedConnection { page_size: Some(50), ..sheaf::NestedConnection::new("/comments", query) };
+/// assert_eq!((comments.field, comments.connection), ("/comments", None));
+/// ```
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct NestedConnection<'a> {
+    /// The connection inside each node, a JSON pointer (`"/comments"`).
+    pub field: &'a str,
+    /// The query that pages one node's connection, taking the node's id, the page size and the
+    /// cursor.
+    pub query: &'a str,
+    /// Where the connection is in that query's answer (None: `/data/node` and `field`).
+    pub connection: Option<&'a str>,
+    /// The query's page-size variable (None: `first`).
+    pub first: Option<&'a str>,
+    /// Its cursor variable (None: `after`).
+    pub after: Option<&'a str>,
+    /// The variable the node's id is sent in, and the node's field that holds it (None: `id`).
+    pub id: Option<&'a str>,
+    /// The size sent in the page-size variable (None: 100).
+    pub page_size: Option<i64>,
+}
+
+impl<'a> NestedConnection<'a> {
+    /// The connection at `field` inside each node, paged by `query`; the rest the defaults.
+    pub fn new(field: &'a str, query: &'a str) -> Self {
+        NestedConnection { field, query, ..Default::default() }
+    }
+
+    /// The entry's JSON text.
+    fn json(&self) -> String {
+        use std::fmt::Write;
+        let mut out = format!("{{\"field\":{},\"query\":{}", json_string(self.field), json_string(self.query));
+        for (name, value) in
+            [("connection", self.connection), ("first", self.first), ("after", self.after), ("id", self.id)]
+        {
+            if let Some(value) = value {
+                let _ = write!(out, ",\"{name}\":{}", json_string(value));
+            }
+        }
+        if let Some(size) = self.page_size {
+            let _ = write!(out, ",\"page_size\":{size}");
+        }
+        out.push('}');
+        out
+    }
+}
+
 /// `text` as a JSON string literal, quotes included (`"`, `\` and control characters escaped):
 /// for writing a body or GraphQL variables without a JSON library, e.g.
 /// `format!(r#"{{"owner": {}}}"#, sheaf::json_string(owner))`.
@@ -1375,12 +1488,18 @@ fn object_members(json: &str) -> Option<Vec<(&str, &str)>> {
         .collect()
 }
 
-/// The description `printed` (sheaf_list_description's text) with `"graphql": {"connection":
-/// connection}`, over its "graphql" object's other parts: its paging, its plan and its signals but
-/// the identity left out (the connection pins them).
-fn with_graphql(printed: &str, connection: &str) -> Option<String> {
+/// The error of a description the library printed that this crate cannot read.
+fn not_printed() -> Error {
+    Error::usage(sys::SHEAF_E_INTERNAL, "the library printed a description that is not a JSON object")
+}
+
+/// The description `printed` (sheaf_list_description's text) with the members `parts` (each
+/// key's text, quotes included, and its value's text) in its "graphql" object, over that object's
+/// members of the same keys (in their place; the others after them): its paging, its plan and its
+/// signals but the identity left out (the connection pins them).
+fn with_graphql(printed: &str, parts: &[(&str, String)]) -> Option<String> {
     let mut members = Vec::new();
-    let mut graphql = vec![format!("\"connection\":{}", json_string(connection))];
+    let (mut graphql, mut replaced) = (Vec::new(), Vec::new());
     for (key, value) in object_members(printed)? {
         match key {
             "\"paging\"" | "\"plan\"" => {}
@@ -1389,16 +1508,23 @@ fn with_graphql(printed: &str, connection: &str) -> Option<String> {
                     members.push(format!("\"signals\":{{\"identity\":{identity}}}"));
                 }
             }
-            "\"graphql\"" if value != "null" => graphql.extend(
-                object_members(value)?
-                    .into_iter()
-                    .filter(|(k, _)| *k != "\"connection\"")
-                    .map(|(k, v)| format!("{k}:{v}")),
-            ),
+            "\"graphql\"" if value != "null" => {
+                for (k, v) in object_members(value)? {
+                    match parts.iter().find(|(part, _)| *part == k) {
+                        Some((_, given)) => {
+                            graphql.push(format!("{k}:{given}"));
+                            replaced.push(k);
+                        }
+                        None => graphql.push(format!("{k}:{v}")),
+                    }
+                }
+            }
             "\"graphql\"" => {}
             _ => members.push(format!("{key}:{value}")),
         }
     }
+    graphql
+        .extend(parts.iter().filter(|(key, _)| !replaced.contains(key)).map(|(key, value)| format!("{key}:{value}")));
     members.push(format!("\"graphql\":{{{}}}", graphql.join(",")));
     Some(format!("{{{}}}", members.join(",")))
 }
@@ -1642,7 +1768,7 @@ impl Drop for Request {
 
 #[cfg(test)]
 mod tests {
-    use super::{json_string, object_members, split_array, with_graphql};
+    use super::{json_string, object_members, split_array, with_graphql, NestedConnection};
 
     #[test]
     fn quotes_json_strings() {
@@ -1665,11 +1791,29 @@ mod tests {
     #[test]
     fn adds_a_graphql_connection_to_a_description() {
         let printed = r#"{"paging":{"kind":"detect"},"signals":{"items":null,"identity":{"source":"item","where":"/id"}},"plan":null,"preset":null,"graphql":{"connection":"/data/x","page_size":40}}"#;
+        let connection = |pointer: &str| [("\"connection\"", json_string(pointer))];
         assert_eq!(
-            with_graphql(printed, "/data/repository/issues").unwrap(),
+            with_graphql(printed, &connection("/data/repository/issues")).unwrap(),
             r#"{"signals":{"identity":{"source":"item","where":"/id"}},"preset":null,"graphql":{"connection":"/data/repository/issues","page_size":40}}"#
         );
-        assert_eq!(with_graphql("{}", "/data/a").unwrap(), r#"{"graphql":{"connection":"/data/a"}}"#);
+        assert_eq!(with_graphql("{}", &connection("/data/a")).unwrap(), r#"{"graphql":{"connection":"/data/a"}}"#);
+        assert_eq!(
+            with_graphql(r#"{"graphql":{"connection":"/data/a","nested":null}}"#, &[("\"nested\"", "[1]".to_string())])
+                .unwrap(),
+            r#"{"graphql":{"connection":"/data/a","nested":[1]}}"#
+        );
+        assert_eq!(
+            with_graphql(r#"{"graphql":{"connection":"/data/a","nestedness":1}}"#, &[("\"nested\"", "[]".to_string())])
+                .unwrap(),
+            r#"{"graphql":{"connection":"/data/a","nestedness":1,"nested":[]}}"#
+        );
+    }
+
+    #[test]
+    fn writes_a_nested_connection() {
+        assert_eq!(NestedConnection::new("/comments", "q\"").json(), r#"{"field":"/comments","query":"q\""}"#);
+        let full = NestedConnection { id: Some("key"), page_size: Some(50), ..NestedConnection::new("/c", "q") };
+        assert_eq!(full.json(), r#"{"field":"/c","query":"q","id":"key","page_size":50}"#);
     }
 
     #[test]

@@ -2,7 +2,7 @@
 
 mod common;
 
-use common::{client, server};
+use common::{client, number, server};
 use sheaf::StopReason;
 use std::io::{Read, Write};
 use std::sync::Mutex;
@@ -25,18 +25,6 @@ fn control(method: &str, path: &str) -> String {
     stream.read_to_string(&mut answer).unwrap();
     assert!(answer.starts_with("HTTP/1.1 200") || answer.starts_with("HTTP/1.0 200"), "{method} {path}: {answer}");
     answer.split_once("\r\n\r\n").map(|(_, body)| body.to_string()).unwrap_or_default()
-}
-
-/// The whole number after `"key":` in a JSON text.
-fn number(item: &str, key: &str) -> i64 {
-    let key = format!("\"{key}\"");
-    let start = item.find(&key).unwrap_or_else(|| panic!("no {key} in {item}")) + key.len();
-    let digits: String = item[start..]
-        .chars()
-        .skip_while(|c| *c == ':' || c.is_whitespace())
-        .take_while(|c| c.is_ascii_digit())
-        .collect();
-    digits.parse().unwrap()
 }
 
 const FILTER: &str = r#"{"filter":{"number":{"greater_than_or_equal_to":1}}}"#;
@@ -153,4 +141,125 @@ fn what_the_library_refuses_of_a_body_is_an_error() {
     assert!(error.message.contains("/graphql/connection"), "{error}");
     list.preset("notion").unwrap().body("POST", None, b"[1, 2]").unwrap();
     assert_eq!(list.fetch_all().unwrap_err().code, sheaf::sys::SHEAF_E_INVALID_ARGUMENT);
+}
+
+const COMMENTED: &str = "query($owner: String!, $name: String!, $first: Int!, $after: String) {
+  repository(owner: $owner, name: $name) {
+    issues(first: $first, after: $after) {
+      totalCount pageInfo { hasNextPage endCursor }
+      nodes { id number comments(first: 5) { totalCount pageInfo { hasNextPage endCursor } nodes { id } } }
+    }
+  }
+}";
+
+const COMMENTS: &str = "query($id: ID!, $first: Int!, $after: String) {
+  node(id: $id) { ... on Issue { comments(first: $first, after: $after) { totalCount pageInfo { hasNextPage endCursor } nodes { id } } } }
+}";
+
+/// Each issue's comments, cut short at 5 by the list's query, are completed by the nested query:
+/// every issue in order, with all (number * 7) % 23 of its comments.
+#[test]
+fn nested_connections_are_completed() {
+    let _one = one_at_a_time();
+    for page_size in [None, Some(4)] {
+        control("POST", "/_reset");
+        let mut list = client().list("post/graphql?n=120").unwrap();
+        list.graphql(COMMENTED, &variables(), "/data/repository/issues").unwrap();
+        match page_size {
+            None => list.nested("/comments", COMMENTS).unwrap(),
+            Some(size) => list
+                .nested_with(&sheaf::NestedConnection {
+                    connection: Some("/data/node/comments"),
+                    page_size: Some(size),
+                    ..sheaf::NestedConnection::new("/comments", COMMENTS)
+                })
+                .unwrap(),
+        };
+        assert!(list.description().unwrap().contains(r#""nested":[{"field":"/comments""#));
+        let items = list.fetch_all().unwrap();
+        assert_eq!(
+            items.items.iter().map(|item| number(item, "number")).collect::<Vec<_>>(),
+            (1..=120).collect::<Vec<_>>()
+        );
+        let mut completed = 0;
+        for item in &items.items {
+            let issue = number(item, "number");
+            let count = (issue * 7) % 23;
+            assert!(item.contains(&format!(r#""id":"I_kwDO{issue:08}""#)), "{item}");
+            let comments = &item[item.find("\"comments\"").unwrap()..];
+            assert_eq!(number(comments, "totalCount"), count, "{item}");
+            assert_eq!(comments.matches("\"IC_").count() as i64, count, "{item}");
+            assert!(comments.contains(r#""hasNextPage":false"#), "{item}");
+            if count > 0 {
+                let last = format!("\"IC_{issue}_{count}\"");
+                assert!(
+                    comments.contains(&last) && !comments.contains(&format!("\"IC_{issue}_{}\"", count + 1)),
+                    "{item}"
+                );
+                let last_at = comments.rfind("\"IC_").unwrap();
+                assert!(comments[last_at..].starts_with(&last), "the last comment of {item}");
+            }
+            if count > 5 {
+                completed += 1;
+            }
+        }
+        assert_eq!(items.stop_reason, StopReason::Complete);
+        // One nested query per issue with more than 5 comments (more with 4 a page), the node's id
+        // and the page size in its variables.
+        let log = control("GET", "/_post/log");
+        let nested = log.matches("node(id: $id)").count();
+        match page_size {
+            None => assert_eq!(nested, completed, "{log}"),
+            Some(_) => assert!(nested > completed, "{nested} nested queries for {completed} issues: {log}"),
+        }
+        let first = format!("{}", page_size.unwrap_or(100));
+        assert_eq!(
+            log.matches(&format!(r#"\"first\": {first}"#)).count()
+                + log.matches(&format!(r#"\"first\":{first}"#)).count(),
+            nested + if first == "100" { 2 } else { 0 },
+            "{log}"
+        );
+    }
+}
+
+/// A nested query answered with an error fails the list with SHEAF_E_API, naming the node. Issue
+/// 50 has 5 comments: the list's comments(first: 5) has them all, and no nested query is sent for
+/// it; comments(first: 2) leaves 3 to the nested query, which fails.
+#[test]
+fn a_nested_connection_that_fails_fails_the_list() {
+    let _one = one_at_a_time();
+    let mut list = client().list("post/graphql?n=120&nested_fail=50").unwrap();
+    list.graphql(COMMENTED, &variables(), "/data/repository/issues").unwrap().nested("/comments", COMMENTS).unwrap();
+    assert_eq!(list.fetch_all().unwrap().len(), 120);
+
+    let first_two = COMMENTED.replace("comments(first: 5)", "comments(first: 2)");
+    let mut list = client().list("post/graphql?n=120&nested_fail=50").unwrap();
+    list.graphql(&first_two, &variables(), "/data/repository/issues").unwrap().nested("/comments", COMMENTS).unwrap();
+    let partial = list.fetch_all_partial().unwrap_err();
+    assert_eq!(partial.error.code, sheaf::sys::SHEAF_E_API);
+    assert!(partial.error.message.contains(r#"of the node with id "I_kwDO00000050""#), "{}", partial.error);
+    assert!(partial.error.message.contains("Resource not accessible by integration"), "{}", partial.error);
+    assert_eq!(partial.items.stop_reason, StopReason::Failed);
+}
+
+/// A nested connection goes with a GraphQL list, and has its field and query; one of the same
+/// field replaces the description's; graphql() called again keeps them.
+#[test]
+fn nested_needs_a_graphql_list() {
+    let _one = one_at_a_time();
+    let mut list = client().list("post/graphql").unwrap();
+    let error = list.nested("/comments", COMMENTS).unwrap_err();
+    assert_eq!(error.code, sheaf::sys::SHEAF_E_INVALID_ARGUMENT);
+    assert!(error.message.contains("List::graphql"), "{error}");
+    assert_eq!(list.nested("", COMMENTS).unwrap_err().code, sheaf::sys::SHEAF_E_INVALID_ARGUMENT);
+    list.set_description(
+        r#"{"graphql": {"connection": "/data/x", "nested": [{"field": "/comments", "query": "old"}, {"field": "/labels", "query": "labels"}]}}"#,
+    )
+    .unwrap();
+    list.nested("/comments", COMMENTS).unwrap().graphql(COMMENTED, &variables(), "/data/repository/issues").unwrap();
+    let description = list.description().unwrap();
+    assert!(!description.contains(r#""query":"old""#), "{description}");
+    assert!(description.contains(r#""field":"/labels""#), "{description}");
+    assert_eq!(description.matches(r#""field":"/comments""#).count(), 1, "{description}");
+    assert!(description.contains(r#""connection":"/data/repository/issues""#), "{description}");
 }

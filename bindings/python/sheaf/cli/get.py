@@ -78,8 +78,8 @@ def _body_options(parser: argparse.ArgumentParser, args: argparse.Namespace) -> 
         options["content_type"] = args.content_type
     if (args.graphql is None) != (args.connection is None):
         parser.error("--graphql and --connection go together: the query and where its connection is in the answer")
-    if (args.var or args.allow_partial) and args.graphql is None:
-        parser.error("--var and --allow-partial go with --graphql")
+    if (args.var or args.allow_partial or args.nested) and args.graphql is None:
+        parser.error("--var, --nested and --allow-partial go with --graphql")
     if args.graphql is not None:
         try:
             options["graphql"] = sys.stdin.read() if args.graphql == "-" else open(args.graphql, encoding="utf-8").read()
@@ -96,6 +96,17 @@ def _body_options(parser: argparse.ArgumentParser, args: argparse.Namespace) -> 
             except ValueError:
                 variables[name] = text
         options["variables"] = variables
+        nested = {}
+        for pair in args.nested:
+            pointer, found, path = pair.partition("=")
+            if not found or not pointer.startswith("/") or not path:
+                parser.error(f"--nested expects PTR=FILE, the connection inside each node and its query (/comments=comments.graphql), not {pair!r}")
+            try:
+                nested[pointer] = open(path, encoding="utf-8").read()
+            except OSError as e:
+                parser.error(f"--nested: cannot read {path}: {e.strerror or e}")
+        if nested:
+            options["nested"] = nested
     return options
 
 

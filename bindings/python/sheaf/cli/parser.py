@@ -150,6 +150,11 @@ lists behind a POST, and GraphQL connections:
     sheaf get https://api.github.com/graphql --graphql issues.graphql \\
         --connection /data/repository/issues --var owner=octo --var name=repo --page-size 100
 
+  A connection inside each node that has more pages than the query asks for (comments(first: 5)
+  of an issue with 40) is completed with --nested /comments=comments.graphql, a query taking
+  $id, $first and $after (node(id: $id) { ... on Issue { comments(...) } }): each node is written
+  whole, all totalCount of its comments in it; those requests share the window with the list.
+
 many lists (one job):
   Several URLs, or --urls FILE, fetch several lists together on one client: they share one
   window per origin (300 lists send what one list would), and every list's items are written
@@ -405,6 +410,9 @@ def build_parser() -> argparse.ArgumentParser:
     post.add_argument("--connection", metavar="PTR", help="the connection in the answer (/data/repository/issues)")
     post.add_argument("--var", metavar="NAME=VALUE", action="append", default=[],
                       help="a variable of the query (repeatable; VALUE is JSON if it parses, else a string)")
+    post.add_argument("--nested", metavar="PTR=FILE", action="append", default=[],
+                      help="complete the connection PTR inside each node (/comments) with the query in FILE, "
+                           "which takes $id, $first and $after (repeatable)")
     post.add_argument("--allow-partial", action="store_true", default=None,
                       help="read an answer with both data and errors instead of failing")
 

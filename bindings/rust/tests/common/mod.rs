@@ -71,20 +71,21 @@ pub fn client() -> sheaf::Client {
     sheaf::Client::new(&server().url()).expect("a client")
 }
 
-/// Item i of every list of the server, as the server writes it: {"id":i,"name":"item-i"}.
+/// The whole number after `"key":` in a JSON text.
+pub fn number(item: &str, key: &str) -> i64 {
+    let key = format!("\"{key}\"");
+    let start = item.find(&key).unwrap_or_else(|| panic!("no {key} in {item}")) + key.len();
+    let digits: String = item[start..]
+        .chars()
+        .skip_while(|c| *c == ':' || c.is_whitespace())
+        .take_while(|c| c.is_ascii_digit())
+        .collect();
+    digits.parse().unwrap()
+}
+
+/// The ids of items as the server writes them ({"id":i,"name":"item-i"}).
 pub fn ids(items: &[String]) -> Vec<i64> {
-    items
-        .iter()
-        .map(|item| {
-            let start = item.find("\"id\"").unwrap_or_else(|| panic!("no id in {item}")) + 4;
-            let digits: String = item[start..]
-                .chars()
-                .skip_while(|c| *c == ':' || c.is_whitespace())
-                .take_while(|c| c.is_ascii_digit())
-                .collect();
-            digits.parse().unwrap()
-        })
-        .collect()
+    items.iter().map(|item| number(item, "id")).collect()
 }
 
 pub fn expected_items(n: i64) -> Vec<String> {
