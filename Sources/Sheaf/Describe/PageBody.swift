@@ -229,32 +229,3 @@ package struct PageBody: Sendable {
         }
     }
 }
-
-extension JSONValue {
-    /// This value with `value` at `tokens` (objects made on the way, a member replaced in
-    /// place); nil where a value on the way is not an object.
-    func setting(_ value: JSONValue, at tokens: ArraySlice<String>) -> JSONValue? {
-        guard let token = tokens.first else { return value }
-        guard case .object(var members) = self else { return nil }
-        if let at = members.firstIndex(where: { $0.name == token }) {
-            guard let inner = members[at].value.setting(value, at: tokens.dropFirst()) else { return nil }
-            members[at].value = inner
-        } else {
-            guard let inner = JSONValue.object([]).setting(value, at: tokens.dropFirst()) else { return nil }
-            members.append((token, inner))
-        }
-        return .object(members)
-    }
-
-    /// The value as compact JSON text.
-    var text: String {
-        switch self {
-        case .null: "null"
-        case .bool(let flag): flag ? "true" : "false"
-        case .number(let digits): digits
-        case .string(let string): JSONText.quote(string)
-        case .array(let elements): "[" + elements.map(\.text).joined(separator: ",") + "]"
-        case .object(let members): "{" + members.map { JSONText.quote($0.name) + ":" + $0.value.text }.joined(separator: ",") + "}"
-        }
-    }
-}

@@ -56,20 +56,3 @@ struct GraphQLAnswer {
                           hint: hasData ? "the answer also has data; allow_partial reads it" : nil)
     }
 }
-
-extension JSONValue {
-    subscript(name: String) -> JSONValue? {
-        guard case .object(let members) = self else { return nil }
-        return members.first { $0.name == name }?.value
-    }
-
-    var string: String? {
-        if case .string(let text) = self { return text }
-        return nil
-    }
-
-    var double: Double? {
-        if case .number(let digits) = self { return Double(digits) }
-        return nil
-    }
-}

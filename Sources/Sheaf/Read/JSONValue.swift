@@ -86,3 +86,59 @@ package enum JSONValue: Sendable, Equatable {
         }
     }
 }
+
+/// Reading and writing a tree: a member, a path of members, a value set at a path, the text.
+extension JSONValue {
+    /// `bytes` parsed; nil when they are not one JSON value.
+    static func parsing(_ bytes: [UInt8]) -> JSONValue? {
+        try? JSONValue(parsing: bytes)
+    }
+
+    /// The member `name` of an object; nil for another value or a name it does not have.
+    subscript(name: String) -> JSONValue? {
+        guard case .object(let members) = self else { return nil }
+        return members.first { $0.name == name }?.value
+    }
+
+    /// The value at `tokens` (object members only).
+    func at(_ tokens: [String]) -> JSONValue? {
+        tokens.reduce(Optional(self)) { value, token in value?[token] }
+    }
+
+    var string: String? {
+        if case .string(let text) = self { return text }
+        return nil
+    }
+
+    var double: Double? {
+        if case .number(let digits) = self { return Double(digits) }
+        return nil
+    }
+
+    /// This value with `value` at `tokens` (objects made on the way, a member replaced in
+    /// place); nil where a value on the way is not an object.
+    func setting(_ value: JSONValue, at tokens: ArraySlice<String>) -> JSONValue? {
+        guard let token = tokens.first else { return value }
+        guard case .object(var members) = self else { return nil }
+        if let at = members.firstIndex(where: { $0.name == token }) {
+            guard let inner = members[at].value.setting(value, at: tokens.dropFirst()) else { return nil }
+            members[at].value = inner
+        } else {
+            guard let inner = JSONValue.object([]).setting(value, at: tokens.dropFirst()) else { return nil }
+            members.append((token, inner))
+        }
+        return .object(members)
+    }
+
+    /// The value as compact JSON text.
+    var text: String {
+        switch self {
+        case .null: "null"
+        case .bool(let flag): flag ? "true" : "false"
+        case .number(let digits): digits
+        case .string(let string): JSONText.quote(string)
+        case .array(let elements): "[" + elements.map(\.text).joined(separator: ",") + "]"
+        case .object(let members): "{" + members.map { JSONText.quote($0.name) + ":" + $0.value.text }.joined(separator: ",") + "}"
+        }
+    }
+}

@@ -211,15 +211,3 @@ final class NestedCompletion: Sendable {
         return whole
     }
 }
-
-extension JSONValue {
-    /// `bytes` parsed; nil when they are not one JSON value.
-    static func parsing(_ bytes: [UInt8]) -> JSONValue? {
-        try? JSONValue(parsing: bytes)
-    }
-
-    /// The value at `tokens` (object members only).
-    func at(_ tokens: [String]) -> JSONValue? {
-        tokens.reduce(Optional(self)) { value, token in value?[token] }
-    }
-}

@@ -1431,24 +1431,41 @@ pub fn json_string(text: &str) -> String {
     out
 }
 
+/// Where a byte of valid JSON text is: inside a string or not (the scanners below share it).
+#[derive(Default)]
+struct Strings {
+    inside: bool,
+    escaped: bool,
+}
+
+impl Strings {
+    /// Whether `b` is structure: outside every string (a string's opening quote included).
+    fn structural(&mut self, b: u8) -> bool {
+        if self.inside {
+            match b {
+                _ if self.escaped => self.escaped = false,
+                b'\\' => self.escaped = true,
+                b'"' => self.inside = false,
+                _ => {}
+            }
+            return false;
+        }
+        self.inside = b == b'"';
+        true
+    }
+}
+
 /// The members of a JSON object's text (valid JSON, as the library prints it): each key's text,
 /// quotes included, and its value's text. None when it is not an object.
 fn object_members(json: &str) -> Option<Vec<(&str, &str)>> {
     let inner = json.trim().strip_prefix('{')?.strip_suffix('}')?;
     let mut pieces = Vec::new();
-    let (mut depth, mut in_string, mut escaped, mut start) = (0usize, false, false, 0usize);
+    let (mut depth, mut strings, mut start) = (0usize, Strings::default(), 0usize);
     for (i, &b) in inner.as_bytes().iter().enumerate() {
-        if in_string {
-            match b {
-                _ if escaped => escaped = false,
-                b'\\' => escaped = true,
-                b'"' => in_string = false,
-                _ => {}
-            }
+        if !strings.structural(b) {
             continue;
         }
         match b {
-            b'"' => in_string = true,
             b'[' | b'{' => depth += 1,
             b']' | b'}' => depth = depth.checked_sub(1)?,
             b',' if depth == 0 => {
@@ -1458,7 +1475,7 @@ fn object_members(json: &str) -> Option<Vec<(&str, &str)>> {
             _ => {}
         }
     }
-    if in_string || depth != 0 {
+    if strings.inside || depth != 0 {
         return None;
     }
     if !inner.trim().is_empty() {
@@ -1533,20 +1550,13 @@ fn with_graphql(printed: &str, parts: &[(&str, String)]) -> Option<String> {
 fn split_array(json: &str) -> Vec<String> {
     let bytes = json.as_bytes();
     let mut items = Vec::new();
-    let (mut depth, mut in_string, mut escaped, mut start) = (0usize, false, false, None::<usize>);
+    let (mut depth, mut strings, mut start) = (0usize, Strings::default(), None::<usize>);
     for (i, &b) in bytes.iter().enumerate() {
-        if in_string {
-            match b {
-                _ if escaped => escaped = false,
-                b'\\' => escaped = true,
-                b'"' => in_string = false,
-                _ => {}
-            }
+        if !strings.structural(b) {
             continue;
         }
         match b {
             b'"' => {
-                in_string = true;
                 if depth == 1 && start.is_none() {
                     start = Some(i);
                 }
