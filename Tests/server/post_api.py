@@ -21,6 +21,7 @@ Query parameters (of the URL, not the body):
                    names comments gets each issue's comments(first: F) connection (F from the
                    query's text, default 5): totalCount, pageInfo, nodes (or edges)
   nested_fail=I    GraphQL: the node(id:) query for issue I answers an error
+  ignore_cursor=1  also the node(id:) query's after is ignored
 
 A query with node(id: $id) is the nested one: {"data": {"node": {"comments": {...}}}} for the
 issue whose id is variables.id, paged by variables.first and variables.after.
@@ -201,7 +202,7 @@ def _nested(handler, q, query: str, variables: dict) -> None:
             "type": "MISSING_PAGINATION_BOUNDARIES", "path": ["node", "comments"],
             "message": "You must provide a `first` or `last` value to properly paginate the `comments` connection."}]})
     after = 0
-    if variables.get("after") is not None:
+    if variables.get("after") is not None and not q.flag("ignore_cursor"):
         try:
             text = base64.b64decode(variables["after"], validate=True).decode()
             prefix = f"comment:{number}:"

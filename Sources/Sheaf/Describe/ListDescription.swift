@@ -214,6 +214,9 @@ extension ListDescription {
         if syncField?.tokens.isEmpty == true {
             throw SheafError(.invalidArgument, "a sync field is a JSON pointer to a field inside each item, not the item itself")
         }
+        if split != nil, graphQL?.nested.isEmpty == false {
+            throw SheafError(.invalidArgument, "a list read in pieces of its range filter does not complete nested connections; split it or complete them, not both")
+        }
         let cursor = source(of: .cursor)
         switch paging {
         case .cursor:

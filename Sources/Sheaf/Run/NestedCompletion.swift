@@ -183,11 +183,19 @@ final class NestedCompletion: Sendable {
     }
 
     /// `node` with `rest` after the nodes (or edges) its connection holds, and no next page;
-    /// refused where the connection's totalCount says otherwise.
+    /// refused where the connection's totalCount says otherwise, or where `rest` repeats a node
+    /// it held (by the nested connection's id field: a server that ignores the cursor variable
+    /// serves the first nodes again).
     private func whole(_ node: JSONValue?, _ connection: NestedConnection, with rest: [JSONValue]) throws(SheafError) -> JSONValue? {
         guard let node, var held = node.at(connection.field.tokens) else { return node }
         let edges = held["nodes"] == nil && held["edges"] != nil
         guard case .array(let first)? = held[edges ? "edges" : "nodes"] else { return node }
+        let heldIDs = Set(first.compactMap { (edges ? $0["node"] : $0)?[connection.id]?.text })
+        if let repeated = rest.first(where: { $0[connection.id].map { heldIDs.contains($0.text) } ?? false }) {
+            throw SheafError(.repeatedPage, "the nested connection \(connection.field) of the node with \(connection.id) "
+                             + "\(node[connection.id]?.text ?? "?") repeats the node \(repeated[connection.id]!.text) it held: the server "
+                             + "ignores the cursor variable \(connection.after), or the query does not send it")
+        }
         let all = first + (edges ? rest.map { JSONValue.object([("node", $0)]) } : rest)
         if case .number(let digits)? = held["totalCount"], let total = Int(digits), total != all.count {
             throw SheafError(.incomplete, "the nested connection \(connection.field) of the node with \(connection.id) \(node[connection.id]?.text ?? "?") "

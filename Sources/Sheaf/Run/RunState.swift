@@ -411,7 +411,7 @@ struct RunState {
                     continue
                 }
                 guard ending == nil else { continue }
-                if page?.index == index, page?.completes == true {
+                if case .accept = action, page?.index == index, page?.completes == true {
                     completing[index] = (content.url, (planner.continuation(after: index, content), 0))
                     continue
                 }

@@ -354,6 +354,16 @@ final class NestedConnectionTests: XCTestCase {
         XCTAssertEqual(numbers(json), Array(1...10))
     }
 
+    /// A list read in pieces cannot hold its pages back for their nodes: refused at its start.
+    func testNestedConnectionsAreRefusedInASplitList() throws {
+        var description = nestedList()
+        description.split = RangeFilter(field: JSONPointer("/number")!, lower: .init(parameter: "body:/variables/min", inclusive: true),
+                                        upper: .init(parameter: "body:/variables/max", inclusive: false), kind: .integer)
+        XCTAssertThrowsError(try scriptedClient(ScriptedTransport()).makeList(description)) { error in
+            XCTAssertEqual((error as? SheafError)?.code, .invalidArgument)
+        }
+    }
+
     /// A node whose connection comes back short of its totalCount fails the list.
     func testANestedConnectionShortOfItsTotalIsIncomplete() throws {
         let transport = ScriptedTransport()

@@ -263,3 +263,10 @@ def test_the_cli_completes_nested_connections(api, tmp_path) -> None:
     written = lines(result.stdout)
     assert [item["number"] for item in written] == list(range(1, 121))
     assert all(len(item["comments"]["nodes"]) == comment_count(item["number"]) for item in written)
+
+
+def test_a_server_that_ignores_the_nested_cursor_never_ends_ok(api) -> None:
+    with sheaf.Client(api.base_url) as client:
+        with pytest.raises(sheaf.PolicyError, match="repeats the node .* it held: the server ignores the cursor variable after"):
+            client.fetch_all("/post/graphql?n=120&ignore_cursor=1", graphql=COMMENTED, connection=CONNECTION,
+                             nested={"/comments": COMMENTS}, max_pages=1)
