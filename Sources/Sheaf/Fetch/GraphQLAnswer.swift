@@ -12,6 +12,8 @@ struct GraphQLAnswer {
 
     /// The errors of `body`; nil when it has none (or is not JSON: the page reader says so).
     init?(_ body: [UInt8]) {
+        // Most pages have none: a byte search, not a second scan of every page the reader scans.
+        guard body.firstRange(of: Self.errorsKey) != nil else { return nil }
         var targets = [JSONScanner.Target(pointer: JSONPointer(tokens: ["errors"]), collectsElements: true),
                        JSONScanner.Target(pointer: JSONPointer(tokens: ["data"]), collectsElements: false),
                        JSONScanner.Target(pointer: JSONPointer(tokens: ["extensions", "cost"]), collectsElements: false)]
@@ -36,6 +38,8 @@ struct GraphQLAnswer {
         rateLimited = codes.contains { $0 == "RATE_LIMITED" || $0 == "THROTTLED" }
         throttleWait = Self.throttleWait(found.cost)
     }
+
+    private static let errorsKey = Array("\"errors\"".utf8)
 
     /// ceil((requested − available) / restoreRate) seconds, from Shopify's cost extension.
     private static func throttleWait(_ cost: JSONValue?) -> Int? {

@@ -49,13 +49,10 @@ public final class ListRun: Sendable {
     let fingerprint: UInt64
     /// Where this run starts.
     let startPoint: ResumePoint
-    /// How each page is asked for (`RunStart.pageTemplate`), and completed where its nodes'
-    /// connections have more pages (`GraphQLConnection.nested`).
-    private let pageTemplate: FetchTemplate
-    private let nested: NestedCompletion?
-    /// The URL of the list's first page (a partition's: its range's first), before a `since`
-    /// parameter, with no credential or secret query value: the list as messages and a sync
-    /// state name it (`sheaf_list_url`).
+    /// How each page is asked for, and completed where its nodes' connections have more pages.
+    private let pageTemplate: FetchTemplate, nested: NestedCompletion?
+    /// The first page's URL (a partition's: its range's first), before a `since` parameter, with no
+    /// credential or secret value: the list as messages, a sync state and `sheaf_list_url` name it.
     package let url: String
     let state: Locked<Core>
     private let delivery = DispatchQueue(label: "sheaf.list.snapshots")
@@ -122,8 +119,7 @@ public final class ListRun: Sendable {
         url = start.url
         fingerprint = start.fingerprint
         startPoint = start.point
-        pageTemplate = start.pageTemplate
-        nested = NestedCompletion(client: client, description: start.description)
+        (pageTemplate, nested) = (start.pageTemplate, NestedCompletion(client: client, description: start.description))
         pace = start.pace
         requests = RequestCounters(budget: start.description.maxRequests)
         self.groupShare = groupShare
@@ -303,8 +299,7 @@ public final class ListRun: Sendable {
         later.run()
     }
 
-    /// Runs `body` for a fetch that ended: on the global pool when it brought an answer (reading
-    /// a page is CPU work, not the transport's), at once otherwise.
+    /// Runs `body` for a fetch that ended: on the global pool with an answer (reading one is CPU work).
     private func offTheTransportThread(for end: FetchEnd, _ body: @escaping @Sendable () -> Void) {
         if case .fetched = end { DispatchQueue.global().async(execute: body) } else { body() }
     }
@@ -331,10 +326,10 @@ public final class ListRun: Sendable {
         } catch {
             return feed(&later) { $0.failed(index, serial: serial, error, $1) }
         }
-        let needs = nested?.needs(arrived.page) ?? []
-        arrived.completing = !needs.isEmpty
+        let completion = nested?.completion(of: arrived.page) { [self] page in feedNow { $0.completed(index, page, $1) } }
+        arrived.completing = completion != nil
         feed(&later) { $0.arrived(arrived, $1) }
-        if !needs.isEmpty { nested!.complete(arrived.page, needs) { [self] page in feedNow { $0.completed(index, page, $1) } } }
+        completion?() // after the page is handed in: its completion may end at once
     }
 
     /// Ends the run with `error`; `silencing`, no snapshot is delivered any more (a deadline

@@ -40,8 +40,15 @@ final class NestedCompletion: Sendable {
         pace = client.pace(for: (try? client.firstURL(of: description)) ?? client.baseURL)
     }
 
+    /// The completion of `page`'s nodes, to start once the page is handed in (`done` is called
+    /// once, with the page whole or the first failure); nil when no node has more.
+    func completion(of page: Page, _ done: @escaping @Sendable (Result<Page, SheafError>) -> Void) -> (() -> Void)? {
+        let needs = needs(page)
+        return needs.isEmpty ? nil : { self.complete(page, needs, done) }
+    }
+
     /// The connections of `page`'s nodes that have more pages.
-    func needs(_ page: Page) -> [Need] {
+    private func needs(_ page: Page) -> [Need] {
         let flags = nested.map { JSONPointer(tokens: $0.field.tokens + ["pageInfo", "hasNextPage"]) }
         return page.body.withUnsafeBufferPointer { buffer in
             let scanner = JSONScanner(buffer)
@@ -56,7 +63,7 @@ final class NestedCompletion: Sendable {
     }
 
     /// Fetches what `needs` lack and calls `done` once with the page whole, or the first failure.
-    func complete(_ page: Page, _ needs: [Need], _ done: @escaping @Sendable (Result<Page, SheafError>) -> Void) {
+    private func complete(_ page: Page, _ needs: [Need], _ done: @escaping @Sendable (Result<Page, SheafError>) -> Void) {
         // Only the nodes completed are parsed and written out again; the others keep their bytes.
         let completed = Set(needs.map(\.item))
         let items = page.items.indices.map { completed.contains($0) ? JSONValue.parsing(Array(page.body[page.items[$0]])) : nil }
