@@ -437,3 +437,28 @@ public func sheaf_list_set_transport(_ list: OpaquePointer?, _ transport: sheaf_
     }
 }
 
+
+@c @implementation
+public func sheaf_list_poll(_ list: OpaquePointer?, _ offset: UnsafePointer<CChar>?, _ through: UnsafePointer<CChar>?,
+                            _ format: sheaf_format, _ outItems: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?, _ outLength: UnsafeMutablePointer<Int>?,
+                            _ outOffset: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> sheaf_result {
+    outItems?.pointee = nil
+    outLength?.pointee = 0
+    outOffset?.pointee = nil
+    guard !CallbackContext.isInsideCallback else { return failure(SheafError.blockingCallInsideCallback, on: ListHandle.from(list)) }
+    return withList(list) { (handle) throws(SheafError) in
+        guard let outItems, let outOffset else { throw SheafError(.invalidArgument, "out_items and out_offset must not be NULL") }
+        func read(_ text: UnsafePointer<CChar>?, _ name: String) throws(SheafError) -> (list: String?, state: SyncState)? {
+            guard let text else { return nil }
+            return try SyncState.offset(json: Array(try CString.required(text, name).utf8))
+        }
+        guard let format = ItemFormat(rawValue: Int(format.rawValue)) else {
+            throw SheafError(.invalidArgument, "unknown output format \(format.rawValue)")
+        }
+        let (from, to) = (try read(offset, "the offset"), try read(through, "the end (through)"))
+        let (client, description, _) = try handle.session.prototype(client: handle.makeClient)
+        let poll = try client.poll(description, after: from, through: to, format: format)
+        handOver(poll.output, outItems, outLength)
+        handOver(poll.offsetJSON, outOffset, nil)
+    }
+}

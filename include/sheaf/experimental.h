@@ -42,6 +42,53 @@ extern "C" {
  */
 SHEAF_API sheaf_result sheaf_list_partitions(sheaf_list *list, int64_t n, char **out_json, size_t *out_length);
 
+/* ---- Polling a list: what is new since an offset ----------------------------------------- */
+
+/**
+ * One poll of a list that syncs (its description has "until", a newest-first list's bound, or
+ * "since", a server-side filter; and an identity signal): fetches the items that are new since
+ * `offset` and hands them over with the offset after them. Call it again with that offset, every
+ * few seconds, and each item of the list is delivered once: the offset is the greatest value of
+ * the sync field delivered with the identities of the items at that value ("seen"), so an item
+ * added later in the same second as the last one delivered is new, and one seen is not delivered
+ * again (a bound goes past the seen items at its value; a since filter, which must include its
+ * value, as created[gte] or GitHub's since do, leaves them out, and leaves out what lies below
+ * its value when a server ignores the filter).
+ *
+ * `list` is a template: it is never started by this call (SHEAF_E_STATE once it was started),
+ * and each call runs a new run of its path, query, headers and description on its client, so
+ * one list is polled again and again. Blocks until the poll has ended; SHEAF_E_REENTRANT from a
+ * callback. A poll that finds nothing new costs one request (page one; revalidated when the
+ * client has a cache, sheaf_client_set_cache).
+ *
+ * `offset`: NULL for the first poll (from the description's own "until" or "since" value: the
+ * whole list when it names none), else an offset a poll of this list gave (copied; UTF-8,
+ * NUL-terminated). `through`: NULL, or an offset a later poll gave: the items after it are left
+ * out, so that the range from `offset` through `through` is read again as it was delivered (a
+ * stream's batch replayed after a crash; items the server dropped meanwhile are not in it).
+ * An offset is JSON, {"list": the list's redacted URL, "field": the JSON pointer, "value": the
+ * greatest value delivered (null: none yet), "seen": [identities at it]}: the "sync_state" that
+ * sheaf_list_description prints; it holds no credential, and can be stored as it is.
+ *
+ * On SHEAF_OK, *out_items holds the new items in the list's order (newest first for a bound),
+ * written in `format` as sheaf_list_start_write writes them (SHEAF_FORMAT_JSON: a JSON array;
+ * SHEAF_FORMAT_JSON_LINES: a line per item, nothing for none), *out_length its length, and
+ * *out_offset the offset to poll from next (NUL-terminated); both are the caller's, freed with
+ * sheaf_free (*out_items is NUL-terminated too). On failure both are NULL and
+ * nothing is delivered: poll again from the same offset (a transient failure was already retried
+ * by the client's retry policy; a spent rate limit is SHEAF_E_RATE_LIMITED, whose message says
+ * when it resets). SHEAF_E_INVALID_ARGUMENT for a NULL list or out pointer, an unknown format, an offset that is not
+ * one (the message names the field), an offset of another field or another list (its "list" is
+ * not this list's URL), a description that does not sync or has no identity signal, or an item
+ * limit or a page or request budget (a poll cut short would leave a gap); sheaf_list_error says
+ * why.
+ *
+ * Experimental: added after 1.0.0 and used by one binding (Python's Client.watch and the sheaf
+ * watch command).
+ */
+SHEAF_API sheaf_result sheaf_list_poll(sheaf_list *list, const char *offset, const char *through, sheaf_format format,
+                                       char **out_items, size_t *out_length, char **out_offset);
+
 /* ---- Deltas a 64-bit decoder reads as they are ------------------------------------------ */
 
 /**

@@ -23,10 +23,13 @@ struct Assembler {
     /// Whether a delta carries its items (`json`, `itemEnds`); without a snapshot consumer
     /// (fetch-all) only its counts are read, and the items are copied once, into the prefix.
     let deltasCarryItems: Bool
-    /// The first item at or below this value ends the list (`ListDescription.until`): it and
-    /// everything after it are left out.
-    let bound: SyncValue?
-    /// Whether items carry a sync value whose greatest is recorded (`greatestSyncValue`).
+    /// What items are held against below (`ListDescription.syncFloor`): the first item below a
+    /// bound (at it, unless the bound names what it saw) ends the list; it and everything after it
+    /// are left out.
+    let floor: SyncFloor?
+    /// The upper end of a poll's range: items past it are left out.
+    let ceiling: SyncCeiling?
+    /// Whether items carry a sync value whose greatest is recorded (`greatest`).
     let recordsSync: Bool
 
     private var pending: [Int: Page] = [:]
@@ -66,8 +69,8 @@ struct Assembler {
     private(set) var cut: (index: Int, consumed: Int)?
     /// Whether an item at or below `bound` was reached (nothing from it on is added).
     private(set) var reachedBound = false
-    /// The greatest sync value among the items added so far.
-    private(set) var greatestSyncValue: SyncValue?
+    /// The greatest sync value among the items added so far, and the identities at it.
+    private(set) var greatest: SyncMark?
     /// A page whose items repeat the page before it byte for byte (a server that ignores the
     /// page parameter serves page one again and again); nothing from it or after it is added.
     private(set) var repeatedPage: Int?
@@ -75,9 +78,10 @@ struct Assembler {
     private var lastPage: (index: Int, page: Page)?
 
     init(keepsItems: Bool, maxItems: Int?, deduplicates: Bool, skipsOnFirstPage: Int = 0, deltaPerPage: Bool = false,
-         deltasCarryItems: Bool = true, bound: SyncValue? = nil, recordsSync: Bool = false) {
-        self.bound = bound
-        self.recordsSync = recordsSync || bound != nil
+         deltasCarryItems: Bool = true, floor: SyncFloor? = nil, ceiling: SyncCeiling? = nil, recordsSync: Bool = false) {
+        self.floor = floor
+        self.ceiling = ceiling
+        self.recordsSync = recordsSync || floor != nil || ceiling != nil
         self.keepsItems = keepsItems
         self.deltasCarryItems = deltasCarryItems
         self.deltaPerPage = deltaPerPage
@@ -103,7 +107,7 @@ struct Assembler {
         func close() {
             if deltasCarryItems { json.append(UInt8(ascii: "]")) }
             deltas.append(SnapshotDelta(json: json, items: added, totalItems: itemCount, pages: pageCount, prefixBytes: prefixCount,
-                                        itemEnds: ends, greatestSyncValue: greatestSyncValue))
+                                        itemEnds: ends, greatest: greatest))
             deltaLastPages.append(lastIndex)
             json = opening
             ends = []
@@ -188,12 +192,19 @@ struct Assembler {
                 break
             }
             let syncValue = recordsSync && position < page.syncValues.count ? page.syncValues[position] : nil
-            if let bound, let syncValue, syncValue <= bound {
-                // A newest-first list reached what an earlier run saw: the rest is older still.
-                reachedBound = true
-                break
+            let identity = page.identities.isEmpty ? nil : page.identities[position]
+            if let syncValue {
+                switch floor?.verdict(syncValue, identity) ?? .deliver {
+                case .stop:
+                    // A newest-first list reached what an earlier run saw: the rest is older still.
+                    reachedBound = true
+                case .skip: continue
+                case .deliver: break
+                }
+                if reachedBound { break }
+                if let ceiling, !ceiling.holds(syncValue, identity) { continue }
             }
-            if deduplicates, let identity = page.identities[position] {
+            if deduplicates, let identity {
                 guard seen.insert(identity).inserted else { continue }
                 if !keepsItems { remember(identity) }
             }
@@ -209,7 +220,12 @@ struct Assembler {
             if deltasCarryItems { ends.append(runStart + range.upperBound - run!.lowerBound) }
             itemCount += 1
             added += 1
-            if let syncValue, greatestSyncValue.map({ $0 < syncValue }) ?? true { greatestSyncValue = syncValue }
+            if let syncValue {
+                if greatest == nil {
+                    greatest = SyncMark(value: syncValue, seen: page.identities.isEmpty ? nil : [])
+                }
+                greatest!.take(syncValue, identity)
+            }
         }
         copyRun()
         keep(kept, of: page)
@@ -296,7 +312,7 @@ public struct SnapshotDelta: Sendable {
     var prefixBytes: Int
     /// Where each item ends in `json` (the next one starts after a comma).
     package var itemEnds: [Int] = []
-    /// The greatest sync value among the items of the prefix through this delta (see
-    /// `ListDescription.until` and `.since`).
-    var greatestSyncValue: SyncValue? = nil
+    /// The greatest sync value among the items of the prefix through this delta, and the
+    /// identities at it (see `ListDescription.until` and `.since`).
+    var greatest: SyncMark? = nil
 }

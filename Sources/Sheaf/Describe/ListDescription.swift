@@ -32,6 +32,10 @@ public struct ListDescription: Sendable {
     public var until: SyncBound? = nil
     /// Ask the server only for items since a stored value, and record the greatest delivered.
     public var since: SinceFilter? = nil
+    /// The upper end of a poll (what a later run got to): items of the sync field above its value,
+    /// or at it and not in its `seen`, are left out, so that a range read again is the same range
+    /// (a stream's batch replayed after a crash). Not part of the JSON form.
+    public var through: SyncState? = nil
     /// The range filter a cursor list takes on the field its items are ordered by: with it, the
     /// list is read as pieces of that range walked side by side (see `RangeFilter`).
     public var split: RangeFilter? = nil
@@ -210,6 +214,13 @@ extension ListDescription {
         }
         if let since, since.parameter.isEmpty {
             throw SheafError(.invalidArgument, "the since filter needs the name of its query parameter")
+        }
+        if source(of: .identity) == .none, let named = until?.seen != nil ? "until" : since?.seen != nil ? "since" : nil {
+            throw SheafError(.invalidArgument, "the description's /\(named)/seen names items by their identity: describe it "
+                             + "(\"signals\": {\"identity\": {\"source\": \"item\", \"where\": \"/id\"}})")
+        }
+        if through != nil, syncField == nil {
+            throw SheafError(.invalidArgument, "a poll's end (through) is a value of the list's sync field: describe until or since")
         }
         if syncField?.tokens.isEmpty == true {
             throw SheafError(.invalidArgument, "a sync field is a JSON pointer to a field inside each item, not the item itself")

@@ -83,6 +83,6 @@ extension ListRun {
 
     /// What a list that syncs got to through `snapshot`, one of this run's (nil: none).
     package func syncState(through snapshot: Snapshot?) -> SyncState? {
-        description.syncState(greatest: snapshot?.delta.greatestSyncValue)
+        description.syncState(greatest: snapshot?.delta.greatest)
     }
 }

@@ -124,7 +124,7 @@ struct RunStart {
         let assembler = Assembler(keepsItems: keepsItems, maxItems: description.maxItems,
                                   deduplicates: description.source(of: .identity) != .none, skipsOnFirstPage: start.skip,
                                   deltaPerPage: pageGate != nil, deltasCarryItems: deliversItems,
-                                  bound: description.until?.value, recordsSync: description.syncField != nil)
+                                  floor: description.syncFloor, ceiling: description.syncCeiling, recordsSync: description.syncField != nil)
         let facts = RunState.Facts(partitionEnd: partitionEnd, consumerWindow: configuration.window,
                                    maxBodyBytes: configuration.maxBodyBytes, syncs: description.syncField != nil,
                                    leads: leads, windowShare: windowShare, firstURL: start.url ?? firstURL,

@@ -564,7 +564,7 @@ struct RunState {
         }
         let splitPlan = description.split == nil ? nil
             : planner.split?.summary ?? planner.unsplitReason.map { "walked as one piece: \($0)" }
-        let sync = description.syncState(greatest: snapshot?.delta.greatestSyncValue).map { (list: url, state: $0) }
+        let sync = description.syncState(greatest: snapshot?.delta.greatest).map { (list: url, state: $0) }
         return (resolution?.description ?? description).json(resolution: resolution, plan: plan, sync: sync, splitPlan: splitPlan)
     }
 
