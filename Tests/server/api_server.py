@@ -69,6 +69,9 @@ Endpoints:
                                   content-range, jira, elastic (conventions.py documents each)
   GET /range/<name>               cursor lists with a range filter: stripe, slack, shopify, with
                                   bursts, inserts during a run and a filter ignored (ranges.py)
+  GET /feed/<name>                lists that grow while they are watched: stripe (newest first),
+                                  events (oldest first, since=), items added by /_feed/insert
+                                  (feeds.py)
   ANY /req/...                    single requests: echo, flaky, redirect, error shapes
   POST /post/...                  lists behind a POST: Notion's database query, Elasticsearch's
                                   search_after, a GitHub-shaped GraphQL connection (post_api.py)
@@ -600,8 +603,8 @@ class Handler(BaseHTTPRequestHandler):
                     return
                 if self.refuses_credential(work_q):
                     return
-                if cache is not None and path != "/redirect" and not q.has("fail") and not q.has("quota") \
-                        and not q.has("etag"):
+                if cache is not None and path != "/redirect" and not path.startswith("/feed/") and not q.has("fail") \
+                        and not q.has("quota") and not q.has("etag"):
                     self._capture = []
                     try:
                         route(self, q)
@@ -657,7 +660,7 @@ class Handler(BaseHTTPRequestHandler):
         return False
 
     def control(self, method: str, path: str, query: str = "") -> None:
-        if org_api.control(self, method, path, query):
+        if org_api.control(self, method, path, query) or feeds.control(self, method, path, Query(query)):
             return
         if path == "/_stats" and method == "GET":
             self.send_json(200, self.server.state.snapshot())
@@ -680,6 +683,7 @@ class Handler(BaseHTTPRequestHandler):
             self.server.state.reset()
             requests_api.reset()
             ranges.reset()
+            feeds.reset()
             post_api.reset()
             self.send_json(200, {"ok": True})
         else:
@@ -872,10 +876,12 @@ import conventions  # noqa: E402
 import org_api  # noqa: E402
 import post_api  # noqa: E402
 import ranges  # noqa: E402
+import feeds  # noqa: E402
 import requests_api  # noqa: E402
 
 conventions.register(ROUTES)
 ranges.register(ROUTES)
+feeds.register(ROUTES)
 
 
 # ---- server ------------------------------------------------------------------------------------

@@ -52,6 +52,7 @@ from .partition import Partition
 from .snapshot import Items, Progress, Snapshot, StopReason, Written
 from .stream import SnapshotStream
 from .transport import Transport
+from .watch import Poll, Watch
 
 #: The version of this package.
 __version__ = "1.0.0"
@@ -80,6 +81,7 @@ __all__ = [
     "GroupStream",
     "ListOutcome",
     "Pager",
+    "Poll",
     "Partition",
     "Transport",
     "Query",
@@ -95,6 +97,7 @@ __all__ = [
     "Items",
     "SchemaError",
     "Progress",
+    "Watch",
     "Written",
     "StopReason",
     "TransportError",

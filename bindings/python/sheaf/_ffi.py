@@ -601,6 +601,10 @@ def declare(library: Any) -> None:
     fn("sheaf_list_resume_token", _sheaf_result, [ListHandle, POINTER(c_void_p)])
     # sheaf_result sheaf_list_partitions(sheaf_list *list, int64_t n, char **out_json, size_t *out_length);
     fn("sheaf_list_partitions", _sheaf_result, [ListHandle, c_int64, POINTER(c_void_p), POINTER(c_size_t)])
+    # sheaf_result sheaf_list_poll(sheaf_list *list, const char *offset, const char *through, sheaf_format format,
+    #                              char **out_items, size_t *out_length, char **out_offset);   (experimental)
+    fn("sheaf_list_poll", _sheaf_result, [ListHandle, c_char_p, c_char_p, c_int, POINTER(c_void_p), POINTER(c_size_t),
+                                          POINTER(c_void_p)])
     # sheaf_result sheaf_list_partitions_at_once(sheaf_list *list, int64_t n, int64_t at_once, char **out_json,
     #                                            size_t *out_length);
     fn("sheaf_list_partitions_at_once", _sheaf_result, [ListHandle, c_int64, c_int64, POINTER(c_void_p), POINTER(c_size_t)])
@@ -753,7 +757,7 @@ CHECKED = (
     "sheaf_request_set_output_file",
     "sheaf_list_new", "sheaf_list_add_query", "sheaf_list_set_paging", "sheaf_list_set_signal",
     "sheaf_list_use_preset", "sheaf_list_description", "sheaf_preset_description", "sheaf_list_set_description",
-    "sheaf_list_set_max_items", "sheaf_list_set_keep_items", "sheaf_list_set_budget", "sheaf_list_set_resume", "sheaf_list_partitions", "sheaf_list_partitions_at_once", "sheaf_list_set_partition", "sheaf_list_set_transport", "sheaf_list_set_notify_fd", "sheaf_list_cancel",
+    "sheaf_list_set_max_items", "sheaf_list_set_keep_items", "sheaf_list_set_budget", "sheaf_list_set_resume", "sheaf_list_partitions", "sheaf_list_partitions_at_once", "sheaf_list_poll", "sheaf_list_set_partition", "sheaf_list_set_transport", "sheaf_list_set_notify_fd", "sheaf_list_cancel",
     "sheaf_list_get_status", "sheaf_list_reset",
     "sheaf_request_cancel",
     "sheaf_group_new", "sheaf_group_set_option", "sheaf_group_add", "sheaf_group_add_each",

@@ -29,6 +29,7 @@ from .request import ApiKey, Headers, Response, header_pairs, named_pairs, send
 from .snapshot import Items, Progress, Snapshot, StopReason, Written
 from .stream import SnapshotStream
 from .transport import Transport
+from .watch import Watch, read_state
 
 if TYPE_CHECKING:  # pragma: no cover - importing sheaf imports no pyarrow
     import pyarrow
@@ -993,6 +994,62 @@ class Client(Closing):
         if run.outcome not in (_ffi.SHEAF_OK, _ffi.SHEAF_E_STOPPED, _ffi.SHEAF_E_CANCELLED):
             run.raise_outcome([])
         return explained
+
+    @_list_call
+    def watch(self, path: str, description: Optional[Description] = None, *, every: float = 5.0,
+              max_every: Optional[float] = None, state: Optional[str] = None, offset: Optional[str] = None,
+              query: Optional[Query] = None, headers: Optional[Headers] = None, deadline: Optional[float] = None,
+              on_wait: Optional[Callable[[BaseException, float], None]] = None,
+              options: Optional[ListOptions] = None, **parts: Any) -> "Watch":
+        """Watches the list at `path`: polls it every `every` seconds for what is new, each item
+        once. The list must sync (``until=("/created", 0)`` for a newest-first list, or
+        ``since=("created[gte]", "/created")`` for a filter that includes its value) and have an
+        identity (``id="/id"``): the offset after a poll is the greatest value delivered with the
+        identities of the items at it, so an item added in the same second as the last one is
+        delivered, and none twice. An idle poll costs one request (revalidated with ``cache=``).
+
+        Args:
+            every: seconds between polls (above 0).
+            max_every: the longest wait after transient failures (default: 60 x `every`, at most
+                an hour): a 5xx or 429 after the retries, the network, a spent rate limit, each
+                doubling the wait from `every`; other failures are raised.
+            state: a file the offset is kept in, written atomically (with a folder flush) after
+                each poll whose items were all taken; read at the start to go on from there.
+            offset: the offset to start from instead (a :attr:`Watch.offset`); not with `state`.
+            on_wait: called with the failure and the seconds waited, before each wait.
+            deadline: seconds each poll may take.
+            query, headers, options, **parts: as :meth:`fetch_all` (no budgets: a poll cut short
+                would leave a gap).
+
+        Returns:
+            A :class:`sheaf.Watch`: iterate it (``for item in watch``, ``async for``), or take
+            whole polls (``watch.polls()``); ``watch.stop()`` ends it after the poll in progress.
+            At least once into the caller: a poll's offset is committed when the item after its
+            last is asked for (see :mod:`sheaf.watch`).
+
+        Raises:
+            UsageError: a list that does not sync, has no identity, a bad `every`, or a state file
+                that is not a watch's; Error: as :meth:`fetch_all`, raised by the iteration.
+        """
+        for name, value in (("every", every), ("max_every", max_every)):
+            if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < 1e9):
+                raise UsageError(Result.INVALID_ARGUMENT, f"{name} must be a positive number of seconds, not {value!r}")
+        if state is not None and offset is not None:
+            raise UsageError(Result.INVALID_ARGUMENT, "give the offset or the state file it is kept in, not both")
+        if state is not None:
+            stored = read_state(state).get("offset")
+            offset = None if stored is None else json.dumps(stored)
+        run = self._new_run(path, description, parts, options)
+        try:
+            if run.current_sync_state() is None:
+                raise UsageError(Result.INVALID_ARGUMENT, "a watch polls a list that syncs: give until=(pointer, start) for a "
+                                                          "newest-first list or since=(param, pointer) for a filter")
+        except BaseException:
+            run.close()
+            raise
+        longest = max_every if max_every is not None else min(3600.0, every * 60)
+        return Watch(run, every=float(every), max_every=max(float(longest), float(every)), state=state, offset=offset,
+                     on_wait=on_wait)
 
     @_list_call
     def sync_key(self, path: str, description: Optional[Description] = None, *, query: Optional[Query] = None,

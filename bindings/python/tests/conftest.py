@@ -22,6 +22,7 @@ sys.path.insert(0, str(REPO / "bindings" / "python"))
 sys.path.insert(0, str(REPO / "Tests" / "server"))
 
 from api_server import APIServer, start_server  # noqa: E402
+import feeds  # noqa: E402
 import post_api  # noqa: E402
 
 
@@ -58,6 +59,7 @@ def _fresh(server: APIServer) -> APIServer:
         time.sleep(0.01)
     server.state.reset()
     post_api.reset()
+    feeds.reset()
     return server
 
 

@@ -2,6 +2,7 @@
 or make one request.
 
     sheaf get URL [options]          (also: python3 -m sheaf get URL ...)
+    sheaf watch URL --state FILE [-o OUT] [options]
     sheaf request [-X METHOD | METHOD] URL [--json JSON|@FILE] [--form NAME=VALUE ...] [options]
     sheaf download URL -o FILE [options]
     sheaf presets
@@ -11,7 +12,7 @@ or make one request.
 is `sheaf.cli:main`.
 
 The path of a command through this package: `parser` reads the arguments; `main` runs the command's
-module (`get`, `request`, `download`, `presets`, `completion`: each has a `run(parser, args)` that
+module (`get`, `watch`, `request`, `download`, `presets`, `completion`: each has a `run(parser, args)` that
 returns the exit status; `get` hands several lists to `groups`); the commands that connect take
 their client from `connection`, write through `output` (and `progress`, the line on stderr), and
 end through `exits` (the statuses, the message on stderr, Ctrl-C). Like any other user of Sheaf,
@@ -25,7 +26,7 @@ import re
 import sys
 from typing import Optional, Sequence
 
-from . import completion, download, get, presets, request
+from . import completion, download, get, presets, request, watch
 from .exits import (
     EXIT_BAD_PAGE,
     EXIT_DEADLINE,
@@ -50,8 +51,8 @@ __all__ = ["main", "build_parser", "EXIT_OK", "EXIT_FAILURE", "EXIT_USAGE", "EXI
            "EXIT_NETWORK", "EXIT_BAD_PAGE", "EXIT_DEADLINE", "EXIT_INTERRUPTED"]
 
 #: The function that runs each command, by its name on the command line.
-COMMANDS = {"get": get.run, "request": request.run, "download": download.run, "presets": presets.run,
-            "completion": completion.run}
+COMMANDS = {"get": get.run, "watch": watch.run, "request": request.run, "download": download.run,
+            "presets": presets.run, "completion": completion.run}
 
 # A method named before the URL (`sheaf request PATCH URL`): a token, never a URL.
 _HTTP_METHOD = re.compile(r"[A-Za-z]+")

@@ -66,6 +66,28 @@ examples:
 
 """ + EXIT_STATUS_TEXT
 
+WATCH_EPILOG = """\
+examples:
+  Stripe charges into a file, each once, polled every 5 seconds (newest first; ties in one
+  second are told apart by the charge's id):
+    sheaf watch 'https://api.stripe.com/v1/charges?limit=100' --preset stripe \\
+        --until /created=0 --state charges.state -o charges.jsonl
+  GitHub issues changed since the last poll (an update field: a changed issue comes again):
+    sheaf watch 'https://api.github.com/repos/OWNER/REPO/issues?state=all&sort=updated&direction=asc' \\
+        --since-param since --since-field /updated_at --state issues.state -o issues.jsonl
+
+  Each poll asks for what is new since the state's offset: the greatest value of the field
+  delivered and the ids of the items at that value (--id, default /id), so an item added later
+  in the same second is new, and none comes twice. A poll that finds nothing new costs one
+  request (a 304 with --cache). With -o, the state also records how much of FILE it vouches for,
+  both written atomically after each poll; a restart after a crash (SIGKILL, a power loss) cuts
+  FILE back to that length and goes on from the offset: every item once. To stdout it is at
+  least once: a poll's items may come again after a crash. SIGTERM or Ctrl-C ends the watch
+  after the poll in progress, exit status 0; a failure that will not pass (a refused
+  credential, a list that is not what the description says) ends it with its exit status.
+
+""" + EXIT_STATUS_TEXT
+
 COMPLETION_EPILOG = """\
 examples:
   source <(sheaf completion bash)                 in ~/.bashrc
@@ -367,54 +389,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     _add_connection_options(get)
 
-    shape = get.add_argument_group("pagination (detected when not given: see 'describing a list' below)")
-    shape.add_argument("--explain", action="store_true",
-                       help="fetch the first page only and print what was detected, as the flags "
-                            "that pin it, and the plan (with --format json: as the description JSON "
-                            "--description takes)")
-    shape.add_argument("--description", metavar="FILE|JSON",
-                       help="the whole description in the library's JSON form, from FILE or inline "
-                            "(starting with '{'); the flags below override its parts")
-    shape.add_argument("--preset", metavar="NAME",
-                       help="the shape of a known API (sheaf presets lists them)")
-    shape.add_argument("--paging", metavar="KIND",
-                       help="detect, single, next, page:NAME, offset:NAME or cursor:NAME")
-    shape.add_argument("--page-param", metavar="NAME", help="the same as --paging page:NAME")
-    shape.add_argument("--first", "--first-page", dest="first", metavar="N", type=_non_negative,
-                       help="the first page number or offset")
-    shape.add_argument("--size-param", metavar="NAME",
-                       help="query parameter carrying the page size (e.g. per_page, limit)")
-    shape.add_argument("--page-size", metavar="N", type=_positive,
-                       help="items per page to ask for (with --size-param, or a preset that names one)")
-    for flag, what in (("--items", "the array of items"), ("--next", "the next page"),
-                       ("--cursor", "the cursor (with --paging cursor:NAME)"), ("--total", "the total item count"),
-                       ("--page-count", "the number of pages"), ("--has-more", "true while more pages follow"),
-                       ("--is-last", "true on the last page")):
-        shape.add_argument(flag, metavar="SRC", help=what + ": /POINTER, header:NAME, link:REL, last-item:/POINTER or none")
-    shape.add_argument("--id", metavar="PTR",
-                       help="JSON pointer to each item's identity; repeats are dropped")
-    shape.add_argument("--split", metavar="FIELD:LOWER,UPPER[:ORDER]",
-                       help="a cursor list's range filter: the field it is ordered by and the query parameters "
-                            "of the range's ends (/created:created[gte],created[lt]; :oldest_first for a list "
-                            "served oldest first): read as pieces of the range side by side, each item once; "
-                            "none: one page at a time (the stripe, slack and shopify presets carry theirs)")
-
-    post = get.add_argument_group("a list behind a POST, or a GraphQL connection (see below)")
-    post.add_argument("-X", "--method", metavar="METHOD", help="the method of every page (POST with a body)")
-    post.add_argument("--json", metavar="JSON|@FILE", help="the JSON body of every page, inline or read from FILE")
-    post.add_argument("--data", metavar="TEXT|@FILE", help="a raw body, inline or read from FILE (with --content-type)")
-    post.add_argument("--content-type", metavar="TYPE", help="--data's type (default application/json)")
-    post.add_argument("--read-only", action="store_true", default=None,
-                      help="the endpoint only reads: its POST pages may be sent again after a failure")
-    post.add_argument("--graphql", metavar="FILE", help="the GraphQL query (from FILE, - for stdin), taking $first and $after")
-    post.add_argument("--connection", metavar="PTR", help="the connection in the answer (/data/repository/issues)")
-    post.add_argument("--var", metavar="NAME=VALUE", action="append", default=[],
-                      help="a variable of the query (repeatable; VALUE is JSON if it parses, else a string)")
-    post.add_argument("--nested", metavar="PTR=FILE", action="append", default=[],
-                      help="complete the connection PTR inside each node (/comments) with the query in FILE, "
-                           "which takes $id, $first and $after (repeatable)")
-    post.add_argument("--allow-partial", action="store_true", default=None,
-                      help="read an answer with both data and errors instead of failing")
+    _add_shape_options(get)
 
     limits = get.add_argument_group("fetching")
     limits.add_argument("--concurrency", metavar="N", type=_positive,
@@ -494,6 +469,40 @@ def build_parser() -> argparse.ArgumentParser:
                         help="no progress line (errors are still reported)")
     get.set_defaults(subparser=get)
 
+    watch = commands.add_parser(
+        "watch", help="poll a list and write each new item once, until stopped",
+        description="Poll the list at URL every --every seconds and write each item once, as it is\n"
+                    "added: to FILE with -o (exactly once across kills and restarts), or to stdout\n"
+                    "(at least once). Runs until SIGTERM or Ctrl-C, then exits 0 after the poll in\n"
+                    "progress.",
+        epilog=WATCH_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    watch.add_argument("url", metavar="URL", help="the list's full URL, query included")
+    _add_connection_options(watch)
+    _add_shape_options(watch, explain=False)
+    polling = watch.add_argument_group("watching")
+    polling.add_argument("--until", metavar="PTR=START",
+                         help="a newest-first list: each poll reads down to what the last one delivered, by the "
+                              "field PTR (/created); START is where the first poll stops (/created=0: the whole list)")
+    polling.add_argument("--since-param", metavar="NAME",
+                         help="a filter the server applies, including its value (created[gte], since): each poll "
+                              "sends NAME=<the greatest PTR delivered> (with --since-field)")
+    polling.add_argument("--since-field", metavar="PTR", help="the field --since-param filters by")
+    polling.add_argument("--state", metavar="FILE", required=True,
+                         help="where the watch is: the list's offset and, with -o, how much of FILE it vouches "
+                              "for; written atomically after each poll, read at the start to go on")
+    polling.add_argument("--every", metavar="S", type=_seconds, default=5.0,
+                         help="seconds between polls (default 5)")
+    polling.add_argument("--max-every", metavar="S", type=_seconds,
+                         help="the longest wait between polls that failed for a passing reason (a 5xx or 429 "
+                              "after retries, the network, a spent rate limit): the wait doubles from --every "
+                              "up to it (default 60 x --every, at most an hour)")
+    _add_retry_options(polling)
+    polling.add_argument("-o", "--output", metavar="FILE",
+                         help="append the items to FILE, a JSON line each (default: stdout)")
+    polling.add_argument("--quiet", "-q", action="store_true", help="no line on stderr per poll that wrote items")
+    # What the commands that read a list share reads these; a watch has none of them.
+    watch.set_defaults(subparser=watch, max_items=None, max_pages=None, max_requests=None, deadline=None, resume=None)
+
     request = commands.add_parser(
         "request", help="make one request (any method, a JSON or form body)",
         description="Make one HTTP request to URL and write the response body to stdout.",
@@ -543,6 +552,60 @@ def build_parser() -> argparse.ArgumentParser:
     completion.add_argument("shell", choices=("bash", "zsh"), help="the shell to complete in")
     completion.set_defaults(subparser=completion)
     return parser
+
+
+def _add_shape_options(parser: argparse.ArgumentParser, explain: bool = True) -> None:
+    """How a list paginates, and a list behind a POST: the options of every command that reads one."""
+    shape = parser.add_argument_group("pagination (detected when not given: see 'describing a list' below)")
+    if explain:
+        shape.add_argument("--explain", action="store_true",
+                           help="fetch the first page only and print what was detected, as the flags "
+                                "that pin it, and the plan (with --format json: as the description JSON "
+                                "--description takes)")
+    shape.add_argument("--description", metavar="FILE|JSON",
+                       help="the whole description in the library's JSON form, from FILE or inline "
+                            "(starting with '{'); the flags below override its parts")
+    shape.add_argument("--preset", metavar="NAME",
+                       help="the shape of a known API (sheaf presets lists them)")
+    shape.add_argument("--paging", metavar="KIND",
+                       help="detect, single, next, page:NAME, offset:NAME or cursor:NAME")
+    shape.add_argument("--page-param", metavar="NAME", help="the same as --paging page:NAME")
+    shape.add_argument("--first", "--first-page", dest="first", metavar="N", type=_non_negative,
+                       help="the first page number or offset")
+    shape.add_argument("--size-param", metavar="NAME",
+                       help="query parameter carrying the page size (e.g. per_page, limit)")
+    shape.add_argument("--page-size", metavar="N", type=_positive,
+                       help="items per page to ask for (with --size-param, or a preset that names one)")
+    for flag, what in (("--items", "the array of items"), ("--next", "the next page"),
+                       ("--cursor", "the cursor (with --paging cursor:NAME)"), ("--total", "the total item count"),
+                       ("--page-count", "the number of pages"), ("--has-more", "true while more pages follow"),
+                       ("--is-last", "true on the last page")):
+        shape.add_argument(flag, metavar="SRC", help=what + ": /POINTER, header:NAME, link:REL, last-item:/POINTER or none")
+    shape.add_argument("--id", metavar="PTR",
+                       help="JSON pointer to each item's identity; repeats are dropped")
+    shape.add_argument("--split", metavar="FIELD:LOWER,UPPER[:ORDER]",
+                       help="a cursor list's range filter: the field it is ordered by and the query parameters "
+                            "of the range's ends (/created:created[gte],created[lt]; :oldest_first for a list "
+                            "served oldest first): read as pieces of the range side by side, each item once; "
+                            "none: one page at a time (the stripe, slack and shopify presets carry theirs)")
+
+    post = parser.add_argument_group("a list behind a POST, or a GraphQL connection (see below)")
+    post.add_argument("-X", "--method", metavar="METHOD", help="the method of every page (POST with a body)")
+    post.add_argument("--json", metavar="JSON|@FILE", help="the JSON body of every page, inline or read from FILE")
+    post.add_argument("--data", metavar="TEXT|@FILE", help="a raw body, inline or read from FILE (with --content-type)")
+    post.add_argument("--content-type", metavar="TYPE", help="--data's type (default application/json)")
+    post.add_argument("--read-only", action="store_true", default=None,
+                      help="the endpoint only reads: its POST pages may be sent again after a failure")
+    post.add_argument("--graphql", metavar="FILE", help="the GraphQL query (from FILE, - for stdin), taking $first and $after")
+    post.add_argument("--connection", metavar="PTR", help="the connection in the answer (/data/repository/issues)")
+    post.add_argument("--var", metavar="NAME=VALUE", action="append", default=[],
+                      help="a variable of the query (repeatable; VALUE is JSON if it parses, else a string)")
+    post.add_argument("--nested", metavar="PTR=FILE", action="append", default=[],
+                      help="complete the connection PTR inside each node (/comments) with the query in FILE, "
+                           "which takes $id, $first and $after (repeatable)")
+    post.add_argument("--allow-partial", action="store_true", default=None,
+                      help="read an answer with both data and errors instead of failing")
+
 
 
 def _add_connection_options(parser: argparse.ArgumentParser) -> None:
