@@ -99,6 +99,9 @@ int send_simple(sheaf_client *client, const char *path);
 
 /* ---- the tests, by file -------------------------------------------------------------------- */
 
+/* watch.c */
+void polls_deliver_each_item_of_a_growing_list_once(void);
+
 /* post_lists.c */
 void a_notion_query_pages_with_its_cursor_in_a_post_body(void);
 void a_graphql_error_fails_the_list_with_sheaf_e_api(void);

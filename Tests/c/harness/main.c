@@ -109,6 +109,7 @@ static const test_case tests[] = {
     TEST(a_group_freed_from_its_callback_or_while_running_destroys_its_user_data_once, 1),
     TEST(load_more_fetches_a_page_per_call_and_joins_calls_in_flight, 1),
     TEST(load_more_looks_ahead_keeps_budgets_and_refuses_misuse, 1),
+    TEST(polls_deliver_each_item_of_a_growing_list_once, 1),
     TEST(a_notion_query_pages_with_its_cursor_in_a_post_body, 1),
     TEST(a_graphql_error_fails_the_list_with_sheaf_e_api, 1),
     TEST(a_graphql_lists_nested_connections_arrive_whole, 1),
