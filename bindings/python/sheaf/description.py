@@ -338,10 +338,11 @@ class Description:
             "plan": data.get("plan"), "preset": data.get("preset"), "detected": tuple(detected), "json": printed,
         }
         if data.get("until"):
-            parts["until"] = (data["until"]["pointer"], data["until"]["value"])
+            until = data["until"]
+            parts["until"] = (until["pointer"], until["value"]) + ((until["seen"],) if "seen" in until else ())
         if data.get("since"):
             since = data["since"]
-            parts["since"] = (since["param"], since["pointer"], since.get("value"))
+            parts["since"] = (since["param"], since["pointer"], since.get("value")) + ((since["seen"],) if "seen" in since else ())
         if data.get("split"):
             parts["split"] = _split_spelling(data["split"])
         for name, _ in SIGNALS + (("identity", 0),):
@@ -404,21 +405,33 @@ def _nested(value: Any) -> List[Dict[str, Any]]:
     return out
 
 
+def _seen(document: Dict[str, Any], value: Any, what: str) -> Dict[str, Any]:
+    """`document` with "seen": the identities delivered at the sync value (a sync_state's), when given."""
+    if value is not None:
+        if isinstance(value, (str, bytes)) or not isinstance(value, (list, tuple)):
+            raise UsageError(Result.INVALID_ARGUMENT, f"{what} is a list of the identities delivered at the value, not {value!r}")
+        document["seen"] = [_sync_value(identity, f"an identity of {what}") for identity in value]
+    return document
+
+
 def _until(value: Any) -> Dict[str, Any]:
-    """``until=(pointer, value)`` as the library's {"pointer", "value"}."""
-    if not isinstance(value, (tuple, list)) or len(value) != 2 or not isinstance(value[0], str):
-        raise UsageError(Result.INVALID_ARGUMENT, f"until must be (pointer, value), as (\"/id\", 12345); not {value!r}")
-    return {"pointer": value[0], "value": _sync_value(value[1], "until's value")}
+    """``until=(pointer, value[, seen])`` as the library's {"pointer", "value", "seen"}."""
+    if not isinstance(value, (tuple, list)) or len(value) not in (2, 3) or not isinstance(value[0], str):
+        raise UsageError(Result.INVALID_ARGUMENT, f"until must be (pointer, value) or (pointer, value, seen), "
+                                                  f"as (\"/id\", 12345); not {value!r}")
+    return _seen({"pointer": value[0], "value": _sync_value(value[1], "until's value")},
+                 value[2] if len(value) == 3 else None, "until's seen")
 
 
 def _since(value: Any) -> Dict[str, Any]:
-    """``since=(param, pointer[, value])`` as the library's {"param", "pointer", "value"}."""
-    if (not isinstance(value, (tuple, list)) or len(value) not in (2, 3)
+    """``since=(param, pointer[, value[, seen]])`` as the library's {"param", "pointer", "value", "seen"}."""
+    if (not isinstance(value, (tuple, list)) or len(value) not in (2, 3, 4)
             or not all(isinstance(part, str) for part in value[:2])):
         raise UsageError(Result.INVALID_ARGUMENT,
-                         f"since must be (param, pointer) or (param, pointer, value), as (\"since\", \"/updated_at\", None); not {value!r}")
-    stored = value[2] if len(value) == 3 else None
-    return {"param": value[0], "pointer": value[1], "value": None if stored is None else _sync_value(stored, "since's value")}
+                         f"since must be (param, pointer) or (param, pointer, value[, seen]), as (\"since\", \"/updated_at\", None); not {value!r}")
+    stored = value[2] if len(value) >= 3 else None
+    return _seen({"param": value[0], "pointer": value[1], "value": None if stored is None else _sync_value(stored, "since's value")},
+                 value[3] if len(value) == 4 else None, "since's seen")
 
 
 #: Endings of a range parameter's name that say its value is in the range (as the library reads them).

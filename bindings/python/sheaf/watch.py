@@ -56,6 +56,7 @@ class Poll:
 
     @property
     def items(self) -> List[Any]:
+        """The new items, decoded from JSON (once, when first asked for)."""
         if self._items is None:
             if self._lines:
                 self._items = decode_items(b"[" + b",".join(self.raw.splitlines()) + b"]") if self.raw else []
@@ -251,6 +252,7 @@ class Watch:
 
     @property
     def stopped(self) -> bool:
+        """Whether :meth:`stop` was called."""
         return self._stopped.is_set()
 
     def close(self) -> None:

@@ -28,7 +28,7 @@ FIELDS = ("query", "headers", "max_items", "max_pages", "max_requests", "deadlin
 #: takes `params`), and the ones that have no other reason to exist.
 LIST_CALLS = {"fetch_all", "stream", "fetch_to", "fetch_arrow", "stream_batches", "pager", "fetch_many",
               "stream_many", "fetch_each", "stream_each", "partitions", "fetch_partition", "stream_partition",
-              "fetch_partition_arrow", "stream_partition_batches", "fetch_partition_to", "explain", "sync_key"}
+              "fetch_partition_arrow", "stream_partition_batches", "fetch_partition_to", "explain", "sync_key", "watch"}
 ASYNC_LIST_CALLS = {"fetch_all", "stream", "partitions", "fetch_partition", "stream_partition", "fetch_many",
                     "stream_many", "fetch_each", "stream_each"}
 NOWHERE = "http://127.0.0.1:9"   # nothing listens; the calls below fail before a request

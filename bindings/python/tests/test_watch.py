@@ -254,3 +254,18 @@ def test_cli_watch_needs_a_list_that_syncs_and_a_state(api, tmp_path):
     assert result.returncode == 2 and b"a watch polls a list that syncs" in result.stderr
     result = subprocess.run(base + ["--until", "/created=0"], env=cli_env(), cwd=REPO, capture_output=True, timeout=60)
     assert result.returncode == 2 and b"--state" in result.stderr
+
+
+def test_cli_get_with_a_state_and_an_id_delivers_an_item_added_in_the_same_second(api, tmp_path):
+    # sheaf get's incremental sync keeps the ids seen at the stored value too (issue 46's rule).
+    state = tmp_path / "get.state"
+    get = [sys.executable, "-m", "sheaf", "get", f"{api.base_url}/feed/stripe?limit=2", "--preset", "stripe",
+           "--until", "/created=0", "--id", "/id", "--state", str(state), "-q"]
+    insert(api, 3, 500)
+    first = subprocess.run(get, env=cli_env(), cwd=REPO, capture_output=True, timeout=60)
+    assert first.returncode == 0, first.stderr
+    assert len(first.stdout.splitlines()) == 3
+    assert sorted(json.loads(state.read_text())["lists"].popitem()[1]["seen"]) == [stripe_id(n) for n in (1, 2, 3)]
+    insert(api, 1, 500)
+    second = subprocess.run(get, env=cli_env(), cwd=REPO, capture_output=True, timeout=60)
+    assert [json.loads(line)["id"] for line in second.stdout.splitlines()] == [stripe_id(4)], second.stderr

@@ -221,13 +221,15 @@ def _sync_field(list_options: dict) -> str:
     return list_options["until"][0] if "until" in list_options else list_options["since"][1]
 
 
-def _with_stored_value(list_options: dict, value) -> dict:
-    """The list's options with `value` (from the state file) as the bound and the since value."""
+def _with_stored_value(list_options: dict, value, seen=None) -> dict:
+    """The list's options with `value` (from the state file) as the bound and the since value,
+    and `seen`, the items delivered at it (so that one added since in the same second is new)."""
     options = dict(list_options)
+    kept = () if seen is None else (seen,)
     if "until" in options:
-        options["until"] = (options["until"][0], value)
+        options["until"] = (options["until"][0], value) + kept
     if "since" in options:
-        options["since"] = options["since"][:2] + (value,)
+        options["since"] = options["since"][:2] + (value,) + kept
     return options
 
 
@@ -411,7 +413,7 @@ def run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
                     state_key = client.sync_key(path, **list_options)
                     stored = state_file.value_for(state_key, _sync_field(list_options))
                     if stored is not None:
-                        list_options = _with_stored_value(list_options, stored)
+                        list_options = _with_stored_value(list_options, stored, state_file.seen_for(state_key))
                 progress.start_waiting()
                 if args.fields:
                     writer = FieldWriter(out, args.format, args.fields, header=args.resume is None)
@@ -469,7 +471,8 @@ def run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         # between what it wrote and what an earlier run saw, which the next run must still fetch.
         if stop_reason in (api.StopReason.COMPLETE, api.StopReason.BOUND):
             try:
-                state_file.save(state_key or sync_state.get("list"), sync_state["field"], sync_state.get("value"))
+                state_file.save(state_key or sync_state.get("list"), sync_state["field"], sync_state.get("value"),
+                                    sync_state.get("seen"))
             except OSError as e:
                 message, status = f"cannot write the state file {args.state}: {e.strerror or e}", EXIT_FAILURE
         else:

@@ -21,7 +21,7 @@ from __future__ import annotations
 import contextlib
 import os
 import stat
-from typing import Any, Dict, Iterator, Optional
+from typing import Any, Dict, Iterator, List, Optional
 
 from sheaf.description import JSONNumber, dumps_exact, loads_exact
 
@@ -109,6 +109,10 @@ def _parse(path: str, text: Optional[bytes]) -> Dict[str, Dict[str, Any]]:
         if not isinstance(entry, dict) or not isinstance(entry.get("field"), str):
             raise StateFileError(f"the state file {path} has a bad entry for {name}: {_shown(entry)}, not "
                                  "{\"field\": POINTER, \"value\": a number, a string or null}: fix it, or remove the entry")
+        seen = entry.get("seen")
+        if seen is not None and (not isinstance(seen, list) or any(item is None or _bad_value(item) for item in seen)):
+            raise StateFileError(f"the state file {path} has a bad seen for {name}: {_shown(seen)}, not a list of the "
+                                 "identities (numbers or strings) delivered at its value: fix it, or remove the entry")
         if _bad_value(entry.get("value")):
             raise StateFileError(f"the state file {path} has a bad value for {name}: {_shown(entry.get('value'))}, "
                                  "not a number, a string or null: fix it, or remove the entry (its list is then "
@@ -125,7 +129,7 @@ class StateFile:
 
     def value_for(self, list_name: str, field: str) -> Any:
         """The stored value of `list_name` (None when it has none); an entry of another field is
-        refused: its value means nothing for this one."""
+        refused: its value means nothing for this one. See `seen_for`."""
         entry = self.lists.get(list_name)
         if entry is None:
             return None
@@ -134,13 +138,19 @@ class StateFile:
                                  "use the same field as the runs that wrote it, or another state file")
         return entry.get("value")
 
-    def save(self, list_name: str, field: str, value: Optional[Any]) -> None:
+    def seen_for(self, list_name: str) -> Optional[List[Any]]:
+        """The identities of the items delivered at the stored value (None when not recorded)."""
+        return self.lists.get(list_name, {}).get("seen")
+
+    def save(self, list_name: str, field: str, value: Optional[Any], seen: Optional[List[Any]] = None) -> None:
         """Records where `list_name` got to: under the lock, the file as it is now (other runs
         may have written other lists meanwhile) with this entry replaced, renamed over it.
         OSError when it cannot be written, StateFileError when it is no longer a state file."""
         with self._locked():
             lists = _parse(self.path, _read(self.path))
             lists[list_name] = {"field": field, "value": value}
+            if seen is not None:
+                lists[list_name]["seen"] = seen
             target = AtomicFile(self.path)
             try:
                 text = dumps_exact({"version": VERSION, "lists": lists}, indent=2, sort_keys=True) + "\n"
