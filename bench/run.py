@@ -40,6 +40,7 @@ SERVER_SCRIPT = ROOT / "Tests" / "server" / "api_server.py"
 H2_SERVER_SCRIPT = ROOT / "Tests" / "server" / "h2_server.py"
 DELAY_PROXY_SCRIPT = ROOT / "Tests" / "server" / "delay_proxy.py"
 PY_DRIVER = ROOT / "bench" / "py_driver.py"
+WATCH_ROWS = ROOT / "bench" / "watch_rows.py"
 
 L_MS = 50                      # P1-P4, P6, P7: added latency per request
 N_PAGES = 200                  # P1-P4: pages ...
@@ -52,7 +53,7 @@ RUN_TIMEOUT_S = 300            # one measured run
 SLOW_RUNS = 3                  # runs of a 10 s scenario (serial walks) at most
 
 ALL_IDS = ["P1", "P1A", "P1D", "P2", "P3", "P4", "P4C", "P5", "P5U", "P6", "P7", "P10", "P11", "P12", "P13", "F1",
-           "M1", "M2", "M3", "R1", "R2", "R3", "Q3", "C1", "N1", "G1"]
+           "M1", "M2", "M3", "R1", "R2", "R3", "Q3", "C1", "N1", "G1", "W1", "W2"]
 Q3_PAGES, Q3_POINTS, Q3_WINDOW = 200, 120, 64   # Q3: a list larger than its token's quota (issue 44)
 # R1-R3: cursor lists split by their range filter (issue 43), on Tests/server/ranges.py
 R_PAGES, R_PER_PAGE, R_L_MS, R_CAPACITY = 1000, 100, 100, 64
@@ -60,6 +61,8 @@ R_SPAN = R_PAGES * R_PER_PAGE * 10      # ten seconds an item, on average
 R3_PAGES = 200
 N1_RESULTS, N1_PAGE, N1_L_MS = 5000, 100, 50   # N1: a Notion-shaped POST query (issue 45)
 G1_ISSUES, G1_PAGE, G1_L_MS, G1_WINDOW = 2000, 100, 50, 64   # G1: GraphQL with nested comments (issue 45)
+W1_RATE, W1_SECONDS, W1_EVERY = 10, 20, 1   # W1: sheaf watch while items are added (issue 46)
+W2_POLLS = 720                             # W2: an idle hour's polls at --every 5, back to back
 P13_PAGES, P13_FAILING = 20, 10        # P13: a 20-page list whose page 10 answers 404
 P10_MAX_CONNECTIONS = 6                # P10: a server taking this many connections per client
 P10_ONE_WAY_MS = 20                    # P10: the delay each way of the round-trip rows
@@ -1696,6 +1699,47 @@ class Scenarios:
         requests = max(m.values("server_requests") or [0])
         return [fill_counts(Row("G1", label, sheaf=secs(m.median()), floor=secs(floor), ratio=f"{ratio:.2f}x",
                                 target=target, met=yes(ratio <= 1.2 and requests <= 1.1 * fewest)), m)]
+
+    def watch_row(self, *arguments: str) -> Tuple[Optional[dict], str]:
+        """bench/watch_rows.py against the benchmark's server: its JSON, or why there is none."""
+        b = self.b
+        try:
+            done = subprocess.run([sys.executable, str(WATCH_ROWS), *arguments, b.server.base], env=b.py_env,
+                                  capture_output=True, timeout=RUN_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            return None, "timed out"
+        if done.returncode != 0:
+            return None, done.stderr.decode(errors="replace").strip().splitlines()[-1:][0] if done.stderr else "failed"
+        return json.loads(done.stdout.decode().strip().splitlines()[-1]), ""
+
+    def W1(self) -> List[Row]:
+        """sheaf watch --every 1 while 10 items a second are added: how long each takes to be in the file."""
+        row, error = self.watch_row("delay", "--rate", str(W1_RATE), "--seconds", str(W1_SECONDS), "--every", str(W1_EVERY))
+        label = (f"sheaf watch --every {W1_EVERY} -o FILE, {W1_RATE} inserts a second for {W1_SECONDS} s, Stripe-shaped "
+                 "(same-second bursts): delay from insert to FILE; peer: a requests poll loop, created[gte]")
+        target = "p95 <= 2 s; every item once"
+        if row is None:
+            return [Row("W1", label, sheaf=f"failed: {error}", target=target, met="no")]
+        mine, theirs = row["sheaf"], row["peer"]
+        once = mine["written"] == mine["inserted"] and mine["twice"] == 0 and mine["exit"] == 0
+        return [Row("W1", label, sheaf=f"p95 {mine['p95']:.2f} s (p50 {mine['p50']:.2f}, max {mine['max']:.2f})",
+                    floor=f"peer p95 {theirs['p95']:.2f} s (p50 {theirs['p50']:.2f})",
+                    ratio=f"{mine['p95'] / theirs['p95']:.2f}x" if theirs["p95"] else "-", target=target,
+                    met=yes(mine["p95"] <= 2.0 and once), runs="1",
+                    requests=f"{mine['written']}/{mine['inserted']} items, {mine['twice']} twice")]
+
+    def W2(self) -> List[Row]:
+        """An idle hour of polls (720 at --every 5), back to back: requests a poll, with and without the cache."""
+        row, error = self.watch_row("idle", "--polls", str(W2_POLLS))
+        label = f"an idle watch: {W2_POLLS} polls of an unchanged list (an hour at --every 5, not slept), plain / --cache"
+        target = "<= 1 request a poll"
+        if row is None:
+            return [Row("W2", label, sheaf=f"failed: {error}", target=target, met="no")]
+        plain, cached = row["plain"]["requests"] / W2_POLLS, row["cache"]["requests"] / W2_POLLS
+        return [Row("W2", label, sheaf=f"{plain:.2f} / {cached:.2f} requests a poll",
+                    floor=f"{row['cache']['not_modified']} of {row['cache']['requests']} answered 304", target=target,
+                    met=yes(plain <= 1 and cached <= 1 and row["plain"]["items"] == 0 and row["cache"]["items"] == 0),
+                    runs="1", requests=f"{row['plain']['requests']} / {row['cache']['requests']}")]
 
     def M3(self) -> List[Row]:
         b = self.b

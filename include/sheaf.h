@@ -676,8 +676,9 @@ SHEAF_API sheaf_result sheaf_list_use_preset(sheaf_list *list, const char *name)
  * parameter (the key to store the state under; no credential or secret query value), "field": the
  * JSON pointer, "value": the greatest value of the field among the items the caller has seen
  * (delivered to the callback, taken with sheaf_list_next), or the bound or since value the run
- * started from when no new item arrived (null when there was none)}. Store "value" after a
- * SHEAF_OK run and give it as the next run's "until" or "since" value. "split" when the list
+ * started from when no new item arrived (null when there was none), and, when the list has an
+ * identity signal, "seen": the identities of those items at "value"}. Store "value" and "seen"
+ * after a SHEAF_OK run and give them as the next run's "until" or "since" (see "seen" below). "split" when the list
  * has a range filter (a cursor list's: {"field", "lower", "upper" each {"param", "inclusive"},
  * "order", "kind"}; the stripe, slack and shopify presets carry one), with the output-only
  * "split_plan" once page one is in: "split on /created into 64 pieces", or why the list is walked
@@ -727,7 +728,13 @@ SHEAF_API sheaf_result sheaf_list_url(sheaf_list *list, char **out_url);
  * as strings by code point (ISO-8601 timestamps of one format compare correctly). An item whose
  * field is missing, null, a boolean, an object or an array is not at the bound: the list goes on.
  * Both may be given; they then name the same field. The state to store is printed as "sync_state"
- * by sheaf_list_description.
+ * by sheaf_list_description. Either may carry "seen": [identities], the identities of the items
+ * an earlier run delivered at "value" (its sync_state's "seen"; an identity signal is needed):
+ * with it a bound ends the list only at an item below its value, an item at the value is left
+ * out when seen and delivered when not (one added later in the same second), and a since filter
+ * (taken to include its value, as created[gte] and GitHub's since do) leaves out the seen items
+ * at its value and every item below it (a server that ignores the filter), so that a field that
+ * ties is synced with each item once. sheaf_list_poll (experimental) is that loop.
  *
  * Output-only fields ("detected" in "paging" and in each signal, "plan", "summary") are accepted
  * and ignored when they hold what the library prints there ("detected": a boolean; "plan": null

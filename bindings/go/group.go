@@ -356,6 +356,11 @@ func (g *Group) addEach(parentPath string, templates []string, parentOpts, child
 		C.sheaf_list_free(parent)
 		return err
 	}
+	if hasNUL(templates...) {
+		C.sheaf_list_free(parent)
+		C.sheaf_list_free(child)
+		return nulError()
+	}
 	// The templates in C memory, as one array of pointers: C holds no Go pointer.
 	array := unsafe.Slice((**C.char)(C.malloc(C.size_t(len(templates))*C.size_t(unsafe.Sizeof((*C.char)(nil))))), len(templates))
 	for i, template := range templates {

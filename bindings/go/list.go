@@ -167,6 +167,9 @@ func Body(method, contentType string, body []byte) ListOption {
 		if method == "" {
 			method = "POST"
 		}
+		if hasNUL(method, contentType) {
+			return nulError()
+		}
 		var kind *C.char // NULL: application/json
 		if contentType != "" {
 			kind = cString(contentType)

@@ -40,6 +40,7 @@ import "C"
 
 import (
 	"runtime"
+	"strings"
 	"unsafe"
 )
 
@@ -52,9 +53,17 @@ func VersionNumber() int { return int(C.sheaf_version_number()) }
 // call runs f, a call returning a sheaf_result, and turns a failure into a *Error. The goroutine is
 // locked to its thread around f and sheaf_last_error: the library keeps the last error per thread,
 // and Go may otherwise move the goroutine to another thread between the two calls.
-func call(f func() C.sheaf_result) error {
+func call(f func() C.sheaf_result) (err error) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
+	defer func() {
+		if recovered := recover(); recovered != nil {
+			if _, ok := recovered.(nulInText); !ok {
+				panic(recovered)
+			}
+			err = nulError()
+		}
+	}()
 	result := f()
 	if result == C.SHEAF_OK {
 		return nil
@@ -62,8 +71,34 @@ func call(f func() C.sheaf_result) error {
 	return takeError(C.sheaf_last_error(), result)
 }
 
-// cString is a C copy of s, freed by the caller (C.free).
-func cString(s string) *C.char { return C.CString(s) }
+// nulInText is what cString panics with for a text holding a NUL byte: C would cut it there (a
+// tag, a header, a URL shorter than given). call recovers it as nulError; a caller outside call
+// checks with hasNUL first.
+type nulInText struct{}
+
+// nulError is the refusal of a text holding a NUL byte (the text is not shown: it may be a secret).
+func nulError() error {
+	return usage(CodeInvalidArgument, "a text given to the library holds a NUL byte: C would cut it there, so it is refused")
+}
+
+// hasNUL reports whether any of texts holds a NUL byte.
+func hasNUL(texts ...string) bool {
+	for _, text := range texts {
+		if strings.IndexByte(text, 0) >= 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// cString is a C copy of s, freed by the caller (C.free). It panics with nulInText for a text
+// holding a NUL byte: only inside call, or after hasNUL.
+func cString(s string) *C.char {
+	if hasNUL(s) {
+		panic(nulInText{})
+	}
+	return C.CString(s)
+}
 
 // withCString runs f with a C copy of s, freed when f returns.
 func withCString(s string, f func(*C.char) C.sheaf_result) func() C.sheaf_result {
@@ -77,6 +112,9 @@ func withCString(s string, f func(*C.char) C.sheaf_result) func() C.sheaf_result
 // withCStrings runs f with C copies of a and b, freed when f returns.
 func withCStrings(a, b string, f func(*C.char, *C.char) C.sheaf_result) func() C.sheaf_result {
 	return func() C.sheaf_result {
+		if hasNUL(a, b) {
+			panic(nulInText{}) // before either is copied: nothing to free
+		}
 		ca, cb := cString(a), cString(b)
 		defer C.free(unsafe.Pointer(ca))
 		defer C.free(unsafe.Pointer(cb))

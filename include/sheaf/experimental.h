@@ -65,7 +65,9 @@ SHEAF_API sheaf_result sheaf_list_partitions(sheaf_list *list, int64_t n, char *
  * whole list when it names none), else an offset a poll of this list gave (copied; UTF-8,
  * NUL-terminated). `through`: NULL, or an offset a later poll gave: the items after it are left
  * out, so that the range from `offset` through `through` is read again as it was delivered (a
- * stream's batch replayed after a crash; items the server dropped meanwhile are not in it).
+ * stream's batch replayed after a crash; items the server dropped meanwhile are not in it); a
+ * `through` whose "value" is null (a poll of a list that was empty) ends a range that holds
+ * nothing, and nothing is sent.
  * An offset is JSON, {"list": the list's redacted URL, "field": the JSON pointer, "value": the
  * greatest value delivered (null: none yet), "seen": [identities at it]}: the "sync_state" that
  * sheaf_list_description prints; it holds no credential, and can be stored as it is.

@@ -67,6 +67,11 @@ extension SheafClient {
         } else if description.until != nil, description.until!.seen == nil {
             description.until!.seen = []  // the first poll: an item at the start value is new
         }
+        if let through, through.state.value == nil {
+            // The end of a range a poll of an empty list gave: the range holds nothing.
+            return Poll(output: format == .jsonArray ? Array("[]\n".utf8) : [], items: 0, offset: through.state, list: list,
+                        outcome: .complete, requests: 0)
+        }
         description.through = through?.state
         let written = Locked<[UInt8]>([])
         let output = ItemOutput(format: format) { bytes in

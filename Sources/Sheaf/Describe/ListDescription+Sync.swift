@@ -149,7 +149,10 @@ extension ListDescription {
     /// The value the run starts from: the greater of the bound and the since value, with the
     /// identities seen at it (nil when neither names them).
     var storedSync: (value: SyncValue, seen: [SyncValue]?)? {
-        let stored: [(value: SyncValue, seen: [SyncValue]?)] = [until.map { ($0.value, $0.seen) }, since.flatMap { since in since.value.map { ($0, since.seen) } }].compactMap { $0 }
+        let stored: [(value: SyncValue, seen: [SyncValue]?)] = [
+            until.map { ($0.value, $0.seen) },
+            since.flatMap { since in since.value.map { ($0, since.seen) } },
+        ].compactMap { $0 }
         guard let greatest = stored.map(\.value).max() else { return nil }
         let at = stored.filter { $0.value == greatest }
         let seen = at.compactMap(\.seen)

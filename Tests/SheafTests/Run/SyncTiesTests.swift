@@ -185,6 +185,11 @@ final class SyncTiesTests: XCTestCase {
         let next = try client.poll(description, after: (idle.list, idle.offset))
         XCTAssertEqual(ids(next.output), ["c4"])
 
+        // The end of a range of an empty list holds nothing, whatever came since.
+        let empty = try client.poll(description, after: nil, through: (nil, SyncState(pointer: t, value: nil, seen: [])))
+        XCTAssertEqual(empty.items, 0)
+        XCTAssertEqual(empty.requests, 0)
+
         // Refused: another field, another list, no sync, no identity, a budget.
         let refusals: [(ListDescription, (list: String?, state: SyncState)?, String)] = [
             (description, (nil, SyncState(pointer: JSONPointer("/id")!, value: .number("1"))), "of the field /id"),
