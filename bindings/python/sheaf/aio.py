@@ -33,6 +33,7 @@ from .group import GroupDelta, GroupResult, GroupRun, ListOutcome, raise_for
 from .partition import Partition
 from .request import Headers, Response, outcome, prepare
 from .snapshot import Items, Snapshot, StopReason
+from .watch import Watch
 
 
 class _Wakeups(Wakeups):
@@ -291,6 +292,11 @@ class AsyncClient:
         list's failure is raised. Leaving ``async for`` (a ``break``, even with the stream still
         referenced), ``aclose()``, or cancelling the task stops the list."""
         return AsyncSnapshotStream(self._new_run(Client.stream, path, description, decode, options, keywords))
+
+    def watch(self, path: str, description: Optional[Description] = None, **keywords: Any) -> Watch:
+        """:meth:`sheaf.Client.watch`: a :class:`sheaf.Watch` to take with ``async for`` (each poll
+        on a worker thread, the waits on the loop). Nothing is sent until it is iterated."""
+        return self.sync.watch(path, description, **keywords)
 
     async def partitions(self, path: str, n: int, description: Optional[Description] = None, *,
                          options: Optional[ListOptions] = None, **keywords: Any) -> List[Partition]:

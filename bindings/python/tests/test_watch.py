@@ -269,3 +269,20 @@ def test_cli_get_with_a_state_and_an_id_delivers_an_item_added_in_the_same_secon
     insert(api, 1, 500)
     second = subprocess.run(get, env=cli_env(), cwd=REPO, capture_output=True, timeout=60)
     assert [json.loads(line)["id"] for line in second.stdout.splitlines()] == [stripe_id(4)], second.stderr
+
+
+def test_the_asyncio_client_watches_too(api):
+    insert(api, 2, 10)
+
+    async def main() -> List[str]:
+        async with sheaf.AsyncClient(api.base_url) as client:
+            watch = client.watch("/feed/stripe", every=0.01, **STRIPE)
+            got = []
+            async for item in watch:
+                got.append(item["id"])
+                if len(got) == 2:
+                    watch.stop()
+            watch.close()
+            return got
+
+    assert asyncio.run(main()) == [stripe_id(2), stripe_id(1)]
