@@ -515,6 +515,7 @@ functions! {
     fn sheaf_list_set_budget(list: *mut sheaf_list, budget: sheaf_budget, value: i64) -> sheaf_result;
     fn sheaf_list_set_resume(list: *mut sheaf_list, token: *const c_char) -> sheaf_result;
     fn sheaf_list_resume_token(list: *mut sheaf_list, out_token: *mut *mut c_char) -> sheaf_result;
+    fn sheaf_list_poll(list: *mut sheaf_list, offset: *const c_char, through: *const c_char, format: sheaf_format, out_items: *mut *mut c_char, out_length: *mut usize, out_offset: *mut *mut c_char) -> sheaf_result;
     fn sheaf_list_partitions(list: *mut sheaf_list, n: i64, out_json: *mut *mut c_char, out_length: *mut usize) -> sheaf_result;
     fn sheaf_list_partitions_at_once(list: *mut sheaf_list, n: i64, at_once: i64, out_json: *mut *mut c_char, out_length: *mut usize) -> sheaf_result;
     fn sheaf_list_set_partition(list: *mut sheaf_list, json: *const c_char) -> sheaf_result;
