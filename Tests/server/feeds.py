@@ -3,7 +3,7 @@ given second, and the lists serve them as the public APIs do.
 
 | path | order | paging | filter |
 |---|---|---|---|
-| /feed/stripe | created desc, then id desc (Stripe's charges) | starting_after (an id), has_more, limit (10, max 100) | created[gte], created[gt] (Unix seconds) |
+| /feed/stripe | created desc, then id desc (Stripe's charges) | starting_after (an id), has_more, limit (10, max 100) | created[gte], created[gt], created[lt], created[lte] (Unix seconds) |
 | /feed/events | created asc, then id asc (an events feed read oldest first) | page, per_page (10, max 100), a "next" URL | since (Unix seconds, included, as GitHub's since) |
 
 Query parameters of both: feed=NAME (default "default"), each feed its own list;
@@ -70,6 +70,12 @@ def stripe(p) -> None:
         elif q.has("created[gt]"):
             low = q.integer("created[gt]", None)
             items = [item for item in items if item[0] > low]
+        if q.has("created[lt]"):
+            high = q.integer("created[lt]", None)
+            items = [item for item in items if item[0] < high]
+        elif q.has("created[lte]"):
+            high = q.integer("created[lte]", None)
+            items = [item for item in items if item[0] <= high]
     start = 0
     if q.has("starting_after"):
         text = q.text("starting_after") or ""

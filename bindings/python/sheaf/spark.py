@@ -56,19 +56,27 @@ an identity (``id``). Spark's offsets are the polls' offsets: ``{"sheaf_watch": 
 identities of the items at it; ``"offset": null`` for the start the description names). An
 offset holds the list's redacted URL and values of the items, never a credential.
 
-- Each micro-batch is one poll, made in the driver (Spark's Python process of the query):
-  ``latestOffset`` polls from the end of the batch before and keeps the items it fetched there;
-  ``partitions`` splits those items into up to ``partitions`` Spark partitions (contiguous runs
-  of the list's order), and a task only converts the rows it was handed (no request in a task).
-  So the fetching is not spread over the executors: a poll fetches everything new since the last
-  one, in the driver, through the client's window; its items travel in the tasks. An idle poll
-  costs one request and plans no batch. A first poll reads the whole list down to ``until``'s
-  START (or the whole list, for ``since_param`` without a value): start it near now
+- A list with a range filter on the until field (the ``stripe`` preset's ``created[gte]`` and
+  ``created[lt]``, or a description's ``split``, of whole numbers): ``latestOffset`` reads the
+  first page alone (one request) and ends the batch at its greatest value, with the identities
+  of the items there; ``partitions`` cuts the batch into up to ``partitions`` ranges of equal
+  width of the field (newest first) and each task fetches its range on a client of its own,
+  its requests bounded by the filter and its items chosen by the offsets at both ends (a server
+  that ignores the filter costs more requests, never an item). Equal widths spread a list that
+  grows steadily; a first batch over a long backlog is better read by ``spark.read``. When the
+  first page cannot tell the batch's end (every item on it at one value, more pages after it),
+  the batch is a poll, as below.
+- Otherwise each micro-batch is one poll, made in the driver (Spark's Python process of the
+  query): ``latestOffset`` polls from the end of the batch before and keeps the items it
+  fetched; ``partitions`` splits those items into up to ``partitions`` Spark partitions
+  (contiguous runs of the list's order), and a task only converts the rows it was handed.
+- An idle poll costs one request and plans no batch. A first batch reads the whole list down to
+  ``until``'s START (or the whole list, for ``since_param`` without a value): start it near now
   (``/created=1735689600``) on a long list.
 - Exactly once: Spark writes a batch's end offset to its checkpoint before it runs the batch,
   and marks it done after the sink committed it. A query restarted from the checkpoint runs an
   unfinished batch again: ``partitions`` then reads exactly that range again, ``poll(start,
-  through=end)`` (what the server still holds of it: an item deleted meanwhile is not in it, and an
+  through=end)``, or its ranges (what the server still holds of it: an item deleted meanwhile is not in it, and an
   item the server made visible late with a created value inside the range is), and goes on from
   its end. With a sink that commits per batch (files, Delta, a table; ``foreachBatch`` writing by
   batch id) every item is in it once.
@@ -79,7 +87,8 @@ offset holds the list's redacted URL and values of the items, never a credential
 - A poll that fails (after the client's retries) fails the query; restart it from its checkpoint.
 
 Options of a stream (beside ``url``, ``description``, ``headers``, ``token_env`` and the client
-options above; ``at_once`` has no effect: the tasks fetch nothing):
+options above; ``at_once`` has no effect: a range is a cursor's walk, a request in flight at a
+time, so a batch has at most ``partitions`` requests in flight):
 
 - ``until``: ``PTR=START``: a newest-first list, each poll read down to what the last delivered,
   by the field PTR (``/created=0``: the whole list the first time). START is JSON if it parses
@@ -89,7 +98,7 @@ options above; ``at_once`` has no effect: the tasks fetch nothing):
   greatest value delivered. The first poll sends none (the whole list) unless the description's
   JSON names a ``since`` value.
 - ``id``: the pointer of each item's identity (default ``/id``, unless the description names one).
-- ``partitions``: the Spark partitions a batch's items are split into (default 2).
+- ``partitions``: the ranges (or parts) a batch is cut into, a Spark partition each (default 2).
 
 The schema is the one given (``.schema(...)``), else the list's first page's, as for a batch read
 (one request when the query is defined): give one for a list that may be empty when the stream
@@ -406,6 +415,69 @@ def _stream_client(read: ListRead) -> "Client":
     return Client(read.base_url, token or None, **dict(read.client_options))
 
 
+def _range_filter(read: ListRead, parts: Mapping[str, Any]) -> Optional[Dict[str, Any]]:
+    """The range filter a stream's batches are split by, read by the tasks (``{"field", "lower",
+    "upper"}``, the ends as the description's ``split`` names them), when there is one to use: a
+    newest-first list (``until``, a whole-number START) whose description or preset has a split
+    on the until field, of whole numbers. None otherwise (a batch is then fetched in the driver)."""
+    from .description import presets
+
+    if "until" not in parts or read.description is None:
+        return None
+    pointer, start = parts["until"]
+    if isinstance(start, bool) or not isinstance(start, int):
+        return None
+    try:
+        document = json.loads(read.description)
+    except ValueError:
+        return None
+    if not isinstance(document, dict):
+        return None
+    split = document.get("split", "inherit")
+    if split == "inherit":
+        named = presets().get(document.get("preset")) if isinstance(document.get("preset"), str) else None
+        split = None if named is None else json.loads(named[1].to_json()).get("split")
+    if (not isinstance(split, dict) or split.get("field") != pointer or split.get("order", "newest_first") != "newest_first"
+            or split.get("kind") not in (None, "integer")):
+        return None
+    ends = [split.get("lower"), split.get("upper")]
+    if not all(isinstance(end, dict) and isinstance(end.get("param"), str) and isinstance(end.get("inclusive"), bool)
+               for end in ends):
+        return None
+    return {"field": pointer, "lower": dict(ends[0]), "upper": dict(ends[1])}
+
+
+def _item_at(item: Any, pointer: str) -> Any:
+    """The value at JSON pointer `pointer` in a decoded item; None when there is none."""
+    for token in pointer.split("/")[1:]:
+        token = token.replace("~1", "/").replace("~0", "~")
+        if isinstance(item, dict):
+            item = item.get(token)
+        elif isinstance(item, list) and token.isdigit() and int(token) < len(item):
+            item = item[int(token)]
+        else:
+            return None
+    return item
+
+
+def _whole(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+class RangePartition(_InputPartition):  # type: ignore[misc,valid-type]
+    """A part of a stream's batch that a task fetches: the list between two offsets (`floor`
+    exclusive, as a poll starts; `through` inclusive), its requests bounded by the range
+    filter's `query` (the values that hold the range; the offsets decide the items, so a server
+    that ignores the filter costs requests, not items). No credential."""
+
+    def __init__(self, floor: Optional[str], through: str, query: Tuple[Tuple[str, str], ...], low: int, high: int) -> None:
+        super().__init__({"floor": floor, "through": through, "query": query})
+        self.low, self.high = low, high
+
+    def __repr__(self) -> str:
+        return f"<sheaf.spark.RangePartition {self.low}..{self.high}>"
+
+
 class ItemsPartition(_InputPartition):  # type: ignore[misc,valid-type]
     """A part of a stream's batch: its items (a JSON array's bytes, in the list's order) and
     how many they are. Its value is the items; no credential."""
@@ -434,6 +506,7 @@ class ListStreamReader(_SupportsTriggerAvailableNow, _DataSourceStreamReader):  
         self._count = partitions
         self._schema = schema
         self._refuse_unless_it_syncs()
+        self._split = _range_filter(read, self._parts)
         self._start_afresh()
 
     def _start_afresh(self) -> None:
@@ -447,7 +520,8 @@ class ListStreamReader(_SupportsTriggerAvailableNow, _DataSourceStreamReader):  
 
     def __getstate__(self) -> Dict[str, Any]:
         # What a task needs for read(): no client, watch or polls (and no credential).
-        return {"_read": self._read, "_parts": self._parts, "_count": self._count, "_schema": self._schema}
+        return {"_read": self._read, "_parts": self._parts, "_count": self._count, "_schema": self._schema,
+                "_split": self._split}
 
     def __setstate__(self, state: Dict[str, Any]) -> None:
         self.__dict__.update(state)
@@ -472,10 +546,75 @@ class ListStreamReader(_SupportsTriggerAvailableNow, _DataSourceStreamReader):  
         begin = _poll_offset(start, "the start offset")
         end = None if through is None else _poll_offset(through, "the end offset")
         if self._watch is None:
-            self._client = _stream_client(self._read)
-            self._watch = self._client.watch(self._read.path, self._read._description(),
-                                             headers=dict(self._read.headers) or None, **self._parts)
+            self._watch = self._own_client().watch(self._read.path, self._read._description(),
+                                                   headers=dict(self._read.headers) or None, **self._parts)
         return self._watch.poll(begin, through=end, lines=True)
+
+    def _own_client(self) -> "Client":
+        if self._client is None:
+            self._client = _stream_client(self._read)
+        return self._client
+
+    def _peek(self, start: Dict[str, Any]) -> Optional[Dict[str, Any]]:
+        """The end of the batch from `start` by the list's first page alone (one request): the
+        greatest value on it, with the identities of its items at that value (and of those
+        `start` saw there). `start` when nothing is new; None when the first page cannot tell
+        (every item on it at one value, more pages after it: a poll reads the batch instead)."""
+        assert self._split is not None
+        field, identity = self._split["field"], self._parts.get("id", "/id")
+        page = self._own_client().fetch_all(self._read.path, self._read._description(), max_pages=1, split="none",
+                                            headers=dict(self._read.headers) or None)
+        values = [(_item_at(item, field), _item_at(item, identity)) for item in page]
+        if not values:
+            return start
+        if not all(_whole(value) and (isinstance(key, str) or _whole(key)) for value, key in values):
+            return None
+        newest = max(value for value, _ in values)
+        if not (page.complete or any(value < newest for value, _ in values)):
+            return None
+        seen = list(dict.fromkeys(key for value, key in values if value == newest))
+        begun = start["offset"]
+        if begun is None:
+            if newest < self._parts["until"][1]:
+                return start
+        else:
+            if not _whole(begun.get("value")) or newest < begun["value"]:
+                return start if _whole(begun.get("value")) else None
+            if newest == begun["value"]:
+                before = list(begun.get("seen") or [])
+                if not set(seen) - set(before):
+                    return start
+                seen = list(dict.fromkeys(before + seen))
+        offset = {"list": None if begun is None else begun.get("list"), "field": field, "value": newest, "seen": seen}
+        return {"sheaf_watch": OFFSET_VERSION, "offset": offset}
+
+    def _ranges(self, start: Dict[str, Any], end: Dict[str, Any]) -> Optional[List[Any]]:
+        """The batch from `start` to `end` as up to ``partitions`` ranges of equal width of the
+        field, each a task fetches (RangePartition), newest first; None when it cannot be cut so (no range
+        filter, or values that are not whole numbers)."""
+        if self._split is None:
+            return None
+        begun, ended = start["offset"], end["offset"]
+        low = self._parts["until"][1] if begun is None else begun.get("value")
+        high = ended.get("value")
+        if not (_whole(low) and _whole(high)) or high < low:
+            return None
+        cuts = sorted({low + (high - low) * k // self._count for k in range(1, self._count)} - {high})
+        field = self._split["field"]
+
+        def text(offset: Optional[Dict[str, Any]]) -> Optional[str]:
+            return None if offset is None else json.dumps({key: value for key, value in offset.items() if key != "list"})
+
+        floors = [text(begun)] + [text({"field": field, "value": cut + 1, "seen": []}) for cut in cuts]
+        ceilings = [text({"field": field, "value": cut, "seen": None}) for cut in cuts] + [text(ended)]
+        lows, highs = [low] + [cut + 1 for cut in cuts], cuts + [high]
+        lower, upper = self._split["lower"], self._split["upper"]
+        parts = []
+        for floor, ceiling, first, last in zip(floors, ceilings, lows, highs):
+            query = ((lower["param"], str(first if lower["inclusive"] else first - 1)),
+                     (upper["param"], str(last if upper["inclusive"] else last + 1)))
+            parts.append(RangePartition(floor, ceiling, query, first, last))   # type: ignore[arg-type]
+        return parts[::-1]   # the list's order: the newest range first
 
     def initialOffset(self) -> Dict[str, Any]:
         """The start the description names (``until``'s START; the whole list for a since
@@ -494,9 +633,13 @@ class ListStreamReader(_SupportsTriggerAvailableNow, _DataSourceStreamReader):  
         _poll_offset(start, "the start offset")
         if self._target is not None:
             return start if _key(start) == _key(self._target) else self._target
-        poll = self._poll(start)
-        items = _lines(poll.raw)
-        end = _spark_offset(poll.offset) if items else start
+        end = None if self._split is None else self._peek(start)
+        if end is None:
+            poll = self._poll(start)
+            items = _lines(poll.raw)
+            end = _spark_offset(poll.offset) if items else start
+        else:
+            items = []   # the tasks fetch the batch (partitions)
         if items:
             self._polls[(_key(start), _key(end))] = items
             while len(self._polls) > KEPT_POLLS:
@@ -523,9 +666,12 @@ class ListStreamReader(_SupportsTriggerAvailableNow, _DataSourceStreamReader):  
         if _key(start) == _key(end):
             return []
         items = self._polls.get((_key(start), _key(end)))
-        if items is None:
-            items = _lines(self._poll(start, through=end).raw)
         self._latest = end
+        if items is None:
+            ranges = self._ranges(start, end)
+            if ranges is not None:
+                return ranges
+            items = _lines(self._poll(start, through=end).raw)
         count = min(self._count, len(items))
         parts = [items[k * len(items) // count:(k + 1) * len(items) // count] for k in range(count)]
         return [ItemsPartition(b"[" + b",".join(part) + b"]", len(part)) for part in parts]
@@ -535,10 +681,26 @@ class ListStreamReader(_SupportsTriggerAvailableNow, _DataSourceStreamReader):  
         converts them), as one record batch; no request."""
         from .arrow import Line, SnapshotBatches
 
-        if not partition.count:
+        items, count = partition.value, getattr(partition, "count", 0)
+        if isinstance(partition, RangePartition):
+            lines = self._fetch_range(partition)
+            items, count = b"[" + b",".join(lines) + b"]", len(lines)
+        if not count:
             return
-        batch = SnapshotBatches(_readable(self._schema)).read_one(Line(partition.value, (1, 1), 0, partition.count))
+        batch = SnapshotBatches(_readable(self._schema)).read_one(Line(items, (1, 1), 0, count))
         yield conformed(batch, self._schema)
+
+    def _fetch_range(self, partition: "RangePartition") -> List[bytes]:
+        """A range of a batch, fetched in this task on a client of its own (its token from this
+        process's environment): one poll from its floor through its end, bounded by the filter."""
+        value = partition.value
+        with _stream_client(self._read) as client:
+            watch = client.watch(self._read.path, self._read._description(), headers=dict(self._read.headers) or None,
+                                 query=dict(value["query"]), split="none", **self._parts)
+            try:
+                return _lines(watch.poll(value["floor"], through=value["through"], lines=True).raw)
+            finally:
+                watch.close()
 
     def commit(self, end: Dict[str, Any]) -> None:
         """Spark has committed the batches up to `end`: their kept items are dropped."""
@@ -562,5 +724,5 @@ class ListStreamReader(_SupportsTriggerAvailableNow, _DataSourceStreamReader):  
             client.close()
 
 
-__all__ = ["ListDataSource", "ListReader", "ListStreamReader", "ItemsPartition", "register", "NAME",
+__all__ = ["ListDataSource", "ListReader", "ListStreamReader", "ItemsPartition", "RangePartition", "register", "NAME",
            "DEFAULT_PARTITIONS", "DEFAULT_STREAM_PARTITIONS", "OFFSET_VERSION"]

@@ -121,6 +121,15 @@ def _insert(api, feed: str, n: int, at: int):
         return json.load(answer)["stripe_ids"]
 
 
+def _feed_items(api, feed: str):
+    """The feed's items as the server holds them: {"id" (as the list names it), "number", "created"}."""
+    import urllib.request
+
+    with urllib.request.urlopen(f"{api.base_url}/_feed/items?feed={feed}", timeout=10) as answer:
+        return [{"id": f"ch_{item['id']:08d}", "number": item["id"], "created": item["created"]}
+                for item in json.load(answer)["items"]]
+
+
 def _feed_ids(api, feed: str):
     import urllib.request
 
@@ -128,10 +137,15 @@ def _feed_ids(api, feed: str):
         return sorted(f"ch_{item['id']:08d}" for item in json.load(answer)["items"])
 
 
-def _stream(spark, api, feed: str, **options):
-    """A stream of `feed`: newest first, ten a page, synced by /created from the start, by /id."""
+#: The stripe preset without its range filter: a batch is then fetched by a poll in the driver.
+UNSPLIT = json.dumps({"preset": "stripe", "split": None})
+
+
+def _stream(spark, api, feed: str, description: str = "stripe", **options):
+    """A stream of `feed`: newest first, ten a page, synced by /created from the start, by /id;
+    with the stripe preset's range filter, its batches are ranges the tasks fetch."""
     read = (spark.readStream.format("sheaf").option("url", f"{api.base_url}/feed/stripe?feed={feed}&limit=10")
-            .option("description", "stripe").option("until", "/created=0").option("id", "/id"))
+            .option("description", description).option("until", "/created=0").option("id", "/id"))
     for name, value in {**CLIENT_OPTIONS, **options}.items():
         read = read.option(name, value)
     return read
@@ -204,7 +218,7 @@ def test_a_stream_batch_planned_before_a_crash_is_read_again_as_it_was_when_the_
         written[batch_id] = ids
 
     def start():
-        return (_stream(spark, api, feed, partitions=3).schema(FEED_SCHEMA).load().writeStream.foreachBatch(sink)
+        return (_stream(spark, api, feed, UNSPLIT, partitions=3).schema(FEED_SCHEMA).load().writeStream.foreachBatch(sink)
                 .option("checkpointLocation", checkpoint).trigger(availableNow=True).start())
 
     first = _insert(api, feed, 6, second)
@@ -419,3 +433,67 @@ def test_no_token_is_in_the_stream_reader_its_offsets_or_partitions_and_a_range_
     assert sum(batch.num_rows for part in parts for batch in shipped.read(part)) == 7
     reader.stop()
     again.stop()
+
+
+def test_a_stream_batch_is_cut_into_ranges_the_tasks_fetch_and_latest_offset_asks_one_page(api) -> None:
+    """A list with a range filter (the stripe preset's created[gte]/created[lt]): latestOffset
+    reads page one alone, and the batch is ranges of the field that the tasks fetch, each item in
+    one; also against a server that ignores the filter, and a burst above a page (a poll then)."""
+    import cloudpickle
+    from pyspark.sql.types import LongType, StringType, StructField, StructType
+
+    from sheaf.spark import ItemsPartition, ListDataSource, RangePartition
+
+    schema = StructType([StructField("id", StringType()), StructField("created", LongType())])
+
+    def paths(since: int):
+        return [entry["path"] for entry in api.state.snapshot()["log"][since:] if not entry["path"].startswith("/_")]
+
+    def rows(reader, parts):
+        return [row["id"] for part in parts for batch in cloudpickle.loads(cloudpickle.dumps(reader)).read(part)
+                for row in batch.to_pylist()]
+
+    for feed, ignored in (("cut", ""), ("cut-ignored", "&ignore_filter=1")):
+        second = 1_700_600_000
+        newest = _insert(api, feed, 4, second + 20)
+        ids = _insert(api, feed, 7, second) + newest
+        ids += _insert(api, feed, 3, second + 6) + _insert(api, feed, 2, second + 13)   # at the cuts
+        source = ListDataSource({"url": f"{api.base_url}/feed/stripe?feed={feed}&limit=10{ignored}",
+                                 "description": "stripe", "until": f"/created={second}", "partitions": "3"})
+        reader = source.streamReader(schema)
+        start, logged = reader.initialOffset(), len(api.state.snapshot()["log"])
+        end = json.loads(json.dumps(reader.latestOffset(start, None)))
+        assert paths(logged) == [f"/feed/stripe?feed={feed}&limit=10{ignored}"], "latestOffset: page one alone"
+        assert end["offset"]["value"] == second + 20 and sorted(end["offset"]["seen"]) == sorted(newest)
+        logged = len(api.state.snapshot()["log"])
+        parts = reader.partitions(start, end)
+        assert not paths(logged), "planning the batch sends nothing"
+        assert all(isinstance(part, RangePartition) for part in parts) and len(parts) == 3
+        assert [(part.low, part.high) for part in parts] == [(second + 14, second + 20), (second + 7, second + 13),
+                                                              (second, second + 6)]
+        delivered = rows(reader, parts)
+        assert delivered == [item["id"] for item in sorted(_feed_items(api, feed), key=lambda item: (-item["created"], -item["number"]))], \
+            "each item once, in the list's order (newest first)"
+        asked = paths(logged)
+        assert all("created%5Bgte%5D=" in path or "created[gte]=" in path for path in asked), asked
+        # More at the batch's newest second (not in its seen: new) and after it.
+        more = _insert(api, feed, 2, second + 20) + _insert(api, feed, 3, second + 25)
+        logged = len(api.state.snapshot()["log"])
+        after = json.loads(json.dumps(reader.latestOffset(end, None)))
+        assert len(paths(logged)) == 1 and after["offset"]["value"] == second + 25
+        assert sorted(rows(reader, reader.partitions(end, after))) == sorted(more)
+        logged = len(api.state.snapshot()["log"])
+        assert reader.latestOffset(after, None) == after and len(paths(logged)) == 1, "idle: one request, no batch"
+        # A burst above a page in one second: page one cannot tell its end, the batch is a poll.
+        burst = _insert(api, feed, 12, second + 30)
+        last = reader.latestOffset(after, None)
+        parts = reader.partitions(after, last)
+        assert all(isinstance(part, ItemsPartition) for part in parts)
+        assert sorted(rows(reader, parts)) == sorted(burst)
+        # The ranges again, as a restarted query plans them from its offset log: the same items.
+        again = source.streamReader(schema)
+        assert sorted(rows(again, again.partitions(start, end))) == sorted(ids)
+        for thing in (parts, again.partitions(start, end), [start, end, after, last]):
+            secret_free(cloudpickle.dumps(thing), "a partition or an offset")
+        reader.stop()
+        again.stop()
