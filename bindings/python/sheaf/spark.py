@@ -342,16 +342,17 @@ def _sync_parts(given: Mapping[str, Any]) -> Optional[Dict[str, Any]]:
     return parts
 
 
-def _names_identity(description: Optional[str]) -> bool:
-    """Whether a description's JSON names an identity signal."""
+def _identity(description: Optional[str]) -> Optional[Dict[str, Any]]:
+    """The identity signal a description's JSON names ({"source", "where"}), if any."""
     if description is None:
-        return False
+        return None
     try:
         document = json.loads(description)
     except ValueError:
-        return False
+        return None
     signals = document.get("signals") if isinstance(document, dict) else None
-    return isinstance(signals, dict) and bool(signals.get("identity"))
+    named = signals.get("identity") if isinstance(signals, dict) else None
+    return named if isinstance(named, dict) else None
 
 
 def _exactly(value: Any) -> Any:
@@ -501,12 +502,15 @@ class ListStreamReader(_SupportsTriggerAvailableNow, _DataSourceStreamReader):  
     def __init__(self, read: ListRead, sync: Mapping[str, Any], partitions: int, schema: "pyarrow.Schema") -> None:
         self._read = read
         self._parts = dict(sync)
-        if "id" not in self._parts and not _names_identity(read.description):
+        named = _identity(read.description)
+        if "id" not in self._parts and named is None:
             self._parts["id"] = "/id"
+        #: The pointer of each item's identity, as the peek reads it (None: not inside the item).
+        self._id = self._parts["id"] if "id" in self._parts else (named["where"] if named.get("source") == "item" else None)
         self._count = partitions
         self._schema = schema
         self._refuse_unless_it_syncs()
-        self._split = _range_filter(read, self._parts)
+        self._split = _range_filter(read, self._parts) if isinstance(self._id, str) else None
         self._start_afresh()
 
     def _start_afresh(self) -> None:
@@ -521,7 +525,7 @@ class ListStreamReader(_SupportsTriggerAvailableNow, _DataSourceStreamReader):  
     def __getstate__(self) -> Dict[str, Any]:
         # What a task needs for read(): no client, watch or polls (and no credential).
         return {"_read": self._read, "_parts": self._parts, "_count": self._count, "_schema": self._schema,
-                "_split": self._split}
+                "_split": self._split, "_id": self._id}
 
     def __setstate__(self, state: Dict[str, Any]) -> None:
         self.__dict__.update(state)
@@ -560,8 +564,8 @@ class ListStreamReader(_SupportsTriggerAvailableNow, _DataSourceStreamReader):  
         greatest value on it, with the identities of its items at that value (and of those
         `start` saw there). `start` when nothing is new; None when the first page cannot tell
         (every item on it at one value, more pages after it: a poll reads the batch instead)."""
-        assert self._split is not None
-        field, identity = self._split["field"], self._parts.get("id", "/id")
+        assert self._split is not None and isinstance(self._id, str)
+        field, identity = self._split["field"], self._id
         page = self._own_client().fetch_all(self._read.path, self._read._description(), max_pages=1, split="none",
                                             headers=dict(self._read.headers) or None)
         values = [(_item_at(item, field), _item_at(item, identity)) for item in page]
