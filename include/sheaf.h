@@ -803,7 +803,10 @@ SHEAF_API sheaf_result sheaf_list_set_budget(sheaf_list *list, sheaf_budget budg
  * a trailing "/" aside). The credential and secret query values go only to that origin and path.
  * A page the server linked on another path of the origin resumes on the list's own path with the
  * page number, offset or cursor the token holds; a list walked by next links alone cannot resume
- * from such a page. The query within the path is not bound.
+ * from such a page. The query within the path is not bound. The token of a list refused on a
+ * next link to another origin (SHEAF_E_CROSS_ORIGIN) points there: given back, alone or in a
+ * group (where the other lists run), that list fails again at its start with
+ * SHEAF_E_INVALID_ARGUMENT, sending nothing, and keeps the token.
  */
 SHEAF_API sheaf_result sheaf_list_set_resume(sheaf_list *list, const char *token);
 

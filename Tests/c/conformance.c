@@ -13,6 +13,8 @@
  *   - a cancel racing the list's completion may end either way, but a list that ends SHEAF_OK holds
  *     every item;
  *   - a failure mid-list keeps the items before it, and its resume token completes the list;
+ *   - a token of a list refused on a link to another origin is taken back: the list fails again
+ *     at its start (SHEAF_E_INVALID_ARGUMENT, as for such a token), sending nothing, keeping it;
  *   - each budget ends SHEAF_OK with its stop reason, and its token completes the list;
  *   - a consumer that takes nothing holds the fetching back within the bound the header states;
  *   - a spent quota stops it SHEAF_E_RATE_LIMITED before the server refuses a request, keeping a
@@ -683,6 +685,49 @@ static void a_failure_mid_list_keeps_the_items_before_it_and_its_token_completes
     sheaf_client_free(client);
 }
 
+/* Issue 47: a token the library made is one it takes back. A list refused on a next link to
+   another origin (port 1 of loopback: refused before anything is sent there) keeps a token that
+   points there; given back, in every mode (a group's too), the list fails again, at its start,
+   with SHEAF_E_INVALID_ARGUMENT as sheaf_list_set_resume promises for such a token, sending
+   nothing, and keeps the same token. */
+static void a_token_pointing_to_another_origin_is_taken_back_and_fails_again_alone(void) {
+    sheaf_client *client = new_client(1);
+    const char *path = "/anchor?n=60&per_page=10&next_base=http://127.0.0.1:1";
+    for (mode m = 0; m < MODES; m++) {
+        test_server_reset(&g_server);
+        consumer c;
+        consumer_init(&c, m, client, new_list(client, path));
+        run(&c);
+        if (!CHECK_LIST_RESULT(c.list, c.result, SHEAF_E_CROSS_ORIGIN)) fprintf(stderr, "    mode %s\n", mode_names[m]);
+        ids_are(c.items, 0, 10, mode_names[m]);   /* page one, then the link elsewhere */
+        char *token = token_of(c.list);
+        consumer_free(&c);
+        consumer_destroy(&c);
+        consumer again;
+        consumer_init(&again, m, client, new_list(client, path));   /* a partition's plan reads page one */
+        sleep_ms(100);   /* a request of the first run still on the wire lands within 50 ms */
+        long long sent = server_requests();
+        if (CHECK(token != NULL) && CHECK_LIST_RESULT(again.list, sheaf_list_set_resume(again.list, token), SHEAF_OK)) {
+            run(&again);
+            if (!CHECK_LIST_RESULT(again.list, again.result, SHEAF_E_INVALID_ARGUMENT)) fprintf(stderr, "    again, mode %s\n", mode_names[m]);
+            ids_are(again.items, 0, 0, mode_names[m]);
+            sleep_ms(100);
+            sheaf_error *error = sheaf_list_error(again.list);   /* says why, and not only "edited" */
+            if (!CHECK(error != NULL && strstr(error->message, "the list was refused a link there") != NULL))
+                fprintf(stderr, "    again, mode %s: %s\n", mode_names[m], error != NULL ? error->message : "no error");
+            sheaf_error_free(error);
+            if (!CHECK_INT(server_requests(), sent)) fprintf(stderr, "    again, mode %s: sent a request\n", mode_names[m]);
+            char *kept = token_of(again.list);
+            if (!CHECK(kept != NULL && strcmp(kept, token) == 0)) fprintf(stderr, "    again, mode %s: another token\n", mode_names[m]);
+            sheaf_free(kept);
+        }
+        sheaf_free(token);
+        consumer_free(&again);
+        consumer_destroy(&again);
+    }
+    sheaf_client_free(client);
+}
+
 static void each_budget_ends_ok_with_its_stop_reason_and_its_token_completes_the_list(void) {
     sheaf_client *client = new_client(4);
     const char *path = "/anchor?n=200&per_page=10";
@@ -841,6 +886,7 @@ static const test tests[] = {
     TEST(a_cancel_racing_the_end_may_win_but_an_ok_list_is_whole),
     TEST(a_failure_mid_list_keeps_the_items_before_it_and_its_token_completes_the_list),
     TEST(each_budget_ends_ok_with_its_stop_reason_and_its_token_completes_the_list),
+    TEST(a_token_pointing_to_another_origin_is_taken_back_and_fails_again_alone),
     TEST(a_consumer_that_takes_nothing_holds_the_fetching_back_within_the_bound),
     TEST(every_mode_stops_at_a_spent_quota_before_the_server_refuses_it),
     TEST(every_mode_revalidates_from_the_cache_and_delivers_the_same_items),

@@ -162,8 +162,8 @@ public struct ResumeToken: Sendable, Equatable, CustomStringConvertible {
         let listOrigin = Origin(firstURL)
         guard let url = point.url, var list = URLComponents(string: firstURL), let page = URLComponents(string: url),
               listOrigin != nil, Origin(url) == listOrigin, page.user == nil, page.password == nil else {
-            throw SheafError(.invalidArgument, "the resume token's page is not on the list's origin \(listOrigin.map { "\($0)" } ?? firstURL); "
-                             + "a token goes on only where the list itself may (was the token edited?)")
+            throw SheafError(.invalidArgument, "the resume token's page is not on the list's origin \(listOrigin.map { "\($0)" } ?? firstURL) "
+                             + "(the list was refused a link there, or the token was edited): a token goes on only where the list itself may")
         }
         let listPath = list.percentEncodedPath, pagePath = page.percentEncodedPath
         if pagePath == listPath || pagePath == listPath + "/" || pagePath + "/" == listPath {
