@@ -380,9 +380,8 @@ static void run(consumer *c) {
             }
         }
     default:
-        if (!c->started && (c->result = start(c)) != SHEAF_OK) return;
-        c->result = sheaf_list_wait(c->list);
-        collect_written(c);
+        if (c->started || (c->result = start(c)) == SHEAF_OK) c->result = sheaf_list_wait(c->list);
+        collect_written(c);   /* a write_fd start that failed has its reader to join too */
         return;
     }
 }
