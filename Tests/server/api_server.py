@@ -94,9 +94,11 @@ Endpoints:
 from __future__ import annotations
 
 import argparse
+import array
 import collections
 import json
 import email.utils
+import fcntl
 import hashlib
 import math
 import os
@@ -104,6 +106,7 @@ import signal
 import socket
 import ssl
 import sys
+import termios
 import threading
 import time
 import traceback
@@ -923,6 +926,8 @@ class APIServer(ThreadingHTTPServer):
         self.orgs = org_api.Orgs()
         self._conns: set = set()
         self._conns_lock = threading.Lock()
+        self._accepted = 0              # connections accepted, and those whose thread has started
+        self._started = 0
         self._serving = False
         self._closed = False
         super().__init__((host, port), Handler)
@@ -932,11 +937,18 @@ class APIServer(ThreadingHTTPServer):
 
     def get_request(self):
         sock, addr = super().get_request()
+        with self._conns_lock:
+            self._accepted += 1
         try:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         except OSError:
             pass
         return sock, addr
+
+    def process_request_thread(self, request, client_address) -> None:
+        with self._conns_lock:
+            self._started += 1
+        super().process_request_thread(request, client_address)
 
     def track(self, conn, add: bool) -> None:
         with self._conns_lock:
@@ -944,6 +956,23 @@ class APIServer(ThreadingHTTPServer):
                 self._conns.add(conn)
             else:
                 self._conns.discard(conn)
+
+    def unread(self) -> bool:
+        """Whether a request may have reached the server and not yet begun: a connection accepted
+        whose handler has not run, or bytes waiting in an open connection."""
+        with self._conns_lock:
+            if self._accepted != self._started:
+                return True
+            conns = list(self._conns)
+        waiting = array.array("i", [0])
+        for conn in conns:
+            try:
+                fcntl.ioctl(conn.fileno(), termios.FIONREAD, waiting)
+            except (OSError, ValueError):
+                continue
+            if waiting[0]:
+                return True
+        return False
 
     def handle_error(self, request, client_address) -> None:
         exc = sys.exc_info()[1]
