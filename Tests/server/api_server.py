@@ -926,8 +926,7 @@ class APIServer(ThreadingHTTPServer):
         self.orgs = org_api.Orgs()
         self._conns: set = set()
         self._conns_lock = threading.Lock()
-        self._accepted = 0              # connections accepted, and those whose thread has started
-        self._started = 0
+        self._unstarted = 0             # connections accepted whose thread has not started
         self._serving = False
         self._closed = False
         super().__init__((host, port), Handler)
@@ -938,7 +937,7 @@ class APIServer(ThreadingHTTPServer):
     def get_request(self):
         sock, addr = super().get_request()
         with self._conns_lock:
-            self._accepted += 1
+            self._unstarted += 1
         try:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         except OSError:
@@ -947,7 +946,7 @@ class APIServer(ThreadingHTTPServer):
 
     def process_request_thread(self, request, client_address) -> None:
         with self._conns_lock:
-            self._started += 1
+            self._unstarted -= 1
         super().process_request_thread(request, client_address)
 
     def track(self, conn, add: bool) -> None:
@@ -961,7 +960,7 @@ class APIServer(ThreadingHTTPServer):
         """Whether a request may have reached the server and not yet begun: a connection accepted
         whose handler has not run, or bytes waiting in an open connection."""
         with self._conns_lock:
-            if self._accepted != self._started:
+            if self._unstarted:
                 return True
             conns = list(self._conns)
         waiting = array.array("i", [0])

@@ -57,7 +57,7 @@ def _fresh(server: APIServer) -> APIServer:
     A request an earlier test's list sent just before it was stopped may not have begun yet (a
     connection not yet taken up, bytes not yet read): it is waited for too, as one in flight."""
     deadline = time.monotonic() + 15
-    while (server.state.snapshot()["in_flight"] or server.unread()) and time.monotonic() < deadline:
+    while (server.state.in_flight or server.unread()) and time.monotonic() < deadline:
         time.sleep(0.01)
     server.state.reset()
     post_api.reset()
